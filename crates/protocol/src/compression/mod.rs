@@ -1,0 +1,540 @@
+//! Message compression codecs as Kafka 0.8.2 writes and reads them.
+//!
+//! A compressed Kafka message (a "wrapper") carries a whole inner message set
+//! in its value, compressed with the codec named by the low three bits of the
+//! message attributes. The byte layouts produced here are the ones Kafka's own
+//! Java client and a 0.8.2 broker write:
+//!
+//! * [`gzip`]: one gzip member laid out as Java's `GZIPOutputStream` does it
+//!   (mtime 0, XFL 0, OS byte `0xff`).
+//! * [`snappy`]: xerial (`snappy-java`) framing with 32 KiB blocks.
+//! * [`lz4`]: an LZ4 frame with 64 KiB independent blocks whose header
+//!   checksum is computed the Kafka 0.8 way (KAFKA-3160).
+//!
+//! Every decoder takes a `max_output` limit and checks it before allocating,
+//! so a small hostile input cannot make it allocate a large buffer.
+
+use std::fmt;
+use std::str::FromStr;
+
+pub mod gzip;
+pub mod lz4;
+pub mod snappy;
+
+/// Compression codec of a Kafka message (attributes & 0x07).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Compression {
+    /// No compression (codec 0).
+    #[default]
+    None,
+    /// gzip (codec 1).
+    Gzip,
+    /// Snappy with xerial framing (codec 2).
+    Snappy,
+    /// LZ4 frame (codec 3, Kafka 0.8.2 and later).
+    Lz4,
+}
+
+impl Compression {
+    /// Mask selecting the codec bits of a message's attributes byte.
+    pub const ATTRIBUTE_MASK: i8 = 0x07;
+
+    /// The codec's value in the attributes byte: 0, 1, 2 or 3.
+    #[must_use]
+    pub const fn attribute_bits(self) -> i8 {
+        match self {
+            Compression::None => 0,
+            Compression::Gzip => 1,
+            Compression::Snappy => 2,
+            Compression::Lz4 => 3,
+        }
+    }
+
+    /// The codec named by the low three bits of a message's `attributes`.
+    ///
+    /// Other attribute bits are ignored. Codec bits 4 to 7 name no codec and
+    /// give [`CompressionError::UnknownCodec`].
+    pub fn from_attributes(attributes: i8) -> Result<Self, CompressionError> {
+        match attributes & Self::ATTRIBUTE_MASK {
+            0 => Ok(Compression::None),
+            1 => Ok(Compression::Gzip),
+            2 => Ok(Compression::Snappy),
+            3 => Ok(Compression::Lz4),
+            bits => Err(CompressionError::UnknownCodec(bits)),
+        }
+    }
+
+    /// The codec's name as Kafka's `compression.codec` setting spells it:
+    /// `"none"`, `"gzip"`, `"snappy"` or `"lz4"`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Gzip => "gzip",
+            Compression::Snappy => "snappy",
+            Compression::Lz4 => "lz4",
+        }
+    }
+}
+
+impl fmt::Display for Compression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+impl FromStr for Compression {
+    type Err = CompressionError;
+
+    /// Parses a codec name (`none`, `gzip`, `snappy`, `lz4`, any case) or
+    /// Kafka's numeric code (`0` to `3`).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let codec = match s {
+            "0" => Compression::None,
+            "1" => Compression::Gzip,
+            "2" => Compression::Snappy,
+            "3" => Compression::Lz4,
+            _ if s.eq_ignore_ascii_case("none") => Compression::None,
+            _ if s.eq_ignore_ascii_case("gzip") => Compression::Gzip,
+            _ if s.eq_ignore_ascii_case("snappy") => Compression::Snappy,
+            _ if s.eq_ignore_ascii_case("lz4") => Compression::Lz4,
+            _ => return Err(CompressionError::UnknownCodecName(s.to_owned())),
+        };
+        Ok(codec)
+    }
+}
+
+/// Errors from compressing or decompressing a message value.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompressionError {
+    /// Returned when a message's attributes carry codec bits (the value
+    /// shown) that name no known codec.
+    #[error("unknown compression codec {0} in message attributes")]
+    UnknownCodec(i8),
+
+    /// Returned when a codec name or number (the string shown) is not one of
+    /// `none`, `gzip`, `snappy`, `lz4`, `0`, `1`, `2`, `3`.
+    #[error("unknown compression codec name {0:?}")]
+    UnknownCodecName(String),
+
+    /// Returned when the decompressed data would exceed the caller's
+    /// `max_output` limit.
+    #[error("decompressed data exceeds the limit of {limit} bytes")]
+    TooLarge {
+        /// The `max_output` limit that would have been exceeded.
+        limit: usize,
+    },
+
+    /// Returned when the compressed input ends inside a header, length field,
+    /// block or checksum.
+    #[error("truncated {what}: {needed} bytes needed, {available} available")]
+    Truncated {
+        /// The structure that was cut off.
+        what: &'static str,
+        /// Bytes the structure needs.
+        needed: usize,
+        /// Bytes left in the input.
+        available: usize,
+    },
+
+    /// Returned when the gzip encoder or decoder fails, for example on a
+    /// corrupt deflate stream, a bad CRC-32 or a truncated member.
+    #[error("gzip codec failed")]
+    Gzip(#[source] std::io::Error),
+
+    /// Returned when the snappy encoder or decoder rejects a raw snappy block.
+    #[error("snappy codec failed")]
+    Snappy(#[source] snap::Error),
+
+    /// Returned when an xerial snappy block length is negative or larger
+    /// than the bytes left in the input.
+    #[error("xerial snappy block length {length} is invalid with {remaining} bytes left")]
+    XerialBlockLength {
+        /// The block length read from the input.
+        length: i32,
+        /// Bytes left in the input after the length field.
+        remaining: usize,
+    },
+
+    /// Returned when LZ4 input does not start with the LZ4 frame magic or a
+    /// skippable frame magic.
+    #[error("bad lz4 frame magic 0x{0:08x}")]
+    Lz4Magic(u32),
+
+    /// Returned when an LZ4 frame descriptor uses a version, flag or block
+    /// size this decoder does not accept.
+    #[error("unsupported lz4 frame descriptor FLG 0x{flg:02x} BD 0x{bd:02x}: {reason}")]
+    Lz4Descriptor {
+        /// The FLG byte.
+        flg: u8,
+        /// The BD byte.
+        bd: u8,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+
+    /// Returned when an LZ4 frame's header checksum byte matches neither the
+    /// Kafka 0.8 form nor the LZ4 specification's form.
+    #[error(
+        "lz4 frame header checksum 0x{found:02x} matches neither the kafka 0.8 value \
+         0x{kafka08:02x} nor the standard value 0x{standard:02x}"
+    )]
+    Lz4HeaderChecksum {
+        /// The checksum byte found in the frame.
+        found: u8,
+        /// The value Kafka 0.8 writes (xxh32 over magic and descriptor).
+        kafka08: u8,
+        /// The value the LZ4 specification prescribes (xxh32 over the
+        /// descriptor only).
+        standard: u8,
+    },
+
+    /// Returned when an LZ4 block's size is larger than the frame's block
+    /// maximum.
+    #[error("lz4 block of {size} bytes exceeds the frame's block maximum of {max} bytes")]
+    Lz4BlockSize {
+        /// The block size read from the input.
+        size: usize,
+        /// The frame's block maximum size.
+        max: usize,
+    },
+
+    /// Returned when an LZ4 block or content checksum does not match the data.
+    #[error(
+        "lz4 {what} checksum mismatch: frame says 0x{expected:08x}, data gives 0x{actual:08x}"
+    )]
+    Lz4Checksum {
+        /// `"block"` or `"content"`.
+        what: &'static str,
+        /// The checksum stored in the frame.
+        expected: u32,
+        /// The checksum of the data.
+        actual: u32,
+    },
+
+    /// Returned when an LZ4 frame's declared content size differs from the
+    /// size of its decompressed blocks.
+    #[error("lz4 frame declares {declared} content bytes but holds {actual}")]
+    Lz4ContentSize {
+        /// The content size declared in the frame descriptor.
+        declared: u64,
+        /// The number of bytes the frame's blocks decompressed to.
+        actual: u64,
+    },
+
+    /// Returned when an LZ4 block cannot be decompressed.
+    #[error("lz4 block is corrupt")]
+    Lz4Block(#[source] lz4_flex::block::DecompressError),
+
+    /// Returned when an LZ4 block cannot be compressed.
+    #[error("lz4 block compression failed")]
+    Lz4Compress(#[source] lz4_flex::block::CompressError),
+}
+
+/// Compress `input` with `codec`, appending to `out`. `Compression::None` copies.
+///
+/// The layouts are the ones Kafka 0.8.2 writes; see [`gzip::compress`],
+/// [`snappy::compress`] and [`lz4::compress`].
+pub fn compress(
+    codec: Compression,
+    input: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), CompressionError> {
+    match codec {
+        Compression::None => {
+            out.extend_from_slice(input);
+            Ok(())
+        }
+        Compression::Gzip => gzip::compress(input, out),
+        Compression::Snappy => snappy::compress(input, out),
+        Compression::Lz4 => lz4::compress(input, out),
+    }
+}
+
+/// Decompress `input`, appending to `out`; fails with `CompressionError::TooLarge`
+/// if the output would exceed `max_output` bytes.
+///
+/// `max_output` bounds the bytes this call appends, and is checked before
+/// anything is allocated. On error `out` is left as it was.
+pub fn decompress(
+    codec: Compression,
+    input: &[u8],
+    max_output: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), CompressionError> {
+    match codec {
+        Compression::None => {
+            if input.len() > max_output {
+                return Err(CompressionError::TooLarge { limit: max_output });
+            }
+            out.extend_from_slice(input);
+            Ok(())
+        }
+        Compression::Gzip => gzip::decompress(input, max_output, out),
+        Compression::Snappy => snappy::decompress(input, max_output, out),
+        Compression::Lz4 => lz4::decompress(input, max_output, out),
+    }
+}
+
+/// Runs `decode`, truncating `out` back to its length on entry if it fails.
+fn rollback_on_error(
+    out: &mut Vec<u8>,
+    decode: impl FnOnce(&mut Vec<u8>) -> Result<(), CompressionError>,
+) -> Result<(), CompressionError> {
+    let start = out.len();
+    let result = decode(out);
+    if result.is_err() {
+        out.truncate(start);
+    }
+    result
+}
+
+/// How far a decoder may grow its output: the length `out` had on entry
+/// plus the caller's `max_output`.
+#[derive(Debug, Clone, Copy)]
+struct Limit {
+    end: usize,
+    max_output: usize,
+}
+
+impl Limit {
+    fn new(out: &[u8], max_output: usize) -> Self {
+        Limit {
+            end: out.len().saturating_add(max_output),
+            max_output,
+        }
+    }
+
+    /// Bytes that may still be appended to `out`.
+    fn room(self, out: &[u8]) -> usize {
+        self.end.saturating_sub(out.len())
+    }
+
+    /// Fails with [`CompressionError::TooLarge`] unless `additional` more
+    /// bytes fit after `out`.
+    fn check(self, out: &[u8], additional: usize) -> Result<(), CompressionError> {
+        if additional > self.room(out) {
+            return Err(self.exceeded());
+        }
+        Ok(())
+    }
+
+    fn exceeded(self) -> CompressionError {
+        CompressionError::TooLarge {
+            limit: self.max_output,
+        }
+    }
+}
+
+/// A forward-only view of compressed input that reports truncation.
+struct Input<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Input<'a> {
+    fn new(rest: &'a [u8]) -> Self {
+        Input { rest }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.rest.is_empty()
+    }
+
+    fn remaining(&self) -> usize {
+        self.rest.len()
+    }
+
+    /// The next `n` bytes; `what` names them in the error if fewer are left.
+    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], CompressionError> {
+        if n > self.rest.len() {
+            return Err(CompressionError::Truncated {
+                what,
+                needed: n,
+                available: self.rest.len(),
+            });
+        }
+        let (head, tail) = self.rest.split_at(n);
+        self.rest = tail;
+        Ok(head)
+    }
+
+    fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], CompressionError> {
+        let mut bytes = [0; N];
+        bytes.copy_from_slice(self.take(N, what)?);
+        Ok(bytes)
+    }
+
+    fn u8(&mut self, what: &'static str) -> Result<u8, CompressionError> {
+        Ok(self.array::<1>(what)?[0])
+    }
+
+    fn u32_le(&mut self, what: &'static str) -> Result<u32, CompressionError> {
+        self.array(what).map(u32::from_le_bytes)
+    }
+
+    fn i32_be(&mut self, what: &'static str) -> Result<i32, CompressionError> {
+        self.array(what).map(i32::from_be_bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [Compression; 4] = [
+        Compression::None,
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+    ];
+
+    /// 200 KiB mixing compressible text, a counter pattern and noise.
+    pub(super) fn mixed_data(len: usize) -> Vec<u8> {
+        let mut data = Vec::with_capacity(len);
+        let mut state: u32 = 0x1234_5678;
+        while data.len() < len {
+            let i = data.len();
+            let byte = match (i / 4096) % 3 {
+                0 => b"kafka message set payload "[i % 26],
+                1 => (i % 251) as u8,
+                _ => {
+                    state ^= state << 13;
+                    state ^= state >> 17;
+                    state ^= state << 5;
+                    state as u8
+                }
+            };
+            data.push(byte);
+        }
+        data
+    }
+
+    #[test]
+    fn attribute_bits_round_trip() {
+        for codec in ALL {
+            assert_eq!(
+                Compression::from_attributes(codec.attribute_bits()).unwrap(),
+                codec
+            );
+            // Higher attribute bits do not affect the codec.
+            assert_eq!(
+                Compression::from_attributes(codec.attribute_bits() | 0x78).unwrap(),
+                codec
+            );
+        }
+        assert_eq!(Compression::from_attributes(1).unwrap(), Compression::Gzip);
+        assert_eq!(
+            Compression::from_attributes(2).unwrap(),
+            Compression::Snappy
+        );
+        assert_eq!(Compression::from_attributes(3).unwrap(), Compression::Lz4);
+        assert_eq!(
+            Compression::from_attributes(-128).unwrap(),
+            Compression::None
+        );
+        assert_eq!(Compression::default(), Compression::None);
+    }
+
+    #[test]
+    fn unknown_codec_bits() {
+        for bits in 4..=7i8 {
+            match Compression::from_attributes(bits) {
+                Err(CompressionError::UnknownCodec(b)) => assert_eq!(b, bits),
+                other => panic!("{other:?}"),
+            }
+        }
+        let err = Compression::from_attributes(0x0f).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown compression codec 7 in message attributes"
+        );
+    }
+
+    #[test]
+    fn names_display_and_parse() {
+        let names = ["none", "gzip", "snappy", "lz4"];
+        for (codec, name) in ALL.into_iter().zip(names) {
+            assert_eq!(codec.name(), name);
+            assert_eq!(codec.to_string(), name);
+            assert_eq!(name.parse::<Compression>().unwrap(), codec);
+            assert_eq!(
+                name.to_ascii_uppercase().parse::<Compression>().unwrap(),
+                codec
+            );
+            assert_eq!(
+                codec
+                    .attribute_bits()
+                    .to_string()
+                    .parse::<Compression>()
+                    .unwrap(),
+                codec
+            );
+        }
+        assert_eq!("GZip".parse::<Compression>().unwrap(), Compression::Gzip);
+        assert_eq!(format!("{:>6}", Compression::Lz4), "   lz4");
+        for bad in ["", "zstd", "4", "-1", " gzip", "lz4 ", "01"] {
+            match bad.parse::<Compression>() {
+                Err(CompressionError::UnknownCodecName(s)) => assert_eq!(s, bad),
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            "zstd".parse::<Compression>().unwrap_err().to_string(),
+            "unknown compression codec name \"zstd\""
+        );
+    }
+
+    #[test]
+    fn round_trip_every_codec() {
+        for codec in ALL {
+            for len in [0, 1, 100, 200 * 1024] {
+                let data = mixed_data(len);
+                let mut packed = Vec::new();
+                compress(codec, &data, &mut packed).unwrap();
+                let mut unpacked = b"prefix".to_vec();
+                decompress(codec, &packed, len, &mut unpacked).unwrap();
+                assert_eq!(&unpacked[..6], b"prefix", "{codec} len {len}");
+                assert_eq!(&unpacked[6..], &data[..], "{codec} len {len}");
+            }
+        }
+    }
+
+    #[test]
+    fn max_output_smaller_than_output_is_too_large() {
+        let data = mixed_data(100_000);
+        for codec in ALL {
+            let mut packed = Vec::new();
+            compress(codec, &data, &mut packed).unwrap();
+            for limit in [0, 1, 99_999] {
+                let mut out = b"keep".to_vec();
+                match decompress(codec, &packed, limit, &mut out) {
+                    Err(CompressionError::TooLarge { limit: l }) => assert_eq!(l, limit, "{codec}"),
+                    other => panic!("{codec} limit {limit}: {other:?}"),
+                }
+                assert_eq!(out, b"keep", "{codec}: out restored on error");
+            }
+        }
+    }
+
+    #[test]
+    fn error_messages() {
+        let err = CompressionError::TooLarge { limit: 10 };
+        assert_eq!(
+            err.to_string(),
+            "decompressed data exceeds the limit of 10 bytes"
+        );
+        let err = CompressionError::Truncated {
+            what: "lz4 block",
+            needed: 8,
+            available: 3,
+        };
+        assert_eq!(
+            err.to_string(),
+            "truncated lz4 block: 8 bytes needed, 3 available"
+        );
+        let err = CompressionError::Gzip(std::io::Error::other("inner"));
+        assert_eq!(err.to_string(), "gzip codec failed");
+        assert!(std::error::Error::source(&err).is_some());
+    }
+}

@@ -1,0 +1,62 @@
+//! # gregor-protocol
+//!
+//! A pure codec for the Kafka 0.8.2 wire protocol: bytes in, values out. No IO, no async, no
+//! logging; the network, producer, consumer and the test cluster all speak through it.
+//!
+//! ```text
+//!  frame::split_frame ──► RequestHeader::decode ──► AnyRequest::decode      (a broker)
+//!  frame::encode_request(header, &ProduceRequest) ──► bytes                 (a client)
+//!  frame::decode_response::<FetchRequest>(0, frame) ──► FetchResponse
+//!        └─ FetchResponsePartition::messages(topic, offset) ──► MessageSet::decode
+//!              (CRC check, gzip/snappy/lz4 wrappers expanded, offsets below the fetch
+//!               offset dropped, partial trailing message dropped, "too large" reported)
+//! ```
+//!
+//! * [`frame`]: API keys, the versioned [`Encode`]/[`Decode`]/[`Request`] traits, headers and the
+//!   4-byte size framing.
+//! * [`messages`]: one module per API — Produce v0, Fetch v0, Offsets v0, Metadata v0,
+//!   OffsetCommit v0/v1, OffsetFetch v0/v1, ConsumerMetadata v0 — requests and responses, both
+//!   directions.
+//! * [`message`]: Message v0 and [`MessageSet`], compressed wrappers.
+//! * [`compression`]: gzip, snappy (Kafka's xerial framing) and lz4 (the 0.8 frame).
+//! * [`ErrorCode`]: every broker error code of 0.8.2.
+//!
+//! Wire input is treated as hostile: decoding never panics, never allocates from a length it
+//! has not checked against the bytes that remain, and a frame is used exactly or rejected.
+//!
+//! ```
+//! use bytes::{Bytes, BytesMut};
+//! use gregor_protocol::frame::{encode_request, split_frame, ApiKey, RequestHeader};
+//! use gregor_protocol::messages::{AnyRequest, MetadataRequest};
+//!
+//! let header = RequestHeader {
+//!     api_key: ApiKey::Metadata,
+//!     api_version: 0,
+//!     correlation_id: 7,
+//!     client_id: Some("doc".into()),
+//! };
+//! let mut buf = BytesMut::new();
+//! encode_request(&header, &MetadataRequest { topics: vec!["t".into()] }, &mut buf)?;
+//!
+//! // the broker's side
+//! let mut frame = split_frame(&mut buf, 1 << 20)?.expect("a whole frame");
+//! let got = RequestHeader::decode(&mut frame)?;
+//! assert_eq!(got, header);
+//! let AnyRequest::Metadata(req) = AnyRequest::decode(&got, frame)? else { unreachable!() };
+//! assert_eq!(req.topics, ["t"]);
+//! # Ok::<(), gregor_protocol::Error>(())
+//! ```
+
+pub mod compression;
+mod error;
+mod error_code;
+pub mod frame;
+pub mod message;
+pub mod messages;
+pub mod wire;
+
+pub use compression::Compression;
+pub use error::{Error, MessageLocation, Result};
+pub use error_code::{check as check_error_code, ErrorCode};
+pub use frame::{Decode, Encode, Request};
+pub use message::{Message, MessageAndOffset, MessageSet};

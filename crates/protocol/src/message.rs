@@ -1,0 +1,606 @@
+//! Message v0 and MessageSet, with compressed wrapper messages.
+//!
+//! ```text
+//! MessageSet  = [offset int64 | size int32 | Message]...      (no count; the enclosing field
+//!                                                              gives the byte length)
+//! Message v0  = crc uint32 | magic int8 = 0 | attributes int8 | key bytes | value bytes
+//!               crc = CRC-32 (IEEE) of magic..end of value; codec = attributes & 0x07
+//! wrapper     = a Message whose codec is gzip/snappy/lz4 and whose value is a compressed
+//!               inner MessageSet; its offset is the LAST inner offset, and the broker assigns
+//!               absolute inner offsets
+//! ```
+//!
+//! A [`MessageSet`] keeps the bytes as they came off the wire, so a decoded frame re-encodes
+//! to exactly the same bytes and a consumer pays for parsing only when it reads. Reading is in
+//! two levels: [`MessageSet::entries`] walks the top-level entries (wrappers stay compressed)
+//! and [`MessageSet::decode`] expands wrappers, verifies every CRC, drops messages below a
+//! requested offset and reports a partial trailing message or a message too large for the
+//! fetch.
+
+use std::fmt;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+
+use crate::compression::{self, Compression};
+use crate::error::{Error, MessageLocation, Result};
+use crate::wire;
+
+/// The only message format Kafka 0.8.2 knows.
+pub const MAGIC_V0: i8 = 0;
+/// Bytes a Message v0 takes besides its key and value: crc, magic, attributes, two lengths.
+pub const MESSAGE_V0_OVERHEAD: usize = 4 + 1 + 1 + 4 + 4;
+/// Bytes of the `offset int64 | size int32` header before each message of a set.
+pub const ENTRY_HEADER_SIZE: usize = 8 + 4;
+/// Default bound on the bytes decompressed while decoding one message set (zip-bomb guard).
+pub const DEFAULT_MAX_DECOMPRESSED_BYTES: usize = 256 * 1024 * 1024;
+
+/// A Kafka message (format v0). For a compressed wrapper, `value` holds the compressed inner
+/// MessageSet.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Message {
+    /// Attributes byte: the low 3 bits are the codec (see [`Message::compression`]), the others
+    /// are unused in v0 and kept as read.
+    pub attributes: i8,
+    /// The key (`None` = null, which Kafka's partitioners treat as "no key").
+    pub key: Option<Bytes>,
+    /// The value (`None` = null, a delete marker in compacted topics).
+    pub value: Option<Bytes>,
+}
+
+impl fmt::Debug for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Message");
+        if self.attributes != 0 {
+            d.field("attributes", &self.attributes);
+        }
+        d.field("key", &self.key.as_deref().map(ShowBytes)).field("value", &self.value.as_deref().map(ShowBytes)).finish()
+    }
+}
+
+/// Shows bytes as a string when they are printable, as hex otherwise, cut after 64 bytes.
+struct ShowBytes<'a>(&'a [u8]);
+
+impl fmt::Debug for ShowBytes<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shown = &self.0[..self.0.len().min(64)];
+        let more = if shown.len() < self.0.len() { format!("..({} bytes)", self.0.len()) } else { String::new() };
+        match std::str::from_utf8(shown) {
+            Ok(s) if s.chars().all(|c| !c.is_control()) => write!(f, "{s:?}{more}"),
+            _ => {
+                write!(f, "0x")?;
+                shown.iter().try_for_each(|b| write!(f, "{b:02x}"))?;
+                write!(f, "{more}")
+            }
+        }
+    }
+}
+
+impl Message {
+    /// An uncompressed message.
+    pub fn new(key: Option<Bytes>, value: Option<Bytes>) -> Message {
+        Message { attributes: 0, key, value }
+    }
+
+    /// The codec named by the attributes.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::compression::CompressionError::UnknownCodec`] for bits 4 to 7.
+    pub fn compression(&self) -> Result<Compression, compression::CompressionError> {
+        Compression::from_attributes(self.attributes)
+    }
+
+    /// True when the codec bits are not 0: the value is a compressed MessageSet.
+    pub fn is_wrapper(&self) -> bool {
+        self.attributes & Compression::ATTRIBUTE_MASK != 0
+    }
+
+    /// Bytes this message takes on the wire (without the set's offset and size).
+    pub fn encoded_len(&self) -> usize {
+        MESSAGE_V0_OVERHEAD + self.key.as_ref().map_or(0, Bytes::len) + self.value.as_ref().map_or(0, Bytes::len)
+    }
+
+    /// Appends the message, computing its CRC.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TooLong`] for a key or value over `i32::MAX` bytes.
+    pub fn encode(&self, buf: &mut BytesMut) -> Result<()> {
+        let crc_at = buf.len();
+        buf.put_u32(0);
+        buf.put_i8(MAGIC_V0);
+        buf.put_i8(self.attributes);
+        wire::put_nullable_bytes(buf, "key", self.key.as_deref())?;
+        wire::put_nullable_bytes(buf, "value", self.value.as_deref())?;
+        let crc = crc32fast::hash(&buf[crc_at + 4..]);
+        buf[crc_at..crc_at + 4].copy_from_slice(&crc.to_be_bytes());
+        Ok(())
+    }
+
+    /// Reads a message that fills `bytes` exactly, verifying magic and CRC.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Crc`], [`Error::UnsupportedMagic`], [`Error::MalformedMessage`].
+    pub fn decode(mut bytes: Bytes, location: impl FnOnce() -> MessageLocation) -> Result<Message> {
+        if bytes.len() < MESSAGE_V0_OVERHEAD {
+            return Err(Error::MalformedMessage {
+                location: location(),
+                reason: format!("{} bytes cannot hold a message (at least {MESSAGE_V0_OVERHEAD})", bytes.len()),
+            });
+        }
+        let stored = bytes.get_u32();
+        let computed = crc32fast::hash(&bytes);
+        let magic = bytes.get_i8();
+        if magic != MAGIC_V0 {
+            return Err(Error::UnsupportedMagic { location: location(), magic });
+        }
+        if stored != computed {
+            return Err(Error::Crc { location: location(), stored, computed });
+        }
+        let attributes = bytes.get_i8();
+        let fields = (|| Ok::<_, Error>((wire::get_nullable_bytes(&mut bytes, "key")?, wire::get_nullable_bytes(&mut bytes, "value")?)))();
+        match fields {
+            Ok((key, value)) if bytes.is_empty() => Ok(Message { attributes, key, value }),
+            Ok(_) => Err(Error::MalformedMessage {
+                location: location(),
+                reason: format!("{} bytes left after the value", bytes.len()),
+            }),
+            Err(e) => Err(Error::MalformedMessage { location: location(), reason: e.to_string() }),
+        }
+    }
+}
+
+/// A message with its offset in the partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageAndOffset {
+    /// The offset (for a wrapper: its last inner offset).
+    pub offset: i64,
+    /// The message.
+    pub message: Message,
+}
+
+impl MessageAndOffset {
+    /// A message at an offset.
+    pub fn new(offset: i64, message: Message) -> MessageAndOffset {
+        MessageAndOffset { offset, message }
+    }
+}
+
+/// A MessageSet: the bytes as they travel on the wire (see the module docs).
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct MessageSet {
+    bytes: Bytes,
+}
+
+impl fmt::Debug for MessageSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut list = f.debug_list();
+        let mut entries = self.entries();
+        for entry in entries.by_ref() {
+            match entry {
+                Ok(e) => list.entry(&e),
+                Err(err) => list.entry(&format_args!("<{err}>")),
+            };
+        }
+        if entries.partial_trailing_bytes() > 0 {
+            list.entry(&format_args!("<partial trailing message: {} bytes>", entries.partial_trailing_bytes()));
+        }
+        list.finish()
+    }
+}
+
+/// Where and how to decode a message set (see [`MessageSet::decode`]).
+#[derive(Debug, Clone)]
+pub struct DecodeOptions {
+    /// Topic, for errors.
+    pub topic: Option<String>,
+    /// Partition, for errors.
+    pub partition: Option<i32>,
+    /// Messages below this offset are dropped (a fetch from the middle of a compressed wrapper
+    /// gets the whole wrapper back). The fetch offset; 0 keeps everything.
+    pub min_offset: i64,
+    /// Bound on all bytes decompressed while decoding this set
+    /// ([`DEFAULT_MAX_DECOMPRESSED_BYTES`] by default).
+    pub max_decompressed_bytes: usize,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        DecodeOptions { topic: None, partition: None, min_offset: 0, max_decompressed_bytes: DEFAULT_MAX_DECOMPRESSED_BYTES }
+    }
+}
+
+impl DecodeOptions {
+    /// Options for the set fetched from `topic`/`partition` at `fetch_offset`.
+    pub fn fetched(topic: &str, partition: i32, fetch_offset: i64) -> DecodeOptions {
+        DecodeOptions { topic: Some(topic.to_owned()), partition: Some(partition), min_offset: fetch_offset, ..DecodeOptions::default() }
+    }
+
+    fn location(&self, offset: i64) -> MessageLocation {
+        MessageLocation { topic: self.topic.clone(), partition: self.partition, offset }
+    }
+}
+
+/// The messages of a decoded set.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DecodedMessages {
+    /// Every message at or above the requested offset, wrappers expanded, in log order.
+    pub messages: Vec<MessageAndOffset>,
+    /// Messages dropped because their offset was below the requested one.
+    pub skipped: usize,
+    /// Bytes of a partial message at the end of the set (normal in a fetch response: the
+    /// broker cuts the set at the fetch size). Dropped.
+    pub partial_trailing_bytes: usize,
+}
+
+impl DecodedMessages {
+    /// The offset to fetch next: one past the last message, or `None` when no message was read.
+    pub fn next_offset(&self) -> Option<i64> {
+        self.messages.last().map(|m| m.offset + 1)
+    }
+}
+
+impl MessageSet {
+    /// An empty set.
+    pub fn new() -> MessageSet {
+        MessageSet::default()
+    }
+
+    /// A set over bytes as read from the wire. Nothing is checked until it is read.
+    pub fn from_bytes(bytes: Bytes) -> MessageSet {
+        MessageSet { bytes }
+    }
+
+    /// The set's bytes.
+    pub fn as_bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+
+    /// The set's bytes, by value.
+    pub fn into_bytes(self) -> Bytes {
+        self.bytes
+    }
+
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// True for a set of no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// Encodes messages at the given offsets, uncompressed at this level (a wrapper made with
+    /// [`MessageSet::wrap`] is just another entry).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TooLong`] for a field or an entry too long for its length prefix.
+    pub fn encode(entries: &[MessageAndOffset]) -> Result<MessageSet> {
+        let mut buf = BytesMut::with_capacity(entries.iter().map(|e| ENTRY_HEADER_SIZE + e.message.encoded_len()).sum());
+        encode_entries(entries, &mut buf)?;
+        Ok(MessageSet { bytes: buf.freeze() })
+    }
+
+    /// Builds the wrapper message that holds `inner`, compressed with `codec`: its offset is the
+    /// last inner offset, its key null, as Kafka's producers and brokers write it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Compression`] when compressing fails; [`Error::TooLong`];
+    /// [`Error::MalformedMessage`] when `inner` is empty or `codec` is [`Compression::None`].
+    pub fn wrap(inner: &[MessageAndOffset], codec: Compression) -> Result<MessageAndOffset> {
+        let last = inner.last().map(|m| m.offset).ok_or_else(|| Error::MalformedMessage {
+            location: MessageLocation::default(),
+            reason: "a compressed wrapper needs at least one inner message".to_owned(),
+        })?;
+        let location = || MessageLocation { offset: last, ..MessageLocation::default() };
+        if codec == Compression::None {
+            return Err(Error::MalformedMessage { location: location(), reason: "a wrapper needs a codec other than none".to_owned() });
+        }
+        let mut raw = BytesMut::with_capacity(inner.iter().map(|e| ENTRY_HEADER_SIZE + e.message.encoded_len()).sum());
+        encode_entries(inner, &mut raw)?;
+        let mut compressed = Vec::with_capacity(raw.len() / 2 + 64);
+        compression::compress(codec, &raw, &mut compressed).map_err(|source| Error::Compression { location: location(), codec, source })?;
+        Ok(MessageAndOffset::new(last, Message { attributes: codec.attribute_bits(), key: None, value: Some(compressed.into()) }))
+    }
+
+    /// A set as Kafka's producers send it: messages at offsets 0, 1, 2... (the broker assigns
+    /// the real ones); with a codec, one wrapper at offset n-1 holding them all.
+    ///
+    /// # Errors
+    ///
+    /// As [`MessageSet::encode`] and [`MessageSet::wrap`].
+    pub fn from_messages(messages: impl IntoIterator<Item = Message>, codec: Compression) -> Result<MessageSet> {
+        let entries: Vec<MessageAndOffset> = messages.into_iter().zip(0..).map(|(m, o)| MessageAndOffset::new(o, m)).collect();
+        if codec == Compression::None || entries.is_empty() {
+            return MessageSet::encode(&entries);
+        }
+        MessageSet::encode(&[MessageSet::wrap(&entries, codec)?])
+    }
+
+    /// Walks the top-level entries: wrappers are returned as they are (compressed), CRCs and
+    /// magic are verified. The walk ends at the end of the set, at a partial trailing entry
+    /// (see [`Entries::partial_trailing_bytes`]) or after the first error.
+    pub fn entries(&self) -> Entries {
+        Entries { rest: self.bytes.clone(), partial: 0, failed: false, whole: 0, topic: None, partition: None }
+    }
+
+    /// Decodes every message: wrappers are decompressed and expanded (their inner offsets are
+    /// absolute, as 0.8 brokers write them), messages below `options.min_offset` are dropped,
+    /// a partial trailing entry is dropped and counted.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MessageLargerThanFetch`] when the set holds bytes but not one whole entry (the
+    /// next message is larger than the fetch size: never a silent empty result);
+    /// [`Error::Crc`], [`Error::UnsupportedMagic`], [`Error::MalformedMessage`],
+    /// [`Error::UnknownCodec`], [`Error::Compression`] (also when more than
+    /// `max_decompressed_bytes` would be decompressed), [`Error::NestedCompression`] — each
+    /// with the topic, partition and offset known.
+    pub fn decode(&self, options: &DecodeOptions) -> Result<DecodedMessages> {
+        let mut out = DecodedMessages::default();
+        let mut budget = options.max_decompressed_bytes;
+        let mut entries = self.entries_in(options);
+        for entry in entries.by_ref() {
+            let entry = entry?;
+            let codec = entry
+                .message
+                .compression()
+                .map_err(|_| Error::UnknownCodec { location: options.location(entry.offset), bits: entry.message.attributes & 0x07 })?;
+            if codec == Compression::None {
+                push_from(&mut out, entry, options.min_offset);
+                continue;
+            }
+            let compressed = entry.message.value.as_deref().ok_or_else(|| Error::MalformedMessage {
+                location: options.location(entry.offset),
+                reason: format!("{codec} wrapper has a null value"),
+            })?;
+            let mut raw = Vec::new();
+            compression::decompress(codec, compressed, budget, &mut raw)
+                .map_err(|source| Error::Compression { location: options.location(entry.offset), codec, source })?;
+            budget -= raw.len();
+            let inner_set = MessageSet::from_bytes(raw.into());
+            let mut inner = inner_set.entries_in(options);
+            for m in inner.by_ref() {
+                let m = m?;
+                if m.message.is_wrapper() {
+                    return Err(Error::NestedCompression { location: options.location(m.offset) });
+                }
+                push_from(&mut out, m, options.min_offset);
+            }
+            if inner.partial_trailing_bytes() > 0 {
+                return Err(Error::MalformedMessage {
+                    location: options.location(entry.offset),
+                    reason: format!("{codec} wrapper's inner set ends in {} bytes of a partial message", inner.partial_trailing_bytes()),
+                });
+            }
+        }
+        out.partial_trailing_bytes = entries.partial_trailing_bytes();
+        if entries.whole == 0 && !self.bytes.is_empty() {
+            let (offset, entry_size) = match self.bytes.len() {
+                n if n >= ENTRY_HEADER_SIZE => {
+                    let mut head = self.bytes.slice(..ENTRY_HEADER_SIZE);
+                    (head.get_i64(), Some(ENTRY_HEADER_SIZE + head.get_i32().max(0) as usize))
+                }
+                _ => (options.min_offset, None),
+            };
+            return Err(Error::MessageLargerThanFetch { location: options.location(offset), entry_size, fetched_bytes: self.bytes.len() });
+        }
+        Ok(out)
+    }
+
+    fn entries_in(&self, options: &DecodeOptions) -> Entries {
+        Entries { topic: options.topic.clone(), partition: options.partition, ..self.entries() }
+    }
+}
+
+fn push_from(out: &mut DecodedMessages, m: MessageAndOffset, min_offset: i64) {
+    if m.offset < min_offset {
+        out.skipped += 1;
+    } else {
+        out.messages.push(m);
+    }
+}
+
+fn encode_entries(entries: &[MessageAndOffset], buf: &mut BytesMut) -> Result<()> {
+    for entry in entries {
+        buf.put_i64(entry.offset);
+        let at = wire::begin_size(buf);
+        entry.message.encode(buf)?;
+        wire::finish_size(buf, at, "message_size")?;
+    }
+    Ok(())
+}
+
+/// Iterator over the top-level entries of a [`MessageSet`] (see [`MessageSet::entries`]).
+#[derive(Debug)]
+pub struct Entries {
+    rest: Bytes,
+    partial: usize,
+    failed: bool,
+    whole: usize,
+    topic: Option<String>,
+    partition: Option<i32>,
+}
+
+impl Entries {
+    /// Bytes of the partial entry the set ended with (0 if none, or not reached yet).
+    pub fn partial_trailing_bytes(&self) -> usize {
+        self.partial
+    }
+
+    fn location(&self, offset: i64) -> MessageLocation {
+        MessageLocation { topic: self.topic.clone(), partition: self.partition, offset }
+    }
+}
+
+impl Iterator for Entries {
+    type Item = Result<MessageAndOffset>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.rest.is_empty() {
+            return None;
+        }
+        if self.rest.len() < ENTRY_HEADER_SIZE {
+            self.partial = self.rest.len();
+            self.rest.clear();
+            return None;
+        }
+        let offset = i64::from_be_bytes(self.rest[..8].try_into().expect("8 bytes"));
+        let size = i32::from_be_bytes(self.rest[8..12].try_into().expect("4 bytes"));
+        if size < 0 {
+            self.failed = true;
+            return Some(Err(Error::MalformedMessage { location: self.location(offset), reason: format!("negative message size {size}") }));
+        }
+        let size = size as usize;
+        if self.rest.len() - ENTRY_HEADER_SIZE < size {
+            self.partial = self.rest.len();
+            self.rest.clear();
+            return None;
+        }
+        self.rest.advance(ENTRY_HEADER_SIZE);
+        let bytes = self.rest.split_to(size);
+        match Message::decode(bytes, || self.location(offset)) {
+            Ok(message) => {
+                self.whole += 1;
+                Some(Ok(MessageAndOffset { offset, message }))
+            }
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(s: &str) -> Option<Bytes> {
+        Some(Bytes::copy_from_slice(s.as_bytes()))
+    }
+
+    #[test]
+    fn null_key_and_null_value_has_kafkas_crc() {
+        let mut buf = BytesMut::new();
+        Message::new(None, None).encode(&mut buf).unwrap();
+        assert_eq!(&buf[..], &[0xa7, 0xec, 0x68, 0x03, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+    }
+
+    #[test]
+    fn entries_round_trip_and_crc_is_checked_with_location() {
+        let set = MessageSet::encode(&[
+            MessageAndOffset::new(7, Message::new(b("k"), b("v"))),
+            MessageAndOffset::new(8, Message::new(None, b("w"))),
+        ])
+        .unwrap();
+        let got: Vec<_> = set.entries().map(Result::unwrap).collect();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[1].offset, 8);
+        let mut bad = set.as_bytes().to_vec();
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        let bad = MessageSet::from_bytes(bad.into());
+        let err = bad.decode(&DecodeOptions::fetched("plain", 3, 0)).unwrap_err();
+        assert!(matches!(&err, Error::Crc { location, .. } if location.offset == 8 && location.partition == Some(3)), "{err}");
+        assert!(err.to_string().starts_with("crc mismatch in message at plain/3 offset 8: stored 0x"), "{err}");
+    }
+
+    #[test]
+    fn partial_trailing_entry_is_dropped_and_counted() {
+        let set = MessageSet::encode(&[
+            MessageAndOffset::new(0, Message::new(b("a"), b("1"))),
+            MessageAndOffset::new(1, Message::new(b("b"), b("2"))),
+        ])
+        .unwrap();
+        let whole_first = ENTRY_HEADER_SIZE + Message::new(b("a"), b("1")).encoded_len();
+        for cut in whole_first..set.len() {
+            let part = MessageSet::from_bytes(set.as_bytes().slice(..cut));
+            let d = part.decode(&DecodeOptions::default()).unwrap();
+            assert_eq!(d.messages.len(), 1, "cut {cut}");
+            assert_eq!(d.partial_trailing_bytes, cut - whole_first);
+        }
+    }
+
+    #[test]
+    fn a_set_with_no_whole_message_is_reported_as_too_large_for_the_fetch() {
+        let set = MessageSet::encode(&[MessageAndOffset::new(42, Message::new(b("k"), Some(vec![7u8; 500].into())))]).unwrap();
+        let cut = MessageSet::from_bytes(set.as_bytes().slice(..100));
+        let err = cut.decode(&DecodeOptions::fetched("t", 0, 42)).unwrap_err();
+        match err {
+            Error::MessageLargerThanFetch { location, entry_size, fetched_bytes } => {
+                assert_eq!(location.offset, 42);
+                assert_eq!(entry_size, Some(set.len()));
+                assert_eq!(fetched_bytes, 100);
+            }
+            other => panic!("{other}"),
+        }
+        let tiny = MessageSet::from_bytes(set.as_bytes().slice(..5));
+        assert!(matches!(tiny.decode(&DecodeOptions::fetched("t", 0, 42)), Err(Error::MessageLargerThanFetch { entry_size: None, .. })));
+        assert_eq!(MessageSet::new().decode(&DecodeOptions::default()).unwrap(), DecodedMessages::default());
+    }
+
+    #[test]
+    fn compressed_wrappers_expand_and_drop_inner_messages_below_the_fetch_offset() {
+        for codec in [Compression::Gzip, Compression::Snappy, Compression::Lz4] {
+            let inner: Vec<_> = (3..6).map(|o| MessageAndOffset::new(o, Message::new(b(&format!("k{o}")), b("v")))).collect();
+            let wrapper = MessageSet::wrap(&inner, codec).unwrap();
+            assert_eq!(wrapper.offset, 5);
+            assert_eq!(wrapper.message.key, None);
+            let set = MessageSet::encode(&[wrapper]).unwrap();
+            let d = set.decode(&DecodeOptions::fetched("t", 0, 4)).unwrap();
+            assert_eq!(d.skipped, 1, "{codec}");
+            assert_eq!(d.messages, inner[1..].to_vec(), "{codec}");
+            assert_eq!(d.next_offset(), Some(6));
+        }
+    }
+
+    #[test]
+    fn from_messages_numbers_from_zero_and_wraps_once() {
+        let msgs = vec![Message::new(None, b("x")), Message::new(None, b("y"))];
+        let plain = MessageSet::from_messages(msgs.clone(), Compression::None).unwrap();
+        let offsets: Vec<i64> = plain.entries().map(|e| e.unwrap().offset).collect();
+        assert_eq!(offsets, vec![0, 1]);
+        let gz = MessageSet::from_messages(msgs, Compression::Gzip).unwrap();
+        let top: Vec<_> = gz.entries().map(Result::unwrap).collect();
+        assert_eq!(top.len(), 1);
+        assert_eq!(top[0].offset, 1);
+        assert_eq!(top[0].message.attributes, 1);
+    }
+
+    #[test]
+    fn decompression_is_bounded() {
+        let inner = vec![MessageAndOffset::new(0, Message::new(None, Some(vec![0u8; 1 << 20].into())))];
+        let set = MessageSet::encode(&[MessageSet::wrap(&inner, Compression::Gzip).unwrap()]).unwrap();
+        assert!(set.len() < 10_000);
+        let opts = DecodeOptions { max_decompressed_bytes: 1 << 16, ..DecodeOptions::default() };
+        assert!(matches!(set.decode(&opts), Err(Error::Compression { .. })));
+    }
+
+    #[test]
+    fn nested_wrappers_are_rejected() {
+        let inner = vec![MessageSet::wrap(&[MessageAndOffset::new(0, Message::new(None, b("x")))], Compression::Gzip).unwrap()];
+        let set = MessageSet::encode(&[MessageSet::wrap(&inner, Compression::Snappy).unwrap()]).unwrap();
+        assert!(matches!(set.decode(&DecodeOptions::default()), Err(Error::NestedCompression { .. })));
+    }
+
+    #[test]
+    fn negative_size_and_bad_magic_are_errors_not_panics() {
+        let mut raw = BytesMut::new();
+        raw.put_i64(0);
+        raw.put_i32(-5);
+        raw.put_slice(&[0u8; 20]);
+        let set = MessageSet::from_bytes(raw.freeze());
+        assert!(matches!(set.decode(&DecodeOptions::default()), Err(Error::MalformedMessage { .. })));
+        let mut m = BytesMut::new();
+        Message::new(None, None).encode(&mut m).unwrap();
+        m[4] = 1;
+        let crc = crc32fast::hash(&m[4..]);
+        m[..4].copy_from_slice(&crc.to_be_bytes());
+        assert!(matches!(Message::decode(m.freeze(), MessageLocation::default), Err(Error::UnsupportedMagic { magic: 1, .. })));
+    }
+}
