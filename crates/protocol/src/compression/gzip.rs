@@ -18,7 +18,8 @@ pub const HEADER: [u8; 10] = [0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0, 0x00, 0xff];
 /// deflate data at level 6 (Java's default), CRC-32 and length, both
 /// little-endian.
 pub fn compress(input: &[u8], out: &mut Vec<u8>) -> Result<(), CompressionError> {
-    // Level 6 is the only one for which flate2 writes XFL 0 as Java does.
+    // Java's default level; flate2 writes XFL 0, as Java always does, for
+    // levels 2 to 8 only.
     let mut encoder = GzBuilder::new()
         .mtime(0)
         .operating_system(HEADER[9])

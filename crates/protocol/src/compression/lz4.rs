@@ -10,8 +10,8 @@
 //! Frames written here: magic `04 22 4d 18`, FLG `0x60` (version 01,
 //! independent blocks, no block checksum, no content size, no content
 //! checksum), BD `0x40` (64 KiB blocks), the header checksum, blocks of
-//! [u32 LE size, high bit set = stored uncompressed][data], and a u32 0 end
-//! mark.
+//! `[u32 LE size, high bit set = stored uncompressed][data]`, and a u32 0
+//! end mark.
 
 use lz4_flex::block::{
     compress_into, decompress_into, decompress_into_with_dict, get_maximum_output_size,

@@ -157,8 +157,8 @@ pub enum CompressionError {
         remaining: usize,
     },
 
-    /// Returned when LZ4 input does not start with the LZ4 frame magic or a
-    /// skippable frame magic.
+    /// Returned when LZ4 input, or what follows a frame in it, does not start
+    /// with the LZ4 frame magic or a skippable frame magic (the value shown).
     #[error("bad lz4 frame magic 0x{0:08x}")]
     Lz4Magic(u32),
 

@@ -1,7 +1,7 @@
 //! Snappy (codec 2) as Kafka writes it: xerial (`snappy-java`) framing.
 //!
 //! Layout: [`XERIAL_MAGIC`], int32 BE version 1, int32 BE compatible version
-//! 1, then blocks of [int32 BE compressed length][raw snappy block], each
+//! 1, then blocks of `[int32 BE compressed length][raw snappy block]`, each
 //! block holding up to [`XERIAL_BLOCK_SIZE`] bytes of input. Input that does
 //! not start with the magic is read as one plain raw snappy block, as
 //! `snappy-java` does.
