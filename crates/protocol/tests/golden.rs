@@ -44,7 +44,11 @@ fn assert_golden<T: Encode + Decode + PartialEq + Debug>(value: &T, version: i16
     for len in 0..bytes.len() {
         let mut cut = Bytes::copy_from_slice(&bytes[..len]);
         let result = T::decode(version, &mut cut);
-        assert!(result.is_err(), "decoding the first {len} of {} golden bytes (v{version}) gave {result:?}", bytes.len());
+        assert!(
+            result.is_err(),
+            "decoding the first {len} of {} golden bytes (v{version}) gave {result:?}",
+            bytes.len()
+        );
     }
 }
 
@@ -218,9 +222,17 @@ fn produce_v0_request() {
             vec![
                 ProducePartition {
                     partition: 0,
-                    message_set: MessageSet::encode(&[MessageAndOffset::new(0, Message::new(b("key"), b("hello")))]).unwrap(),
+                    message_set: MessageSet::encode(&[MessageAndOffset::new(0, Message::new(b("key"), b("hello")))])
+                        .unwrap(),
                 },
-                ProducePartition { partition: 1, message_set: MessageSet::from_messages([Message::new(None, None)], gregor_protocol::Compression::None).unwrap() },
+                ProducePartition {
+                    partition: 1,
+                    message_set: MessageSet::from_messages(
+                        [Message::new(None, None)],
+                        gregor_protocol::Compression::None,
+                    )
+                    .unwrap(),
+                },
             ],
         )],
     };
@@ -242,7 +254,10 @@ fn produce_v0_request_acks_0_with_empty_set() {
     let value = ProduceRequest {
         required_acks: 0,
         timeout: 0,
-        topics: vec![TopicPartitions::new("", vec![ProducePartition { partition: -1, message_set: MessageSet::new() }])],
+        topics: vec![TopicPartitions::new(
+            "",
+            vec![ProducePartition { partition: -1, message_set: MessageSet::new() }],
+        )],
     };
     assert!(!gregor_protocol::Request::expects_response(&value));
     assert_golden(&value, 0, bytes);
@@ -276,7 +291,10 @@ fn produce_v0_response() {
                     ProduceResponsePartition { partition: 1, error_code: 6, offset: -1 },
                 ],
             ),
-            TopicPartitions::new("u", vec![ProduceResponsePartition { partition: 7, error_code: 0, offset: 1_000_000 }]),
+            TopicPartitions::new(
+                "u",
+                vec![ProduceResponsePartition { partition: 7, error_code: 0, offset: 1_000_000 }],
+            ),
         ],
     };
     assert_golden(&value, 0, bytes);
@@ -361,7 +379,12 @@ fn fetch_v0_response() {
                     high_watermark: 1,
                     message_set: MessageSet::encode(&[MessageAndOffset::new(0, Message::new(None, b("hi")))]).unwrap(),
                 },
-                FetchResponsePartition { partition: 1, error_code: 1, high_watermark: -1, message_set: MessageSet::new() },
+                FetchResponsePartition {
+                    partition: 1,
+                    error_code: 1,
+                    high_watermark: -1,
+                    message_set: MessageSet::new(),
+                },
             ],
         )],
     };
@@ -405,7 +428,10 @@ fn offsets_v0_request() {
                     OffsetsPartition { partition: 1, time: EARLIEST_TIME, max_number_of_offsets: 1 },
                 ],
             ),
-            TopicPartitions::new("u", vec![OffsetsPartition { partition: 0, time: 1_400_000_000_000, max_number_of_offsets: 10 }]),
+            TopicPartitions::new(
+                "u",
+                vec![OffsetsPartition { partition: 0, time: 1_400_000_000_000, max_number_of_offsets: 10 }],
+            ),
         ],
     };
     assert_golden(&value, 0, bytes);
@@ -443,7 +469,10 @@ fn offsets_v0_response() {
                     OffsetsResponsePartition { partition: 1, error_code: 6, offsets: vec![] },
                 ],
             ),
-            TopicPartitions::new("u", vec![OffsetsResponsePartition { partition: 0, error_code: 0, offsets: vec![200, 100, 0] }]),
+            TopicPartitions::new(
+                "u",
+                vec![OffsetsResponsePartition { partition: 0, error_code: 0, offsets: vec![200, 100, 0] }],
+            ),
         ],
     };
     assert_golden(&value, 0, bytes);
@@ -574,7 +603,12 @@ fn offset_commit_v0_request() {
         topics: vec![TopicPartitions::new(
             "t",
             vec![
-                OffsetCommitPartition { partition: 0, offset: 42, timestamp: DEFAULT_TIMESTAMP, metadata: String::new() },
+                OffsetCommitPartition {
+                    partition: 0,
+                    offset: 42,
+                    timestamp: DEFAULT_TIMESTAMP,
+                    metadata: String::new(),
+                },
                 OffsetCommitPartition { partition: 1, offset: -1, timestamp: DEFAULT_TIMESTAMP, metadata: "m".into() },
             ],
         )],
@@ -616,10 +650,18 @@ fn offset_commit_v1_request() {
                 "t",
                 vec![
                     OffsetCommitPartition { partition: 0, offset: 42, timestamp: -1, metadata: String::new() },
-                    OffsetCommitPartition { partition: 1, offset: 7, timestamp: 1_400_000_000_000, metadata: "meta".into() },
+                    OffsetCommitPartition {
+                        partition: 1,
+                        offset: 7,
+                        timestamp: 1_400_000_000_000,
+                        metadata: "meta".into(),
+                    },
                 ],
             ),
-            TopicPartitions::new("u", vec![OffsetCommitPartition { partition: 3, offset: -2, timestamp: -1, metadata: String::new() }]),
+            TopicPartitions::new(
+                "u",
+                vec![OffsetCommitPartition { partition: 3, offset: -2, timestamp: -1, metadata: String::new() }],
+            ),
         ],
     };
     assert_golden(&value, 1, bytes);
@@ -635,7 +677,12 @@ fn offset_commit_v1_request_with_default_generation_and_consumer() {
         0x00, 0x00, // consumer_id = ""
         0x00, 0x00, 0x00, 0x00, // topics: 0
     ];
-    let value = OffsetCommitRequest { group_id: String::new(), group_generation_id: -1, consumer_id: String::new(), topics: vec![] };
+    let value = OffsetCommitRequest {
+        group_id: String::new(),
+        group_generation_id: -1,
+        consumer_id: String::new(),
+        topics: vec![],
+    };
     assert_golden(&value, 1, bytes);
     // The same value in v0 is just the group and the topics.
     assert_golden(&value, 0, &[0x00, 0x00 /* group_id = "" */, 0x00, 0x00, 0x00, 0x00 /* topics: 0 */]);
@@ -797,7 +844,15 @@ fn offset_fetch_v1_response() {
                     OffsetFetchResponsePartition { partition: 1, offset: -1, metadata: String::new(), error_code: 0 },
                 ],
             ),
-            TopicPartitions::new("u", vec![OffsetFetchResponsePartition { partition: 0, offset: -1, metadata: String::new(), error_code: 16 }]),
+            TopicPartitions::new(
+                "u",
+                vec![OffsetFetchResponsePartition {
+                    partition: 0,
+                    offset: -1,
+                    metadata: String::new(),
+                    error_code: 16,
+                }],
+            ),
         ],
     };
     assert_golden(&value, 1, bytes);
@@ -825,7 +880,12 @@ fn consumer_metadata_v0_response() {
         0x00, 0x02, b'h', b'1', // coordinator_host = "h1"
         0x00, 0x00, 0x23, 0x84, // coordinator_port = 9092
     ];
-    let value = ConsumerMetadataResponse { error_code: 0, coordinator_id: 1, coordinator_host: "h1".into(), coordinator_port: 9092 };
+    let value = ConsumerMetadataResponse {
+        error_code: 0,
+        coordinator_id: 1,
+        coordinator_host: "h1".into(),
+        coordinator_port: 9092,
+    };
     assert_golden(&value, 0, bytes);
 }
 
@@ -838,7 +898,12 @@ fn consumer_metadata_v0_response_not_available() {
         0x00, 0x00, // coordinator_host = "" (empty string)
         0xff, 0xff, 0xff, 0xff, // coordinator_port = -1
     ];
-    let value = ConsumerMetadataResponse { error_code: 15, coordinator_id: -1, coordinator_host: String::new(), coordinator_port: -1 };
+    let value = ConsumerMetadataResponse {
+        error_code: 15,
+        coordinator_id: -1,
+        coordinator_host: String::new(),
+        coordinator_port: -1,
+    };
     assert_golden(&value, 0, bytes);
     assert_eq!(value.error(), Some(gregor_protocol::ErrorCode::ConsumerCoordinatorNotAvailable));
 }
@@ -867,12 +932,16 @@ fn fetch_v0_request_frame() {
         0x00, 0x00, 0x04, 0x00, // max_bytes = 1024
     ];
     assert_eq!(bytes.len(), 4 + 52);
-    let header = RequestHeader { api_key: ApiKey::Fetch, api_version: 0, correlation_id: 42, client_id: Some("cli".into()) };
+    let header =
+        RequestHeader { api_key: ApiKey::Fetch, api_version: 0, correlation_id: 42, client_id: Some("cli".into()) };
     let body = FetchRequest {
         replica_id: -1,
         max_wait_time: 500,
         min_bytes: 0,
-        topics: vec![TopicPartitions::new("t", vec![FetchPartition { partition: 0, fetch_offset: -2, max_bytes: 1024 }])],
+        topics: vec![TopicPartitions::new(
+            "t",
+            vec![FetchPartition { partition: 0, fetch_offset: -2, max_bytes: 1024 }],
+        )],
     };
     let mut buf = BytesMut::new();
     encode_request(&header, &body, &mut buf).unwrap();
@@ -938,12 +1007,20 @@ fn offset_commit_v1_request_frame() {
         0x00, 0x00, // metadata = ""
     ];
     assert_eq!(bytes.len(), 4 + 53);
-    let header = RequestHeader { api_key: ApiKey::OffsetCommit, api_version: 1, correlation_id: 3, client_id: Some(String::new()) };
+    let header = RequestHeader {
+        api_key: ApiKey::OffsetCommit,
+        api_version: 1,
+        correlation_id: 3,
+        client_id: Some(String::new()),
+    };
     let body = OffsetCommitRequest {
         group_id: "g".into(),
         group_generation_id: 2,
         consumer_id: "c".into(),
-        topics: vec![TopicPartitions::new("t", vec![OffsetCommitPartition { partition: 0, offset: 1, timestamp: -1, metadata: String::new() }])],
+        topics: vec![TopicPartitions::new(
+            "t",
+            vec![OffsetCommitPartition { partition: 0, offset: 1, timestamp: -1, metadata: String::new() }],
+        )],
     };
     let mut buf = BytesMut::new();
     encode_request(&header, &body, &mut buf).unwrap();
@@ -968,7 +1045,12 @@ fn produce_v0_response_frame() {
         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x05, // offset = 5
     ];
     assert_eq!(bytes.len(), 4 + 29);
-    let body = ProduceResponse { topics: vec![TopicPartitions::new("t", vec![ProduceResponsePartition { partition: 0, error_code: 0, offset: 5 }])] };
+    let body = ProduceResponse {
+        topics: vec![TopicPartitions::new(
+            "t",
+            vec![ProduceResponsePartition { partition: 0, error_code: 0, offset: 5 }],
+        )],
+    };
     let mut buf = BytesMut::new();
     encode_response(42, 0, &body, &mut buf).unwrap();
     assert_eq!(hex(&buf), hex(bytes));
@@ -982,7 +1064,10 @@ fn produce_v0_response_frame() {
     // A frame with a byte too many is rejected, not silently accepted.
     let mut long = bytes[4..].to_vec();
     long.push(0);
-    assert!(matches!(decode_response::<ProduceRequest>(0, long.into()), Err(Error::TrailingBytes { remaining: 1, .. })));
+    assert!(matches!(
+        decode_response::<ProduceRequest>(0, long.into()),
+        Err(Error::TrailingBytes { remaining: 1, .. })
+    ));
     // And one a byte short fails too.
     assert!(decode_response::<ProduceRequest>(0, Bytes::copy_from_slice(&bytes[4..bytes.len() - 1])).is_err());
 }
@@ -1015,7 +1100,8 @@ fn fetch_v0_response_frame() {
                 partition: 0,
                 error_code: 0,
                 high_watermark: 10,
-                message_set: MessageSet::encode(&[MessageAndOffset::new(9, Message::new(b("key"), b("hello")))]).unwrap(),
+                message_set: MessageSet::encode(&[MessageAndOffset::new(9, Message::new(b("key"), b("hello")))])
+                    .unwrap(),
             }],
         )],
     };
@@ -1042,7 +1128,10 @@ fn offset_commit_v0_rejects_v1_only_fields() {
         group_id: "g".into(),
         group_generation_id: 5,
         consumer_id: String::new(),
-        topics: vec![TopicPartitions::new("t", vec![OffsetCommitPartition { partition: 0, offset: 1, timestamp: -1, metadata: String::new() }])],
+        topics: vec![TopicPartitions::new(
+            "t",
+            vec![OffsetCommitPartition { partition: 0, offset: 1, timestamp: -1, metadata: String::new() }],
+        )],
     };
     let err = base.to_bytes(0).unwrap_err();
     assert!(
@@ -1071,9 +1160,15 @@ fn fetch_v1_is_unsupported_both_ways() {
     // Bytes that are a fine v0 body are still refused as v1.
     let mut body = Bytes::from_static(&[0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
     assert!(FetchRequest::decode(0, &mut body.clone()).is_ok());
-    assert!(matches!(FetchRequest::decode(1, &mut body), Err(Error::UnsupportedVersion { api: ApiKey::Fetch, version: 1, .. })));
+    assert!(matches!(
+        FetchRequest::decode(1, &mut body),
+        Err(Error::UnsupportedVersion { api: ApiKey::Fetch, version: 1, .. })
+    ));
     let mut body = Bytes::from_static(&[0, 0, 0, 0]);
-    assert!(matches!(FetchResponse::decode(1, &mut body), Err(Error::UnsupportedVersion { api: ApiKey::Fetch, version: 1, .. })));
+    assert!(matches!(
+        FetchResponse::decode(1, &mut body),
+        Err(Error::UnsupportedVersion { api: ApiKey::Fetch, version: 1, .. })
+    ));
 
     // And a header asking for it cannot be framed.
     let header = RequestHeader { api_key: ApiKey::Fetch, api_version: 1, correlation_id: 0, client_id: None };
@@ -1088,10 +1183,19 @@ fn fetch_v1_is_unsupported_both_ways() {
 fn other_unsupported_versions() {
     // v2 of OffsetCommit/OffsetFetch and v1 of the v0-only APIs are refused, as is -1.
     assert!(matches!(OffsetCommitResponse { topics: vec![] }.to_bytes(2), Err(Error::UnsupportedVersion { .. })));
-    assert!(matches!(OffsetFetchRequest { group_id: "g".into(), topics: vec![] }.to_bytes(2), Err(Error::UnsupportedVersion { .. })));
+    assert!(matches!(
+        OffsetFetchRequest { group_id: "g".into(), topics: vec![] }.to_bytes(2),
+        Err(Error::UnsupportedVersion { .. })
+    ));
     assert!(matches!(MetadataRequest { topics: vec![] }.to_bytes(1), Err(Error::UnsupportedVersion { .. })));
-    assert!(matches!(ConsumerMetadataRequest { group_id: "g".into() }.to_bytes(-1), Err(Error::UnsupportedVersion { .. })));
+    assert!(matches!(
+        ConsumerMetadataRequest { group_id: "g".into() }.to_bytes(-1),
+        Err(Error::UnsupportedVersion { .. })
+    ));
     // A header whose key does not match the body's type is refused.
     let header = RequestHeader { api_key: ApiKey::Produce, api_version: 0, correlation_id: 0, client_id: None };
-    assert!(matches!(encode_request(&header, &MetadataRequest::default(), &mut BytesMut::new()), Err(Error::UnsupportedApiKey(0))));
+    assert!(matches!(
+        encode_request(&header, &MetadataRequest::default(), &mut BytesMut::new()),
+        Err(Error::UnsupportedApiKey(0))
+    ));
 }

@@ -94,6 +94,9 @@ pub fn decompress(
     })
 }
 
+/// Largest output a raw snappy block can produce per input byte.
+const MAX_EXPANSION: usize = 22;
+
 /// Decompress one raw snappy block onto `out`, checking its declared length
 /// against `limit` before allocating.
 fn decompress_block(
@@ -104,6 +107,11 @@ fn decompress_block(
 ) -> Result<(), CompressionError> {
     let len = decompress_len(block).map_err(CompressionError::Snappy)?;
     limit.check(out, len)?;
+    // A snappy element expands at most 64 / 3 times (a 3-byte copy of 64 bytes), so a block
+    // that claims more than 22 times its size is lying: refuse it before allocating.
+    if len > block.len().saturating_mul(MAX_EXPANSION) {
+        return Err(CompressionError::Snappy(snap::Error::TooBig { given: len as u64, max: (block.len() * MAX_EXPANSION) as u64 }));
+    }
     let start = out.len();
     out.resize(start + len, 0);
     let written = decoder
@@ -117,6 +125,15 @@ fn decompress_block(
 mod tests {
     use super::super::tests::mixed_data;
     use super::*;
+
+    #[test]
+    fn a_block_claiming_more_than_snappy_can_expand_is_refused_before_allocating() {
+        // raw snappy whose varint header claims ~256 MiB from 6 bytes
+        let mut out = Vec::new();
+        let err = decompress(&[0xfe, 0xff, 0xff, 0x7f, 0x00, 0x01], 1 << 30, &mut out).unwrap_err();
+        assert!(matches!(err, CompressionError::Snappy(snap::Error::TooBig { .. })), "{err}");
+        assert_eq!(out.capacity(), 0);
+    }
 
     macro_rules! fixture {
         ($name:literal) => {
