@@ -18,7 +18,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("for now, the Kafka 0.8.2 codec underneath them.\n");
 
     let messages: Vec<Message> = (0..1_000)
-        .map(|i| Message::new(Some(Bytes::from(format!("key-{i}"))), Some(Bytes::from(format!("event {i}: temperature={}.{} C", 20 + i % 7, i % 10)))))
+        .map(|i| {
+            Message::new(
+                Some(Bytes::from(format!("key-{i}"))),
+                Some(Bytes::from(format!("event {i}: temperature={}.{} C", 20 + i % 7, i % 10))),
+            )
+        })
         .collect();
     let payload: usize = messages.iter().map(|m| m.value.as_ref().map_or(0, Bytes::len)).sum();
     println!("Produce v0 request for 1,000 messages ({payload} bytes of values):");
@@ -31,7 +36,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             timeout: 1500,
             topics: vec![TopicPartitions::new("demo", vec![ProducePartition { partition: 0, message_set: set }])],
         };
-        let header = RequestHeader { api_key: ApiKey::Produce, api_version: 0, correlation_id: 1, client_id: Some("demo".into()) };
+        let header = RequestHeader {
+            api_key: ApiKey::Produce,
+            api_version: 0,
+            correlation_id: 1,
+            client_id: Some("demo".into()),
+        };
         let mut frame = BytesMut::new();
         encode_request(&header, &request, &mut frame)?;
         if codec == Compression::None {
@@ -40,7 +50,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{:<8} {:>12} {:>14.1}%", codec.name(), frame.len(), 100.0 * frame.len() as f64 / uncompressed as f64);
     }
 
-    println!("\nFetch v0 response from a genuine Kafka 0.8.2.2 broker ({} bytes), fetched at offset 4:", GENUINE_FETCH.len());
+    println!(
+        "\nFetch v0 response from a genuine Kafka 0.8.2.2 broker ({} bytes), fetched at offset 4:",
+        GENUINE_FETCH.len()
+    );
     let (header, response) = decode_response::<FetchRequest>(0, Bytes::from_static(&GENUINE_FETCH[4..]))?;
     println!("correlation id {}", header.correlation_id);
     for topic in &response.topics {
@@ -56,7 +69,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 fetched.skipped
             );
             for m in &fetched.messages {
-                let text = |b: &Option<Bytes>| b.as_ref().map_or("null".into(), |b| String::from_utf8_lossy(b).into_owned());
+                let text =
+                    |b: &Option<Bytes>| b.as_ref().map_or("null".into(), |b| String::from_utf8_lossy(b).into_owned());
                 println!("  @{} key={} value={}", m.offset, text(&m.message.key), text(&m.message.value));
             }
         }

@@ -96,7 +96,9 @@ pub enum Error {
     UnsupportedApiKey(i16),
     /// Returned when encoding a value that sets a field the chosen version does not have
     /// (it would otherwise be dropped silently).
-    #[error("{api} v{version} has no field {field} (set to {value}); use a version that has it or leave it at its default")]
+    #[error(
+        "{api} v{version} has no field {field} (set to {value}); use a version that has it or leave it at its default"
+    )]
     FieldNotInVersion {
         /// The API.
         api: ApiKey,

@@ -53,7 +53,9 @@ impl fmt::Debug for Message {
         if self.attributes != 0 {
             d.field("attributes", &self.attributes);
         }
-        d.field("key", &self.key.as_deref().map(ShowBytes)).field("value", &self.value.as_deref().map(ShowBytes)).finish()
+        d.field("key", &self.key.as_deref().map(ShowBytes))
+            .field("value", &self.value.as_deref().map(ShowBytes))
+            .finish()
     }
 }
 
@@ -139,7 +141,12 @@ impl Message {
             return Err(Error::Crc { location: location(), stored, computed });
         }
         let attributes = bytes.get_i8();
-        let fields = (|| Ok::<_, Error>((wire::get_nullable_bytes(&mut bytes, "key")?, wire::get_nullable_bytes(&mut bytes, "value")?)))();
+        let fields = (|| {
+            Ok::<_, Error>((
+                wire::get_nullable_bytes(&mut bytes, "key")?,
+                wire::get_nullable_bytes(&mut bytes, "value")?,
+            ))
+        })();
         match fields {
             Ok((key, value)) if bytes.is_empty() => Ok(Message { attributes, key, value }),
             Ok(_) => Err(Error::MalformedMessage {
@@ -207,14 +214,24 @@ pub struct DecodeOptions {
 
 impl Default for DecodeOptions {
     fn default() -> Self {
-        DecodeOptions { topic: None, partition: None, min_offset: 0, max_decompressed_bytes: DEFAULT_MAX_DECOMPRESSED_BYTES }
+        DecodeOptions {
+            topic: None,
+            partition: None,
+            min_offset: 0,
+            max_decompressed_bytes: DEFAULT_MAX_DECOMPRESSED_BYTES,
+        }
     }
 }
 
 impl DecodeOptions {
     /// Options for the set fetched from `topic`/`partition` at `fetch_offset`.
     pub fn fetched(topic: &str, partition: i32, fetch_offset: i64) -> DecodeOptions {
-        DecodeOptions { topic: Some(topic.to_owned()), partition: Some(partition), min_offset: fetch_offset, ..DecodeOptions::default() }
+        DecodeOptions {
+            topic: Some(topic.to_owned()),
+            partition: Some(partition),
+            min_offset: fetch_offset,
+            ..DecodeOptions::default()
+        }
     }
 
     fn location(&self, offset: i64) -> MessageLocation {
@@ -279,7 +296,8 @@ impl MessageSet {
     ///
     /// [`Error::TooLong`] for a field or an entry too long for its length prefix.
     pub fn encode(entries: &[MessageAndOffset]) -> Result<MessageSet> {
-        let mut buf = BytesMut::with_capacity(entries.iter().map(|e| ENTRY_HEADER_SIZE + e.message.encoded_len()).sum());
+        let mut buf =
+            BytesMut::with_capacity(entries.iter().map(|e| ENTRY_HEADER_SIZE + e.message.encoded_len()).sum());
         encode_entries(entries, &mut buf)?;
         Ok(MessageSet { bytes: buf.freeze() })
     }
@@ -298,13 +316,23 @@ impl MessageSet {
         })?;
         let location = || MessageLocation { offset: last, ..MessageLocation::default() };
         if codec == Compression::None {
-            return Err(Error::MalformedMessage { location: location(), reason: "a wrapper needs a codec other than none".to_owned() });
+            return Err(Error::MalformedMessage {
+                location: location(),
+                reason: "a wrapper needs a codec other than none".to_owned(),
+            });
         }
         let mut raw = BytesMut::with_capacity(inner.iter().map(|e| ENTRY_HEADER_SIZE + e.message.encoded_len()).sum());
         encode_entries(inner, &mut raw)?;
         let mut compressed = Vec::with_capacity(raw.len() / 2 + 64);
-        compression::compress(codec, &raw, &mut compressed).map_err(|source| Error::Compression { location: location(), codec, source })?;
-        Ok(MessageAndOffset::new(last, Message { attributes: codec.attribute_bits(), key: None, value: Some(compressed.into()) }))
+        compression::compress(codec, &raw, &mut compressed).map_err(|source| Error::Compression {
+            location: location(),
+            codec,
+            source,
+        })?;
+        Ok(MessageAndOffset::new(
+            last,
+            Message { attributes: codec.attribute_bits(), key: None, value: Some(compressed.into()) },
+        ))
     }
 
     /// A set as Kafka's producers send it: messages at offsets 0, 1, 2... (the broker assigns
@@ -314,7 +342,8 @@ impl MessageSet {
     ///
     /// As [`MessageSet::encode`] and [`MessageSet::wrap`].
     pub fn from_messages(messages: impl IntoIterator<Item = Message>, codec: Compression) -> Result<MessageSet> {
-        let entries: Vec<MessageAndOffset> = messages.into_iter().zip(0..).map(|(m, o)| MessageAndOffset::new(o, m)).collect();
+        let entries: Vec<MessageAndOffset> =
+            messages.into_iter().zip(0..).map(|(m, o)| MessageAndOffset::new(o, m)).collect();
         if codec == Compression::None || entries.is_empty() {
             return MessageSet::encode(&entries);
         }
@@ -346,10 +375,10 @@ impl MessageSet {
         let mut entries = self.entries_in(options);
         for entry in entries.by_ref() {
             let entry = entry?;
-            let codec = entry
-                .message
-                .compression()
-                .map_err(|_| Error::UnknownCodec { location: options.location(entry.offset), bits: entry.message.attributes & 0x07 })?;
+            let codec = entry.message.compression().map_err(|_| Error::UnknownCodec {
+                location: options.location(entry.offset),
+                bits: entry.message.attributes & 0x07,
+            })?;
             if codec == Compression::None {
                 push_from(&mut out, entry, options.min_offset);
                 continue;
@@ -359,8 +388,11 @@ impl MessageSet {
                 reason: format!("{codec} wrapper has a null value"),
             })?;
             let mut raw = Vec::new();
-            compression::decompress(codec, compressed, budget, &mut raw)
-                .map_err(|source| Error::Compression { location: options.location(entry.offset), codec, source })?;
+            compression::decompress(codec, compressed, budget, &mut raw).map_err(|source| Error::Compression {
+                location: options.location(entry.offset),
+                codec,
+                source,
+            })?;
             budget -= raw.len();
             let inner_set = MessageSet::from_bytes(raw.into());
             let mut inner = inner_set.entries_in(options);
@@ -374,7 +406,10 @@ impl MessageSet {
             if inner.partial_trailing_bytes() > 0 {
                 return Err(Error::MalformedMessage {
                     location: options.location(entry.offset),
-                    reason: format!("{codec} wrapper's inner set ends in {} bytes of a partial message", inner.partial_trailing_bytes()),
+                    reason: format!(
+                        "{codec} wrapper's inner set ends in {} bytes of a partial message",
+                        inner.partial_trailing_bytes()
+                    ),
                 });
             }
         }
@@ -387,7 +422,11 @@ impl MessageSet {
                 }
                 _ => (options.min_offset, None),
             };
-            return Err(Error::MessageLargerThanFetch { location: options.location(offset), entry_size, fetched_bytes: self.bytes.len() });
+            return Err(Error::MessageLargerThanFetch {
+                location: options.location(offset),
+                entry_size,
+                fetched_bytes: self.bytes.len(),
+            });
         }
         Ok(out)
     }
@@ -453,7 +492,10 @@ impl Iterator for Entries {
         let size = i32::from_be_bytes(self.rest[8..12].try_into().expect("4 bytes"));
         if size < 0 {
             self.failed = true;
-            return Some(Err(Error::MalformedMessage { location: self.location(offset), reason: format!("negative message size {size}") }));
+            return Some(Err(Error::MalformedMessage {
+                location: self.location(offset),
+                reason: format!("negative message size {size}"),
+            }));
         }
         let size = size as usize;
         if self.rest.len() - ENTRY_HEADER_SIZE < size {
@@ -506,7 +548,10 @@ mod tests {
         bad[last] ^= 1;
         let bad = MessageSet::from_bytes(bad.into());
         let err = bad.decode(&DecodeOptions::fetched("plain", 3, 0)).unwrap_err();
-        assert!(matches!(&err, Error::Crc { location, .. } if location.offset == 8 && location.partition == Some(3)), "{err}");
+        assert!(
+            matches!(&err, Error::Crc { location, .. } if location.offset == 8 && location.partition == Some(3)),
+            "{err}"
+        );
         assert!(err.to_string().starts_with("crc mismatch in message at plain/3 offset 8: stored 0x"), "{err}");
     }
 
@@ -528,7 +573,8 @@ mod tests {
 
     #[test]
     fn a_set_with_no_whole_message_is_reported_as_too_large_for_the_fetch() {
-        let set = MessageSet::encode(&[MessageAndOffset::new(42, Message::new(b("k"), Some(vec![7u8; 500].into())))]).unwrap();
+        let set = MessageSet::encode(&[MessageAndOffset::new(42, Message::new(b("k"), Some(vec![7u8; 500].into())))])
+            .unwrap();
         let cut = MessageSet::from_bytes(set.as_bytes().slice(..100));
         let err = cut.decode(&DecodeOptions::fetched("t", 0, 42)).unwrap_err();
         match err {
@@ -540,14 +586,18 @@ mod tests {
             other => panic!("{other}"),
         }
         let tiny = MessageSet::from_bytes(set.as_bytes().slice(..5));
-        assert!(matches!(tiny.decode(&DecodeOptions::fetched("t", 0, 42)), Err(Error::MessageLargerThanFetch { entry_size: None, .. })));
+        assert!(matches!(
+            tiny.decode(&DecodeOptions::fetched("t", 0, 42)),
+            Err(Error::MessageLargerThanFetch { entry_size: None, .. })
+        ));
         assert_eq!(MessageSet::new().decode(&DecodeOptions::default()).unwrap(), DecodedMessages::default());
     }
 
     #[test]
     fn compressed_wrappers_expand_and_drop_inner_messages_below_the_fetch_offset() {
         for codec in [Compression::Gzip, Compression::Snappy, Compression::Lz4] {
-            let inner: Vec<_> = (3..6).map(|o| MessageAndOffset::new(o, Message::new(b(&format!("k{o}")), b("v")))).collect();
+            let inner: Vec<_> =
+                (3..6).map(|o| MessageAndOffset::new(o, Message::new(b(&format!("k{o}")), b("v")))).collect();
             let wrapper = MessageSet::wrap(&inner, codec).unwrap();
             assert_eq!(wrapper.offset, 5);
             assert_eq!(wrapper.message.key, None);
@@ -583,7 +633,8 @@ mod tests {
 
     #[test]
     fn nested_wrappers_are_rejected() {
-        let inner = vec![MessageSet::wrap(&[MessageAndOffset::new(0, Message::new(None, b("x")))], Compression::Gzip).unwrap()];
+        let inner =
+            vec![MessageSet::wrap(&[MessageAndOffset::new(0, Message::new(None, b("x")))], Compression::Gzip).unwrap()];
         let set = MessageSet::encode(&[MessageSet::wrap(&inner, Compression::Snappy).unwrap()]).unwrap();
         assert!(matches!(set.decode(&DecodeOptions::default()), Err(Error::NestedCompression { .. })));
     }
@@ -601,6 +652,9 @@ mod tests {
         m[4] = 1;
         let crc = crc32fast::hash(&m[4..]);
         m[..4].copy_from_slice(&crc.to_be_bytes());
-        assert!(matches!(Message::decode(m.freeze(), MessageLocation::default), Err(Error::UnsupportedMagic { magic: 1, .. })));
+        assert!(matches!(
+            Message::decode(m.freeze(), MessageLocation::default),
+            Err(Error::UnsupportedMagic { magic: 1, .. })
+        ));
     }
 }

@@ -128,7 +128,11 @@ pub fn put_nullable_string(buf: &mut BytesMut, field: &'static str, s: Option<&s
     match s {
         None => buf.put_i16(-1),
         Some(s) => {
-            let len = i16::try_from(s.len()).map_err(|_| Error::TooLong { field, length: s.len(), max: i16::MAX as usize })?;
+            let len = i16::try_from(s.len()).map_err(|_| Error::TooLong {
+                field,
+                length: s.len(),
+                max: i16::MAX as usize,
+            })?;
             buf.put_i16(len);
             buf.put_slice(s.as_bytes());
         }
@@ -218,7 +222,10 @@ mod tests {
         frame.put_slice(&[0u8; 96]);
         let mut b = frame.freeze();
         let err = get_array(&mut b, "topics", 6, |b| get_string(b, "topic")).unwrap_err();
-        assert!(matches!(err, Error::InvalidLength { field: "topics", length, remaining: 96 } if length == i64::from(i32::MAX)), "{err}");
+        assert!(
+            matches!(err, Error::InvalidLength { field: "topics", length, remaining: 96 } if length == i64::from(i32::MAX)),
+            "{err}"
+        );
     }
 
     #[test]

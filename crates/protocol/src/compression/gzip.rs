@@ -20,10 +20,7 @@ pub const HEADER: [u8; 10] = [0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0, 0x00, 0xff];
 pub fn compress(input: &[u8], out: &mut Vec<u8>) -> Result<(), CompressionError> {
     // Java's default level; flate2 writes XFL 0, as Java always does, for
     // levels 2 to 8 only.
-    let mut encoder = GzBuilder::new()
-        .mtime(0)
-        .operating_system(HEADER[9])
-        .write(out, flate2::Compression::new(6));
+    let mut encoder = GzBuilder::new().mtime(0).operating_system(HEADER[9]).write(out, flate2::Compression::new(6));
     encoder.write_all(input).map_err(CompressionError::Gzip)?;
     encoder.finish().map_err(CompressionError::Gzip)?;
     Ok(())
@@ -35,27 +32,14 @@ pub fn compress(input: &[u8], out: &mut Vec<u8>) -> Result<(), CompressionError>
 /// Fails with [`CompressionError::TooLarge`] once more than `max_output`
 /// bytes come out: the decoder is read through a limit instead of trusting
 /// the members' length fields. On error `out` is left as it was.
-pub fn decompress(
-    input: &[u8],
-    max_output: usize,
-    out: &mut Vec<u8>,
-) -> Result<(), CompressionError> {
+pub fn decompress(input: &[u8], max_output: usize, out: &mut Vec<u8>) -> Result<(), CompressionError> {
     rollback_on_error(out, |out| {
         if input.is_empty() {
-            return Err(CompressionError::Truncated {
-                what: "gzip header",
-                needed: HEADER.len(),
-                available: 0,
-            });
+            return Err(CompressionError::Truncated { what: "gzip header", needed: HEADER.len(), available: 0 });
         }
         let start = out.len();
-        let limit = u64::try_from(max_output)
-            .unwrap_or(u64::MAX)
-            .saturating_add(1);
-        MultiGzDecoder::new(input)
-            .take(limit)
-            .read_to_end(out)
-            .map_err(CompressionError::Gzip)?;
+        let limit = u64::try_from(max_output).unwrap_or(u64::MAX).saturating_add(1);
+        MultiGzDecoder::new(input).take(limit).read_to_end(out).map_err(CompressionError::Gzip)?;
         if out.len() - start > max_output {
             return Err(CompressionError::TooLarge { limit: max_output });
         }
@@ -70,12 +54,7 @@ mod tests {
 
     macro_rules! fixture {
         ($name:literal) => {
-            include_bytes!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/data/kafka-0.8.2.2/",
-                $name
-            ))
-            .as_slice()
+            include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/kafka-0.8.2.2/", $name)).as_slice()
         };
     }
 
@@ -104,17 +83,11 @@ mod tests {
     fn header_is_javas() {
         let mut packed = Vec::new();
         compress(b"gzip message", &mut packed).unwrap();
-        assert_eq!(
-            packed[..10],
-            [0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff]
-        );
+        assert_eq!(packed[..10], [0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff]);
         assert_eq!(packed[..10], HEADER);
         // Trailer: CRC-32 and ISIZE, little-endian.
         let n = packed.len();
-        assert_eq!(
-            packed[n - 8..n - 4],
-            crc32fast::hash(b"gzip message").to_le_bytes()
-        );
+        assert_eq!(packed[n - 8..n - 4], crc32fast::hash(b"gzip message").to_le_bytes());
         assert_eq!(packed[n - 4..], 12u32.to_le_bytes());
         // Appends to what `out` already holds.
         let mut out = b"xy".to_vec();
@@ -177,10 +150,7 @@ mod tests {
         assert_eq!(out.len(), 5000);
         let mut out = Vec::new();
         let err = decompress(&packed, 4999, &mut out).unwrap_err();
-        assert!(
-            matches!(err, CompressionError::TooLarge { limit: 4999 }),
-            "{err:?}"
-        );
+        assert!(matches!(err, CompressionError::TooLarge { limit: 4999 }), "{err:?}");
         assert!(out.is_empty());
     }
 
@@ -189,10 +159,7 @@ mod tests {
         let value = &fixture!("fetch_v0_gzip.resp.bin")[66..66 + 84];
         for len in 0..value.len() {
             let mut out = b"keep".to_vec();
-            assert!(
-                decompress(&value[..len], 1 << 20, &mut out).is_err(),
-                "len {len}"
-            );
+            assert!(decompress(&value[..len], 1 << 20, &mut out).is_err(), "len {len}");
             assert_eq!(out, b"keep");
         }
     }
@@ -213,19 +180,13 @@ mod tests {
         // A flipped bit in the deflate data or trailer is caught by the CRC.
         let mut bad = value.clone();
         bad[84 - 8] ^= 1;
-        assert!(matches!(
-            decompress(&bad, 1 << 20, &mut Vec::new()),
-            Err(CompressionError::Gzip(_))
-        ));
+        assert!(matches!(decompress(&bad, 1 << 20, &mut Vec::new()), Err(CompressionError::Gzip(_))));
     }
 
     #[test]
     fn garbage_is_an_error() {
         for input in [&b"\x1f"[..], b"not gzip at all", &[0; 32]] {
-            assert!(
-                decompress(input, 1 << 20, &mut Vec::new()).is_err(),
-                "{input:?}"
-            );
+            assert!(decompress(input, 1 << 20, &mut Vec::new()).is_err(), "{input:?}");
         }
         let mut packed = Vec::new();
         compress(b"data", &mut packed).unwrap();

@@ -14,8 +14,7 @@
 //! end mark.
 
 use lz4_flex::block::{
-    compress_into, decompress_into, decompress_into_with_dict, get_maximum_output_size,
-    DecompressError,
+    compress_into, decompress_into, decompress_into_with_dict, get_maximum_output_size, DecompressError,
 };
 use xxhash_rust::xxh32::xxh32;
 
@@ -97,19 +96,14 @@ pub fn compress(input: &[u8], out: &mut Vec<u8>) -> Result<(), CompressionError>
 ///
 /// Each 64 KiB of input becomes one independently compressed block, stored
 /// uncompressed when compression does not make it smaller.
-pub fn compress_with(
-    input: &[u8],
-    checksum: HeaderChecksum,
-    out: &mut Vec<u8>,
-) -> Result<(), CompressionError> {
+pub fn compress_with(input: &[u8], checksum: HeaderChecksum, out: &mut Vec<u8>) -> Result<(), CompressionError> {
     rollback_on_error(out, |out| {
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&[FLG, BD, checksum.byte(&[FLG, BD])]);
         for chunk in input.chunks(BLOCK_SIZE) {
             let at = out.len();
             out.resize(at + 4 + get_maximum_output_size(chunk.len()), 0);
-            let written =
-                compress_into(chunk, &mut out[at + 4..]).map_err(CompressionError::Lz4Compress)?;
+            let written = compress_into(chunk, &mut out[at + 4..]).map_err(CompressionError::Lz4Compress)?;
             // Sizes fit in 31 bits: a chunk is at most 64 KiB.
             let size = if written < chunk.len() {
                 out.truncate(at + 4 + written);
@@ -136,11 +130,7 @@ pub fn compress_with(
 /// the block maximum and what is left of `max_output` is allocated per block;
 /// output beyond `max_output` fails with [`CompressionError::TooLarge`]. On
 /// error `out` is left as it was.
-pub fn decompress(
-    input: &[u8],
-    max_output: usize,
-    out: &mut Vec<u8>,
-) -> Result<(), CompressionError> {
+pub fn decompress(input: &[u8], max_output: usize, out: &mut Vec<u8>) -> Result<(), CompressionError> {
     rollback_on_error(out, |out| {
         let limit = Limit::new(out, max_output);
         let mut input = Input::new(input);
@@ -150,10 +140,7 @@ pub fn decompress(
                 decompress_frame(&mut input, limit, out)?;
             } else if magic & SKIPPABLE_MASK == SKIPPABLE_MAGIC {
                 let size = input.u32_le("lz4 skippable frame size")?;
-                input.take(
-                    usize::try_from(size).unwrap_or(usize::MAX),
-                    "lz4 skippable frame",
-                )?;
+                input.take(usize::try_from(size).unwrap_or(usize::MAX), "lz4 skippable frame")?;
             } else {
                 return Err(CompressionError::Lz4Magic(magic));
             }
@@ -165,11 +152,7 @@ pub fn decompress(
 }
 
 /// Decode one frame whose magic has been read.
-fn decompress_frame(
-    input: &mut Input<'_>,
-    limit: Limit,
-    out: &mut Vec<u8>,
-) -> Result<(), CompressionError> {
+fn decompress_frame(input: &mut Input<'_>, limit: Limit, out: &mut Vec<u8>) -> Result<(), CompressionError> {
     let [flg, bd] = input.array("lz4 frame descriptor")?;
     let invalid = |reason| Err(CompressionError::Lz4Descriptor { flg, bd, reason });
     if flg & FLG_VERSION_MASK != FLG_VERSION_01 {
@@ -204,11 +187,7 @@ fn decompress_frame(
     let kafka08 = HeaderChecksum::Kafka08.byte(descriptor);
     let standard = HeaderChecksum::Standard.byte(descriptor);
     if found != kafka08 && found != standard {
-        return Err(CompressionError::Lz4HeaderChecksum {
-            found,
-            kafka08,
-            standard,
-        });
+        return Err(CompressionError::Lz4HeaderChecksum { found, kafka08, standard });
     }
 
     let frame_start = out.len();
@@ -219,10 +198,7 @@ fn decompress_frame(
         }
         let size = usize::try_from(word & !UNCOMPRESSED_BIT).unwrap_or(usize::MAX);
         if size > block_max {
-            return Err(CompressionError::Lz4BlockSize {
-                size,
-                max: block_max,
-            });
+            return Err(CompressionError::Lz4BlockSize { size, max: block_max });
         }
         let data = input.take(size, "lz4 block")?;
         if flg & FLG_BLOCK_CHECKSUM != 0 {
@@ -250,25 +226,17 @@ fn decompress_frame(
         };
         match result {
             Ok(written) => out.truncate(at + written),
-            Err(DecompressError::OutputTooSmall { .. }) if room < bound => {
-                return Err(limit.exceeded())
-            }
+            Err(DecompressError::OutputTooSmall { .. }) if room < bound => return Err(limit.exceeded()),
             Err(err) => return Err(CompressionError::Lz4Block(err)),
         }
     }
 
     if flg & FLG_CONTENT_CHECKSUM != 0 {
-        verify(
-            "content",
-            input.u32_le("lz4 content checksum")?,
-            &out[frame_start..],
-        )?;
+        verify("content", input.u32_le("lz4 content checksum")?, &out[frame_start..])?;
     }
     let actual = (out.len() - frame_start) as u64;
     match content_size {
-        Some(declared) if declared != actual => {
-            Err(CompressionError::Lz4ContentSize { declared, actual })
-        }
+        Some(declared) if declared != actual => Err(CompressionError::Lz4ContentSize { declared, actual }),
         _ => Ok(()),
     }
 }
@@ -277,11 +245,7 @@ fn decompress_frame(
 fn verify(what: &'static str, expected: u32, data: &[u8]) -> Result<(), CompressionError> {
     let actual = xxh32(data, 0);
     if actual != expected {
-        return Err(CompressionError::Lz4Checksum {
-            what,
-            expected,
-            actual,
-        });
+        return Err(CompressionError::Lz4Checksum { what, expected, actual });
     }
     Ok(())
 }
@@ -293,12 +257,7 @@ mod tests {
 
     macro_rules! fixture {
         ($name:literal) => {
-            include_bytes!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/data/kafka-0.8.2.2/",
-                $name
-            ))
-            .as_slice()
+            include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/kafka-0.8.2.2/", $name)).as_slice()
         };
     }
 
@@ -366,10 +325,7 @@ mod tests {
     fn header_bytes() {
         let mut packed = Vec::new();
         compress(b"", &mut packed).unwrap();
-        assert_eq!(
-            packed,
-            [0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x1a, 0, 0, 0, 0]
-        );
+        assert_eq!(packed, [0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x1a, 0, 0, 0, 0]);
         let mut packed = Vec::new();
         compress(&mixed_data(1000), &mut packed).unwrap();
         assert_eq!(packed[..7], [0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x1a]);
@@ -433,10 +389,7 @@ mod tests {
 
         for limit in [0, 65535, 65536, 81661] {
             let err = expect_err(value, limit);
-            assert!(
-                matches!(err, CompressionError::TooLarge { limit: l } if l == limit),
-                "{limit}: {err:?}"
-            );
+            assert!(matches!(err, CompressionError::TooLarge { limit: l } if l == limit), "{limit}: {err:?}");
         }
         let mut out = Vec::new();
         decompress(value, 81662, &mut out).unwrap();
@@ -474,10 +427,7 @@ mod tests {
         let second = unlz4(&resp[197..197 + 111]);
         assert_eq!(first.len(), 135);
         assert_eq!(second.len(), 135);
-        assert_eq!(
-            first,
-            unlz4(&fixture!("produce_v0_lz4_set1.req.bin")[74..74 + 107])
-        );
+        assert_eq!(first, unlz4(&fixture!("produce_v0_lz4_set1.req.bin")[74..74 + 107]));
         assert_eq!(second[7], 3, "first inner offset is 3");
         assert_eq!(&second[22..28], b"lz4-k3");
         assert_eq!(&second[122..135], b"lz4 message 5");
@@ -489,14 +439,7 @@ mod tests {
         value[6] = 0x55;
         let err = expect_err(&value, 1 << 20);
         assert!(
-            matches!(
-                err,
-                CompressionError::Lz4HeaderChecksum {
-                    found: 0x55,
-                    kafka08: 0x1a,
-                    standard: 0x82
-                }
-            ),
+            matches!(err, CompressionError::Lz4HeaderChecksum { found: 0x55, kafka08: 0x1a, standard: 0x82 }),
             "{err:?}"
         );
         assert_eq!(
@@ -525,20 +468,10 @@ mod tests {
                 "{err:?}"
             );
         }
-        let err = CompressionError::Lz4Descriptor {
-            flg: 0x20,
-            bd: 0x40,
-            reason: "version must be 01",
-        };
-        assert_eq!(
-            err.to_string(),
-            "unsupported lz4 frame descriptor FLG 0x20 BD 0x40: version must be 01"
-        );
+        let err = CompressionError::Lz4Descriptor { flg: 0x20, bd: 0x40, reason: "version must be 01" };
+        assert_eq!(err.to_string(), "unsupported lz4 frame descriptor FLG 0x20 BD 0x40: version must be 01");
         let err = expect_err(b"\x04\x22\x4d\x19\x60\x40\x1a\0\0\0\0", 1 << 20);
-        assert!(
-            matches!(err, CompressionError::Lz4Magic(0x194d_2204)),
-            "{err:?}"
-        );
+        assert!(matches!(err, CompressionError::Lz4Magic(0x194d_2204)), "{err:?}");
     }
 
     #[test]
@@ -548,34 +481,18 @@ mod tests {
             push_block(&mut frame, word, b"abc");
             let err = expect_err(&frame, 1 << 20);
             let size = (word & !UNCOMPRESSED_BIT) as usize;
-            assert!(
-                matches!(err, CompressionError::Lz4BlockSize { size: s, max: 65536 } if s == size),
-                "{err:?}"
-            );
+            assert!(matches!(err, CompressionError::Lz4BlockSize { size: s, max: 65536 } if s == size), "{err:?}");
         }
         // Within the block maximum but beyond the input.
         let mut frame = header(FLG, BD, None, HeaderChecksum::Kafka08);
         push_block(&mut frame, 100, b"abc");
         let err = expect_err(&frame, 1 << 20);
-        assert!(
-            matches!(
-                err,
-                CompressionError::Truncated {
-                    needed: 100,
-                    available: 3,
-                    ..
-                }
-            ),
-            "{err:?}"
-        );
+        assert!(matches!(err, CompressionError::Truncated { needed: 100, available: 3, .. }), "{err:?}");
         // A stored block larger than max_output.
         let mut frame = header(FLG, BD, None, HeaderChecksum::Kafka08);
         push_block(&mut frame, 10 | UNCOMPRESSED_BIT, b"0123456789");
         frame.extend_from_slice(&[0; 4]);
-        assert!(matches!(
-            expect_err(&frame, 9),
-            CompressionError::TooLarge { limit: 9 }
-        ));
+        assert!(matches!(expect_err(&frame, 9), CompressionError::TooLarge { limit: 9 }));
         let mut out = Vec::new();
         decompress(&frame, 10, &mut out).unwrap();
         assert_eq!(out, b"0123456789");
@@ -584,9 +501,7 @@ mod tests {
     #[test]
     fn larger_block_maximums() {
         // Compressible, so the compressed block fits in 64 KiB.
-        let data: Vec<u8> = (0..200 * 1024)
-            .map(|i| b'a' + (i / 100 % 7) as u8)
-            .collect();
+        let data: Vec<u8> = (0..200 * 1024).map(|i| b'a' + (i / 100 % 7) as u8).collect();
         let block = lz4_flex::block::compress(&data);
         assert!(block.len() < BLOCK_SIZE);
         for (bd, ok) in [(0x40, false), (0x50, true), (0x60, true), (0x70, true)] {
@@ -600,10 +515,7 @@ mod tests {
                 assert_eq!(out, data);
             } else {
                 // 200 KiB does not fit a 64 KiB block.
-                assert!(
-                    matches!(result, Err(CompressionError::Lz4Block(_))),
-                    "{result:?}"
-                );
+                assert!(matches!(result, Err(CompressionError::Lz4Block(_))), "{result:?}");
             }
         }
     }
@@ -629,47 +541,20 @@ mod tests {
         assert_eq!(unlz4(&standard), data);
 
         let err = expect_err(&build(1000, block_sum ^ 1, content_sum), 1 << 20);
-        assert!(
-            matches!(err, CompressionError::Lz4Checksum { what: "block", .. }),
-            "{err:?}"
-        );
+        assert!(matches!(err, CompressionError::Lz4Checksum { what: "block", .. }), "{err:?}");
         let err = expect_err(&build(1000, block_sum, content_sum ^ 1), 1 << 20);
-        assert!(
-            matches!(
-                err,
-                CompressionError::Lz4Checksum {
-                    what: "content",
-                    ..
-                }
-            ),
-            "{err:?}"
-        );
+        assert!(matches!(err, CompressionError::Lz4Checksum { what: "content", .. }), "{err:?}");
         let err = expect_err(&build(999, block_sum, content_sum), 1 << 20);
-        assert!(
-            matches!(
-                err,
-                CompressionError::Lz4ContentSize {
-                    declared: 999,
-                    actual: 1000
-                }
-            ),
-            "{err:?}"
-        );
+        assert!(matches!(err, CompressionError::Lz4ContentSize { declared: 999, actual: 1000 }), "{err:?}");
         // The content size hint is checked against max_output up front.
         let err = expect_err(&build(u64::MAX, block_sum, content_sum), 1 << 20);
         assert!(matches!(err, CompressionError::TooLarge { .. }), "{err:?}");
         let err = expect_err(&good, 999);
-        assert!(
-            matches!(err, CompressionError::TooLarge { limit: 999 }),
-            "{err:?}"
-        );
+        assert!(matches!(err, CompressionError::TooLarge { limit: 999 }), "{err:?}");
         // Corrupt block data is caught by the block checksum before decoding.
         let mut bad = good.clone();
         bad[20] ^= 0x40;
-        assert!(matches!(
-            expect_err(&bad, 1 << 20),
-            CompressionError::Lz4Checksum { what: "block", .. }
-        ));
+        assert!(matches!(expect_err(&bad, 1 << 20), CompressionError::Lz4Checksum { what: "block", .. }));
     }
 
     #[test]
@@ -718,20 +603,11 @@ mod tests {
         assert_eq!(unlz4(&input), b"first second");
         // Trailing garbage after a frame.
         input.push(0);
-        assert!(matches!(
-            expect_err(&input, 1 << 20),
-            CompressionError::Truncated { .. }
-        ));
+        assert!(matches!(expect_err(&input, 1 << 20), CompressionError::Truncated { .. }));
         input.extend_from_slice(&[0, 0, 0]);
-        assert!(matches!(
-            expect_err(&input, 1 << 20),
-            CompressionError::Lz4Magic(0)
-        ));
+        assert!(matches!(expect_err(&input, 1 << 20), CompressionError::Lz4Magic(0)));
         // A skippable frame longer than the input.
-        let err = expect_err(
-            &[0x50, 0x2a, 0x4d, 0x18, 0xff, 0xff, 0xff, 0xff, 1],
-            1 << 20,
-        );
+        let err = expect_err(&[0x50, 0x2a, 0x4d, 0x18, 0xff, 0xff, 0xff, 0xff, 1], 1 << 20);
         assert!(matches!(err, CompressionError::Truncated { .. }), "{err:?}");
     }
 
@@ -740,10 +616,7 @@ mod tests {
         let value = &fixture!("produce_v0_lz4_set1.req.bin")[74..74 + 107];
         for len in 0..value.len() {
             let err = expect_err(&value[..len], 1 << 20);
-            assert!(
-                matches!(err, CompressionError::Truncated { .. }),
-                "len {len}: {err:?}"
-            );
+            assert!(matches!(err, CompressionError::Truncated { .. }), "len {len}: {err:?}");
         }
         let value = &fixture!("produce_v0_lz4_multiblock.req.bin")[81..81 + 449];
         for len in 0..value.len() {

@@ -201,9 +201,7 @@ pub enum CompressionError {
     },
 
     /// Returned when an LZ4 block or content checksum does not match the data.
-    #[error(
-        "lz4 {what} checksum mismatch: frame says 0x{expected:08x}, data gives 0x{actual:08x}"
-    )]
+    #[error("lz4 {what} checksum mismatch: frame says 0x{expected:08x}, data gives 0x{actual:08x}")]
     Lz4Checksum {
         /// `"block"` or `"content"`.
         what: &'static str,
@@ -236,11 +234,7 @@ pub enum CompressionError {
 ///
 /// The layouts are the ones Kafka 0.8.2 writes; see [`gzip::compress`],
 /// [`snappy::compress`] and [`lz4::compress`].
-pub fn compress(
-    codec: Compression,
-    input: &[u8],
-    out: &mut Vec<u8>,
-) -> Result<(), CompressionError> {
+pub fn compress(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> Result<(), CompressionError> {
     match codec {
         Compression::None => {
             out.extend_from_slice(input);
@@ -300,10 +294,7 @@ struct Limit {
 
 impl Limit {
     fn new(out: &[u8], max_output: usize) -> Self {
-        Limit {
-            end: out.len().saturating_add(max_output),
-            max_output,
-        }
+        Limit { end: out.len().saturating_add(max_output), max_output }
     }
 
     /// Bytes that may still be appended to `out`.
@@ -321,9 +312,7 @@ impl Limit {
     }
 
     fn exceeded(self) -> CompressionError {
-        CompressionError::TooLarge {
-            limit: self.max_output,
-        }
+        CompressionError::TooLarge { limit: self.max_output }
     }
 }
 
@@ -348,11 +337,7 @@ impl<'a> Input<'a> {
     /// The next `n` bytes; `what` names them in the error if fewer are left.
     fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], CompressionError> {
         if n > self.rest.len() {
-            return Err(CompressionError::Truncated {
-                what,
-                needed: n,
-                available: self.rest.len(),
-            });
+            return Err(CompressionError::Truncated { what, needed: n, available: self.rest.len() });
         }
         let (head, tail) = self.rest.split_at(n);
         self.rest = tail;
@@ -382,12 +367,7 @@ impl<'a> Input<'a> {
 mod tests {
     use super::*;
 
-    const ALL: [Compression; 4] = [
-        Compression::None,
-        Compression::Gzip,
-        Compression::Snappy,
-        Compression::Lz4,
-    ];
+    const ALL: [Compression; 4] = [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4];
 
     /// 200 KiB mixing compressible text, a counter pattern and noise.
     pub(super) fn mixed_data(len: usize) -> Vec<u8> {
@@ -413,26 +393,14 @@ mod tests {
     #[test]
     fn attribute_bits_round_trip() {
         for codec in ALL {
-            assert_eq!(
-                Compression::from_attributes(codec.attribute_bits()).unwrap(),
-                codec
-            );
+            assert_eq!(Compression::from_attributes(codec.attribute_bits()).unwrap(), codec);
             // Higher attribute bits do not affect the codec.
-            assert_eq!(
-                Compression::from_attributes(codec.attribute_bits() | 0x78).unwrap(),
-                codec
-            );
+            assert_eq!(Compression::from_attributes(codec.attribute_bits() | 0x78).unwrap(), codec);
         }
         assert_eq!(Compression::from_attributes(1).unwrap(), Compression::Gzip);
-        assert_eq!(
-            Compression::from_attributes(2).unwrap(),
-            Compression::Snappy
-        );
+        assert_eq!(Compression::from_attributes(2).unwrap(), Compression::Snappy);
         assert_eq!(Compression::from_attributes(3).unwrap(), Compression::Lz4);
-        assert_eq!(
-            Compression::from_attributes(-128).unwrap(),
-            Compression::None
-        );
+        assert_eq!(Compression::from_attributes(-128).unwrap(), Compression::None);
         assert_eq!(Compression::default(), Compression::None);
     }
 
@@ -445,10 +413,7 @@ mod tests {
             }
         }
         let err = Compression::from_attributes(0x0f).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "unknown compression codec 7 in message attributes"
-        );
+        assert_eq!(err.to_string(), "unknown compression codec 7 in message attributes");
     }
 
     #[test]
@@ -458,18 +423,8 @@ mod tests {
             assert_eq!(codec.name(), name);
             assert_eq!(codec.to_string(), name);
             assert_eq!(name.parse::<Compression>().unwrap(), codec);
-            assert_eq!(
-                name.to_ascii_uppercase().parse::<Compression>().unwrap(),
-                codec
-            );
-            assert_eq!(
-                codec
-                    .attribute_bits()
-                    .to_string()
-                    .parse::<Compression>()
-                    .unwrap(),
-                codec
-            );
+            assert_eq!(name.to_ascii_uppercase().parse::<Compression>().unwrap(), codec);
+            assert_eq!(codec.attribute_bits().to_string().parse::<Compression>().unwrap(), codec);
         }
         assert_eq!("GZip".parse::<Compression>().unwrap(), Compression::Gzip);
         assert_eq!(format!("{:>6}", Compression::Lz4), "   lz4");
@@ -479,10 +434,7 @@ mod tests {
                 other => panic!("{bad:?}: {other:?}"),
             }
         }
-        assert_eq!(
-            "zstd".parse::<Compression>().unwrap_err().to_string(),
-            "unknown compression codec name \"zstd\""
-        );
+        assert_eq!("zstd".parse::<Compression>().unwrap_err().to_string(), "unknown compression codec name \"zstd\"");
     }
 
     #[test]
@@ -520,19 +472,9 @@ mod tests {
     #[test]
     fn error_messages() {
         let err = CompressionError::TooLarge { limit: 10 };
-        assert_eq!(
-            err.to_string(),
-            "decompressed data exceeds the limit of 10 bytes"
-        );
-        let err = CompressionError::Truncated {
-            what: "lz4 block",
-            needed: 8,
-            available: 3,
-        };
-        assert_eq!(
-            err.to_string(),
-            "truncated lz4 block: 8 bytes needed, 3 available"
-        );
+        assert_eq!(err.to_string(), "decompressed data exceeds the limit of 10 bytes");
+        let err = CompressionError::Truncated { what: "lz4 block", needed: 8, available: 3 };
+        assert_eq!(err.to_string(), "truncated lz4 block: 8 bytes needed, 3 available");
         let err = CompressionError::Gzip(std::io::Error::other("inner"));
         assert_eq!(err.to_string(), "gzip codec failed");
         assert!(std::error::Error::source(&err).is_some());

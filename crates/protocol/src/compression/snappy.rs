@@ -33,9 +33,7 @@ pub fn compress(input: &[u8], out: &mut Vec<u8>) -> Result<(), CompressionError>
     for chunk in input.chunks(XERIAL_BLOCK_SIZE) {
         let start = out.len();
         out.resize(start + 4 + max_compress_len(chunk.len()), 0);
-        let written = encoder
-            .compress(chunk, &mut out[start + 4..])
-            .map_err(CompressionError::Snappy)?;
+        let written = encoder.compress(chunk, &mut out[start + 4..]).map_err(CompressionError::Snappy)?;
         // A block of at most 32 KiB compresses to far less than 2 GiB.
         let length = i32::try_from(written).unwrap_or(i32::MAX);
         out[start..start + 4].copy_from_slice(&length.to_be_bytes());
@@ -68,11 +66,7 @@ pub fn compress_raw(input: &[u8], out: &mut Vec<u8>) -> Result<(), CompressionEr
 /// Each block's declared length is checked against what is left of
 /// `max_output` before anything is allocated; over it the call fails with
 /// [`CompressionError::TooLarge`]. On error `out` is left as it was.
-pub fn decompress(
-    input: &[u8],
-    max_output: usize,
-    out: &mut Vec<u8>,
-) -> Result<(), CompressionError> {
+pub fn decompress(input: &[u8], max_output: usize, out: &mut Vec<u8>) -> Result<(), CompressionError> {
     rollback_on_error(out, |out| {
         let limit = Limit::new(out, max_output);
         let mut decoder = Decoder::new();
@@ -110,13 +104,14 @@ fn decompress_block(
     // A snappy element expands at most 64 / 3 times (a 3-byte copy of 64 bytes), so a block
     // that claims more than 22 times its size is lying: refuse it before allocating.
     if len > block.len().saturating_mul(MAX_EXPANSION) {
-        return Err(CompressionError::Snappy(snap::Error::TooBig { given: len as u64, max: (block.len() * MAX_EXPANSION) as u64 }));
+        return Err(CompressionError::Snappy(snap::Error::TooBig {
+            given: len as u64,
+            max: (block.len() * MAX_EXPANSION) as u64,
+        }));
     }
     let start = out.len();
     out.resize(start + len, 0);
-    let written = decoder
-        .decompress(block, &mut out[start..])
-        .map_err(CompressionError::Snappy)?;
+    let written = decoder.decompress(block, &mut out[start..]).map_err(CompressionError::Snappy)?;
     out.truncate(start + written);
     Ok(())
 }
@@ -137,12 +132,7 @@ mod tests {
 
     macro_rules! fixture {
         ($name:literal) => {
-            include_bytes!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/data/kafka-0.8.2.2/",
-                $name
-            ))
-            .as_slice()
+            include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/kafka-0.8.2.2/", $name)).as_slice()
         };
     }
 
@@ -229,10 +219,7 @@ mod tests {
         // One byte short of the output is too large, even after a whole block.
         for limit in [0, 32768, 44061] {
             let err = decompress(value, limit, &mut Vec::new()).unwrap_err();
-            assert!(
-                matches!(err, CompressionError::TooLarge { limit: l } if l == limit),
-                "{err:?}"
-            );
+            assert!(matches!(err, CompressionError::TooLarge { limit: l } if l == limit), "{err:?}");
         }
     }
 
@@ -270,62 +257,34 @@ mod tests {
             assert!(result.is_err(), "len {len}");
             assert_eq!(out, b"keep", "len {len}");
             if (8..16).contains(&len) {
-                assert!(
-                    matches!(result, Err(CompressionError::Truncated { needed: 16, .. })),
-                    "{result:?}"
-                );
+                assert!(matches!(result, Err(CompressionError::Truncated { needed: 16, .. })), "{result:?}");
             }
         }
         let mut raw = Vec::new();
         compress_raw(&mixed_data(300), &mut raw).unwrap();
         for len in 0..raw.len() {
-            assert!(
-                decompress(&raw[..len], 1 << 20, &mut Vec::new()).is_err(),
-                "raw len {len}"
-            );
+            assert!(decompress(&raw[..len], 1 << 20, &mut Vec::new()).is_err(), "raw len {len}");
         }
     }
 
     #[test]
     fn hostile_block_lengths() {
         let mut stream = b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01".to_vec();
-        for (length, tail) in [
-            (i32::MAX, &b"\x00"[..]),
-            (-1, b""),
-            (i32::MIN, b"abc"),
-            (5, b"abcd"),
-        ] {
+        for (length, tail) in [(i32::MAX, &b"\x00"[..]), (-1, b""), (i32::MIN, b"abc"), (5, b"abcd")] {
             let mut input = stream.clone();
             input.extend_from_slice(&length.to_be_bytes());
             input.extend_from_slice(tail);
             let err = decompress(&input, 1 << 20, &mut Vec::new()).unwrap_err();
-            assert!(
-                matches!(err, CompressionError::XerialBlockLength { length: l, .. } if l == length),
-                "{err:?}"
-            );
+            assert!(matches!(err, CompressionError::XerialBlockLength { length: l, .. } if l == length), "{err:?}");
         }
         assert_eq!(
-            CompressionError::XerialBlockLength {
-                length: i32::MAX,
-                remaining: 1
-            }
-            .to_string(),
+            CompressionError::XerialBlockLength { length: i32::MAX, remaining: 1 }.to_string(),
             "xerial snappy block length 2147483647 is invalid with 1 bytes left"
         );
         // A block length field cut short.
         stream.extend_from_slice(&[0, 0]);
         let err = decompress(&stream, 1 << 20, &mut Vec::new()).unwrap_err();
-        assert!(
-            matches!(
-                err,
-                CompressionError::Truncated {
-                    needed: 4,
-                    available: 2,
-                    ..
-                }
-            ),
-            "{err:?}"
-        );
+        assert!(matches!(err, CompressionError::Truncated { needed: 4, available: 2, .. }), "{err:?}");
     }
 
     #[test]
@@ -333,10 +292,7 @@ mod tests {
         // Raw snappy declaring 2^32 - 1 bytes, followed by a tiny literal.
         let input = [0xff, 0xff, 0xff, 0xff, 0x0f, 0x00, b'x'];
         let err = decompress(&input, 1 << 20, &mut Vec::new()).unwrap_err();
-        assert!(
-            matches!(err, CompressionError::TooLarge { limit: 1_048_576 }),
-            "{err:?}"
-        );
+        assert!(matches!(err, CompressionError::TooLarge { limit: 1_048_576 }), "{err:?}");
         // The same inside xerial framing.
         let mut framed = b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00\x07".to_vec();
         framed.extend_from_slice(&input);

@@ -25,15 +25,19 @@ pub use consumer_metadata::{ConsumerMetadataRequest, ConsumerMetadataResponse};
 pub use fetch::{FetchPartition, FetchRequest, FetchResponse, FetchResponsePartition, FetchResponseTopic, FetchTopic};
 pub use metadata::{BrokerMetadata, MetadataRequest, MetadataResponse, PartitionMetadata, TopicMetadata};
 pub use offset_commit::{
-    OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic,
-    OffsetCommitTopic, DEFAULT_CONSUMER_ID, DEFAULT_GENERATION_ID, DEFAULT_TIMESTAMP,
+    OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic, OffsetCommitTopic, DEFAULT_CONSUMER_ID, DEFAULT_GENERATION_ID, DEFAULT_TIMESTAMP,
 };
-pub use offset_fetch::{OffsetFetchRequest, OffsetFetchResponse, OffsetFetchResponsePartition, OffsetFetchResponseTopic, OffsetFetchTopic};
+pub use offset_fetch::{
+    OffsetFetchRequest, OffsetFetchResponse, OffsetFetchResponsePartition, OffsetFetchResponseTopic, OffsetFetchTopic,
+};
 pub use offsets::{
-    OffsetsPartition, OffsetsRequest, OffsetsResponse, OffsetsResponsePartition, OffsetsResponseTopic, OffsetsTopic, EARLIEST_TIME,
-    LATEST_TIME,
+    OffsetsPartition, OffsetsRequest, OffsetsResponse, OffsetsResponsePartition, OffsetsResponseTopic, OffsetsTopic,
+    EARLIEST_TIME, LATEST_TIME,
 };
-pub use produce::{ProducePartition, ProduceRequest, ProduceResponse, ProduceResponsePartition, ProduceResponseTopic, ProduceTopic};
+pub use produce::{
+    ProducePartition, ProduceRequest, ProduceResponse, ProduceResponsePartition, ProduceResponseTopic, ProduceTopic,
+};
 
 /// The `replica_id` a client (not a follower broker) puts in Fetch and Offsets requests.
 pub const CONSUMER_REPLICA_ID: i32 = -1;
@@ -62,7 +66,11 @@ pub(crate) trait PartitionEntry: Sized {
     fn decode_entry(version: i16, buf: &mut Bytes) -> Result<Self>;
 }
 
-pub(crate) fn encode_topics<P: PartitionEntry>(topics: &[TopicPartitions<P>], version: i16, buf: &mut BytesMut) -> Result<()> {
+pub(crate) fn encode_topics<P: PartitionEntry>(
+    topics: &[TopicPartitions<P>],
+    version: i16,
+    buf: &mut BytesMut,
+) -> Result<()> {
     wire::put_array(buf, "topics", topics, |buf, t| {
         wire::put_string(buf, "topic", &t.topic)?;
         wire::put_array(buf, "partitions", &t.partitions, |buf, p| p.encode_entry(version, buf))

@@ -157,6 +157,9 @@ impl PartitionEntry for OffsetCommitResponsePartition {
     }
 
     fn decode_entry(_version: i16, buf: &mut Bytes) -> Result<Self> {
-        Ok(OffsetCommitResponsePartition { partition: wire::get_i32(buf, "partition")?, error_code: wire::get_i16(buf, "error_code")? })
+        Ok(OffsetCommitResponsePartition {
+            partition: wire::get_i32(buf, "partition")?,
+            error_code: wire::get_i16(buf, "error_code")?,
+        })
     }
 }
