@@ -1,0 +1,374 @@
+//! The controller: elected through `/controller`, it turns ZooKeeper's topic assignments into
+//! partitions with leaders and ISRs, moves leadership off dead brokers, and honours
+//! `/admin/reassign_partitions`, `/admin/preferred_replica_election`, `/admin/delete_topics`
+//! and `/config/changes`, writing partition state znodes as Kafka 0.8.2 does.
+
+use std::collections::BTreeSet;
+use std::time::{Instant, SystemTime};
+
+use gregor_zk::payloads::{
+    ControllerRegistration, PartitionState, PreferredReplicaElection, ReassignPartitions, TopicAssignment, TopicConfig,
+};
+use gregor_zk::{paths, CreateMode, ZkClient};
+use tokio::sync::{mpsc, watch};
+
+use super::handlers::BrokerCtx;
+use super::state::{Partition, Replica, Shared, State};
+
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Runs for one broker incarnation: competes for `/controller` and acts as controller while it
+/// holds it. `admin` is the cluster's own session, used for persistent writes.
+pub(crate) async fn run_election(ctx: BrokerCtx, admin: ZkClient, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        let reg = ControllerRegistration { version: 1, brokerid: ctx.id, timestamp: now_ms().to_string() };
+        match ctx.zk.create(paths::CONTROLLER, &reg.to_json(), CreateMode::Ephemeral).await {
+            Ok(_) => {
+                act_as_controller(&ctx, &admin, &mut shutdown).await;
+                return;
+            }
+            Err(gregor_zk::Error::NodeExists { .. }) => {
+                let mut w = ctx.zk.watch_data(paths::CONTROLLER);
+                loop {
+                    tokio::select! {
+                        item = w.next() => match item {
+                            Some(Ok(None)) => break,
+                            Some(Ok(Some(_))) => continue,
+                            _ => return,
+                        },
+                        _ = shutdown.changed() => return,
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(broker = ctx.id, error = %e, "fake broker could not compete for /controller");
+                tokio::select! {
+                    _ = tokio::time::sleep(std::time::Duration::from_millis(200)) => {}
+                    _ = shutdown.changed() => return,
+                }
+            }
+        }
+    }
+}
+
+async fn act_as_controller(ctx: &BrokerCtx, zk: &ZkClient, shutdown: &mut watch::Receiver<bool>) {
+    let shared = &ctx.shared;
+    let epoch = match zk.get(paths::CONTROLLER_EPOCH).await {
+        Ok(Some((data, _))) => String::from_utf8_lossy(&data).trim().parse::<i32>().unwrap_or(0) + 1,
+        _ => 1,
+    };
+    if let Err(e) = zk.set_or_create(paths::CONTROLLER_EPOCH, epoch.to_string().as_bytes()).await {
+        tracing::warn!(error = %e, "fake controller could not write /controller_epoch");
+    }
+    {
+        let mut st = shared.state();
+        st.controller = Some(ctx.id);
+        st.controller_epoch = epoch;
+    }
+    tracing::debug!(broker = ctx.id, epoch, "fake broker is the controller");
+    let mut ids = zk.watch_children(paths::BROKER_IDS);
+    let mut topics = zk.watch_children(paths::BROKER_TOPICS);
+    let mut reassign = zk.watch_data(paths::REASSIGN_PARTITIONS);
+    let mut preferred = zk.watch_data(paths::PREFERRED_REPLICA_ELECTION);
+    let mut deletes = zk.watch_children(paths::DELETE_TOPICS);
+    let mut changes = zk.watch_children(paths::CONFIG_CHANGES);
+    let (topic_tx, mut topic_rx) = mpsc::unbounded_channel::<String>();
+    let mut watched: BTreeSet<String> = BTreeSet::new();
+    let mut topic_watches = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            Some(Ok(list)) = ids.next() => on_brokers(shared, zk, list.unwrap_or_default()).await,
+            Some(Ok(list)) = topics.next() => {
+                let list = list.unwrap_or_default();
+                for t in &list {
+                    if watched.insert(t.clone()) {
+                        let mut w = zk.watch_data(&paths::topic(t));
+                        let tx = topic_tx.clone();
+                        let name = t.clone();
+                        topic_watches.spawn(async move {
+                            while let Some(Ok(_)) = w.next().await {
+                                if tx.send(name.clone()).is_err() {
+                                    return;
+                                }
+                            }
+                        });
+                    }
+                }
+                on_topics(shared, zk, list).await;
+            }
+            Some(name) = topic_rx.recv() => on_topics(shared, zk, vec![name]).await,
+            Some(Ok(data)) = reassign.next() => if let Some(data) = data { on_reassign(shared, zk, &data).await },
+            Some(Ok(data)) = preferred.next() => if let Some(data) = data { on_preferred(shared, zk, &data).await },
+            Some(Ok(list)) = deletes.next() => on_delete(shared, zk, list.unwrap_or_default()).await,
+            Some(Ok(_)) = changes.next() => on_config_changes(shared, zk).await,
+            _ = shutdown.changed() => break,
+            else => break,
+        }
+    }
+    let mut st = shared.state();
+    if st.controller == Some(ctx.id) {
+        st.controller = None;
+    }
+}
+
+/// Writes a partition's state znode from memory.
+pub(crate) async fn write_state(shared: &Shared, zk: &ZkClient, topic: &str, partition: i32) {
+    let json = {
+        let st = shared.state();
+        let Some(p) = st.partition(topic, partition) else { return };
+        PartitionState {
+            version: 1,
+            leader: p.leader,
+            leader_epoch: p.leader_epoch,
+            controller_epoch: st.controller_epoch,
+            isr: p.isr.clone(),
+        }
+        .to_json()
+    };
+    if let Err(e) = zk.set_or_create(&paths::partition_state(topic, partition), &json).await {
+        tracing::warn!(topic, partition, error = %e, "fake controller could not write partition state");
+    }
+}
+
+async fn write_states(shared: &Shared, zk: &ZkClient, changed: Vec<(String, i32)>) {
+    for (t, p) in changed {
+        write_state(shared, zk, &t, p).await;
+    }
+    shared.notify();
+}
+
+/// `/brokers/ids` changed: record who is registered, move leadership off dead brokers, shrink
+/// ISRs, elect leaders for partitions that had none, and truncate returning followers.
+async fn on_brokers(shared: &Shared, zk: &ZkClient, ids: Vec<String>) {
+    let live: BTreeSet<i32> = ids.iter().filter_map(|s| s.parse().ok()).collect();
+    let changed = {
+        let mut st = shared.state();
+        let mut returning = Vec::new();
+        for (id, slot) in st.brokers.iter_mut() {
+            let now_live = live.contains(id);
+            if now_live && !slot.registered {
+                returning.push(*id);
+            }
+            slot.registered = now_live;
+        }
+        let unclean = true;
+        let mut changed = Vec::new();
+        let State { topics, brokers, .. } = &mut *st;
+        let is_live = |b: &i32| brokers.get(b).is_some_and(|s| s.registered && s.running);
+        for (name, topic) in topics.iter_mut() {
+            for (&pid, p) in topic.partitions.iter_mut() {
+                for r in &returning {
+                    if p.leader != *r {
+                        if let Some(rep) = p.logs.get_mut(r) {
+                            rep.log.truncate_to(p.hw);
+                        }
+                    }
+                }
+                if elect(p, &is_live, unclean) {
+                    changed.push((name.clone(), pid));
+                }
+            }
+        }
+        changed
+    };
+    write_states(shared, zk, changed).await;
+}
+
+/// Elects a leader if the current one is not live, and drops dead replicas from the ISR.
+/// Returns whether the partition changed.
+fn elect(p: &mut Partition, is_live: &impl Fn(&i32) -> bool, unclean: bool) -> bool {
+    let live_isr: Vec<i32> = p.isr.iter().copied().filter(|r| is_live(r)).collect();
+    if !is_live(&p.leader) {
+        let leader = live_isr
+            .first()
+            .copied()
+            .or_else(|| unclean.then(|| p.replicas.iter().copied().find(|r| is_live(r))).flatten());
+        let Some(leader) = leader else { return false };
+        p.leader = leader;
+        p.isr = if live_isr.is_empty() { vec![leader] } else { live_isr };
+        p.leader_epoch += 1;
+        return true;
+    }
+    if live_isr.len() != p.isr.len() {
+        p.isr = live_isr;
+        p.leader_epoch += 1;
+        return true;
+    }
+    false
+}
+
+/// `/brokers/topics` (or one topic's assignment) changed: create new topics and partitions,
+/// forget deleted topics.
+async fn on_topics(shared: &Shared, zk: &ZkClient, names: Vec<String>) {
+    let mut full_list = false;
+    let mut present = BTreeSet::new();
+    for name in &names {
+        present.insert(name.clone());
+    }
+    if let Ok(Some(all)) = zk.children(paths::BROKER_TOPICS).await {
+        full_list = true;
+        present = all.into_iter().collect();
+    }
+    let mut created = Vec::new();
+    for name in &names {
+        let Ok(Some((data, _))) = zk.get(&paths::topic(name)).await else { continue };
+        let Ok(assignment) = TopicAssignment::from_json(&data) else {
+            tracing::warn!(topic = %name, "fake controller ignores a topic with a malformed assignment");
+            continue;
+        };
+        let config = match zk.get(&paths::topic_config(name)).await {
+            Ok(Some((data, _))) => TopicConfig::from_json(&data).map(|c| c.config).unwrap_or_default(),
+            _ => Default::default(),
+        };
+        let mut st = shared.state();
+        let live: Vec<i32> = st.brokers.keys().copied().filter(|b| st.is_live(*b)).collect();
+        let topic = st.topics.entry(name.clone()).or_default();
+        topic.config = config;
+        for (pid, replicas) in assignment.partitions {
+            if topic.partitions.contains_key(&pid) {
+                continue;
+            }
+            let isr: Vec<i32> = replicas.iter().copied().filter(|r| live.contains(r)).collect();
+            let leader = isr.first().copied().unwrap_or(-1);
+            let logs = replicas.iter().map(|r| (*r, Replica::new())).collect();
+            topic.partitions.insert(pid, Partition { replicas, leader, leader_epoch: 0, isr, hw: 0, logs });
+            created.push((name.clone(), pid));
+        }
+    }
+    if full_list {
+        let mut st = shared.state();
+        st.topics.retain(|name, _| present.contains(name));
+    }
+    write_states(shared, zk, created).await;
+}
+
+async fn on_reassign(shared: &Shared, zk: &ZkClient, data: &[u8]) {
+    let Ok(plan) = ReassignPartitions::from_json(data) else {
+        tracing::warn!("fake controller ignores a malformed /admin/reassign_partitions");
+        return;
+    };
+    let mut changed = Vec::new();
+    let mut touched_topics = BTreeSet::new();
+    {
+        let mut st = shared.state();
+        let live: Vec<i32> = st.brokers.keys().copied().filter(|b| st.is_live(*b)).collect();
+        for item in &plan.partitions {
+            let Some(p) = st.partition_mut(&item.topic, item.partition) else { continue };
+            let leader_copy = p.logs.get(&p.leader).and_then(|r| r.log.entries_from(0));
+            for r in &item.replicas {
+                if !p.logs.contains_key(r) {
+                    let mut rep = Replica::new();
+                    if let Some((bytes, entries, leo)) = &leader_copy {
+                        rep.log.append_replicated(bytes, entries, *leo);
+                    }
+                    rep.caught_up_at = Instant::now();
+                    p.logs.insert(*r, rep);
+                }
+            }
+            p.logs.retain(|r, _| item.replicas.contains(r));
+            p.replicas = item.replicas.clone();
+            p.isr = item.replicas.iter().copied().filter(|r| live.contains(r)).collect();
+            if !p.replicas.contains(&p.leader) || !live.contains(&p.leader) {
+                p.leader = p.isr.first().copied().unwrap_or(-1);
+            }
+            p.leader_epoch += 1;
+            changed.push((item.topic.clone(), item.partition));
+            touched_topics.insert(item.topic.clone());
+        }
+    }
+    for t in touched_topics {
+        let json = {
+            let st = shared.state();
+            let Some(topic) = st.topics.get(&t) else { continue };
+            TopicAssignment {
+                version: 1,
+                partitions: topic.partitions.iter().map(|(id, p)| (*id, p.replicas.clone())).collect(),
+            }
+            .to_json()
+        };
+        if let Err(e) = zk.set(&paths::topic(&t), &json, None).await {
+            tracing::warn!(topic = %t, error = %e, "fake controller could not rewrite an assignment");
+        }
+    }
+    write_states(shared, zk, changed).await;
+    let _ = zk.delete(paths::REASSIGN_PARTITIONS, None).await;
+}
+
+async fn on_preferred(shared: &Shared, zk: &ZkClient, data: &[u8]) {
+    let Ok(plan) = PreferredReplicaElection::from_json(data) else {
+        tracing::warn!("fake controller ignores a malformed /admin/preferred_replica_election");
+        return;
+    };
+    let mut changed = Vec::new();
+    {
+        let mut st = shared.state();
+        let live: Vec<i32> = st.brokers.keys().copied().filter(|b| st.is_live(*b)).collect();
+        for item in &plan.partitions {
+            let Some(p) = st.partition_mut(&item.topic, item.partition) else { continue };
+            let Some(&preferred) = p.replicas.first() else { continue };
+            if p.leader != preferred && live.contains(&preferred) && p.isr.contains(&preferred) {
+                p.leader = preferred;
+                p.leader_epoch += 1;
+                changed.push((item.topic.clone(), item.partition));
+            }
+        }
+    }
+    write_states(shared, zk, changed).await;
+    let _ = zk.delete(paths::PREFERRED_REPLICA_ELECTION, None).await;
+}
+
+async fn on_delete(shared: &Shared, zk: &ZkClient, topics: Vec<String>) {
+    if !shared.config.delete_topic_enable {
+        return;
+    }
+    for t in topics {
+        shared.state().topics.remove(&t);
+        for path in [paths::topic(&t), paths::topic_config(&t), paths::delete_topic(&t)] {
+            if let Err(e) = zk.delete_all(&path).await {
+                tracing::warn!(topic = %t, error = %e, "fake controller could not delete a topic's znodes");
+            }
+        }
+    }
+    shared.notify();
+}
+
+async fn on_config_changes(shared: &Shared, zk: &ZkClient) {
+    let names: Vec<String> = shared.state().topics.keys().cloned().collect();
+    for name in names {
+        if let Ok(Some((data, _))) = zk.get(&paths::topic_config(&name)).await {
+            if let Ok(c) = TopicConfig::from_json(&data) {
+                if let Some(t) = shared.state().topics.get_mut(&name) {
+                    t.config = c.config;
+                }
+            }
+        }
+    }
+}
+
+/// Moves a partition's leadership to `to` (a replica in the ISR), as a preferred-replica
+/// election would. Returns whether it moved.
+pub(crate) async fn move_leader(
+    shared: &Shared,
+    zk: &ZkClient,
+    topic: &str,
+    partition: i32,
+    to: i32,
+) -> Result<(), String> {
+    {
+        let mut st = shared.state();
+        let live = st.is_live(to);
+        let p = st.partition_mut(topic, partition).ok_or_else(|| format!("no partition {topic}/{partition}"))?;
+        if !p.isr.contains(&to) || !live {
+            return Err(format!("broker {to} is not a live in-sync replica of {topic}/{partition} (isr {:?})", p.isr));
+        }
+        if p.leader == to {
+            return Ok(());
+        }
+        p.leader = to;
+        p.leader_epoch += 1;
+    }
+    write_states(shared, zk, vec![(topic.to_owned(), partition)]).await;
+    Ok(())
+}

@@ -1,0 +1,507 @@
+//! What a broker answers to each request, as Kafka 0.8.2's `KafkaApis` does.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use gregor_protocol::frame::{encode_response, RequestHeader};
+use gregor_protocol::messages::*;
+use gregor_protocol::{Encode, ErrorCode};
+use gregor_zk::{paths, payloads, ZkClient};
+
+use super::config::OFFSETS_TOPIC;
+use super::log::validate_and_assign;
+use super::placement::offsets_partition_for;
+use super::state::{Shared, State};
+use super::topics;
+
+/// The broker a request was sent to.
+#[derive(Debug, Clone)]
+pub(crate) struct BrokerCtx {
+    pub(crate) id: i32,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) zk: ZkClient,
+}
+
+/// What to do once a request is handled.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    /// Send this response frame.
+    Frame(BytesMut),
+    /// Send nothing (acks=0).
+    Nothing,
+    /// Close the connection (acks=0 failed, as 0.8.2 does).
+    Close,
+}
+
+fn frame<B: Encode>(header: &RequestHeader, body: &B) -> Reply {
+    let mut buf = BytesMut::new();
+    match encode_response(header.correlation_id, header.api_version, body, &mut buf) {
+        Ok(()) => Reply::Frame(buf),
+        Err(e) => {
+            tracing::error!(error = %e, "fake broker could not encode its response");
+            Reply::Close
+        }
+    }
+}
+
+/// Handles one request.
+pub(crate) async fn handle(ctx: &BrokerCtx, header: &RequestHeader, request: AnyRequest) -> Reply {
+    match request {
+        AnyRequest::Produce(r) => produce(ctx, header, r).await,
+        AnyRequest::Fetch(r) => fetch(ctx, header, r).await,
+        AnyRequest::Offsets(r) => frame(header, &offsets(ctx, r)),
+        AnyRequest::Metadata(r) => frame(header, &metadata(ctx, r).await),
+        AnyRequest::OffsetCommit(r) => frame(header, &offset_commit(ctx, header.api_version, r).await),
+        AnyRequest::OffsetFetch(r) => frame(header, &offset_fetch(ctx, header.api_version, r).await),
+        AnyRequest::ConsumerMetadata(r) => frame(header, &consumer_metadata(ctx, r).await),
+        _ => Reply::Close,
+    }
+}
+
+/// The answer a broker gives when `code` applies to everything in the request (fault hooks).
+pub(crate) fn error_reply(header: &RequestHeader, request: &AnyRequest, code: ErrorCode) -> Reply {
+    let c = code.code();
+    match request {
+        AnyRequest::Produce(r) if r.required_acks == 0 => Reply::Close,
+        AnyRequest::Produce(r) => frame(
+            header,
+            &ProduceResponse {
+                topics: map_topics(&r.topics, |p| ProduceResponsePartition {
+                    partition: p.partition,
+                    error_code: c,
+                    offset: -1,
+                }),
+            },
+        ),
+        AnyRequest::Fetch(r) => frame(
+            header,
+            &FetchResponse {
+                topics: map_topics(&r.topics, |p| FetchResponsePartition {
+                    partition: p.partition,
+                    error_code: c,
+                    high_watermark: -1,
+                    message_set: Default::default(),
+                }),
+            },
+        ),
+        AnyRequest::Offsets(r) => frame(
+            header,
+            &OffsetsResponse {
+                topics: map_topics(&r.topics, |p| OffsetsResponsePartition {
+                    partition: p.partition,
+                    error_code: c,
+                    offsets: vec![],
+                }),
+            },
+        ),
+        AnyRequest::Metadata(r) => frame(
+            header,
+            &MetadataResponse {
+                brokers: vec![],
+                topics: r
+                    .topics
+                    .iter()
+                    .map(|t| TopicMetadata { error_code: c, topic: t.clone(), partitions: vec![] })
+                    .collect(),
+            },
+        ),
+        AnyRequest::OffsetCommit(r) => frame(
+            header,
+            &OffsetCommitResponse {
+                topics: map_topics(&r.topics, |p| OffsetCommitResponsePartition {
+                    partition: p.partition,
+                    error_code: c,
+                }),
+            },
+        ),
+        AnyRequest::OffsetFetch(r) => frame(
+            header,
+            &OffsetFetchResponse {
+                topics: map_topics(&r.topics, |p| OffsetFetchResponsePartition {
+                    partition: *p,
+                    offset: -1,
+                    metadata: String::new(),
+                    error_code: c,
+                }),
+            },
+        ),
+        AnyRequest::ConsumerMetadata(_) => frame(
+            header,
+            &ConsumerMetadataResponse {
+                error_code: c,
+                coordinator_id: -1,
+                coordinator_host: String::new(),
+                coordinator_port: -1,
+            },
+        ),
+        _ => Reply::Close,
+    }
+}
+
+fn map_topics<P, R>(topics: &[TopicPartitions<P>], mut f: impl FnMut(&P) -> R) -> Vec<TopicPartitions<R>> {
+    topics.iter().map(|t| TopicPartitions::new(t.topic.clone(), t.partitions.iter().map(&mut f).collect())).collect()
+}
+
+/// 6 when this broker holds a replica but does not lead, 3 when it holds none or the partition
+/// does not exist.
+fn leader_check(st: &State, me: i32, topic: &str, partition: i32) -> Result<(), ErrorCode> {
+    let p = st.partition(topic, partition).ok_or(ErrorCode::UnknownTopicOrPartition)?;
+    if p.leader == me {
+        Ok(())
+    } else if p.replicas.contains(&me) {
+        Err(ErrorCode::NotLeaderForPartition)
+    } else {
+        Err(ErrorCode::UnknownTopicOrPartition)
+    }
+}
+
+async fn produce(ctx: &BrokerCtx, header: &RequestHeader, req: ProduceRequest) -> Reply {
+    let cfg = &ctx.shared.config;
+    let mut failed = false;
+    let mut waits: Vec<(String, i32, i64)> = Vec::new();
+    let mut topics_out = Vec::with_capacity(req.topics.len());
+    {
+        let mut st = ctx.shared.state();
+        for t in &req.topics {
+            let mut parts = Vec::with_capacity(t.partitions.len());
+            for p in &t.partitions {
+                let result = append(&mut st, cfg, ctx.id, &t.topic, p, req.required_acks);
+                let (error_code, offset) = match result {
+                    Ok((first, next)) => {
+                        if req.required_acks == -1 {
+                            waits.push((t.topic.clone(), p.partition, next));
+                        }
+                        (0, first)
+                    }
+                    Err(code) => {
+                        failed = true;
+                        (code.code(), -1)
+                    }
+                };
+                parts.push(ProduceResponsePartition { partition: p.partition, error_code, offset });
+            }
+            topics_out.push(TopicPartitions::new(t.topic.clone(), parts));
+        }
+    }
+    ctx.shared.notify();
+    if req.required_acks == 0 {
+        return if failed { Reply::Close } else { Reply::Nothing };
+    }
+    if !waits.is_empty() {
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(req.timeout.max(0) as u64);
+        let all_replicated =
+            |st: &State| waits.iter().all(|(t, p, need)| st.partition(t, *p).is_none_or(|part| part.hw >= *need));
+        if !ctx.shared.wait_until(deadline, all_replicated).await {
+            // acks=-1 timed out: 7 with the offset filled in; the message stays in the log
+            let st = ctx.shared.state();
+            for (t, p, need) in &waits {
+                if st.partition(t, *p).is_some_and(|part| part.hw < *need) {
+                    for out in topics_out.iter_mut().filter(|o| &o.topic == t) {
+                        for r in out.partitions.iter_mut().filter(|r| r.partition == *p) {
+                            r.error_code = ErrorCode::RequestTimedOut.code();
+                        }
+                    }
+                }
+            }
+        }
+    }
+    frame(header, &ProduceResponse { topics: topics_out })
+}
+
+/// Appends one partition's set on the leader; returns (first offset, offset after the set).
+fn append(
+    st: &mut State,
+    cfg: &super::config::BrokerConfig,
+    me: i32,
+    topic: &str,
+    p: &ProducePartition,
+    acks: i16,
+) -> Result<(i64, i64), ErrorCode> {
+    if topic == OFFSETS_TOPIC {
+        return Err(ErrorCode::InvalidTopic);
+    }
+    leader_check(st, me, topic, p.partition)?;
+    let max = st.max_message_bytes(cfg, topic);
+    let min_isr = st.min_insync_replicas(cfg, topic);
+    let part = st.partition_mut(topic, p.partition).ok_or(ErrorCode::UnknownTopicOrPartition)?;
+    if acks == -1 && part.isr.len() < min_isr {
+        return Err(ErrorCode::NotEnoughReplicas);
+    }
+    let leader = part.logs.get_mut(&me).ok_or(ErrorCode::NotLeaderForPartition)?;
+    let set = validate_and_assign(&p.message_set, leader.log.leo(), max)?;
+    let first = leader.log.append(&set);
+    let next = leader.log.leo();
+    leader.caught_up_at = std::time::Instant::now();
+    if part.isr.len() <= 1 {
+        part.hw = next;
+    }
+    Ok((first, next))
+}
+
+async fn fetch(ctx: &BrokerCtx, header: &RequestHeader, req: FetchRequest) -> Reply {
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(req.max_wait_time.max(0) as u64);
+    loop {
+        let notified = ctx.shared.changed.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let (response, bytes, error) = read_fetch(ctx, &req);
+        let enough = bytes >= req.min_bytes.max(0) as usize;
+        if enough || error || req.max_wait_time <= 0 || req.topics.is_empty() || tokio::time::Instant::now() >= deadline
+        {
+            return frame(header, &response);
+        }
+        if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            return frame(header, &read_fetch(ctx, &req).0);
+        }
+    }
+}
+
+fn read_fetch(ctx: &BrokerCtx, req: &FetchRequest) -> (FetchResponse, usize, bool) {
+    let st = ctx.shared.state();
+    let mut bytes = 0;
+    let mut error = false;
+    let mut topics = Vec::with_capacity(req.topics.len());
+    for t in &req.topics {
+        let mut parts = Vec::with_capacity(t.partitions.len());
+        for p in &t.partitions {
+            let read = leader_check(&st, ctx.id, &t.topic, p.partition).and_then(|()| {
+                let part = st.partition(&t.topic, p.partition).ok_or(ErrorCode::UnknownTopicOrPartition)?;
+                let log = part.leader_log().ok_or(ErrorCode::NotLeaderForPartition)?;
+                if p.fetch_offset < 0 || p.fetch_offset > log.leo() {
+                    return Err(ErrorCode::OffsetOutOfRange);
+                }
+                let visible = if req.replica_id >= 0 { log.leo() } else { part.hw };
+                Ok((part.hw, log.read(p.fetch_offset, p.max_bytes.max(0) as usize, visible)))
+            });
+            parts.push(match read {
+                Ok((hw, set)) => {
+                    bytes += set.len();
+                    FetchResponsePartition {
+                        partition: p.partition,
+                        error_code: 0,
+                        high_watermark: hw,
+                        message_set: gregor_protocol::MessageSet::from_bytes(set),
+                    }
+                }
+                Err(code) => {
+                    error = true;
+                    FetchResponsePartition {
+                        partition: p.partition,
+                        error_code: code.code(),
+                        high_watermark: -1,
+                        message_set: Default::default(),
+                    }
+                }
+            });
+        }
+        topics.push(TopicPartitions::new(t.topic.clone(), parts));
+    }
+    (FetchResponse { topics }, bytes, error)
+}
+
+fn offsets(ctx: &BrokerCtx, req: OffsetsRequest) -> OffsetsResponse {
+    let st = ctx.shared.state();
+    let topics = req
+        .topics
+        .iter()
+        .map(|t| {
+            let parts = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let found = leader_check(&st, ctx.id, &t.topic, p.partition).and_then(|()| {
+                        let part = st.partition(&t.topic, p.partition).ok_or(ErrorCode::UnknownTopicOrPartition)?;
+                        let log = part.leader_log().ok_or(ErrorCode::NotLeaderForPartition)?;
+                        Ok(log.offsets_before(p.time, p.max_number_of_offsets.max(0) as usize))
+                    });
+                    match found {
+                        Ok(offsets) => OffsetsResponsePartition { partition: p.partition, error_code: 0, offsets },
+                        Err(code) => OffsetsResponsePartition {
+                            partition: p.partition,
+                            error_code: code.code(),
+                            offsets: vec![],
+                        },
+                    }
+                })
+                .collect();
+            TopicPartitions::new(t.topic.clone(), parts)
+        })
+        .collect();
+    OffsetsResponse { topics }
+}
+
+async fn metadata(ctx: &BrokerCtx, req: MetadataRequest) -> MetadataResponse {
+    let cfg = &ctx.shared.config;
+    let mut to_create = Vec::new();
+    let response = {
+        let st = ctx.shared.state();
+        let live: Vec<i32> = st.brokers.keys().copied().filter(|b| st.is_live(*b)).collect();
+        let brokers = if cfg.empty_cluster_lists_no_brokers && st.topics.is_empty() {
+            vec![]
+        } else {
+            live.iter()
+                .map(|b| BrokerMetadata { node_id: *b, host: cfg.host.clone(), port: i32::from(st.brokers[b].port) })
+                .collect()
+        };
+        let names: Vec<String> =
+            if req.topics.is_empty() { st.topics.keys().cloned().collect() } else { req.topics.clone() };
+        let topics = names
+            .into_iter()
+            .map(|name| match st.topics.get(&name) {
+                Some(topic) => TopicMetadata {
+                    error_code: 0,
+                    topic: name,
+                    partitions: topic.partitions.iter().map(|(id, p)| partition_metadata(&st, *id, p)).collect(),
+                },
+                None => {
+                    let creatable = cfg.auto_create_topics_enable && paths::validate_topic_name(&name).is_ok();
+                    if creatable {
+                        to_create.push(name.clone());
+                    }
+                    let code =
+                        if creatable { ErrorCode::LeaderNotAvailable } else { ErrorCode::UnknownTopicOrPartition };
+                    TopicMetadata { error_code: code.code(), topic: name, partitions: vec![] }
+                }
+            })
+            .collect();
+        MetadataResponse { brokers, topics }
+    };
+    for name in to_create {
+        let rf = cfg.default_replication_factor;
+        if let Err(e) = topics::create_topic(&ctx.shared, &ctx.zk, &name, cfg.num_partitions, rf, None).await {
+            tracing::warn!(topic = %name, error = %e, "fake broker could not auto-create a topic");
+        }
+    }
+    response
+}
+
+fn partition_metadata(st: &State, id: i32, p: &super::state::Partition) -> PartitionMetadata {
+    if !st.is_live(p.leader) {
+        return PartitionMetadata {
+            error_code: ErrorCode::LeaderNotAvailable.code(),
+            partition: id,
+            leader: -1,
+            replicas: vec![],
+            isr: vec![],
+        };
+    }
+    let replicas: Vec<i32> = p.replicas.iter().copied().filter(|b| st.is_live(*b)).collect();
+    let isr: Vec<i32> = p.isr.iter().copied().filter(|b| st.is_live(*b)).collect();
+    let error_code = if replicas.len() < p.replicas.len() || isr.len() < p.isr.len() {
+        ErrorCode::ReplicaNotAvailable.code()
+    } else {
+        0
+    };
+    PartitionMetadata { error_code, partition: id, leader: p.leader, replicas, isr }
+}
+
+/// The broker that coordinates `group`: the leader of its `__consumer_offsets` partition.
+fn coordinator(st: &State, n: i32, group: &str) -> Option<i32> {
+    let p = st.partition(OFFSETS_TOPIC, offsets_partition_for(group, n))?;
+    st.is_live(p.leader).then_some(p.leader)
+}
+
+async fn offset_commit(ctx: &BrokerCtx, version: i16, req: OffsetCommitRequest) -> OffsetCommitResponse {
+    let cfg = &ctx.shared.config;
+    let mut topics = Vec::new();
+    for t in &req.topics {
+        let mut parts = Vec::new();
+        for p in &t.partitions {
+            let code = if p.metadata.len() > cfg.offset_metadata_max_bytes {
+                ErrorCode::OffsetMetadataTooLarge.code()
+            } else if version == 0 {
+                let exists = ctx.shared.state().partition(&t.topic, p.partition).is_some();
+                if !exists {
+                    ErrorCode::UnknownTopicOrPartition.code()
+                } else {
+                    let path = paths::offset(&req.group_id, &t.topic, p.partition);
+                    match ctx.zk.set_or_create(&path, &payloads::encode_offset(p.offset)).await {
+                        Ok(()) => 0,
+                        Err(_) => ErrorCode::UnknownServerError.code(),
+                    }
+                }
+            } else {
+                let mut st = ctx.shared.state();
+                if coordinator(&st, cfg.offsets_topic_num_partitions, &req.group_id) != Some(ctx.id) {
+                    ErrorCode::NotCoordinatorForConsumer.code()
+                } else {
+                    st.group_offsets
+                        .insert((req.group_id.clone(), t.topic.clone(), p.partition), (p.offset, p.metadata.clone()));
+                    0
+                }
+            };
+            parts.push(OffsetCommitResponsePartition { partition: p.partition, error_code: code });
+        }
+        topics.push(TopicPartitions::new(t.topic.clone(), parts));
+    }
+    OffsetCommitResponse { topics }
+}
+
+async fn offset_fetch(ctx: &BrokerCtx, version: i16, req: OffsetFetchRequest) -> OffsetFetchResponse {
+    let cfg = &ctx.shared.config;
+    let mut topics = Vec::new();
+    for t in &req.topics {
+        let mut parts = Vec::new();
+        for &p in &t.partitions {
+            let (offset, metadata, code) = if version == 0 {
+                match ctx.zk.get(&paths::offset(&req.group_id, &t.topic, p)).await {
+                    Ok(Some((data, _))) => match payloads::decode_offset(&data) {
+                        Ok(o) => (o, String::new(), 0),
+                        Err(_) => (-1, String::new(), ErrorCode::UnknownServerError.code()),
+                    },
+                    Ok(None) => (-1, String::new(), ErrorCode::UnknownTopicOrPartition.code()),
+                    Err(_) => (-1, String::new(), ErrorCode::UnknownServerError.code()),
+                }
+            } else {
+                let st = ctx.shared.state();
+                if coordinator(&st, cfg.offsets_topic_num_partitions, &req.group_id) != Some(ctx.id) {
+                    (-1, String::new(), ErrorCode::NotCoordinatorForConsumer.code())
+                } else {
+                    match st.group_offsets.get(&(req.group_id.clone(), t.topic.clone(), p)) {
+                        Some((o, m)) => (*o, m.clone(), 0),
+                        None => (-1, String::new(), 0),
+                    }
+                }
+            };
+            parts.push(OffsetFetchResponsePartition { partition: p, offset, metadata, error_code: code });
+        }
+        topics.push(TopicPartitions::new(t.topic.clone(), parts));
+    }
+    OffsetFetchResponse { topics }
+}
+
+async fn consumer_metadata(ctx: &BrokerCtx, req: ConsumerMetadataRequest) -> ConsumerMetadataResponse {
+    let cfg = &ctx.shared.config;
+    let unavailable = ConsumerMetadataResponse {
+        error_code: ErrorCode::ConsumerCoordinatorNotAvailable.code(),
+        coordinator_id: -1,
+        coordinator_host: String::new(),
+        coordinator_port: -1,
+    };
+    let create = {
+        let mut st = ctx.shared.state();
+        if let Some(c) = coordinator(&st, cfg.offsets_topic_num_partitions, &req.group_id) {
+            return ConsumerMetadataResponse {
+                error_code: 0,
+                coordinator_id: c,
+                coordinator_host: cfg.host.clone(),
+                coordinator_port: i32::from(st.brokers[&c].port),
+            };
+        }
+        let first = st.offsets_topic_requested.is_none() && !st.topics.contains_key(OFFSETS_TOPIC);
+        if first {
+            st.offsets_topic_requested = Some(std::time::Instant::now());
+        }
+        first.then(|| st.brokers.keys().filter(|b| st.is_live(**b)).count() as i32)
+    };
+    if let Some(live) = create {
+        let rf = cfg.offsets_topic_replication_factor.min(live.max(1));
+        if let Err(e) =
+            topics::create_topic(&ctx.shared, &ctx.zk, OFFSETS_TOPIC, cfg.offsets_topic_num_partitions, rf, None).await
+        {
+            tracing::warn!(error = %e, "fake broker could not create the offsets topic");
+        }
+    }
+    unavailable
+}

@@ -1,0 +1,315 @@
+//! One replica's log of one partition, and the broker's append path — pure code.
+//!
+//! Kafka 0.8.2's append (`Log.append`, `ByteBufferMessageSet.validateMessagesAndAssignOffsets`):
+//! each top-level entry is checked against `max.message.bytes` (offset + size + message) and
+//! its CRC; a partial trailing entry is dropped; an uncompressed set gets offsets written in
+//! place; a set holding any compressed wrapper is expanded and recompressed as ONE wrapper of
+//! the last codec seen, whose offset is the last absolute inner offset.
+
+use std::time::SystemTime;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use gregor_protocol::message::{DecodeOptions, ENTRY_HEADER_SIZE};
+use gregor_protocol::{Compression, ErrorCode, Message, MessageAndOffset, MessageSet};
+
+/// A top-level entry's place in the log.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    first_offset: i64,
+    last_offset: i64,
+    pos: usize,
+}
+
+/// A replica's log: the entries' bytes back to back, as a segment file holds them.
+#[derive(Debug)]
+pub(crate) struct PartitionLog {
+    data: Vec<u8>,
+    index: Vec<Entry>,
+    leo: i64,
+    /// Time of the last append (a 0.8 segment's mtime, used by Offsets with a time).
+    pub(crate) modified: SystemTime,
+}
+
+/// A message set ready to append: entries with their final offsets.
+#[derive(Debug)]
+pub(crate) struct ValidatedSet {
+    bytes: Bytes,
+    entries: Vec<(i64, i64, usize)>,
+    /// Number of messages (inner messages counted one by one).
+    pub(crate) count: i64,
+}
+
+impl PartitionLog {
+    pub(crate) fn new() -> PartitionLog {
+        PartitionLog { data: Vec::new(), index: Vec::new(), leo: 0, modified: SystemTime::now() }
+    }
+
+    /// Log end offset: the offset the next message gets.
+    pub(crate) fn leo(&self) -> i64 {
+        self.leo
+    }
+
+    /// Appends a validated set; returns the first offset it got.
+    pub(crate) fn append(&mut self, set: &ValidatedSet) -> i64 {
+        let base = self.data.len();
+        let first = self.leo;
+        self.data.extend_from_slice(&set.bytes);
+        for &(f, l, pos) in &set.entries {
+            self.index.push(Entry { first_offset: f, last_offset: l, pos: base + pos });
+        }
+        self.leo += set.count;
+        self.modified = SystemTime::now();
+        first
+    }
+
+    /// Copies the entries at and after `from` (a follower's fetch); returns bytes and the new
+    /// log end offset they reach.
+    pub(crate) fn entries_from(&self, from: i64) -> Option<(Bytes, Vec<(i64, i64, usize)>, i64)> {
+        let start = self.index.partition_point(|e| e.last_offset < from);
+        let first = self.index.get(start)?;
+        let bytes = Bytes::copy_from_slice(&self.data[first.pos..]);
+        let entries = self.index[start..].iter().map(|e| (e.first_offset, e.last_offset, e.pos - first.pos)).collect();
+        Some((bytes, entries, self.leo))
+    }
+
+    /// Appends what [`PartitionLog::entries_from`] returned from the leader.
+    pub(crate) fn append_replicated(&mut self, bytes: &[u8], entries: &[(i64, i64, usize)], leo: i64) {
+        let base = self.data.len();
+        self.data.extend_from_slice(bytes);
+        for &(f, l, pos) in entries {
+            self.index.push(Entry { first_offset: f, last_offset: l, pos: base + pos });
+        }
+        self.leo = leo;
+        self.modified = SystemTime::now();
+    }
+
+    /// Drops everything at and above `offset` (a restarted follower truncates to its high
+    /// watermark before fetching again). Whole entries only.
+    pub(crate) fn truncate_to(&mut self, offset: i64) {
+        let keep = self.index.partition_point(|e| e.last_offset < offset);
+        if let Some(e) = self.index.get(keep) {
+            self.data.truncate(e.pos);
+            self.leo = e.first_offset;
+        }
+        self.index.truncate(keep);
+    }
+
+    /// Reads for a consumer: the bytes from the entry holding `offset`, no further than the
+    /// entries below `visible_end` (the high watermark), cut at `max_bytes` exactly as Kafka
+    /// cuts a segment read (the set may end in a partial entry).
+    pub(crate) fn read(&self, offset: i64, max_bytes: usize, visible_end: i64) -> Bytes {
+        let start = self.index.partition_point(|e| e.last_offset < offset);
+        let end = self.index.partition_point(|e| e.last_offset < visible_end);
+        if start >= end {
+            return Bytes::new();
+        }
+        let from = self.index[start].pos;
+        let to = self.index.get(end).map_or(self.data.len(), |e| e.pos);
+        let to = to.min(from + max_bytes);
+        Bytes::copy_from_slice(&self.data[from..to])
+    }
+
+    /// Offsets before a time, as 0.8.2's `Log.getOffsetsBefore` computes them with this log as
+    /// one segment based at 0: -1 = latest, -2 = earliest, else segment boundaries last modified
+    /// at or before the time; newest first, at most `max`.
+    pub(crate) fn offsets_before(&self, time: i64, max: usize) -> Vec<i64> {
+        // (offset, last modified ms) per segment, plus the log end if the active segment is
+        // not empty
+        let mtime = self.modified.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+        let mut points = vec![(0i64, mtime)];
+        if self.leo > 0 {
+            let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+            points.push((self.leo, now));
+        }
+        let start = match time {
+            -1 => points.len() as i64 - 1,
+            -2 => 0,
+            t => points.iter().rposition(|p| p.1 <= t).map_or(-1, |i| i as i64),
+        };
+        let mut out = Vec::new();
+        let mut i = start;
+        while i >= 0 && out.len() < max {
+            out.push(points[i as usize].0);
+            i -= 1;
+        }
+        out
+    }
+}
+
+/// Validates a produced set and assigns offsets from `next_offset`, as the leader's append does.
+///
+/// Errors are the codes Kafka answers: 10 MessageSizeTooLarge for an entry (offset + size +
+/// message) over `max_message_bytes`, 2 InvalidMessage for a CRC or format error.
+pub(crate) fn validate_and_assign(
+    set: &MessageSet,
+    next_offset: i64,
+    max_message_bytes: usize,
+) -> Result<ValidatedSet, ErrorCode> {
+    let raw = set.as_bytes();
+    let mut shallow: Vec<Message> = Vec::new();
+    let mut pos = 0;
+    let mut codec = Compression::None;
+    while raw.len() - pos >= ENTRY_HEADER_SIZE {
+        let size = i32::from_be_bytes(raw[pos + 8..pos + 12].try_into().expect("4 bytes"));
+        if size < 0 {
+            return Err(ErrorCode::InvalidMessage);
+        }
+        let size = size as usize;
+        if raw.len() - pos - ENTRY_HEADER_SIZE < size {
+            break; // a partial trailing entry: dropped, as 0.8.2 does
+        }
+        if ENTRY_HEADER_SIZE + size > max_message_bytes {
+            return Err(ErrorCode::MessageSizeTooLarge);
+        }
+        let message =
+            Message::decode(raw.slice(pos + ENTRY_HEADER_SIZE..pos + ENTRY_HEADER_SIZE + size), Default::default)
+                .map_err(|_| ErrorCode::InvalidMessage)?;
+        let c = message.compression().map_err(|_| ErrorCode::InvalidMessage)?;
+        if c != Compression::None {
+            codec = c;
+        }
+        shallow.push(message);
+        pos += ENTRY_HEADER_SIZE + size;
+    }
+    let mut out = BytesMut::new();
+    let mut entries = Vec::new();
+    if codec == Compression::None {
+        for (i, m) in shallow.iter().enumerate() {
+            let offset = next_offset + i as i64;
+            let at = out.len();
+            out.put_i64(offset);
+            let size_at = out.len();
+            out.put_i32(0);
+            m.encode(&mut out).map_err(|_| ErrorCode::InvalidMessage)?;
+            let len = (out.len() - size_at - 4) as i32;
+            out[size_at..size_at + 4].copy_from_slice(&len.to_be_bytes());
+            entries.push((offset, offset, at));
+        }
+        return Ok(ValidatedSet { bytes: out.freeze(), entries, count: shallow.len() as i64 });
+    }
+    // expand every wrapper, assign absolute offsets, recompress as one wrapper
+    let mut inner = Vec::new();
+    for m in shallow {
+        if m.is_wrapper() {
+            let one = MessageSet::encode(&[MessageAndOffset::new(0, m)]).map_err(|_| ErrorCode::InvalidMessage)?;
+            let decoded = one.decode(&DecodeOptions::default()).map_err(|_| ErrorCode::InvalidMessage)?;
+            inner.extend(decoded.messages.into_iter().map(|m| m.message));
+        } else {
+            inner.push(m);
+        }
+    }
+    let count = inner.len() as i64;
+    let numbered: Vec<MessageAndOffset> =
+        inner.into_iter().zip(next_offset..).map(|(m, o)| MessageAndOffset::new(o, m)).collect();
+    let wrapper = MessageSet::wrap(&numbered, codec).map_err(|_| ErrorCode::InvalidMessage)?;
+    if ENTRY_HEADER_SIZE + wrapper.message.encoded_len() > max_message_bytes {
+        return Err(ErrorCode::MessageSizeTooLarge);
+    }
+    let bytes = MessageSet::encode(&[wrapper]).map_err(|_| ErrorCode::InvalidMessage)?.into_bytes();
+    entries.push((next_offset, next_offset + count - 1, 0));
+    Ok(ValidatedSet { bytes, entries, count })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(v: &str) -> Message {
+        Message::new(None, Some(Bytes::copy_from_slice(v.as_bytes())))
+    }
+
+    #[test]
+    fn plain_sets_get_offsets_in_place_and_reads_cut_at_max_bytes() {
+        let mut log = PartitionLog::new();
+        let set = MessageSet::from_messages(vec![msg("a"), msg("b"), msg("c")], Compression::None).unwrap();
+        let v = validate_and_assign(&set, log.leo(), 1000).unwrap();
+        assert_eq!(log.append(&v), 0);
+        let v = validate_and_assign(&set, log.leo(), 1000).unwrap();
+        assert_eq!(log.append(&v), 3);
+        assert_eq!(log.leo(), 6);
+        let all = MessageSet::from_bytes(log.read(2, 1 << 20, 6)).decode(&DecodeOptions::default()).unwrap();
+        assert_eq!(all.messages.iter().map(|m| m.offset).collect::<Vec<_>>(), vec![2, 3, 4, 5]);
+        let cut = log.read(0, 40, 6);
+        assert_eq!(cut.len(), 40);
+        let hw_bound = MessageSet::from_bytes(log.read(0, 1 << 20, 4)).decode(&DecodeOptions::default()).unwrap();
+        assert_eq!(hw_bound.messages.len(), 4);
+        assert!(log.read(6, 100, 6).is_empty());
+    }
+
+    #[test]
+    fn mixed_sets_become_one_wrapper_of_the_last_codec_with_absolute_offsets() {
+        let gz = MessageSet::wrap(
+            &[MessageAndOffset::new(0, msg("g1")), MessageAndOffset::new(1, msg("g2"))],
+            Compression::Gzip,
+        )
+        .unwrap();
+        let sn = MessageSet::wrap(&[MessageAndOffset::new(0, msg("s1"))], Compression::Snappy).unwrap();
+        let set = MessageSet::encode(&[MessageAndOffset::new(0, msg("p")), gz, sn]).unwrap();
+        let mut log = PartitionLog::new();
+        log.append(
+            &validate_and_assign(&MessageSet::from_messages(vec![msg("x")], Compression::None).unwrap(), 0, 1000)
+                .unwrap(),
+        );
+        let v = validate_and_assign(&set, log.leo(), 10_000).unwrap();
+        assert_eq!(v.count, 4);
+        assert_eq!(log.append(&v), 1);
+        let read = MessageSet::from_bytes(log.read(1, 1 << 20, 5));
+        let top: Vec<_> = read.entries().map(Result::unwrap).collect();
+        assert_eq!(top.len(), 1);
+        assert_eq!(top[0].offset, 4);
+        assert_eq!(top[0].message.compression().unwrap(), Compression::Snappy);
+        let inner = read.decode(&DecodeOptions::default()).unwrap();
+        assert_eq!(inner.messages.iter().map(|m| m.offset).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn too_large_and_corrupt_entries_get_kafkas_codes() {
+        let set = MessageSet::from_messages(vec![msg(&"x".repeat(2000))], Compression::None).unwrap();
+        assert_eq!(validate_and_assign(&set, 0, 1024).unwrap_err(), ErrorCode::MessageSizeTooLarge);
+        let mut bad = set.as_bytes().to_vec();
+        bad[12] ^= 0xff;
+        assert_eq!(
+            validate_and_assign(&MessageSet::from_bytes(bad.into()), 0, 1 << 20).unwrap_err(),
+            ErrorCode::InvalidMessage
+        );
+    }
+
+    #[test]
+    fn partial_trailing_entry_is_dropped() {
+        let set = MessageSet::from_messages(vec![msg("a"), msg("b")], Compression::None).unwrap();
+        let cut = MessageSet::from_bytes(set.as_bytes().slice(..set.len() - 3));
+        assert_eq!(validate_and_assign(&cut, 0, 1000).unwrap().count, 1);
+    }
+
+    #[test]
+    fn offsets_before_follow_0_8_2() {
+        let mut log = PartitionLog::new();
+        assert_eq!(log.offsets_before(-1, 10), vec![0]);
+        let set = MessageSet::from_messages((0..6).map(|i| msg(&i.to_string())), Compression::None).unwrap();
+        log.append(&validate_and_assign(&set, 0, 1000).unwrap());
+        assert_eq!(log.offsets_before(-1, 1), vec![6]);
+        assert_eq!(log.offsets_before(-1, 10), vec![6, 0]);
+        assert_eq!(log.offsets_before(-2, 1), vec![0]);
+        assert_eq!(log.offsets_before(1000, 10), Vec::<i64>::new());
+        assert_eq!(log.offsets_before(4_102_444_800_000, 10), vec![6, 0]);
+    }
+
+    #[test]
+    fn followers_copy_entries_and_truncate() {
+        let mut leader = PartitionLog::new();
+        let set = MessageSet::from_messages(vec![msg("a"), msg("b")], Compression::Gzip).unwrap();
+        leader.append(&validate_and_assign(&set, 0, 1000).unwrap());
+        leader.append(&validate_and_assign(&set, 2, 1000).unwrap());
+        let mut f = PartitionLog::new();
+        let (b, e, leo) = leader.entries_from(0).unwrap();
+        f.append_replicated(&b, &e, leo);
+        assert_eq!(f.leo(), 4);
+        assert_eq!(f.read(0, 1 << 20, 4), leader.read(0, 1 << 20, 4));
+        f.truncate_to(2);
+        assert_eq!(f.leo(), 2);
+        let (b, e, leo) = leader.entries_from(2).unwrap();
+        f.append_replicated(&b, &e, leo);
+        assert_eq!(f.read(0, 1 << 20, 4), leader.read(0, 1 << 20, 4));
+        assert!(leader.entries_from(4).is_none());
+    }
+}

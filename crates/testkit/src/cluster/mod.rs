@@ -1,0 +1,513 @@
+//! [`FakeCluster`]: Kafka 0.8.2 brokers on 127.0.0.1, coordinated through a real ZooKeeper.
+//!
+//! ```text
+//!   clients ──TCP──► broker 0 ─┐                       ┌─ /brokers/ids/N (each broker's session)
+//!   clients ──TCP──► broker 1 ─┼─ shared state ◄─────► ├─ /controller, /controller_epoch
+//!   clients ──TCP──► broker 2 ─┘  (logs, ISR, HW)      ├─ /brokers/topics/T[/partitions/P/state]
+//!                     ▲  replicator (followers fetch)   ├─ /config/topics, /config/changes
+//!                     └─ controller (one broker) ◄──────┴─ /admin/*, /consumers/G/offsets
+//! ```
+//!
+//! Each broker has its own ZooKeeper session and registers at `/brokers/ids/N`; one is elected
+//! controller through `/controller`. A topic written at `/brokers/topics/T` by anyone becomes
+//! partitions with leaders, ISRs and state znodes. Followers copy from leaders, so acks=-1 waits
+//! for the ISR; a follower that stops fetching leaves the ISR after `replica.lag.time.max.ms`;
+//! a killed broker's partitions move to the ISR's next replica.
+//!
+//! Faults: [`FakeCluster::kill_broker`], [`FakeCluster::restart_broker`],
+//! [`FakeCluster::pause_broker`], [`FakeCluster::move_leader`], [`FakeCluster::intercept`]
+//! (error codes, delays, dropped connections, missing responses by API key), and a request log
+//! ([`FakeCluster::requests`]).
+
+mod config;
+mod controller;
+mod handlers;
+mod hooks;
+mod log;
+mod placement;
+mod replicator;
+mod server;
+mod state;
+mod topics;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use gregor_zk::payloads::BrokerRegistration;
+use gregor_zk::{paths, CreateMode, ZkClient};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+pub use config::{
+    BrokerConfig, DEFAULT_MESSAGE_MAX_BYTES, DEFAULT_OFFSETS_TOPIC_NUM_PARTITIONS,
+    DEFAULT_OFFSETS_TOPIC_REPLICATION_FACTOR, DEFAULT_OFFSET_METADATA_MAX_BYTES, DEFAULT_REPLICA_LAG_TIME_MAX,
+    OFFSETS_TOPIC,
+};
+pub use hooks::{Action, Intercept, LoggedRequest, REQUEST_LOG_CAPACITY};
+
+use handlers::BrokerCtx;
+use state::{BrokerSlot, Shared};
+
+/// Errors of the FakeCluster.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Returned when ZooKeeper fails or refuses an operation.
+    #[error("zookeeper")]
+    ZooKeeper(#[from] gregor_zk::Error),
+    /// Returned when a listener cannot be bound.
+    #[error("cannot listen on {addr}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Returned when something does not happen in time.
+    #[error("timed out after {after:?} waiting for {what}")]
+    Timeout {
+        /// What was awaited.
+        what: String,
+        /// How long.
+        after: Duration,
+    },
+    /// Returned for a request the cluster cannot carry out (unknown broker, bad topic).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// How long start-up steps may take before [`Error::Timeout`].
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Builds a [`FakeCluster`].
+#[derive(Debug, Clone)]
+pub struct FakeClusterBuilder {
+    brokers: usize,
+    first_broker_id: i32,
+    config: BrokerConfig,
+    zookeeper: String,
+    ports: Vec<u16>,
+}
+
+impl FakeClusterBuilder {
+    /// Number of brokers (default 3), with ids `0..n`.
+    pub fn brokers(mut self, n: usize) -> Self {
+        self.brokers = n.max(1);
+        self
+    }
+
+    /// Id of the first broker (default 0); the others follow.
+    pub fn first_broker_id(mut self, id: i32) -> Self {
+        self.first_broker_id = id;
+        self
+    }
+
+    /// Broker settings.
+    pub fn config(mut self, config: BrokerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Changes broker settings in place.
+    pub fn configure(mut self, f: impl FnOnce(&mut BrokerConfig)) -> Self {
+        f(&mut self.config);
+        self
+    }
+
+    /// Fixed ports for the brokers (default: free ports picked by the system).
+    pub fn ports(mut self, ports: Vec<u16>) -> Self {
+        self.ports = ports;
+        self
+    }
+
+    /// Starts the brokers, registers them, waits for a controller.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZooKeeper`] when ZooKeeper is unreachable, [`Error::Bind`], [`Error::Timeout`].
+    pub async fn start(self) -> Result<FakeCluster, Error> {
+        let shared = Shared::new(self.config.clone());
+        let admin = ZkClient::connect(&self.zookeeper, self.config.zookeeper_session_timeout).await?;
+        for path in [
+            paths::CONSUMERS,
+            paths::BROKER_IDS,
+            paths::BROKER_TOPICS,
+            paths::CONFIG_CHANGES,
+            paths::CONFIG_TOPICS,
+            paths::DELETE_TOPICS,
+        ] {
+            if admin.exists(path).await?.is_none() {
+                match admin.create_all(path, b"", CreateMode::Persistent).await {
+                    Ok(_) | Err(gregor_zk::Error::NodeExists { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let (isr_tx, mut isr_rx) = mpsc::unbounded_channel::<(String, i32)>();
+        let mut tasks = Vec::new();
+        tasks.push(tokio::spawn(replicator::run(shared.clone(), isr_tx, shutdown_rx.clone())));
+        {
+            let shared = shared.clone();
+            let zk = admin.clone();
+            tasks.push(tokio::spawn(async move {
+                while let Some((t, p)) = isr_rx.recv().await {
+                    controller::write_state(&shared, &zk, &t, p).await;
+                }
+            }));
+        }
+        let cluster = FakeCluster {
+            shared,
+            admin,
+            zookeeper: self.zookeeper.clone(),
+            brokers: Mutex::new(BTreeMap::new()),
+            shutdown,
+            tasks: Mutex::new(tasks),
+        };
+        let mut listeners = Vec::new();
+        for i in 0..self.brokers {
+            let id = self.first_broker_id + i as i32;
+            let port = self.ports.get(i).copied().unwrap_or(0);
+            let addr = format!("{}:{port}", "127.0.0.1");
+            let listener = TcpListener::bind(&addr).await.map_err(|source| Error::Bind { addr, source })?;
+            let port = listener.local_addr().map_err(|source| Error::Bind { addr: "127.0.0.1".into(), source })?.port();
+            cluster
+                .shared
+                .state()
+                .brokers
+                .insert(id, BrokerSlot { port, running: false, registered: false, paused: false });
+            listeners.push((id, listener));
+        }
+        for (id, listener) in listeners {
+            cluster.launch(id, listener).await?;
+        }
+        let n = self.brokers;
+        cluster
+            .wait_for("a controller and every broker registered", STARTUP_TIMEOUT, |st| {
+                st.controller.is_some() && st.brokers.values().filter(|b| b.registered).count() == n
+            })
+            .await?;
+        Ok(cluster)
+    }
+}
+
+/// A running broker's tasks.
+#[derive(Debug)]
+struct BrokerRuntime {
+    zk: ZkClient,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// A Kafka 0.8.2 cluster in this process, speaking the wire protocol on 127.0.0.1 and
+/// coordinating through a real ZooKeeper (see the module docs).
+#[derive(Debug)]
+pub struct FakeCluster {
+    shared: Arc<Shared>,
+    admin: ZkClient,
+    zookeeper: String,
+    brokers: Mutex<BTreeMap<i32, BrokerRuntime>>,
+    shutdown: watch::Sender<bool>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl FakeCluster {
+    /// A builder for a cluster whose brokers use the ZooKeeper at `zookeeper`
+    /// (`host:port[/chroot]`).
+    pub fn builder(zookeeper: impl Into<String>) -> FakeClusterBuilder {
+        FakeClusterBuilder {
+            brokers: 3,
+            first_broker_id: 0,
+            config: BrokerConfig::default(),
+            zookeeper: zookeeper.into(),
+            ports: vec![],
+        }
+    }
+
+    /// Starts `brokers` brokers with default settings.
+    ///
+    /// # Errors
+    ///
+    /// As [`FakeClusterBuilder::start`].
+    pub async fn start(brokers: usize, zookeeper: impl Into<String>) -> Result<FakeCluster, Error> {
+        FakeCluster::builder(zookeeper).brokers(brokers).start().await
+    }
+
+    async fn launch(&self, id: i32, listener: TcpListener) -> Result<(), Error> {
+        let cfg = &self.shared.config;
+        let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+        let zk = ZkClient::connect(&self.zookeeper, cfg.zookeeper_session_timeout).await?;
+        let (shutdown, rx) = watch::channel(false);
+        let ctx = BrokerCtx { id, shared: self.shared.clone(), zk: zk.clone() };
+        {
+            let mut st = self.shared.state();
+            if let Some(b) = st.brokers.get_mut(&id) {
+                b.running = true;
+                b.paused = false;
+            }
+        }
+        let mut tasks = vec![tokio::spawn(server::serve(listener, ctx.clone(), rx.clone()))];
+        let reg = BrokerRegistration::new(&cfg.host, i32::from(port), controller::now_ms());
+        zk.create_all(&paths::broker(id), &reg.to_json(), CreateMode::Ephemeral).await?;
+        tasks.push(tokio::spawn(controller::run_election(ctx, self.admin.clone(), rx)));
+        self.lock_brokers().insert(id, BrokerRuntime { zk, shutdown, tasks });
+        Ok(())
+    }
+
+    fn lock_brokers(&self) -> std::sync::MutexGuard<'_, BTreeMap<i32, BrokerRuntime>> {
+        self.brokers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `host:port` of every broker, comma-separated: a `metadata.broker.list`.
+    pub fn bootstrap(&self) -> String {
+        self.broker_addrs().iter().map(|(_, a)| a.to_string()).collect::<Vec<_>>().join(",")
+    }
+
+    /// Every broker's id and address, running or not.
+    pub fn broker_addrs(&self) -> Vec<(i32, SocketAddr)> {
+        let st = self.shared.state();
+        st.brokers.iter().map(|(id, b)| (*id, SocketAddr::from(([127, 0, 0, 1], b.port)))).collect()
+    }
+
+    /// The address of one broker.
+    pub fn broker_addr(&self, id: i32) -> Option<SocketAddr> {
+        self.broker_addrs().into_iter().find(|(b, _)| *b == id).map(|(_, a)| a)
+    }
+
+    /// The ZooKeeper connect string the brokers use (with its chroot).
+    pub fn zookeeper(&self) -> &str {
+        &self.zookeeper
+    }
+
+    /// The cluster's own ZooKeeper session (rooted at the chroot), for tests that read znodes.
+    pub fn zk(&self) -> &ZkClient {
+        &self.admin
+    }
+
+    /// The current controller's id.
+    pub fn controller(&self) -> Option<i32> {
+        self.shared.state().controller
+    }
+
+    /// The leader of a partition (-1 = none), its replicas and ISR, from the cluster's state.
+    pub fn partition_info(&self, topic: &str, partition: i32) -> Option<(i32, Vec<i32>, Vec<i32>)> {
+        let st = self.shared.state();
+        st.partition(topic, partition).map(|p| (p.leader, p.replicas.clone(), p.isr.clone()))
+    }
+
+    /// A partition's leader, if it has a live one.
+    pub fn leader(&self, topic: &str, partition: i32) -> Option<i32> {
+        let st = self.shared.state();
+        st.partition(topic, partition).map(|p| p.leader).filter(|l| st.is_live(*l))
+    }
+
+    /// A partition's high watermark (what consumers can read up to) and its leader's log end.
+    pub fn offsets(&self, topic: &str, partition: i32) -> Option<(i64, i64)> {
+        let st = self.shared.state();
+        let p = st.partition(topic, partition)?;
+        Some((p.hw, p.leader_log().map_or(-1, |l| l.leo())))
+    }
+
+    /// The partitions of a topic the cluster knows.
+    pub fn partitions(&self, topic: &str) -> Vec<i32> {
+        self.shared.state().topics.get(topic).map(|t| t.partitions.keys().copied().collect()).unwrap_or_default()
+    }
+
+    /// Creates a topic as Kafka's tools do (replicas placed like Kafka over the live brokers)
+    /// and waits until every partition has a leader.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Invalid`] for a bad name or replication factor, [`Error::ZooKeeper`],
+    /// [`Error::Timeout`].
+    pub async fn create_topic(&self, name: &str, partitions: i32, replication_factor: i32) -> Result<(), Error> {
+        topics::create_topic(&self.shared, &self.admin, name, partitions, replication_factor, None).await?;
+        self.wait_for_leaders(name, STARTUP_TIMEOUT).await
+    }
+
+    /// Creates a topic with an explicit assignment (partition -> replicas, the first preferred)
+    /// and per-topic configs, and waits for its leaders.
+    ///
+    /// # Errors
+    ///
+    /// As [`FakeCluster::create_topic`].
+    pub async fn create_topic_with(
+        &self,
+        name: &str,
+        assignment: BTreeMap<i32, Vec<i32>>,
+        config: BTreeMap<String, String>,
+    ) -> Result<(), Error> {
+        topics::create_topic_with_config(&self.shared, &self.admin, name, 0, 0, Some(assignment), config).await?;
+        self.wait_for_leaders(name, STARTUP_TIMEOUT).await
+    }
+
+    /// Waits until the topic exists and each of its partitions has a live leader.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`].
+    pub async fn wait_for_leaders(&self, topic: &str, timeout: Duration) -> Result<(), Error> {
+        self.wait_for(&format!("leaders of {topic}"), timeout, |st| {
+            st.topics
+                .get(topic)
+                .is_some_and(|t| !t.partitions.is_empty() && t.partitions.values().all(|p| st.is_live(p.leader)))
+        })
+        .await
+    }
+
+    async fn wait_for(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut ready: impl FnMut(&state::State) -> bool,
+    ) -> Result<(), Error> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if self
+                .shared
+                .wait_until(deadline.min(tokio::time::Instant::now() + Duration::from_millis(50)), &mut ready)
+                .await
+            {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(Error::Timeout { what: what.to_owned(), after: timeout });
+            }
+        }
+    }
+
+    /// Kills a broker: its connections close, its listener stops, its ZooKeeper session ends
+    /// (so its registration goes and the controller moves its partitions). Its logs are kept
+    /// for a restart, as a disk would keep them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Invalid`] for an unknown or already dead broker.
+    pub async fn kill_broker(&self, id: i32) -> Result<(), Error> {
+        let runtime =
+            self.lock_brokers().remove(&id).ok_or_else(|| Error::Invalid(format!("broker {id} is not running")))?;
+        let _ = runtime.shutdown.send(true);
+        for t in &runtime.tasks {
+            t.abort();
+        }
+        {
+            let mut st = self.shared.state();
+            if let Some(b) = st.brokers.get_mut(&id) {
+                b.running = false;
+            }
+            if st.controller == Some(id) {
+                st.controller = None;
+            }
+        }
+        let _ = runtime.zk.close().await;
+        self.shared.notify();
+        Ok(())
+    }
+
+    /// Restarts a killed broker on the same port: it registers again, truncates its follower
+    /// logs to the high watermark and catches up; the leaders add it back to their ISRs.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Invalid`] for an unknown or running broker, [`Error::Bind`],
+    /// [`Error::ZooKeeper`].
+    pub async fn restart_broker(&self, id: i32) -> Result<(), Error> {
+        let port = {
+            let st = self.shared.state();
+            match st.brokers.get(&id) {
+                Some(b) if !b.running => b.port,
+                Some(_) => return Err(Error::Invalid(format!("broker {id} is running"))),
+                None => return Err(Error::Invalid(format!("no broker {id}"))),
+            }
+        };
+        let addr = format!("127.0.0.1:{port}");
+        let mut tries = 0;
+        let listener = loop {
+            match TcpListener::bind(&addr).await {
+                Ok(l) => break l,
+                Err(source) if tries >= 50 => return Err(Error::Bind { addr, source }),
+                Err(_) => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        };
+        self.launch(id, listener).await?;
+        self.wait_for(&format!("broker {id} registered"), STARTUP_TIMEOUT, |st| st.is_live(id)).await
+    }
+
+    /// Pauses a broker: it keeps its connections and its ZooKeeper session but answers nothing
+    /// and stops replicating, so clients time out and its followers drop out of ISRs.
+    pub fn pause_broker(&self, id: i32) {
+        if let Some(b) = self.shared.state().brokers.get_mut(&id) {
+            b.paused = true;
+        }
+        self.shared.notify();
+    }
+
+    /// Resumes a paused broker.
+    pub fn resume_broker(&self, id: i32) {
+        if let Some(b) = self.shared.state().brokers.get_mut(&id) {
+            b.paused = false;
+        }
+        self.shared.notify();
+    }
+
+    /// Moves a partition's leadership to `to`, which must be a live in-sync replica.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Invalid`] when `to` is not a live member of the ISR.
+    pub async fn move_leader(&self, topic: &str, partition: i32, to: i32) -> Result<(), Error> {
+        controller::move_leader(&self.shared, &self.admin, topic, partition, to).await.map_err(Error::Invalid)
+    }
+
+    /// Adds a fault rule (see [`Intercept`]).
+    pub fn intercept(&self, rule: Intercept) {
+        self.shared.hooks.add(rule);
+    }
+
+    /// Removes every fault rule.
+    pub fn clear_intercepts(&self) {
+        self.shared.hooks.clear();
+    }
+
+    /// The requests the brokers received, oldest first (at most [`REQUEST_LOG_CAPACITY`]).
+    pub fn requests(&self) -> Vec<LoggedRequest> {
+        self.shared.hooks.requests()
+    }
+
+    /// Empties the request log.
+    pub fn clear_requests(&self) {
+        self.shared.hooks.clear_log();
+    }
+
+    /// Stops every broker and closes the sessions.
+    pub async fn shutdown(self) {
+        let ids: Vec<i32> = self.lock_brokers().keys().copied().collect();
+        for id in ids {
+            let _ = self.kill_broker(id).await;
+        }
+        let _ = self.shutdown.send(true);
+        let _ = self.admin.close().await;
+    }
+}
+
+impl Drop for FakeCluster {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+        for t in self.tasks.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            t.abort();
+        }
+        for (_, b) in self.lock_brokers().iter() {
+            let _ = b.shutdown.send(true);
+            for t in &b.tasks {
+                t.abort();
+            }
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! Followers fetching from leaders, the ISR and the high watermark.
+//!
+//! Every few milliseconds (and on every append) each live, unpaused follower copies what its
+//! leader has beyond its own log end; a follower that has not caught up for
+//! `replica.lag.time.max.ms` leaves the ISR, one that has caught up rejoins it; the high
+//! watermark is the smallest log end in the ISR. ISR changes are written to the partition's
+//! state znode, as a 0.8.2 leader does.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, watch};
+
+use super::state::{Shared, State};
+
+/// How often followers fetch when nothing is appended.
+const TICK: Duration = Duration::from_millis(5);
+
+pub(crate) async fn run(
+    shared: Arc<Shared>,
+    isr_changes: mpsc::UnboundedSender<(String, i32)>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let notified = shared.changed.notified();
+        tokio::select! {
+            _ = tokio::time::sleep(TICK) => {}
+            _ = notified => {}
+            _ = shutdown.changed() => return,
+        }
+        let (progress, changed) = step(&mut shared.state(), shared.config.replica_lag_time_max);
+        if progress {
+            shared.notify();
+        }
+        for tp in changed {
+            let _ = isr_changes.send(tp);
+        }
+    }
+}
+
+/// One round of replication. Returns whether any high watermark moved and the partitions
+/// whose ISR changed.
+pub(crate) fn step(st: &mut State, lag_max: Duration) -> (bool, Vec<(String, i32)>) {
+    let now = Instant::now();
+    let mut progress = false;
+    let mut isr_changed = Vec::new();
+    let serving: Vec<i32> = st.brokers.iter().filter(|(_, b)| b.running && !b.paused).map(|(id, _)| *id).collect();
+    let live: Vec<i32> = st.brokers.keys().copied().filter(|b| st.is_live(*b)).collect();
+    for (name, topic) in st.topics.iter_mut() {
+        for (&pid, p) in topic.partitions.iter_mut() {
+            let leader = p.leader;
+            if !serving.contains(&leader) {
+                continue;
+            }
+            let Some(leader_leo) = p.logs.get(&leader).map(|r| r.log.leo()) else { continue };
+            for f in p.replicas.clone() {
+                if f == leader || !serving.contains(&f) {
+                    continue;
+                }
+                let follower_leo = p.logs.get(&f).map_or(0, |r| r.log.leo());
+                if follower_leo < leader_leo {
+                    let copied = p.logs.get(&leader).and_then(|r| r.log.entries_from(follower_leo));
+                    if let (Some((bytes, entries, leo)), Some(fr)) = (copied, p.logs.get_mut(&f)) {
+                        fr.log.append_replicated(&bytes, &entries, leo);
+                    }
+                } else if follower_leo > leader_leo {
+                    if let Some(fr) = p.logs.get_mut(&f) {
+                        fr.log.truncate_to(leader_leo);
+                    }
+                }
+                if let Some(fr) = p.logs.get_mut(&f) {
+                    if fr.log.leo() == leader_leo {
+                        fr.caught_up_at = now;
+                    }
+                }
+            }
+            let before = p.isr.clone();
+            let logs = &p.logs;
+            p.isr
+                .retain(|r| *r == leader || logs.get(r).is_some_and(|x| now.duration_since(x.caught_up_at) <= lag_max));
+            for r in p.replicas.clone() {
+                if !p.isr.contains(&r) && live.contains(&r) && p.logs.get(&r).is_some_and(|x| x.log.leo() == leader_leo)
+                {
+                    p.isr.push(r);
+                }
+            }
+            if p.isr != before {
+                isr_changed.push((name.clone(), pid));
+            }
+            let hw = p.isr.iter().filter_map(|r| p.logs.get(r)).map(|r| r.log.leo()).min().unwrap_or(p.hw);
+            if hw > p.hw {
+                p.hw = hw;
+                progress = true;
+            }
+        }
+    }
+    (progress, isr_changed)
+}

@@ -1,0 +1,153 @@
+//! The cluster's shared state: brokers, topics, partitions with their replicas' logs, group
+//! offsets kept by the coordinator. Plain data guarded by one mutex; the tasks around it
+//! (servers, controller, replicator) never hold the lock across an await.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use tokio::sync::Notify;
+
+use super::config::BrokerConfig;
+use super::hooks::Hooks;
+use super::log::PartitionLog;
+
+/// What the cluster knows of one broker.
+#[derive(Debug)]
+pub(crate) struct BrokerSlot {
+    pub(crate) port: u16,
+    /// Serving requests (not killed).
+    pub(crate) running: bool,
+    /// Registered in ZooKeeper, as the controller last saw `/brokers/ids`.
+    pub(crate) registered: bool,
+    /// Paused: connections stay open but nothing is answered or replicated.
+    pub(crate) paused: bool,
+}
+
+/// One replica of a partition.
+#[derive(Debug)]
+pub(crate) struct Replica {
+    pub(crate) log: PartitionLog,
+    /// Last time this replica's log end reached the leader's.
+    pub(crate) caught_up_at: Instant,
+}
+
+impl Replica {
+    pub(crate) fn new() -> Replica {
+        Replica { log: PartitionLog::new(), caught_up_at: Instant::now() }
+    }
+}
+
+/// One partition: its assignment, leadership and replicas.
+#[derive(Debug)]
+pub(crate) struct Partition {
+    pub(crate) replicas: Vec<i32>,
+    pub(crate) leader: i32,
+    pub(crate) leader_epoch: i32,
+    pub(crate) isr: Vec<i32>,
+    pub(crate) hw: i64,
+    pub(crate) logs: BTreeMap<i32, Replica>,
+}
+
+impl Partition {
+    pub(crate) fn leader_log(&self) -> Option<&PartitionLog> {
+        self.logs.get(&self.leader).map(|r| &r.log)
+    }
+}
+
+/// One topic.
+#[derive(Debug, Default)]
+pub(crate) struct Topic {
+    pub(crate) partitions: BTreeMap<i32, Partition>,
+    pub(crate) config: BTreeMap<String, String>,
+}
+
+/// Everything the brokers share.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    pub(crate) brokers: BTreeMap<i32, BrokerSlot>,
+    pub(crate) topics: BTreeMap<String, Topic>,
+    pub(crate) controller: Option<i32>,
+    pub(crate) controller_epoch: i32,
+    /// Kafka-stored (v1) offsets: (group, topic, partition) -> (offset, metadata).
+    pub(crate) group_offsets: HashMap<(String, String, i32), (i64, String)>,
+    /// When `__consumer_offsets` was first asked for (ConsumerMetadata).
+    pub(crate) offsets_topic_requested: Option<Instant>,
+}
+
+impl State {
+    pub(crate) fn partition(&self, topic: &str, partition: i32) -> Option<&Partition> {
+        self.topics.get(topic)?.partitions.get(&partition)
+    }
+
+    pub(crate) fn partition_mut(&mut self, topic: &str, partition: i32) -> Option<&mut Partition> {
+        self.topics.get_mut(topic)?.partitions.get_mut(&partition)
+    }
+
+    pub(crate) fn is_live(&self, broker: i32) -> bool {
+        self.brokers.get(&broker).is_some_and(|b| b.registered && b.running)
+    }
+
+    /// The largest entry a topic's partitions accept.
+    pub(crate) fn max_message_bytes(&self, config: &BrokerConfig, topic: &str) -> usize {
+        self.topic_config(topic, "max.message.bytes").unwrap_or(config.message_max_bytes)
+    }
+
+    /// `min.insync.replicas` of a topic.
+    pub(crate) fn min_insync_replicas(&self, config: &BrokerConfig, topic: &str) -> usize {
+        self.topic_config(topic, "min.insync.replicas").unwrap_or(config.min_insync_replicas)
+    }
+
+    fn topic_config(&self, topic: &str, key: &str) -> Option<usize> {
+        self.topics.get(topic)?.config.get(key)?.parse().ok()
+    }
+}
+
+/// What every task of the cluster holds.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) config: BrokerConfig,
+    state: Mutex<State>,
+    /// Woken on every append, high-watermark or leadership change.
+    pub(crate) changed: Notify,
+    pub(crate) hooks: Hooks,
+}
+
+impl Shared {
+    pub(crate) fn new(config: BrokerConfig) -> Arc<Shared> {
+        Arc::new(Shared {
+            config,
+            state: Mutex::new(State::default()),
+            changed: Notify::new(),
+            hooks: Hooks::default(),
+        })
+    }
+
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Waits until `ready` holds or `deadline` passes; `ready` is checked under the lock after
+    /// every change. Returns whether it held.
+    pub(crate) async fn wait_until(
+        &self,
+        deadline: tokio::time::Instant,
+        mut ready: impl FnMut(&State) -> bool,
+    ) -> bool {
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if ready(&self.state()) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return ready(&self.state());
+            }
+        }
+    }
+
+    pub(crate) fn notify(&self) {
+        self.changed.notify_waiters();
+    }
+}
