@@ -42,3 +42,27 @@ pub fn init_tracing() {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
+
+/// Environment variable naming a real cluster's `metadata.broker.list` for end-to-end tests.
+pub const BROKERS_ENV: &str = "GREGOR_BROKERS";
+/// Environment variable naming that cluster's ZooKeeper (`host:port[/chroot]`).
+pub const ZOOKEEPER_ENV: &str = "GREGOR_ZOOKEEPER";
+
+/// A real Kafka cluster named by [`BROKERS_ENV`] and [`ZOOKEEPER_ENV`] (e.g. the one
+/// `docker-compose.yml` starts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalCluster {
+    /// `host:port,host:port,...`
+    pub brokers: String,
+    /// `host:port[/chroot]`
+    pub zookeeper: String,
+}
+
+/// The external cluster end-to-end tests should target instead of a [`FakeCluster`], when both
+/// variables are set. Tests that need fault injection (killing brokers, intercepts) keep the
+/// FakeCluster.
+pub fn external_cluster() -> Option<ExternalCluster> {
+    let brokers = std::env::var(BROKERS_ENV).ok().filter(|s| !s.is_empty())?;
+    let zookeeper = std::env::var(ZOOKEEPER_ENV).ok().filter(|s| !s.is_empty())?;
+    Some(ExternalCluster { brokers, zookeeper })
+}

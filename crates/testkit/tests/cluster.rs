@@ -26,7 +26,12 @@ async fn wait_for_znode(zk: &gregor_zk::ZkClient, path: &str) -> Vec<u8> {
 }
 
 /// The partition's state znode once it satisfies `ready`.
-async fn wait_for_state(zk: &gregor_zk::ZkClient, topic: &str, partition: i32, ready: impl Fn(&PartitionState) -> bool) -> PartitionState {
+async fn wait_for_state(
+    zk: &gregor_zk::ZkClient,
+    topic: &str,
+    partition: i32,
+    ready: impl Fn(&PartitionState) -> bool,
+) -> PartitionState {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         if let Some((data, _)) = zk.get(&paths::partition_state(topic, partition)).await.unwrap() {
@@ -512,4 +517,45 @@ async fn a_killed_controller_is_replaced() {
     c.create_topic("after", 2, 2).await.unwrap();
     assert!(c.partition_info("after", 0).unwrap().1.iter().all(|b| *b != old));
     assert_ne!(new, old);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_znode_the_cluster_writes_has_kafkas_exact_json() {
+    let c = cluster_or_skip!("znode-json", 2);
+    c.create_topic_with(
+        "j",
+        BTreeMap::from([(0, vec![1, 0]), (1, vec![0, 1])]),
+        BTreeMap::from([("max.message.bytes".to_owned(), "2048".to_owned())]),
+    )
+    .await
+    .unwrap();
+    let zk = c.zk();
+    let text = |d: Vec<u8>| String::from_utf8(d).unwrap();
+    // topic creation writes the config first, then the assignment, as AdminUtils does
+    let (config, config_stat) = zk.get(&paths::topic_config("j")).await.unwrap().unwrap();
+    assert_eq!(text(config), r#"{"version":1,"config":{"max.message.bytes":"2048"}}"#);
+    let (assignment, assignment_stat) = zk.get(&paths::topic("j")).await.unwrap().unwrap();
+    assert_eq!(text(assignment), r#"{"version":1,"partitions":{"0":[1,0],"1":[0,1]}}"#);
+    assert!(config_stat.czxid < assignment_stat.czxid, "config written before the assignment");
+    let state = text(wait_for_znode(zk, &paths::partition_state("j", 0)).await);
+    let epoch = c.zk().get(paths::CONTROLLER_EPOCH).await.unwrap().unwrap().0;
+    assert_eq!(
+        state,
+        format!(r#"{{"version":1,"leader":1,"leader_epoch":0,"controller_epoch":{},"isr":[1,0]}}"#, text(epoch))
+    );
+    let (ctl, _) = zk.get(paths::CONTROLLER).await.unwrap().unwrap();
+    let ctl = text(ctl);
+    let prefix = format!(r#"{{"version":1,"brokerid":{},"timestamp":""#, c.controller().unwrap());
+    assert!(ctl.starts_with(&prefix) && ctl.ends_with("\"}"), "{ctl}");
+    let (reg, _) = zk.get(&paths::broker(1)).await.unwrap().unwrap();
+    let reg = text(reg);
+    let prefix = format!(
+        r#"{{"version":1,"host":"127.0.0.1","port":{},"jmx_port":-1,"timestamp":""#,
+        c.broker_addr(1).unwrap().port()
+    );
+    assert!(reg.starts_with(&prefix) && reg.ends_with("\"}"), "{reg}");
+    // the topic config is honoured: 2048 bytes max
+    let mut conn = Conn::open(c.broker_addr(1).unwrap()).await;
+    let r = conn.call(0, &produce("j", 0, 1, vec![msg(None, &"y".repeat(2100))], Compression::None)).await;
+    assert_eq!(r.topics[0].partitions[0].error_code, 10);
 }
