@@ -191,8 +191,19 @@ pub(crate) fn validate_and_assign(
     let mut inner = Vec::new();
     for m in shallow {
         if m.is_wrapper() {
+            // 0.8.2 decompresses in `assignOffsets`; an IOException there (a stream it cannot
+            // read, such as an LZ4 frame with the standard header checksum) becomes a
+            // KafkaException, answered -1 Unknown
+            if matches!(m.compression(), Ok(Compression::Lz4))
+                && !kafka08_lz4_header(m.value.as_deref().unwrap_or_default())
+            {
+                return Err(ErrorCode::UnknownServerError);
+            }
             let one = MessageSet::encode(&[MessageAndOffset::new(0, m)]).map_err(|_| ErrorCode::InvalidMessage)?;
-            let decoded = one.decode(&DecodeOptions::default()).map_err(|_| ErrorCode::InvalidMessage)?;
+            let decoded = one.decode(&DecodeOptions::default()).map_err(|e| match e {
+                gregor_protocol::Error::Compression { .. } => ErrorCode::UnknownServerError,
+                _ => ErrorCode::InvalidMessage,
+            })?;
             inner.extend(decoded.messages.into_iter().map(|m| m.message));
         } else {
             inner.push(m);
@@ -208,6 +219,37 @@ pub(crate) fn validate_and_assign(
     let bytes = MessageSet::encode(&[wrapper]).map_err(|_| ErrorCode::InvalidMessage)?.into_bytes();
     entries.push((next_offset, next_offset + count - 1, 0));
     Ok(ValidatedSet { bytes, entries, count })
+}
+
+/// Whether an LZ4 frame starts as Kafka 0.8.2's `KafkaLZ4BlockInputStream` requires: the
+/// magic, FLG, BD and a header checksum byte computed over magic + FLG + BD (KAFKA-3160), not
+/// over FLG + BD as the LZ4 specification (and modern libraries) do.
+fn kafka08_lz4_header(frame: &[u8]) -> bool {
+    frame.len() >= 7 && frame[..4] == [0x04, 0x22, 0x4d, 0x18] && frame[6] == xxh32_short(&frame[..6]).to_le_bytes()[1]
+}
+
+/// xxHash32 with seed 0 of an input shorter than 16 bytes.
+fn xxh32_short(input: &[u8]) -> u32 {
+    const P1: u32 = 2_654_435_761;
+    const P2: u32 = 2_246_822_519;
+    const P3: u32 = 3_266_489_917;
+    const P4: u32 = 668_265_263;
+    const P5: u32 = 374_761_393;
+    debug_assert!(input.len() < 16);
+    let mut h = P5.wrapping_add(input.len() as u32);
+    let mut words = input.chunks_exact(4);
+    for w in &mut words {
+        let k = u32::from_le_bytes(w.try_into().expect("4 bytes"));
+        h = h.wrapping_add(k.wrapping_mul(P3)).rotate_left(17).wrapping_mul(P4);
+    }
+    for &b in words.remainder() {
+        h = h.wrapping_add(u32::from(b).wrapping_mul(P5)).rotate_left(11).wrapping_mul(P1);
+    }
+    h ^= h >> 15;
+    h = h.wrapping_mul(P2);
+    h ^= h >> 13;
+    h = h.wrapping_mul(P3);
+    h ^ (h >> 16)
 }
 
 #[cfg(test)]
@@ -272,6 +314,22 @@ mod tests {
             validate_and_assign(&MessageSet::from_bytes(bad.into()), 0, 1 << 20).unwrap_err(),
             ErrorCode::InvalidMessage
         );
+    }
+
+    #[test]
+    fn lz4_frames_need_kafka_0_8s_header_checksum() {
+        assert!(kafka08_lz4_header(&[0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x1a]));
+        assert!(!kafka08_lz4_header(&[0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x82]), "the standard checksum");
+        assert_eq!(xxh32_short(&[0x60, 0x40]).to_le_bytes()[1], 0x82);
+        assert_eq!(xxh32_short(b""), 0x02cc_5d05);
+        let mut wrapper = MessageSet::wrap(&[MessageAndOffset::new(0, msg("a"))], Compression::Lz4).unwrap();
+        let set = MessageSet::encode(std::slice::from_ref(&wrapper)).unwrap();
+        assert_eq!(validate_and_assign(&set, 0, 1000).unwrap().count, 1);
+        let mut value = wrapper.message.value.unwrap().to_vec();
+        value[6] = 0x82; // the standard checksum, which 0.8.2 rejects
+        wrapper.message.value = Some(value.into());
+        let set = MessageSet::encode(&[wrapper]).unwrap();
+        assert_eq!(validate_and_assign(&set, 0, 1000).unwrap_err(), ErrorCode::UnknownServerError);
     }
 
     #[test]
