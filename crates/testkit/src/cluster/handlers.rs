@@ -408,12 +408,15 @@ async fn offset_commit(ctx: &BrokerCtx, version: i16, req: OffsetCommitRequest) 
     for t in &req.topics {
         let mut parts = Vec::new();
         for p in &t.partitions {
-            let code = if p.metadata.len() > cfg.offset_metadata_max_bytes {
-                ErrorCode::OffsetMetadataTooLarge.code()
-            } else if version == 0 {
-                let exists = ctx.shared.state().partition(&t.topic, p.partition).is_some();
+            let too_large = p.metadata.len() > cfg.offset_metadata_max_bytes;
+            // 0.8.2 (KafkaApis): v0 checks that the topic exists (not the partition), then the
+            // metadata size, then writes ZooKeeper; v1 checks the coordinator, then the size
+            let code = if version == 0 {
+                let exists = ctx.shared.state().topics.contains_key(&t.topic);
                 if !exists {
                     ErrorCode::UnknownTopicOrPartition.code()
+                } else if too_large {
+                    ErrorCode::OffsetMetadataTooLarge.code()
                 } else {
                     let path = paths::offset(&req.group_id, &t.topic, p.partition);
                     match ctx.zk.set_or_create(&path, &payloads::encode_offset(p.offset)).await {
@@ -425,6 +428,8 @@ async fn offset_commit(ctx: &BrokerCtx, version: i16, req: OffsetCommitRequest) 
                 let mut st = ctx.shared.state();
                 if coordinator(&st, cfg.offsets_topic_num_partitions, &req.group_id) != Some(ctx.id) {
                     ErrorCode::NotCoordinatorForConsumer.code()
+                } else if too_large {
+                    ErrorCode::OffsetMetadataTooLarge.code()
                 } else {
                     st.group_offsets
                         .insert((req.group_id.clone(), t.topic.clone(), p.partition), (p.offset, p.metadata.clone()));
