@@ -1,0 +1,68 @@
+//! # gregor-net
+//!
+//! Kafka 0.8.2 networking for gregor, on tokio: pipelined broker connections, a connection
+//! pool, a metadata cache seeded from `metadata.broker.list`, and backoff. The bytes are
+//! [`gregor_protocol`]'s; this crate only moves them and keeps time.
+//!
+//! ```text
+//!   MetadataCache ──refresh()──► Pool::get_addr(bootstrap / known broker) ──► Metadata v0
+//!        │  pure MetadataSnapshot (brokers, topics, leaders, staleness)
+//!        └─ broker addresses ──► Pool ──get(broker id)──► BrokerConnection (one per broker)
+//!                                                             │ writer task ─► socket
+//!                            request()/send() ── correlation ids ── reader task ◄─┘
+//! ```
+//!
+//! * [`BrokerConnection`]: one socket, many requests in flight, responses matched by
+//!   correlation id; on any failure it is *poisoned* and every waiter fails at once.
+//! * [`Pool`]: one shared connection per broker, lazily opened, replaced when poisoned;
+//!   different brokers connect in parallel.
+//! * [`MetadataCache`] / [`MetadataSnapshot`]: the cluster as the client knows it, with
+//!   0.8.2's quirks (zero brokers, LeaderNotAvailable for auto-created topics,
+//!   ReplicaNotAvailable with a valid leader).
+//! * [`Backoff`]: exponential, capped, jittered, pure.
+//! * [`ConnectionConfig`], [`MetadataConfig`]: Kafka's property names and defaults.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), gregor_net::Error> {
+//! use gregor_net::{ConnectionConfig, MetadataCache, Pool};
+//! use gregor_protocol::messages::{FetchPartition, FetchRequest, TopicPartitions};
+//!
+//! let pool = Pool::new(ConnectionConfig::builder().client_id("app").build()?);
+//! let cache = MetadataCache::new("127.0.0.1:9092,127.0.0.1:9093", pool)?;
+//! cache.refresh(&["events".to_owned()]).await?;
+//! let leader = cache.leader_connection("events", 0).await?;
+//! let fetch = FetchRequest {
+//!     replica_id: -1,
+//!     max_wait_time: 100,
+//!     min_bytes: 1,
+//!     topics: vec![TopicPartitions::new(
+//!         "events",
+//!         vec![FetchPartition { partition: 0, fetch_offset: 0, max_bytes: 1 << 20 }],
+//!     )],
+//! };
+//! let response = leader.request(0, &fetch).await?;
+//! # drop(response);
+//! # Ok(()) }
+//! ```
+//!
+//! Tracing: spans `connection{broker_id, addr}` (the reader and writer tasks) and
+//! `request{api_key, version, correlation_id}`; `debug` logs one line per request, `warn` a
+//! poisoned connection or a failed metadata round, `trace` the bytes. No subscriber is
+//! installed.
+
+mod backoff;
+pub mod config;
+mod connection;
+mod error;
+mod metadata;
+mod pool;
+
+pub use backoff::{Backoff, DEFAULT_JITTER};
+pub use config::{ConfigError, ConnectionConfig, ConnectionConfigBuilder, MetadataConfig, MetadataConfigBuilder};
+pub use connection::BrokerConnection;
+pub use error::{Error, PoisonReason, Result, BROKER_CLOSED_HINT};
+pub use metadata::{parse_broker_list, Broker, MetadataCache, MetadataSnapshot, PartitionInfo, TopicInfo};
+pub use pool::Pool;
+
+/// A broker's id (`broker.id`), as the protocol carries it (`int32`).
+pub type BrokerId = i32;
