@@ -1,0 +1,161 @@
+//! Helpers shared by the fuzz targets in `fuzz_targets/`.
+//!
+//! Every check here is an invariant of `gregor-protocol` that must hold for ANY input:
+//! decoding never panics, a decode that succeeds re-encodes to exactly the bytes it read,
+//! decompression respects its output bound and leaves `out` untouched on error.
+
+use std::fmt::Debug;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use gregor_protocol::compression::{self, Compression};
+use gregor_protocol::frame::{self, Request};
+use gregor_protocol::message::DecodeOptions;
+use gregor_protocol::MessageSet;
+
+/// The correlation id put in front of every fuzzed response body.
+pub const CORRELATION_ID: i32 = 0x1234_5678;
+
+/// Decompression budget used by every target (1 MiB).
+pub const MAX_DECOMPRESSED: usize = 1 << 20;
+
+/// Decode options with the fuzzing budget.
+pub fn options() -> DecodeOptions {
+    DecodeOptions { max_decompressed_bytes: MAX_DECOMPRESSED, ..DecodeOptions::default() }
+}
+
+/// Decodes `body` (preceded by [`CORRELATION_ID`]) as the response to `R` in `version` with
+/// [`frame::decode_response`]. When that succeeds, re-encodes it with [`frame::encode_response`]
+/// and asserts the bytes are identical. Also asserts versions outside `R::VERSIONS` are refused.
+pub fn response<R: Request>(version: i16, body: &[u8]) -> Option<R::Response>
+where
+    R::Response: Debug,
+{
+    let mut frame = BytesMut::with_capacity(4 + body.len());
+    frame.put_i32(CORRELATION_ID);
+    frame.put_slice(body);
+    let frame = frame.freeze();
+
+    for bad in [R::VERSIONS.min.wrapping_sub(1), R::VERSIONS.max.wrapping_add(1)] {
+        assert!(frame::decode_response::<R>(bad, frame.clone()).is_err(), "v{bad} of {:?} accepted", R::KEY);
+    }
+
+    let (header, resp) = frame::decode_response::<R>(version, frame.clone()).ok()?;
+    assert_eq!(header.correlation_id, CORRELATION_ID);
+    let mut out = BytesMut::new();
+    frame::encode_response(header.correlation_id, version, &resp, &mut out)
+        .unwrap_or_else(|e| panic!("decoded {resp:?} but re-encoding failed: {e}"));
+    assert_eq!(out.len(), 4 + frame.len());
+    assert_eq!(&out[..4], &(frame.len() as u32).to_be_bytes());
+    assert_eq!(&out[4..], &frame[..], "{:?} v{version} did not round-trip: {resp:?}", R::KEY);
+    Some(resp)
+}
+
+/// Walks a message set both ways ([`MessageSet::entries`] and [`MessageSet::decode`]) and checks
+/// what can be checked for any input:
+///
+/// * the top-level entries read before the walk ended re-encode to a prefix of the set's bytes
+///   (the whole set less the partial trailing entry when the walk did not fail);
+/// * a successful decode returns no wrapper and reports the same partial trailing bytes;
+/// * decoding again from the offset of a message in the middle drops exactly the messages below
+///   it (and those the first decode dropped: offsets below 0).
+pub fn walk_set(set: &MessageSet) {
+    let mut entries = set.entries();
+    let mut whole = Vec::new();
+    let mut failed = false;
+    for entry in entries.by_ref() {
+        match entry {
+            Ok(e) => whole.push(e),
+            Err(_) => {
+                failed = true;
+                break;
+            }
+        }
+    }
+    let reencoded = MessageSet::encode(&whole).expect("entries that decoded re-encode");
+    assert!(set.as_bytes().starts_with(reencoded.as_bytes()), "top-level entries do not re-encode to a prefix");
+    if !failed {
+        assert_eq!(reencoded.len() + entries.partial_trailing_bytes(), set.len());
+    }
+    // Debug walks the entries too (skipped for big sets: it formats every message).
+    if set.len() <= 4096 {
+        let _ = format!("{set:?}");
+    }
+
+    let Ok(decoded) = set.decode(&options()) else { return };
+    assert!(!failed, "decode succeeded where entries() failed");
+    assert_eq!(decoded.partial_trailing_bytes, entries.partial_trailing_bytes());
+    for m in &decoded.messages {
+        assert!(!m.message.is_wrapper(), "decode returned a wrapper at offset {}", m.offset);
+    }
+    if let Some(mid) = decoded.messages.get(decoded.messages.len() / 2) {
+        let from = mid.offset;
+        let opts = DecodeOptions { min_offset: from, ..options() };
+        let again = set.decode(&opts).expect("same set decodes again");
+        let below = decoded.messages.iter().filter(|m| m.offset < from).count();
+        // messages at negative offsets were already skipped by the first decode (min_offset 0)
+        assert_eq!(again.skipped, decoded.skipped + below);
+        let kept: Vec<_> = decoded.messages.iter().filter(|m| m.offset >= from).cloned().collect();
+        assert_eq!(again.messages, kept);
+    }
+}
+
+/// Decompresses `input` with `codec` behind a prefix already in `out`, then checks: on error
+/// `out` is unchanged; on success at most `MAX_DECOMPRESSED` bytes were appended, one byte less of
+/// budget fails, and compress + decompress of the output gives it back.
+pub fn decompress(codec: Compression, input: &[u8]) {
+    const PREFIX: &[u8] = b"already here";
+    let mut out = PREFIX.to_vec();
+    match compression::decompress(codec, input, MAX_DECOMPRESSED, &mut out) {
+        Err(_) => assert_eq!(out, PREFIX, "{codec}: out changed on error"),
+        Ok(()) => {
+            assert!(out.starts_with(PREFIX), "{codec}: prefix overwritten");
+            let raw = &out[PREFIX.len()..];
+            assert!(raw.len() <= MAX_DECOMPRESSED, "{codec}: {} bytes out", raw.len());
+            if !raw.is_empty() {
+                let mut tight = Vec::new();
+                assert!(
+                    compression::decompress(codec, input, raw.len() - 1, &mut tight).is_err(),
+                    "{codec}: {} bytes decompressed within a limit of {}",
+                    raw.len(),
+                    raw.len() - 1
+                );
+                assert!(tight.is_empty());
+            }
+            let mut again = Vec::new();
+            compression::compress(codec, raw, &mut again).expect("compress");
+            let mut back = Vec::new();
+            compression::decompress(codec, &again, raw.len(), &mut back).expect("own output decompresses");
+            assert_eq!(back, raw, "{codec}: compress/decompress round trip");
+        }
+    }
+}
+
+/// The codec a selector byte picks.
+pub fn codec(selector: u8) -> Compression {
+    [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4][usize::from(selector % 4)]
+}
+
+/// Rewrites the CRC of every whole entry of a message set in place (`offset int64 | size int32
+/// | crc uint32 | rest`), so that a fuzzed set gets past the CRC checks.
+pub fn fix_crcs(set: &mut [u8]) {
+    let mut at = 0;
+    while set.len() - at >= 12 {
+        let size = i32::from_be_bytes(set[at + 8..at + 12].try_into().expect("4 bytes"));
+        let start = at + 12;
+        let Ok(size) = usize::try_from(size) else { return };
+        if size > set.len() - start {
+            return;
+        }
+        let end = start + size;
+        if size >= 4 {
+            let crc = crc32fast::hash(&set[start + 4..end]);
+            set[start..start + 4].copy_from_slice(&crc.to_be_bytes());
+        }
+        at = end;
+    }
+}
+
+/// Bytes of a slice, for targets that need an owned [`Bytes`].
+pub fn bytes(data: &[u8]) -> Bytes {
+    Bytes::copy_from_slice(data)
+}
