@@ -1,0 +1,83 @@
+//! Offsets (`getOffsetsBefore`) sent to partition leaders, and leader lookups.
+
+use std::collections::HashMap;
+
+use gregor_net::{BrokerId, Pool};
+use gregor_protocol::messages::{OffsetsPartition, OffsetsRequest, OffsetsResponsePartition, TopicPartitions};
+
+use crate::driver::{group_by_topic, Cause, LeaderOp, Outcome, Target};
+
+/// What to ask of one partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OffsetsState {
+    pub(crate) time: i64,
+    pub(crate) max_number: i32,
+}
+
+/// One Offsets v0 request per leader (a follower answers 6, a broker without a replica 3: both
+/// retried after a refresh).
+#[derive(Debug, Clone)]
+pub(crate) struct OffsetsOp;
+
+impl LeaderOp for OffsetsOp {
+    type State = OffsetsState;
+    type Out = (BrokerId, Vec<i64>);
+
+    async fn call(
+        &self,
+        pool: Pool,
+        broker: BrokerId,
+        targets: Vec<Target<OffsetsState>>,
+    ) -> gregor_net::Result<Vec<Outcome<OffsetsState, (BrokerId, Vec<i64>)>>> {
+        let conn = pool.get(broker).await?;
+        let request = OffsetsRequest {
+            replica_id: gregor_protocol::messages::CONSUMER_REPLICA_ID,
+            topics: group_by_topic(&targets, |t| OffsetsPartition {
+                partition: t.partition,
+                time: t.state.time,
+                max_number_of_offsets: t.state.max_number,
+            })
+            .into_iter()
+            .map(|(topic, parts)| TopicPartitions::new(topic, parts))
+            .collect(),
+        };
+        let response = conn.request(0, &request).await?;
+        let mut by_name: HashMap<(&str, i32), &OffsetsResponsePartition> = HashMap::new();
+        for t in &response.topics {
+            for p in &t.partitions {
+                by_name.insert((t.topic.as_str(), p.partition), p);
+            }
+        }
+        Ok(targets
+            .iter()
+            .map(|t| match by_name.get(&(t.topic.as_str(), t.partition)) {
+                None => Outcome::Fail(Cause::Missing { broker }),
+                Some(p) => match p.error() {
+                    None => Outcome::Done(Ok((broker, p.offsets.clone()))),
+                    Some(code) if code.is_retriable() || code.needs_metadata_refresh() => {
+                        Outcome::Retry(Cause::Code { broker, code })
+                    }
+                    Some(code) => Outcome::Fail(Cause::Code { broker, code }),
+                },
+            })
+            .collect())
+    }
+}
+
+/// Finds leaders without sending anything: the driver's routing does the work.
+#[derive(Debug, Clone)]
+pub(crate) struct LeaderLookup;
+
+impl LeaderOp for LeaderLookup {
+    type State = ();
+    type Out = BrokerId;
+
+    async fn call(
+        &self,
+        _pool: Pool,
+        broker: BrokerId,
+        targets: Vec<Target<()>>,
+    ) -> gregor_net::Result<Vec<Outcome<(), BrokerId>>> {
+        Ok(targets.iter().map(|_| Outcome::Done(Ok(broker))).collect())
+    }
+}
