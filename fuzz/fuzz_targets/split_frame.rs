@@ -52,7 +52,9 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(&rebuilt[..], &stream[..stream.len() - left]);
     if !failed {
         // what is left is an incomplete frame
-        assert!(left < 4 || left < 4 + u32::from_be_bytes(stream[stream.len() - left..][..4].try_into().unwrap()) as usize);
+        assert!(
+            left < 4 || left < 4 + u32::from_be_bytes(stream[stream.len() - left..][..4].try_into().unwrap()) as usize
+        );
     }
     let (frames2, failed2) = chunked(stream, max, chunk);
     assert_eq!(frames, frames2);

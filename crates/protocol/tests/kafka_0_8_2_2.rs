@@ -25,10 +25,9 @@ use gregor_protocol::compression::{self, Compression};
 use gregor_protocol::frame::{self, ApiKey, Request, RequestHeader};
 use gregor_protocol::message::DecodeOptions;
 use gregor_protocol::messages::{
-    AnyRequest, ConsumerMetadataRequest, ConsumerMetadataResponse, FetchRequest, FetchResponse,
-    MetadataRequest, MetadataResponse, OffsetCommitRequest, OffsetCommitResponse,
-    OffsetFetchRequest, OffsetFetchResponse, OffsetsRequest, OffsetsResponse, ProduceRequest,
-    ProduceResponse,
+    AnyRequest, ConsumerMetadataRequest, ConsumerMetadataResponse, FetchRequest, FetchResponse, MetadataRequest,
+    MetadataResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
+    OffsetsRequest, OffsetsResponse, ProduceRequest, ProduceResponse,
 };
 use gregor_protocol::{Error, Message, MessageAndOffset, MessageLocation, MessageSet};
 use serde_json::Value;
@@ -44,10 +43,7 @@ const MAX_FRAME: usize = 16 << 20;
 const MAX_DECOMPRESSED: usize = 64 << 20;
 
 fn data_dir() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/kafka-0.8.2.2"
-    ))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/kafka-0.8.2.2"))
 }
 
 /// One row of `index.json`.
@@ -72,12 +68,7 @@ fn index() -> Vec<Fixture> {
     let rows = json["fixtures"].as_array().expect("fixtures array");
     rows.iter()
         .map(|row| {
-            let s = |k: &str| {
-                row[k]
-                    .as_str()
-                    .unwrap_or_else(|| panic!("{k} of {row}"))
-                    .to_owned()
-            };
+            let s = |k: &str| row[k].as_str().unwrap_or_else(|| panic!("{k} of {row}")).to_owned();
             let i = |k: &str| row[k].as_i64().unwrap_or_else(|| panic!("{k} of {row}"));
             // An acks=0 produce has no response: null in index.json ("**no response**" in INDEX.md).
             let response = match &row["response"] {
@@ -95,19 +86,14 @@ fn index() -> Vec<Fixture> {
                 request: s("request"),
                 response,
                 req_bytes: usize::try_from(i("req_bytes")).unwrap(),
-                resp_bytes: row["resp_bytes"]
-                    .as_u64()
-                    .map(|n| usize::try_from(n).unwrap()),
+                resp_bytes: row["resp_bytes"].as_u64().map(|n| usize::try_from(n).unwrap()),
             }
         })
         .collect()
 }
 
 fn fixture(name: &str) -> Fixture {
-    index()
-        .into_iter()
-        .find(|f| f.name == name)
-        .unwrap_or_else(|| panic!("no fixture {name} in index.json"))
+    index().into_iter().find(|f| f.name == name).unwrap_or_else(|| panic!("no fixture {name} in index.json"))
 }
 
 fn read(file: &str) -> Option<Vec<u8>> {
@@ -145,11 +131,7 @@ fn one_frame(raw: &[u8]) -> Result<Bytes, String> {
 /// Point 1: split, header, body, re-encode.
 fn decode_request(fx: &Fixture, raw: &[u8]) -> Result<(RequestHeader, AnyRequest), String> {
     if raw.len() != fx.req_bytes {
-        return Err(format!(
-            "request is {} bytes, index.json says {}",
-            raw.len(),
-            fx.req_bytes
-        ));
+        return Err(format!("request is {} bytes, index.json says {}", raw.len(), fx.req_bytes));
     }
     let mut body = one_frame(raw)?;
     let header = RequestHeader::decode(&mut body).map_err(|e| err("RequestHeader::decode", e))?;
@@ -164,11 +146,7 @@ fn decode_request(fx: &Fixture, raw: &[u8]) -> Result<(RequestHeader, AnyRequest
     }
     let request = AnyRequest::decode(&header, body).map_err(|e| err("AnyRequest::decode", e))?;
     if request.api_key() != header.api_key {
-        return Err(format!(
-            "decoded a {} request for a {} header",
-            request.api_key(),
-            header.api_key
-        ));
+        return Err(format!("decoded a {} request for a {} header", request.api_key(), header.api_key));
     }
     let mut out = BytesMut::new();
     let encoded = match &request {
@@ -183,76 +161,43 @@ fn decode_request(fx: &Fixture, raw: &[u8]) -> Result<(RequestHeader, AnyRequest
     };
     encoded.map_err(|e| err("encode_request", e))?;
     if out[..] != raw[..] {
-        return Err(format!(
-            "encode_request gives other bytes:\n  captured {}\n  ours     {}",
-            hex(raw),
-            hex(&out)
-        ));
+        return Err(format!("encode_request gives other bytes:\n  captured {}\n  ours     {}", hex(raw), hex(&out)));
     }
     Ok((header, request))
 }
 
 /// Point 2 for a request type `R`: decode, correlation id, re-encode.
-fn decode_response<R: Request>(
-    version: i16,
-    correlation_id: i32,
-    raw: &[u8],
-) -> Result<R::Response, String> {
+fn decode_response<R: Request>(version: i16, correlation_id: i32, raw: &[u8]) -> Result<R::Response, String> {
     let frame = one_frame(raw)?;
-    let (header, body) =
-        frame::decode_response::<R>(version, frame).map_err(|e| err("decode_response", e))?;
+    let (header, body) = frame::decode_response::<R>(version, frame).map_err(|e| err("decode_response", e))?;
     if header.correlation_id != correlation_id {
-        return Err(format!(
-            "response correlation id {}, request's {correlation_id}",
-            header.correlation_id
-        ));
+        return Err(format!("response correlation id {}, request's {correlation_id}", header.correlation_id));
     }
     let mut out = BytesMut::new();
-    frame::encode_response(correlation_id, version, &body, &mut out)
-        .map_err(|e| err("encode_response", e))?;
+    frame::encode_response(correlation_id, version, &body, &mut out).map_err(|e| err("encode_response", e))?;
     if out[..] != raw[..] {
-        return Err(format!(
-            "encode_response gives other bytes:\n  captured {}\n  ours     {}",
-            hex(raw),
-            hex(&out)
-        ));
+        return Err(format!("encode_response gives other bytes:\n  captured {}\n  ours     {}", hex(raw), hex(&out)));
     }
     Ok(body)
 }
 
 /// Point 2 and the response half of point 3: decodes the response as the answer to `request`
 /// and renders it.
-fn response_summary(
-    header: &RequestHeader,
-    request: &AnyRequest,
-    raw: &[u8],
-) -> Result<String, String> {
+fn response_summary(header: &RequestHeader, request: &AnyRequest, raw: &[u8]) -> Result<String, String> {
     let (v, c) = (header.api_version, header.correlation_id);
     match request {
-        AnyRequest::Produce(_) => {
-            summarize_produce_response(&decode_response::<ProduceRequest>(v, c, raw)?)
+        AnyRequest::Produce(_) => summarize_produce_response(&decode_response::<ProduceRequest>(v, c, raw)?),
+        AnyRequest::Fetch(_) => summarize_fetch_response(&decode_response::<FetchRequest>(v, c, raw)?),
+        AnyRequest::Offsets(_) => Ok(summarize_offsets_response(&decode_response::<OffsetsRequest>(v, c, raw)?)),
+        AnyRequest::Metadata(_) => Ok(summarize_metadata_response(&decode_response::<MetadataRequest>(v, c, raw)?)),
+        AnyRequest::OffsetCommit(_) => {
+            Ok(summarize_offset_commit_response(&decode_response::<OffsetCommitRequest>(v, c, raw)?))
         }
-        AnyRequest::Fetch(_) => {
-            summarize_fetch_response(&decode_response::<FetchRequest>(v, c, raw)?)
+        AnyRequest::OffsetFetch(_) => {
+            Ok(summarize_offset_fetch_response(&decode_response::<OffsetFetchRequest>(v, c, raw)?))
         }
-        AnyRequest::Offsets(_) => Ok(summarize_offsets_response(&decode_response::<
-            OffsetsRequest,
-        >(v, c, raw)?)),
-        AnyRequest::Metadata(_) => Ok(summarize_metadata_response(&decode_response::<
-            MetadataRequest,
-        >(v, c, raw)?)),
-        AnyRequest::OffsetCommit(_) => Ok(summarize_offset_commit_response(&decode_response::<
-            OffsetCommitRequest,
-        >(v, c, raw)?)),
-        AnyRequest::OffsetFetch(_) => Ok(summarize_offset_fetch_response(&decode_response::<
-            OffsetFetchRequest,
-        >(v, c, raw)?)),
         AnyRequest::ConsumerMetadata(_) => {
-            Ok(summarize_consumer_metadata_response(&decode_response::<
-                ConsumerMetadataRequest,
-            >(
-                v, c, raw
-            )?))
+            Ok(summarize_consumer_metadata_response(&decode_response::<ConsumerMetadataRequest>(v, c, raw)?))
         }
         other => Err(format!("unexpected request {other:?}")),
     }
@@ -268,17 +213,10 @@ fn expects_response(request: &AnyRequest) -> bool {
 /// Decodes a fixture's fetch request and response (both checked by the main test too).
 fn fetch_fixture(name: &str) -> (FetchRequest, FetchResponse) {
     let fx = fixture(name);
-    let (header, request) =
-        decode_request(&fx, &request_bytes(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let AnyRequest::Fetch(request) = request else {
-        panic!("{name} is not a fetch")
-    };
-    let response = decode_response::<FetchRequest>(
-        header.api_version,
-        header.correlation_id,
-        &response_bytes(name),
-    )
-    .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let (header, request) = decode_request(&fx, &request_bytes(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let AnyRequest::Fetch(request) = request else { panic!("{name} is not a fetch") };
+    let response = decode_response::<FetchRequest>(header.api_version, header.correlation_id, &response_bytes(name))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
     (request, response)
 }
 
@@ -337,19 +275,11 @@ fn hex(bytes: &[u8]) -> String {
 
 /// `'a', 'b'` (Python's repr of a list of strings, without the brackets).
 fn quoted_list(items: &[String]) -> String {
-    items
-        .iter()
-        .map(|s| format!("'{s}'"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    items.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ")
 }
 
 fn comma_list<T: std::fmt::Display>(items: &[T]) -> String {
-    items
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
+    items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
 /// A key or value: `null`, `"text"` for short printable ASCII, else `N bytes <first 16 in hex>...`
@@ -362,12 +292,7 @@ fn show_bytes(bytes: Option<&Bytes>) -> String {
         Some(b) if b.len() <= TEXT_MAX && b.iter().all(|c| (0x20..0x7f).contains(c)) => {
             format!("\"{}\"", std::str::from_utf8(b).expect("ascii"))
         }
-        Some(b) => format!(
-            "{} bytes {}{}",
-            b.len(),
-            hex(&b[..b.len().min(16)]),
-            if b.len() > 16 { "..." } else { "" }
-        ),
+        Some(b) => format!("{} bytes {}{}", b.len(), hex(&b[..b.len().min(16)]), if b.len() > 16 { "..." } else { "" }),
     }
 }
 
@@ -378,10 +303,7 @@ fn show_partial(rest: &[u8]) -> String {
     }
     let offset = i64::from_be_bytes(rest[..8].try_into().unwrap());
     let size = i32::from_be_bytes(rest[8..12].try_into().unwrap());
-    format!(
-        "PARTIAL trailing message @{offset}: {} of {size} bytes",
-        rest.len() - 12
-    )
+    format!("PARTIAL trailing message @{offset}: {} of {size} bytes", rest.len() - 12)
 }
 
 /// A message set, entry by entry: `@0 key="k" value="v"`, `wrapper@2 gzip [...] inner offsets
@@ -415,29 +337,20 @@ fn show_set(set: &MessageSet) -> Result<String, String> {
                 rest.advance(12 + entry.message.encoded_len());
                 walked.push(entry);
             }
-            Some(Err(Error::Crc {
-                location,
-                stored,
-                computed,
-            })) => {
+            Some(Err(Error::Crc { location, stored, computed })) => {
                 // The entry iterator stops at a bad CRC; show the message it holds by decoding
                 // it with the computed CRC in place of the stored one.
                 crc_failures += 1;
-                let size = usize::try_from(i32::from_be_bytes(rest[8..12].try_into().unwrap()))
-                    .map_err(|e| err("size", e))?;
+                let size =
+                    usize::try_from(i32::from_be_bytes(rest[8..12].try_into().unwrap())).map_err(|e| err("size", e))?;
                 let mut fixed = rest[12..12 + size].to_vec();
                 if fixed[..4] != stored.to_be_bytes() {
-                    return Err(format!(
-                        "Error::Crc stored {stored:#010x} is not the entry's CRC field"
-                    ));
+                    return Err(format!("Error::Crc stored {stored:#010x} is not the entry's CRC field"));
                 }
                 fixed[..4].copy_from_slice(&computed.to_be_bytes());
-                let message = Message::decode(fixed.into(), MessageLocation::default)
-                    .map_err(|e| err("Message::decode", e))?;
-                parts.push(format!(
-                    "{} CRC MISMATCH",
-                    show_entry(&MessageAndOffset::new(location.offset, message))?
-                ));
+                let message =
+                    Message::decode(fixed.into(), MessageLocation::default).map_err(|e| err("Message::decode", e))?;
+                parts.push(format!("{} CRC MISMATCH", show_entry(&MessageAndOffset::new(location.offset, message))?));
                 rest.advance(12 + size);
             }
             Some(Err(e)) => return Err(err("MessageSet::entries", e)),
@@ -445,10 +358,7 @@ fn show_set(set: &MessageSet) -> Result<String, String> {
     }
     if crc_failures == 0 {
         let mut all = set.entries();
-        let whole: Vec<MessageAndOffset> = all
-            .by_ref()
-            .collect::<Result<_, _>>()
-            .map_err(|e| err("entries", e))?;
+        let whole: Vec<MessageAndOffset> = all.by_ref().collect::<Result<_, _>>().map_err(|e| err("entries", e))?;
         if whole != walked || all.partial_trailing_bytes() != rest.len() {
             return Err("walking the whole set and walking it entry by entry disagree".to_owned());
         }
@@ -469,47 +379,27 @@ fn show_entry(entry: &MessageAndOffset) -> Result<String, String> {
     if m.is_wrapper() {
         return show_wrapper(entry);
     }
-    Ok(format!(
-        "@{} key={} value={}",
-        entry.offset,
-        show_bytes(m.key.as_ref()),
-        show_bytes(m.value.as_ref())
-    ))
+    Ok(format!("@{} key={} value={}", entry.offset, show_bytes(m.key.as_ref()), show_bytes(m.value.as_ref())))
 }
 
 /// The top-level entries of a wrapper's decompressed inner set (decompressed by the crate).
 fn inner_entries(entry: &MessageAndOffset) -> Result<Vec<MessageAndOffset>, String> {
     let codec = entry.message.compression().map_err(|e| err("codec", e))?;
-    let value = entry
-        .message
-        .value
-        .as_ref()
-        .ok_or("wrapper with a null value")?;
+    let value = entry.message.value.as_ref().ok_or("wrapper with a null value")?;
     let mut raw = Vec::new();
-    compression::decompress(codec, value, MAX_DECOMPRESSED, &mut raw)
-        .map_err(|e| err("compression::decompress", e))?;
+    compression::decompress(codec, value, MAX_DECOMPRESSED, &mut raw).map_err(|e| err("compression::decompress", e))?;
     let inner = MessageSet::from_bytes(raw.into());
     let mut entries = inner.entries();
-    let list = entries
-        .by_ref()
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| err("inner entries", e))?;
+    let list = entries.by_ref().collect::<Result<Vec<_>, _>>().map_err(|e| err("inner entries", e))?;
     if entries.partial_trailing_bytes() != 0 {
-        return Err(format!(
-            "inner set ends in {} bytes of a partial entry",
-            entries.partial_trailing_bytes()
-        ));
+        return Err(format!("inner set ends in {} bytes of a partial entry", entries.partial_trailing_bytes()));
     }
     Ok(list)
 }
 
 fn show_wrapper(entry: &MessageAndOffset) -> Result<String, String> {
     let codec = entry.message.compression().map_err(|e| err("codec", e))?;
-    let value = entry
-        .message
-        .value
-        .as_ref()
-        .ok_or("wrapper with a null value")?;
+    let value = entry.message.value.as_ref().ok_or("wrapper with a null value")?;
     let details = match codec {
         Compression::Gzip => gzip_details(value)?,
         Compression::Snappy => xerial_details(value)?,
@@ -518,10 +408,7 @@ fn show_wrapper(entry: &MessageAndOffset) -> Result<String, String> {
     };
     let inner = inner_entries(entry)?;
     let offsets: Vec<String> = inner.iter().map(|m| m.offset.to_string()).collect();
-    let keys: Vec<String> = inner
-        .iter()
-        .map(|m| show_bytes(m.message.key.as_ref()))
-        .collect();
+    let keys: Vec<String> = inner.iter().map(|m| show_bytes(m.message.key.as_ref())).collect();
     Ok(format!(
         "wrapper@{} {} [{details}] inner offsets {} (inner keys {})",
         entry.offset,
@@ -537,11 +424,7 @@ fn gzip_details(v: &[u8]) -> Result<String, String> {
         return Err(format!("not a gzip member: {}", hex(&v[..v.len().min(10)])));
     }
     let mtime = u32::from_le_bytes(v[4..8].try_into().unwrap());
-    Ok(format!(
-        "gzip header {} (mtime {mtime}, OS byte 0x{:02x})",
-        hex(&v[..10]),
-        v[9]
-    ))
+    Ok(format!("gzip header {} (mtime {mtime}, OS byte 0x{:02x})", hex(&v[..10]), v[9]))
 }
 
 /// The uncompressed length a raw snappy block starts with (a little-endian base-128 varint).
@@ -559,10 +442,7 @@ fn snappy_uncompressed_len(block: &[u8]) -> Result<u64, String> {
 /// `xerial header 82534e41505059000000000100000001 (version 1, compatible 1), 1 block(s) 88->153 B`.
 fn xerial_details(v: &[u8]) -> Result<String, String> {
     if v.len() < 16 || v[..8] != *b"\x82SNAPPY\x00" {
-        return Err(format!(
-            "not an xerial stream: {}",
-            hex(&v[..v.len().min(16)])
-        ));
+        return Err(format!("not an xerial stream: {}", hex(&v[..v.len().min(16)])));
     }
     let be = |at: usize| i32::from_be_bytes(v[at..at + 4].try_into().unwrap());
     let mut blocks = Vec::new();
@@ -602,19 +482,12 @@ fn lz4_details(v: &[u8]) -> Result<String, String> {
     } else if hc == standard {
         "standard (xxh32 over descriptor only)"
     } else {
-        return Err(format!(
-            "lz4 header checksum 0x{hc:02x} is neither 0x{kafka08:02x} nor 0x{standard:02x}"
-        ));
+        return Err(format!("lz4 header checksum 0x{hc:02x} is neither 0x{kafka08:02x} nor 0x{standard:02x}"));
     };
     let mut blocks = 0;
     let mut at = descriptor_end + 1;
     loop {
-        let word = u32::from_le_bytes(
-            v.get(at..at + 4)
-                .ok_or("lz4 block size cut")?
-                .try_into()
-                .unwrap(),
-        );
+        let word = u32::from_le_bytes(v.get(at..at + 4).ok_or("lz4 block size cut")?.try_into().unwrap());
         at += 4;
         if word == 0 {
             break;
@@ -634,20 +507,10 @@ fn summarize_request(header: &RequestHeader, request: &AnyRequest) -> Result<Str
             let mut parts = Vec::new();
             for t in &r.topics {
                 for p in &t.partitions {
-                    parts.push(format!(
-                        "{}/{} {}",
-                        t.topic,
-                        p.partition,
-                        show_sized_set(&p.message_set)?
-                    ));
+                    parts.push(format!("{}/{} {}", t.topic, p.partition, show_sized_set(&p.message_set)?));
                 }
             }
-            format!(
-                "acks {} timeout {}; {}",
-                r.required_acks,
-                r.timeout,
-                parts.join("; ")
-            )
+            format!("acks {} timeout {}; {}", r.required_acks, r.timeout, parts.join("; "))
         }
         AnyRequest::Fetch(r) => {
             let parts: Vec<String> = r
@@ -655,10 +518,7 @@ fn summarize_request(header: &RequestHeader, request: &AnyRequest) -> Result<Str
                 .iter()
                 .flat_map(|t| {
                     t.partitions.iter().map(move |p| {
-                        format!(
-                            "{}/{} offset {} max_bytes {}",
-                            t.topic, p.partition, p.fetch_offset, p.max_bytes
-                        )
+                        format!("{}/{} offset {} max_bytes {}", t.topic, p.partition, p.fetch_offset, p.max_bytes)
                     })
                 })
                 .collect();
@@ -679,10 +539,7 @@ fn summarize_request(header: &RequestHeader, request: &AnyRequest) -> Result<Str
                 .iter()
                 .flat_map(|t| {
                     t.partitions.iter().map(move |p| {
-                        format!(
-                            "{}/{} time {} max {}",
-                            t.topic, p.partition, p.time, p.max_number_of_offsets
-                        )
+                        format!("{}/{} time {} max {}", t.topic, p.partition, p.time, p.max_number_of_offsets)
                     })
                 })
                 .collect::<Vec<_>>()
@@ -693,10 +550,7 @@ fn summarize_request(header: &RequestHeader, request: &AnyRequest) -> Result<Str
         AnyRequest::OffsetCommit(r) => {
             let v1 = header.api_version >= 1;
             let group = if v1 {
-                format!(
-                    "group '{}' generation {} consumer_id '{}'",
-                    r.group_id, r.group_generation_id, r.consumer_id
-                )
+                format!("group '{}' generation {} consumer_id '{}'", r.group_id, r.group_generation_id, r.consumer_id)
             } else {
                 format!("group '{}'", r.group_id)
             };
@@ -711,19 +565,12 @@ fn summarize_request(header: &RequestHeader, request: &AnyRequest) -> Result<Str
                                 t.topic, p.partition, p.offset, p.timestamp, p.metadata
                             )
                         } else {
-                            format!(
-                                "{}/{} offset {} metadata '{}'",
-                                t.topic, p.partition, p.offset, p.metadata
-                            )
+                            format!("{}/{} offset {} metadata '{}'", t.topic, p.partition, p.offset, p.metadata)
                         }
                     })
                 })
                 .collect();
-            let parts = if parts.is_empty() {
-                "no topics".to_owned()
-            } else {
-                parts.join("; ")
-            };
+            let parts = if parts.is_empty() { "no topics".to_owned() } else { parts.join("; ") };
             format!("{group}; {parts}")
         }
         AnyRequest::OffsetFetch(r) => {
@@ -748,15 +595,9 @@ fn summarize_produce_response(r: &ProduceResponse) -> Result<String, String> {
         .topics
         .iter()
         .flat_map(|t| {
-            t.partitions.iter().map(move |p| {
-                format!(
-                    "{}/{} {} offset {}",
-                    t.topic,
-                    p.partition,
-                    err_code(p.error_code),
-                    p.offset
-                )
-            })
+            t.partitions
+                .iter()
+                .map(move |p| format!("{}/{} {} offset {}", t.topic, p.partition, err_code(p.error_code), p.offset))
         })
         .collect();
     Ok(parts.join("; "))
@@ -784,13 +625,7 @@ fn summarize_offsets_response(r: &OffsetsResponse) -> String {
         .iter()
         .flat_map(|t| {
             t.partitions.iter().map(move |p| {
-                format!(
-                    "{}/{} {} offsets [{}]",
-                    t.topic,
-                    p.partition,
-                    err_code(p.error_code),
-                    comma_list(&p.offsets)
-                )
+                format!("{}/{} {} offsets [{}]", t.topic, p.partition, err_code(p.error_code), comma_list(&p.offsets))
             })
         })
         .collect::<Vec<_>>()
@@ -798,11 +633,7 @@ fn summarize_offsets_response(r: &OffsetsResponse) -> String {
 }
 
 fn summarize_metadata_response(r: &MetadataResponse) -> String {
-    let brokers: Vec<String> = r
-        .brokers
-        .iter()
-        .map(|b| format!("{}@{}:{}", b.node_id, b.host, b.port))
-        .collect();
+    let brokers: Vec<String> = r.brokers.iter().map(|b| format!("{}@{}:{}", b.node_id, b.host, b.port)).collect();
     let topics: Vec<String> = r
         .topics
         .iter()
@@ -829,21 +660,14 @@ fn summarize_metadata_response(r: &MetadataResponse) -> String {
             format!("{} {}: {partitions}", t.topic, err_code(t.error_code))
         })
         .collect();
-    format!(
-        "brokers [{}]; {} topic(s): {}",
-        brokers.join(", "),
-        r.topics.len(),
-        topics.join(" / ")
-    )
+    format!("brokers [{}]; {} topic(s): {}", brokers.join(", "), r.topics.len(), topics.join(" / "))
 }
 
 fn summarize_offset_commit_response(r: &OffsetCommitResponse) -> String {
     r.topics
         .iter()
         .flat_map(|t| {
-            t.partitions
-                .iter()
-                .map(move |p| format!("{}/{} {}", t.topic, p.partition, err_code(p.error_code)))
+            t.partitions.iter().map(move |p| format!("{}/{} {}", t.topic, p.partition, err_code(p.error_code)))
         })
         .collect::<Vec<_>>()
         .join("; ")
@@ -892,10 +716,9 @@ fn check_fixture(fx: &Fixture) -> Result<usize, Vec<String>> {
     let (header, request) = decode_request(fx, &raw).map_err(|e| vec![format!("request: {e}")])?;
     match summarize_request(&header, &request) {
         Ok(ours) if ours == fx.request => {}
-        Ok(ours) => problems.push(format!(
-            "request summary differs\n    expected: {}\n    actual:   {ours}",
-            fx.request
-        )),
+        Ok(ours) => {
+            problems.push(format!("request summary differs\n    expected: {}\n    actual:   {ours}", fx.request))
+        }
         Err(e) => problems.push(format!("request summary: {e}")),
     }
     let mut frames = 1;
@@ -908,9 +731,7 @@ fn check_fixture(fx: &Fixture) -> Result<usize, Vec<String>> {
                 problems.push("index.json gives resp_bytes for a missing response".to_owned());
             }
         }
-        (Some(_), None) => {
-            problems.push("a .resp.bin exists, but index.json says no response".to_owned())
-        }
+        (Some(_), None) => problems.push("a .resp.bin exists, but index.json says no response".to_owned()),
         (None, Some(_)) => problems.push(".resp.bin missing".to_owned()),
         (Some(resp), Some(expected)) => {
             frames += 1;
@@ -918,17 +739,13 @@ fn check_fixture(fx: &Fixture) -> Result<usize, Vec<String>> {
                 problems.push("a response was recorded for a request that expects none".to_owned());
             }
             if Some(resp.len()) != fx.resp_bytes {
-                problems.push(format!(
-                    "response is {} bytes, index.json says {:?}",
-                    resp.len(),
-                    fx.resp_bytes
-                ));
+                problems.push(format!("response is {} bytes, index.json says {:?}", resp.len(), fx.resp_bytes));
             }
             match response_summary(&header, &request, &resp) {
                 Ok(ours) if &ours == expected => {}
-                Ok(ours) => problems.push(format!(
-                    "response summary differs\n    expected: {expected}\n    actual:   {ours}"
-                )),
+                Ok(ours) => {
+                    problems.push(format!("response summary differs\n    expected: {expected}\n    actual:   {ours}"))
+                }
                 Err(e) => problems.push(format!("response: {e}")),
             }
         }
@@ -952,19 +769,9 @@ fn every_fixture_round_trips_and_matches_its_index_json_summaries() {
             Err(problems) => failures.push(format!("{}:\n  {}", fx.name, problems.join("\n  "))),
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} fixtures fail:\n{}",
-        failures.len(),
-        fixtures.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{} of {} fixtures fail:\n{}", failures.len(), fixtures.len(), failures.join("\n"));
     let responses = fixtures.iter().filter(|f| f.response.is_some()).count();
-    assert_eq!(
-        (fixtures.len(), responses),
-        (82, 80),
-        "request and response frames"
-    );
+    assert_eq!((fixtures.len(), responses), (82, 80), "request and response frames");
     assert_eq!(frames, 162, "frames compared");
 }
 
@@ -997,16 +804,11 @@ fn offsets(messages: &[MessageAndOffset]) -> Vec<i64> {
 }
 
 fn keys(messages: &[MessageAndOffset]) -> Vec<String> {
-    messages
-        .iter()
-        .map(|m| String::from_utf8(m.message.key.as_ref().expect("a key").to_vec()).unwrap())
-        .collect()
+    messages.iter().map(|m| String::from_utf8(m.message.key.as_ref().expect("a key").to_vec()).unwrap()).collect()
 }
 
 /// The only partition of a one-partition fetch response, with its topic.
-fn only_partition(
-    response: &FetchResponse,
-) -> (&str, &gregor_protocol::messages::FetchResponsePartition) {
+fn only_partition(response: &FetchResponse) -> (&str, &gregor_protocol::messages::FetchResponsePartition) {
     assert_eq!(response.topics.len(), 1);
     assert_eq!(response.topics[0].partitions.len(), 1);
     (&response.topics[0].topic, &response.topics[0].partitions[0])
@@ -1026,22 +828,12 @@ fn a_fetch_from_inside_a_compressed_wrapper_drops_the_inner_offsets_below_it() {
         let top: Vec<MessageAndOffset> = p.message_set.entries().collect::<Result<_, _>>().unwrap();
         assert_eq!(offsets(&top), [5], "{name}");
         assert_eq!(top[0].message.compression().unwrap(), codec, "{name}");
-        let got = p
-            .messages(topic, 4)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(
-            offsets(&got.messages),
-            [4, 5],
-            "{name}: offset 3 must be dropped"
-        );
+        let got = p.messages(topic, 4).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(offsets(&got.messages), [4, 5], "{name}: offset 3 must be dropped");
         assert_eq!(got.skipped, 1, "{name}");
         assert_eq!(got.partial_trailing_bytes, 0, "{name}");
         assert_eq!(got.next_offset(), Some(6), "{name}");
-        assert_eq!(
-            keys(&got.messages),
-            [format!("{topic}-k4"), format!("{topic}-k5")],
-            "{name}"
-        );
+        assert_eq!(keys(&got.messages), [format!("{topic}-k4"), format!("{topic}-k5")], "{name}");
     }
 }
 
@@ -1052,21 +844,12 @@ fn a_fetch_cut_by_max_bytes_keeps_the_whole_messages_and_counts_the_fragment() {
     assert_eq!(p.message_set.len(), 83);
     let got = p.messages(topic, 0).unwrap();
     assert_eq!(offsets(&got.messages), [0, 1]);
-    assert_eq!(
-        got.partial_trailing_bytes, 15,
-        "offset 8 + size 4 + 3 of the 19 message bytes"
-    );
+    assert_eq!(got.partial_trailing_bytes, 15, "offset 8 + size 4 + 3 of the 19 message bytes");
     assert_eq!(
         got.messages[0].message,
-        Message::new(
-            Some(Bytes::from_static(b"key-0")),
-            Some(Bytes::from_static(b"hello"))
-        )
+        Message::new(Some(Bytes::from_static(b"key-0")), Some(Bytes::from_static(b"hello")))
     );
-    assert_eq!(
-        got.messages[1].message,
-        Message::new(None, Some(Bytes::from_static(b"no key")))
-    );
+    assert_eq!(got.messages[1].message, Message::new(None, Some(Bytes::from_static(b"no key"))));
     assert_eq!(got.next_offset(), Some(2));
 }
 
@@ -1074,24 +857,10 @@ fn a_fetch_cut_by_max_bytes_keeps_the_whole_messages_and_counts_the_fragment() {
 fn a_fetch_smaller_than_the_first_message_is_message_larger_than_fetch() {
     let (_, response) = fetch_fixture("fetch_v0_max_bytes_too_small");
     let (topic, p) = only_partition(&response);
-    assert_eq!(
-        (p.error_code, p.high_watermark, p.message_set.len()),
-        (0, 6, 20)
-    );
+    assert_eq!((p.error_code, p.high_watermark, p.message_set.len()), (0, 6, 20));
     match p.messages(topic, 0) {
-        Err(Error::MessageLargerThanFetch {
-            location,
-            entry_size,
-            fetched_bytes,
-        }) => {
-            assert_eq!(
-                location,
-                MessageLocation {
-                    topic: Some("plain".into()),
-                    partition: Some(0),
-                    offset: 0
-                }
-            );
+        Err(Error::MessageLargerThanFetch { location, entry_size, fetched_bytes }) => {
+            assert_eq!(location, MessageLocation { topic: Some("plain".into()), partition: Some(0), offset: 0 });
             // offset 8 + size 4 + the 24-byte message "key-0"/"hello"
             assert_eq!(entry_size, Some(12 + 24));
             assert_eq!(fetched_bytes, 20);
@@ -1109,19 +878,8 @@ fn a_produce_with_a_bad_crc_decodes_but_its_message_set_fails_the_crc_check() {
     let p = &request.topics[0].partitions[0];
     assert_eq!((p.partition, p.message_set.len()), (0, 34));
     match p.message_set.decode(&DecodeOptions::fetched("plain", 0, 0)) {
-        Err(Error::Crc {
-            location,
-            stored,
-            computed,
-        }) => {
-            assert_eq!(
-                location,
-                MessageLocation {
-                    topic: Some("plain".into()),
-                    partition: Some(0),
-                    offset: 0
-                }
-            );
+        Err(Error::Crc { location, stored, computed }) => {
+            assert_eq!(location, MessageLocation { topic: Some("plain".into()), partition: Some(0), offset: 0 });
             // annotated/produce_v0_bad_crc.txt: crc 0x743f519a, computed 0x8bc0ae65
             assert_eq!((stored, computed), (0x743f_519a, 0x8bc0_ae65));
         }
@@ -1129,8 +887,7 @@ fn a_produce_with_a_bad_crc_decodes_but_its_message_set_fails_the_crc_check() {
     }
     // The broker agreed: 2 InvalidMessage.
     let fx = fixture("produce_v0_bad_crc");
-    let response =
-        decode_response::<ProduceRequest>(0, fx.correlation_id, &response_bytes(&fx.name)).unwrap();
+    let response = decode_response::<ProduceRequest>(0, fx.correlation_id, &response_bytes(&fx.name)).unwrap();
     assert_eq!(response.topics[0].partitions[0].error_code, 2);
 }
 
@@ -1140,18 +897,12 @@ fn mixed_codecs_come_back_as_five_messages_in_one_snappy_wrapper() {
     let (topic, p) = only_partition(&response);
     let top: Vec<MessageAndOffset> = p.message_set.entries().collect::<Result<_, _>>().unwrap();
     assert_eq!(top.len(), 1);
-    assert_eq!(
-        (top[0].offset, top[0].message.compression().unwrap()),
-        (4, Compression::Snappy)
-    );
+    assert_eq!((top[0].offset, top[0].message.compression().unwrap()), (4, Compression::Snappy));
     let got = p.messages(topic, 0).unwrap();
     assert_eq!(offsets(&got.messages), [0, 1, 2, 3, 4]);
     assert_eq!(keys(&got.messages), ["m0", "m1", "m2", "m3", "m4"]);
     assert!(got.messages.iter().all(|m| !m.message.is_wrapper()));
-    assert_eq!(
-        got.messages[0].message.value.as_deref(),
-        Some(&b"plain-in-mixed"[..])
-    );
+    assert_eq!(got.messages[0].message.value.as_deref(), Some(&b"plain-in-mixed"[..]));
 }
 
 #[test]
@@ -1169,19 +920,13 @@ fn an_lz4_wrapper_with_the_standard_header_checksum_still_decompresses() {
     let got = set.decode(&DecodeOptions::default()).unwrap();
     assert_eq!(offsets(&got.messages), [0]);
     assert_eq!(got.messages[0].message.key.as_deref(), Some(&b"std-k0"[..]));
-    assert_eq!(
-        got.messages[0].message.value.as_deref(),
-        Some(&b"lz4 standard header checksum"[..])
-    );
+    assert_eq!(got.messages[0].message.value.as_deref(), Some(&b"lz4 standard header checksum"[..]));
 }
 
 #[test]
 fn every_wrapper_the_broker_stored_holds_absolute_offsets_ending_at_its_own() {
     let mut wrappers = 0;
-    for fx in index()
-        .iter()
-        .filter(|f| f.api_key == 1 && f.response.is_some())
-    {
+    for fx in index().iter().filter(|f| f.api_key == 1 && f.response.is_some()) {
         let (request, response) = fetch_fixture(&fx.name);
         for t in &response.topics {
             for p in &t.partitions {
@@ -1191,9 +936,7 @@ fn every_wrapper_the_broker_stored_holds_absolute_offsets_ending_at_its_own() {
                     .find(|rt| rt.topic == t.topic)
                     .and_then(|rt| rt.partitions.iter().find(|rp| rp.partition == p.partition))
                     .map(|rp| rp.fetch_offset)
-                    .unwrap_or_else(|| {
-                        panic!("{}: {}/{} was not asked for", fx.name, t.topic, p.partition)
-                    });
+                    .unwrap_or_else(|| panic!("{}: {}/{} was not asked for", fx.name, t.topic, p.partition));
                 let mut previous = None::<i64>;
                 let mut expanded = Vec::new();
                 for entry in p.message_set.entries() {
@@ -1204,8 +947,8 @@ fn every_wrapper_the_broker_stored_holds_absolute_offsets_ending_at_its_own() {
                         continue;
                     }
                     wrappers += 1;
-                    let inner = inner_entries(&entry)
-                        .unwrap_or_else(|e| panic!("{} wrapper@{}: {e}", fx.name, entry.offset));
+                    let inner =
+                        inner_entries(&entry).unwrap_or_else(|e| panic!("{} wrapper@{}: {e}", fx.name, entry.offset));
                     let inner_offsets = offsets(&inner);
                     let first = previous.map_or(inner_offsets[0], |o| o + 1);
                     let want: Vec<i64> = (first..=entry.offset).collect();
@@ -1214,24 +957,14 @@ fn every_wrapper_the_broker_stored_holds_absolute_offsets_ending_at_its_own() {
                         "{} wrapper@{}: absolute, consecutive, ending at the wrapper's offset",
                         fx.name, entry.offset
                     );
-                    assert!(
-                        inner.iter().all(|m| !m.message.is_wrapper()),
-                        "{}: nested wrapper",
-                        fx.name
-                    );
+                    assert!(inner.iter().all(|m| !m.message.is_wrapper()), "{}: nested wrapper", fx.name);
                     expanded.extend(inner_offsets);
                     previous = Some(entry.offset);
                 }
                 // The crate's own expansion agrees, minus what lies below the fetch offset.
                 if !p.message_set.is_empty() && fx.name != "fetch_v0_max_bytes_too_small" {
-                    let got = p
-                        .messages(&t.topic, fetch_offset)
-                        .unwrap_or_else(|e| panic!("{}: {e}", fx.name));
-                    let kept: Vec<i64> = expanded
-                        .iter()
-                        .copied()
-                        .filter(|&o| o >= fetch_offset)
-                        .collect();
+                    let got = p.messages(&t.topic, fetch_offset).unwrap_or_else(|e| panic!("{}: {e}", fx.name));
+                    let kept: Vec<i64> = expanded.iter().copied().filter(|&o| o >= fetch_offset).collect();
                     assert_eq!(offsets(&got.messages), kept, "{}", fx.name);
                     assert_eq!(got.skipped, expanded.len() - kept.len(), "{}", fx.name);
                 }
@@ -1269,56 +1002,27 @@ fn produced_inner_sets_survive_our_compression_and_wrapping() {
 
         // MessageSet::wrap, then back through MessageSet::decode.
         let wrapper = MessageSet::wrap(&inner, codec).unwrap();
-        assert_eq!(
-            (wrapper.offset, wrapper.message.key.as_ref()),
-            (2, None),
-            "{name}"
-        );
+        assert_eq!((wrapper.offset, wrapper.message.key.as_ref()), (2, None), "{name}");
         assert_eq!(wrapper.message.compression().unwrap(), codec, "{name}");
         let mut unwrapped = Vec::new();
-        compression::decompress(
-            codec,
-            wrapper.message.value.as_ref().unwrap(),
-            MAX_DECOMPRESSED,
-            &mut unwrapped,
-        )
-        .unwrap();
-        assert_eq!(
-            unwrapped, inner_raw,
-            "{name}: our wrapper holds the captured inner set byte for byte"
-        );
+        compression::decompress(codec, wrapper.message.value.as_ref().unwrap(), MAX_DECOMPRESSED, &mut unwrapped)
+            .unwrap();
+        assert_eq!(unwrapped, inner_raw, "{name}: our wrapper holds the captured inner set byte for byte");
         let rebuilt = MessageSet::encode(&[wrapper]).unwrap();
-        assert_eq!(
-            rebuilt.decode(&DecodeOptions::default()).unwrap().messages,
-            inner,
-            "{name}"
-        );
+        assert_eq!(rebuilt.decode(&DecodeOptions::default()).unwrap().messages, inner, "{name}");
         // Our compressed bytes may differ from the captured ones (another compressor), but both
         // wrappers decode to the same messages.
-        assert_eq!(
-            set.decode(&DecodeOptions::default()).unwrap().messages,
-            inner,
-            "{name}"
-        );
+        assert_eq!(set.decode(&DecodeOptions::default()).unwrap().messages, inner, "{name}");
     }
 }
 
 #[test]
 fn our_lz4_wrapper_starts_with_the_header_the_broker_accepted() {
     let request = produce_fixture("produce_v0_lz4_set1");
-    let captured = request.topics[0].partitions[0]
-        .message_set
-        .entries()
-        .next()
-        .unwrap()
-        .unwrap();
+    let captured = request.topics[0].partitions[0].message_set.entries().next().unwrap().unwrap();
     let captured_value = captured.message.value.as_ref().unwrap();
     const ACCEPTED: [u8; 7] = [0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x1a];
-    assert_eq!(
-        captured_value[..7],
-        ACCEPTED,
-        "the header of the frame the broker took (err 0)"
-    );
+    assert_eq!(captured_value[..7], ACCEPTED, "the header of the frame the broker took (err 0)");
     let inner = inner_entries(&captured).unwrap();
     let ours = MessageSet::wrap(&inner, Compression::Lz4).unwrap();
     assert_eq!(ours.message.value.as_ref().unwrap()[..7], ACCEPTED);
@@ -1333,10 +1037,7 @@ fn our_lz4_wrapper_starts_with_the_header_the_broker_accepted() {
 fn a_message_with_null_key_and_null_value_has_kafkas_crc() {
     let mut buf = BytesMut::new();
     Message::new(None, None).encode(&mut buf).unwrap();
-    assert_eq!(
-        buf[..],
-        [0xa7, 0xec, 0x68, 0x03, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]
-    );
+    assert_eq!(buf[..], [0xa7, 0xec, 0x68, 0x03, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
     let back = Message::decode(buf.freeze(), MessageLocation::default).unwrap();
     assert_eq!(back, Message::new(None, None));
 }

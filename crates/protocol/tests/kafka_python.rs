@@ -17,11 +17,10 @@ use gregor_protocol::compression::{self, Compression};
 use gregor_protocol::frame::{self, ApiKey, RequestHeader};
 use gregor_protocol::message::{DecodeOptions, Message, MessageAndOffset, MessageSet};
 use gregor_protocol::messages::{
-    AnyRequest, ConsumerMetadataRequest, ConsumerMetadataResponse, FetchRequest, FetchResponse,
-    MetadataRequest, MetadataResponse, OffsetCommitRequest, OffsetCommitResponse,
-    OffsetFetchRequest, OffsetFetchResponse, OffsetsRequest, OffsetsResponse, ProduceRequest,
-    ProduceResponse, TopicPartitions, DEFAULT_CONSUMER_ID, DEFAULT_GENERATION_ID,
-    DEFAULT_TIMESTAMP,
+    AnyRequest, ConsumerMetadataRequest, ConsumerMetadataResponse, FetchRequest, FetchResponse, MetadataRequest,
+    MetadataResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
+    OffsetsRequest, OffsetsResponse, ProduceRequest, ProduceResponse, TopicPartitions, DEFAULT_CONSUMER_ID,
+    DEFAULT_GENERATION_ID, DEFAULT_TIMESTAMP,
 };
 use gregor_protocol::{Encode, Error, Request};
 use serde_json::{json, Map, Value};
@@ -29,10 +28,8 @@ use serde_json::{json, Map, Value};
 /// Manifest keys that are deliberately not rendered from our value, with the reason. Their
 /// content is checked separately where it says something about our codec
 /// (see [`check_codec_info`]).
-const NOT_RENDERED: &[(&str, &str)] = &[(
-    "codec_info",
-    "describes kafka-python's compressor output; checked against ours in check_codec_info",
-)];
+const NOT_RENDERED: &[(&str, &str)] =
+    &[("codec_info", "describes kafka-python's compressor output; checked against ours in check_codec_info")];
 
 /// Far above any fixture; only guards against a corrupt size field.
 const MAX_FRAME: usize = 16 << 20;
@@ -58,15 +55,11 @@ fn manifest() -> Vec<Value> {
 }
 
 fn str_field<'a>(entry: &'a Value, key: &str) -> &'a str {
-    entry[key]
-        .as_str()
-        .unwrap_or_else(|| panic!("manifest entry {entry:.200}: {key} is not a string"))
+    entry[key].as_str().unwrap_or_else(|| panic!("manifest entry {entry:.200}: {key} is not a string"))
 }
 
 fn int_field(entry: &Value, key: &str) -> i64 {
-    entry[key]
-        .as_i64()
-        .unwrap_or_else(|| panic!("{}: manifest {key} is not an integer", entry["file"]))
+    entry[key].as_i64().unwrap_or_else(|| panic!("{}: manifest {key} is not an integer", entry["file"]))
 }
 
 fn hex(b: &[u8]) -> String {
@@ -75,10 +68,7 @@ fn hex(b: &[u8]) -> String {
 
 fn unhex(s: &str) -> Vec<u8> {
     assert!(s.len() % 2 == 0, "odd hex length");
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-        .collect()
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
 }
 
 /// Panics with the first differing byte when `ours` differs from `theirs`.
@@ -86,11 +76,7 @@ fn assert_same_bytes(file: &str, what: &str, ours: &[u8], theirs: &[u8]) {
     if ours == theirs {
         return;
     }
-    let at = ours
-        .iter()
-        .zip(theirs)
-        .position(|(a, b)| a != b)
-        .unwrap_or(ours.len().min(theirs.len()));
+    let at = ours.iter().zip(theirs).position(|(a, b)| a != b).unwrap_or(ours.len().min(theirs.len()));
     let show = |b: &[u8]| hex(&b[at.min(b.len())..(at + 16).min(b.len())]);
     panic!(
         "{file}: {what}: {} bytes ours vs {} bytes kafka-python, first difference at byte {at}: ours {}.. vs kafka-python {}..",
@@ -116,26 +102,18 @@ fn diff(path: &str, ours: &Value, theirs: &Value, out: &mut Vec<String>) {
                 }
                 match o.get(k) {
                     Some(ov) => diff(&p, ov, tv, out),
-                    None => out.push(format!(
-                        "{p}: in the manifest ({tv}) but not rendered from our value"
-                    )),
+                    None => out.push(format!("{p}: in the manifest ({tv}) but not rendered from our value")),
                 }
             }
             for (k, ov) in o {
                 if !t.contains_key(k) {
-                    out.push(format!(
-                        "{path}.{k}: rendered from our value ({ov}) but absent from the manifest"
-                    ));
+                    out.push(format!("{path}.{k}: rendered from our value ({ov}) but absent from the manifest"));
                 }
             }
         }
         (Value::Array(o), Value::Array(t)) => {
             if o.len() != t.len() {
-                out.push(format!(
-                    "{path}: {} elements ours vs {} in the manifest",
-                    o.len(),
-                    t.len()
-                ));
+                out.push(format!("{path}: {} elements ours vs {} in the manifest", o.len(), t.len()));
             }
             for (i, (ov, tv)) in o.iter().zip(t).enumerate() {
                 diff(&format!("{path}[{i}]"), ov, tv, out);
@@ -201,18 +179,12 @@ struct Ctx {
 
 impl Ctx {
     fn new(file: &str) -> Ctx {
-        Ctx {
-            file: file.to_owned(),
-            wrappers: Vec::new(),
-        }
+        Ctx { file: file.to_owned(), wrappers: Vec::new() }
     }
 
     /// The name the fixture script gives the inner set of wrapper `k` of `total`.
     fn inner_name(&self, k: usize, total: usize) -> String {
-        let stem = self
-            .file
-            .strip_suffix(".bin")
-            .expect("fixture names end in .bin");
+        let stem = self.file.strip_suffix(".bin").expect("fixture names end in .bin");
         if total == 1 {
             format!("{stem}.inner.bin")
         } else {
@@ -231,17 +203,10 @@ fn render_message(file: &str, offset: i64, m: &Message) -> Map<String, Value> {
     // CRC is that of the bytes and that magic is 0, so re-encoding gives them back (and the frame
     // re-encoding below is compared byte for byte with the file).
     let mut buf = BytesMut::new();
-    m.encode(&mut buf)
-        .unwrap_or_else(|e| panic!("{file}: encoding message at offset {offset}: {e}"));
-    assert_eq!(
-        buf.len(),
-        m.encoded_len(),
-        "{file}: encoded_len of message at offset {offset}"
-    );
+    m.encode(&mut buf).unwrap_or_else(|e| panic!("{file}: encoding message at offset {offset}: {e}"));
+    assert_eq!(buf.len(), m.encoded_len(), "{file}: encoded_len of message at offset {offset}");
     let crc = u32::from_be_bytes(buf[..4].try_into().expect("4 bytes"));
-    let codec = m
-        .compression()
-        .unwrap_or_else(|e| panic!("{file}: message at offset {offset}: {e}"));
+    let codec = m.compression().unwrap_or_else(|e| panic!("{file}: message at offset {offset}: {e}"));
     let v = json!({
         "offset": offset,
         "message_size": buf.len(),
@@ -252,9 +217,7 @@ fn render_message(file: &str, offset: i64, m: &Message) -> Map<String, Value> {
         "key_hex": opt_hex(m.key.as_ref()),
         "value_hex": opt_hex(m.value.as_ref()),
     });
-    let Value::Object(map) = v else {
-        unreachable!()
-    };
+    let Value::Object(map) = v else { unreachable!() };
     map
 }
 
@@ -270,19 +233,12 @@ fn render_set(set: &MessageSet, ctx: &mut Ctx, location: &str) -> Map<String, Va
     for entry in entries.by_ref() {
         let entry = entry.unwrap_or_else(|e| panic!("{file}: {location}: {e}"));
         let mut m = render_message(&file, entry.offset, &entry.message);
-        let codec = entry
-            .message
-            .compression()
-            .expect("checked by render_message");
+        let codec = entry.message.compression().expect("checked by render_message");
         if codec == Compression::None {
             flattened.push(entry.clone());
         } else {
             let where_ = format!("{location} {codec} wrapper at offset {}", entry.offset);
-            let compressed = entry
-                .message
-                .value
-                .clone()
-                .unwrap_or_else(|| panic!("{file}: {where_}: null value"));
+            let compressed = entry.message.value.clone().unwrap_or_else(|| panic!("{file}: {where_}: null value"));
             let mut raw = Vec::new();
             compression::decompress(codec, &compressed, MAX_DECOMPRESSED, &mut raw)
                 .unwrap_or_else(|e| panic!("{file}: {where_}: our {codec} decompress failed: {e}"));
@@ -297,10 +253,8 @@ fn render_set(set: &MessageSet, ctx: &mut Ctx, location: &str) -> Map<String, Va
                 0,
                 "{file}: {where_}: inner set ends in a partial entry"
             );
-            let rendered: Vec<Value> = inner
-                .iter()
-                .map(|e| Value::Object(render_message(&file, e.offset, &e.message)))
-                .collect();
+            let rendered: Vec<Value> =
+                inner.iter().map(|e| Value::Object(render_message(&file, e.offset, &e.message))).collect();
             m.insert("inner_file".into(), json!(ctx.wrappers.len())); // an index until every wrapper is known
             m.insert("inner_message_set_size".into(), json!(raw.len()));
             m.insert("inner".into(), Value::Array(rendered));
@@ -322,19 +276,14 @@ fn render_set(set: &MessageSet, ctx: &mut Ctx, location: &str) -> Map<String, Va
     // The full decoder must agree with the entry walk.
     match set.decode(&DecodeOptions::default()) {
         Ok(d) => {
-            assert_eq!(
-                d.messages, flattened,
-                "{file}: {location}: MessageSet::decode vs entries + decompress"
-            );
+            assert_eq!(d.messages, flattened, "{file}: {location}: MessageSet::decode vs entries + decompress");
             assert_eq!(
                 d.partial_trailing_bytes, partial,
                 "{file}: {location}: DecodedMessages::partial_trailing_bytes"
             );
             assert_eq!(d.skipped, 0, "{file}: {location}");
         }
-        Err(Error::MessageLargerThanFetch { fetched_bytes, .. })
-            if messages.is_empty() && partial == set.len() =>
-        {
+        Err(Error::MessageLargerThanFetch { fetched_bytes, .. }) if messages.is_empty() && partial == set.len() => {
             assert_eq!(fetched_bytes, set.len(), "{file}: {location}");
         }
         Err(e) => panic!("{file}: {location}: MessageSet::decode: {e}"),
@@ -353,10 +302,7 @@ fn name_inner_files(v: &mut Value, ctx: &Ctx) {
         Value::Object(m) => {
             if let Some(Value::Number(n)) = m.get("inner_file") {
                 let k = n.as_u64().expect("index") as usize;
-                m.insert(
-                    "inner_file".into(),
-                    json!(ctx.inner_name(k, ctx.wrappers.len())),
-                );
+                m.insert("inner_file".into(), json!(ctx.inner_name(k, ctx.wrappers.len())));
             }
             m.values_mut().for_each(|v| name_inner_files(v, ctx));
         }
@@ -369,11 +315,7 @@ fn topics<P>(ts: &[TopicPartitions<P>], mut partition: impl FnMut(&str, &P) -> V
     Value::Array(
         ts.iter()
             .map(|t| {
-                let partitions: Vec<Value> = t
-                    .partitions
-                    .iter()
-                    .map(|p| partition(&t.topic, p))
-                    .collect();
+                let partitions: Vec<Value> = t.partitions.iter().map(|p| partition(&t.topic, p)).collect();
                 json!({"topic": t.topic, "partitions": partitions})
             })
             .collect(),
@@ -417,11 +359,7 @@ fn render_request(req: &AnyRequest, version: i16, ctx: &mut Ctx) -> Value {
                     json!({"partition": p.partition, "offset": p.offset, "timestamp": p.timestamp, "metadata": p.metadata})
                 } else {
                     // v0 has no timestamp on the wire: the manifest has none, ours must be the default.
-                    assert_eq!(
-                        p.timestamp, DEFAULT_TIMESTAMP,
-                        "{file}: {t}/{}: v0 timestamp",
-                        p.partition
-                    );
+                    assert_eq!(p.timestamp, DEFAULT_TIMESTAMP, "{file}: {t}/{}: v0 timestamp", p.partition);
                     json!({"partition": p.partition, "offset": p.offset, "metadata": p.metadata})
                 }
             });
@@ -434,10 +372,7 @@ fn render_request(req: &AnyRequest, version: i16, ctx: &mut Ctx) -> Value {
                 })
             } else {
                 // Fields v0 lacks on the wire: the manifest has none, ours must be the defaults.
-                assert_eq!(
-                    r.group_generation_id, DEFAULT_GENERATION_ID,
-                    "{file}: v0 group_generation_id"
-                );
+                assert_eq!(r.group_generation_id, DEFAULT_GENERATION_ID, "{file}: v0 group_generation_id");
                 assert_eq!(r.consumer_id, DEFAULT_CONSUMER_ID, "{file}: v0 consumer_id");
                 json!({"consumer_group": r.group_id, "topics": parts})
             }
@@ -486,11 +421,8 @@ impl Render for OffsetsResponse {
 
 impl Render for MetadataResponse {
     fn render(&self, _: i16, _: &mut Ctx) -> Value {
-        let brokers: Vec<Value> = self
-            .brokers
-            .iter()
-            .map(|b| json!({"node_id": b.node_id, "host": b.host, "port": b.port}))
-            .collect();
+        let brokers: Vec<Value> =
+            self.brokers.iter().map(|b| json!({"node_id": b.node_id, "host": b.host, "port": b.port})).collect();
         let topics: Vec<Value> = self
             .topics
             .iter()
@@ -553,24 +485,15 @@ fn split_one(file: &str, bytes: &[u8], frame_size: i64) -> Bytes {
     let frame = frame::split_frame(&mut buf, MAX_FRAME)
         .unwrap_or_else(|e| panic!("{file}: split_frame: {e}"))
         .unwrap_or_else(|| panic!("{file}: split_frame found no whole frame"));
-    assert!(
-        buf.is_empty(),
-        "{file}: {} bytes after the frame",
-        buf.len()
-    );
-    assert_eq!(
-        frame.len() as i64,
-        frame_size,
-        "{file}: frame size vs manifest frame_size"
-    );
+    assert!(buf.is_empty(), "{file}: {} bytes after the frame", buf.len());
+    assert_eq!(frame.len() as i64, frame_size, "{file}: frame size vs manifest frame_size");
     frame
 }
 
 fn check_request(entry: &Value, bytes: &[u8], frame: Bytes) -> CheckedFrame {
     let file = str_field(entry, "file");
     let mut rest = frame;
-    let header = RequestHeader::decode(&mut rest)
-        .unwrap_or_else(|e| panic!("{file}: RequestHeader::decode: {e}"));
+    let header = RequestHeader::decode(&mut rest).unwrap_or_else(|e| panic!("{file}: RequestHeader::decode: {e}"));
     let ours_header = json!({
         "api_key": header.api_key.code(),
         "api_version": header.api_version,
@@ -586,8 +509,7 @@ fn check_request(entry: &Value, bytes: &[u8], frame: Bytes) -> CheckedFrame {
     assert_matches_manifest(file, "request header", &ours_header, &theirs_header);
 
     // AnyRequest::decode fails with TrailingBytes unless the body is used exactly.
-    let req = AnyRequest::decode(&header, rest)
-        .unwrap_or_else(|e| panic!("{file}: AnyRequest::decode: {e}"));
+    let req = AnyRequest::decode(&header, rest).unwrap_or_else(|e| panic!("{file}: AnyRequest::decode: {e}"));
     assert_eq!(req.api_key(), header.api_key, "{file}");
 
     let mut ctx = Ctx::new(file);
@@ -619,13 +541,9 @@ where
     let version = int_field(entry, "api_version") as i16;
     assert_eq!(int_field(entry, "api_key") as i16, R::KEY.code(), "{file}");
     // decode_response fails with TrailingBytes unless the frame is used exactly.
-    let (header, body) = frame::decode_response::<R>(version, frame)
-        .unwrap_or_else(|e| panic!("{file}: decode_response: {e}"));
-    assert_eq!(
-        i64::from(header.correlation_id),
-        int_field(entry, "correlation_id"),
-        "{file}: correlation_id"
-    );
+    let (header, body) =
+        frame::decode_response::<R>(version, frame).unwrap_or_else(|e| panic!("{file}: decode_response: {e}"));
+    assert_eq!(i64::from(header.correlation_id), int_field(entry, "correlation_id"), "{file}: correlation_id");
 
     let mut ctx = Ctx::new(file);
     let mut ours = body.render(version, &mut ctx);
@@ -637,9 +555,7 @@ where
         .unwrap_or_else(|e| panic!("{file}: encode_response: {e}"));
     assert_same_bytes(file, "re-encoded response frame", &out, bytes);
     // The body alone, through the Encode trait, is the frame minus size and correlation id.
-    let body_bytes = body
-        .to_bytes(version)
-        .unwrap_or_else(|e| panic!("{file}: to_bytes: {e}"));
+    let body_bytes = body.to_bytes(version).unwrap_or_else(|e| panic!("{file}: to_bytes: {e}"));
     assert_same_bytes(file, "re-encoded response body", &body_bytes, &bytes[8..]);
     CheckedFrame { ctx }
 }
@@ -653,9 +569,7 @@ fn check_response(entry: &Value, bytes: &[u8], frame: Bytes) -> CheckedFrame {
         ApiKey::Metadata => check_response_as::<MetadataRequest>(entry, bytes, frame),
         ApiKey::OffsetCommit => check_response_as::<OffsetCommitRequest>(entry, bytes, frame),
         ApiKey::OffsetFetch => check_response_as::<OffsetFetchRequest>(entry, bytes, frame),
-        ApiKey::ConsumerMetadata => {
-            check_response_as::<ConsumerMetadataRequest>(entry, bytes, frame)
-        }
+        ApiKey::ConsumerMetadata => check_response_as::<ConsumerMetadataRequest>(entry, bytes, frame),
         other => panic!("{file}: no response type for {other}"),
     }
 }
@@ -691,23 +605,15 @@ fn each_entry<T>(entries: &[&Value], mut check: impl FnMut(&Value) -> T) -> Vec<
             }
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} fixture(s) failed:\n{}",
-        failures.len(),
-        entries.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{} of {} fixture(s) failed:\n{}", failures.len(), entries.len(), failures.join("\n"));
     done
 }
 
 /// Every frame of the manifest, checked, by file name.
 fn check_all_frames() -> BTreeMap<String, CheckedFrame> {
     let manifest = manifest();
-    let frames: Vec<&Value> = manifest
-        .iter()
-        .filter(|e| matches!(e["kind"].as_str(), Some("request" | "response")))
-        .collect();
+    let frames: Vec<&Value> =
+        manifest.iter().filter(|e| matches!(e["kind"].as_str(), Some("request" | "response"))).collect();
     each_entry(&frames, check_frame).into_iter().collect()
 }
 
@@ -717,14 +623,7 @@ fn check_all_frames() -> BTreeMap<String, CheckedFrame> {
 
 /// Our compressor's block layout against what the manifest says kafka-python's emitted, where the
 /// two are meant to agree (same block sizes); the exact compressed bytes are not expected to.
-fn check_codec_info(
-    file: &str,
-    codec: Compression,
-    info: &Value,
-    ours: &[u8],
-    theirs: &[u8],
-    raw: &[u8],
-) {
+fn check_codec_info(file: &str, codec: Compression, info: &Value, ours: &[u8], theirs: &[u8], raw: &[u8]) {
     match codec {
         Compression::Gzip => {
             // kafka-python's trailer describes the inner set we decompressed.
@@ -733,42 +632,25 @@ fn check_codec_info(
                 Some(u64::from(crc32fast::hash(raw))),
                 "{file}: gzip trailer crc32"
             );
-            assert_eq!(
-                info["trailer_isize"].as_u64(),
-                Some(raw.len() as u64),
-                "{file}: gzip trailer isize"
-            );
-            assert_eq!(
-                info["header_hex"].as_str(),
-                Some(hex(&theirs[..10]).as_str()),
-                "{file}: gzip header"
-            );
+            assert_eq!(info["trailer_isize"].as_u64(), Some(raw.len() as u64), "{file}: gzip trailer isize");
+            assert_eq!(info["header_hex"].as_str(), Some(hex(&theirs[..10]).as_str()), "{file}: gzip header");
             // Ours and kafka-python's headers agree but for XFL (byte 8): kafka-python writes 2
             // (compresslevel 9), ours 0 like Java's GZIPOutputStream. MTIME is 0 in both (the
             // fixture script pins kafka-python's clock).
             assert_same_bytes(file, "gzip header bytes 0..8", &ours[..8], &theirs[..8]);
             assert_eq!(ours[9], theirs[9], "{file}: gzip OS byte");
-            assert_eq!(
-                info["xfl"].as_u64(),
-                Some(u64::from(theirs[8])),
-                "{file}: gzip xfl"
-            );
+            assert_eq!(info["xfl"].as_u64(), Some(u64::from(theirs[8])), "{file}: gzip xfl");
             assert_eq!(ours[8], 0, "{file}: our gzip XFL");
         }
         Compression::Snappy => {
-            assert_eq!(
-                info["xerial_header_hex"].as_str(),
-                Some(hex(&theirs[..16]).as_str()),
-                "{file}"
-            );
+            assert_eq!(info["xerial_header_hex"].as_str(), Some(hex(&theirs[..16]).as_str()), "{file}");
             // Same 32 KiB xerial blocks: same number of blocks, same uncompressed sizes.
             let mut ours_blocks = Vec::new();
             let mut rest = &ours[16..];
             while !rest.is_empty() {
                 let n = i32::from_be_bytes(rest[..4].try_into().expect("4")) as usize;
                 let block = &rest[4..4 + n];
-                ours_blocks
-                    .push(snap::raw::decompress_len(block).expect("our snappy block has a length"));
+                ours_blocks.push(snap::raw::decompress_len(block).expect("our snappy block has a length"));
                 rest = &rest[4 + n..];
             }
             let theirs_blocks: Vec<usize> = info["blocks"]
@@ -777,10 +659,7 @@ fn check_codec_info(
                 .iter()
                 .map(|b| b["uncompressed_size"].as_u64().expect("size") as usize)
                 .collect();
-            assert_eq!(
-                ours_blocks, theirs_blocks,
-                "{file}: xerial block uncompressed sizes, ours vs kafka-python"
-            );
+            assert_eq!(ours_blocks, theirs_blocks, "{file}: xerial block uncompressed sizes, ours vs kafka-python");
         }
         Compression::Lz4 => {
             assert_eq!(info["magic_hex"].as_str(), Some("04224d18"), "{file}");
@@ -808,10 +687,7 @@ fn check_codec_info(
                 .iter()
                 .map(|b| b["uncompressed"].as_bool().expect("flag"))
                 .collect();
-            assert_eq!(
-                ours_blocks, theirs_blocks,
-                "{file}: lz4 blocks (stored uncompressed?), ours vs kafka-python"
-            );
+            assert_eq!(ours_blocks, theirs_blocks, "{file}: lz4 blocks (stored uncompressed?), ours vs kafka-python");
         }
         Compression::None => unreachable!(),
     }
@@ -822,12 +698,7 @@ fn check_inner(entry: &Value, wrapper: &Wrapper, wrapper_json: &Value) {
     let file = str_field(entry, "file");
     let inner_bin = read(file);
     let codec = wrapper.codec;
-    assert_eq!(
-        str_field(entry, "codec"),
-        codec.name(),
-        "{file}: codec of {}",
-        wrapper.location
-    );
+    assert_eq!(str_field(entry, "codec"), codec.name(), "{file}: codec of {}", wrapper.location);
     assert_eq!(codec.attribute_bits(), wrapper.attributes, "{file}");
     assert_eq!(
         unhex(str_field(entry, "compressed_hex")),
@@ -837,33 +708,16 @@ fn check_inner(entry: &Value, wrapper: &Wrapper, wrapper_json: &Value) {
 
     // The manifest's value of the inner set, from our entry walk over the .inner.bin bytes.
     let mut ctx = Ctx::new(file);
-    let ours = Value::Object(render_set(
-        &MessageSet::from_bytes(Bytes::from(inner_bin.clone())),
-        &mut ctx,
-        "inner set",
-    ));
-    assert!(
-        ctx.wrappers.is_empty(),
-        "{file}: a wrapper inside an inner set"
-    );
+    let ours =
+        Value::Object(render_set(&MessageSet::from_bytes(Bytes::from(inner_bin.clone())), &mut ctx, "inner set"));
+    assert!(ctx.wrappers.is_empty(), "{file}: a wrapper inside an inner set");
     assert_matches_manifest(file, "inner message set", &ours, &entry["value"]);
 
     // Decompressing the parent's wrapper with our codec gives exactly the .inner.bin bytes.
-    assert_same_bytes(
-        file,
-        &format!("our {codec} decompression of {}", wrapper.location),
-        &wrapper.raw,
-        &inner_bin,
-    );
+    assert_same_bytes(file, &format!("our {codec} decompression of {}", wrapper.location), &wrapper.raw, &inner_bin);
     // Our MessageSet::encode of the decoded inner messages gives exactly the same bytes.
-    let set = MessageSet::encode(&wrapper.inner)
-        .unwrap_or_else(|e| panic!("{file}: MessageSet::encode: {e}"));
-    assert_same_bytes(
-        file,
-        "our MessageSet::encode of the inner messages",
-        set.as_bytes(),
-        &inner_bin,
-    );
+    let set = MessageSet::encode(&wrapper.inner).unwrap_or_else(|e| panic!("{file}: MessageSet::encode: {e}"));
+    assert_same_bytes(file, "our MessageSet::encode of the inner messages", set.as_bytes(), &inner_bin);
 
     // Our compressor round-trips through our decompressor.
     let mut ours_c = Vec::new();
@@ -872,52 +726,21 @@ fn check_inner(entry: &Value, wrapper: &Wrapper, wrapper_json: &Value) {
     let mut back = Vec::new();
     compression::decompress(codec, &ours_c, inner_bin.len(), &mut back)
         .unwrap_or_else(|e| panic!("{file}: our {codec} decompress: {e}"));
-    assert_same_bytes(
-        file,
-        &format!("{codec} round trip through our codec"),
-        &back,
-        &inner_bin,
-    );
+    assert_same_bytes(file, &format!("{codec} round trip through our codec"), &back, &inner_bin);
     match codec {
         Compression::Lz4 => {
-            assert_eq!(
-                hex(&ours_c[..7]),
-                "04224d1860401a",
-                "{file}: our lz4 frame header"
-            );
-            assert_same_bytes(
-                file,
-                "lz4 frame header (magic, FLG, BD, HC)",
-                &ours_c[..7],
-                &wrapper.compressed[..7],
-            );
+            assert_eq!(hex(&ours_c[..7]), "04224d1860401a", "{file}: our lz4 frame header");
+            assert_same_bytes(file, "lz4 frame header (magic, FLG, BD, HC)", &ours_c[..7], &wrapper.compressed[..7]);
         }
-        Compression::Snappy => assert_same_bytes(
-            file,
-            "xerial header",
-            &ours_c[..16],
-            &wrapper.compressed[..16],
-        ),
+        Compression::Snappy => assert_same_bytes(file, "xerial header", &ours_c[..16], &wrapper.compressed[..16]),
         _ => {}
     }
-    check_codec_info(
-        file,
-        codec,
-        &wrapper_json["codec_info"],
-        &ours_c,
-        &wrapper.compressed,
-        &inner_bin,
-    );
+    check_codec_info(file, codec, &wrapper_json["codec_info"], &ours_c, &wrapper.compressed, &inner_bin);
 
     // MessageSet::wrap of the same inner messages: a wrapper like kafka-python's (offset = last
     // inner offset, null key, same attributes) that expands back to them.
-    let wrapped = MessageSet::wrap(&wrapper.inner, codec)
-        .unwrap_or_else(|e| panic!("{file}: MessageSet::wrap: {e}"));
-    assert_eq!(
-        wrapped.offset,
-        wrapper.inner.last().expect("inner messages").offset,
-        "{file}: wrap offset"
-    );
+    let wrapped = MessageSet::wrap(&wrapper.inner, codec).unwrap_or_else(|e| panic!("{file}: MessageSet::wrap: {e}"));
+    assert_eq!(wrapped.offset, wrapper.inner.last().expect("inner messages").offset, "{file}: wrap offset");
     assert_eq!(wrapped.message.key, None, "{file}");
     assert_eq!(wrapped.message.attributes, wrapper.attributes, "{file}");
     let d = MessageSet::encode(&[wrapped])
@@ -942,10 +765,7 @@ fn find_wrapper_json<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
 
 #[test]
 fn manifest_lists_every_fixture_file_once() {
-    let listed: Vec<String> = manifest()
-        .iter()
-        .map(|e| str_field(e, "file").to_owned())
-        .collect();
+    let listed: Vec<String> = manifest().iter().map(|e| str_field(e, "file").to_owned()).collect();
     let unique: BTreeSet<&String> = listed.iter().collect();
     assert_eq!(unique.len(), listed.len(), "duplicate manifest entries");
     let mut sorted = listed.clone();
@@ -953,19 +773,10 @@ fn manifest_lists_every_fixture_file_once() {
     assert_eq!(listed, sorted, "manifest is sorted by file");
     let on_disk: BTreeSet<String> = std::fs::read_dir(dir())
         .expect("fixture dir")
-        .map(|e| {
-            e.expect("dir entry")
-                .file_name()
-                .into_string()
-                .expect("utf-8 name")
-        })
+        .map(|e| e.expect("dir entry").file_name().into_string().expect("utf-8 name"))
         .filter(|n| n != "manifest.json")
         .collect();
-    assert_eq!(
-        unique.into_iter().cloned().collect::<BTreeSet<_>>(),
-        on_disk,
-        "manifest entries vs files on disk"
-    );
+    assert_eq!(unique.into_iter().cloned().collect::<BTreeSet<_>>(), on_disk, "manifest entries vs files on disk");
     assert!(listed.len() >= 40, "only {} fixtures", listed.len());
 }
 
@@ -975,27 +786,12 @@ fn every_frame_decodes_matches_the_manifest_and_re_encodes_byte_for_byte() {
     let kinds: BTreeSet<(i16, &str)> = manifest()
         .iter()
         .filter(|e| e["kind"] != "inner_message_set")
-        .map(|e| {
-            (
-                int_field(e, "api_key") as i16,
-                if e["kind"] == "request" {
-                    "request"
-                } else {
-                    "response"
-                },
-            )
-        })
+        .map(|e| (int_field(e, "api_key") as i16, if e["kind"] == "request" { "request" } else { "response" }))
         .collect();
     // Every client API of 0.8.2, both directions.
     for key in [0, 1, 2, 3, 8, 9, 10] {
-        assert!(
-            kinds.contains(&(key, "request")),
-            "no request fixture for api key {key}"
-        );
-        assert!(
-            kinds.contains(&(key, "response")),
-            "no response fixture for api key {key}"
-        );
+        assert!(kinds.contains(&(key, "request")), "no request fixture for api key {key}");
+        assert!(kinds.contains(&(key, "response")), "no response fixture for api key {key}");
     }
     assert!(checked.len() >= 35, "only {} frames checked", checked.len());
 }
@@ -1004,39 +800,25 @@ fn every_frame_decodes_matches_the_manifest_and_re_encodes_byte_for_byte() {
 fn inner_message_sets_match_and_our_codecs_agree_with_kafka_python() {
     let frames = check_all_frames();
     let manifest = manifest();
-    let by_file: BTreeMap<&str, &Value> =
-        manifest.iter().map(|e| (str_field(e, "file"), e)).collect();
-    let inners: Vec<&Value> = manifest
-        .iter()
-        .filter(|e| e["kind"] == "inner_message_set")
-        .collect();
+    let by_file: BTreeMap<&str, &Value> = manifest.iter().map(|e| (str_field(e, "file"), e)).collect();
+    let inners: Vec<&Value> = manifest.iter().filter(|e| e["kind"] == "inner_message_set").collect();
     let checked_inners = each_entry(&inners, |entry| {
         let file = str_field(entry, "file");
         let parent = str_field(entry, "parent");
-        let checked = frames
-            .get(parent)
-            .unwrap_or_else(|| panic!("{file}: parent {parent} is not a checked frame"));
+        let checked = frames.get(parent).unwrap_or_else(|| panic!("{file}: parent {parent} is not a checked frame"));
         let total = checked.ctx.wrappers.len();
-        let k = (0..total)
-            .find(|&k| checked.ctx.inner_name(k, total) == file)
-            .unwrap_or_else(|| panic!("{file}: none of the {total} wrappers we decoded in {parent} has this inner file"));
+        let k = (0..total).find(|&k| checked.ctx.inner_name(k, total) == file).unwrap_or_else(|| {
+            panic!("{file}: none of the {total} wrappers we decoded in {parent} has this inner file")
+        });
         let wrapper_json = find_wrapper_json(&by_file[parent]["value"], file)
             .unwrap_or_else(|| panic!("{file}: no wrapper in {parent}'s manifest value names it"));
-        assert_eq!(
-            int_field(wrapper_json, "offset"),
-            checked.ctx.wrappers[k].offset,
-            "{file}: wrapper offset"
-        );
+        assert_eq!(int_field(wrapper_json, "offset"), checked.ctx.wrappers[k].offset, "{file}: wrapper offset");
         check_inner(entry, &checked.ctx.wrappers[k], wrapper_json);
         checked.ctx.wrappers[k].codec.name()
     });
     let seen: BTreeSet<&str> = checked_inners.iter().map(|(f, _)| f.as_str()).collect();
     let codecs: BTreeSet<&str> = checked_inners.iter().map(|(_, c)| *c).collect();
-    assert!(
-        seen.len() >= 12,
-        "only {} inner message sets checked",
-        seen.len()
-    );
+    assert!(seen.len() >= 12, "only {} inner message sets checked", seen.len());
     // Every wrapper we met has its inner set in the manifest.
     for (parent, checked) in &frames {
         let total = checked.ctx.wrappers.len();
@@ -1049,10 +831,7 @@ fn inner_message_sets_match_and_our_codecs_agree_with_kafka_python() {
             );
         }
     }
-    assert_eq!(
-        codecs.into_iter().collect::<Vec<_>>(),
-        ["gzip", "lz4", "snappy"]
-    );
+    assert_eq!(codecs.into_iter().collect::<Vec<_>>(), ["gzip", "lz4", "snappy"]);
 }
 
 /// The raw bytes of the message at `index` of a message set (walking offset/size headers).
@@ -1086,29 +865,17 @@ fn null_key_null_value_message_has_crc_a7ec6803_and_matches_message_new_none_non
     let entries: Vec<MessageAndOffset> = part.message_set.entries().map(Result::unwrap).collect();
     let null = &entries[1];
     assert_eq!(null.offset, 1);
-    assert_eq!(
-        null.message,
-        Message::new(None, None),
-        "{file}: topic-a/0 offset 1"
-    );
+    assert_eq!(null.message, Message::new(None, None), "{file}: topic-a/0 offset 1");
 
     // kafka-python's 14 bytes, straight from the file.
     let theirs = raw_message(part.message_set.as_bytes(), 1);
     assert_eq!(theirs.len(), 14);
-    assert_eq!(
-        hex(&theirs[..4]),
-        "a7ec6803",
-        "{file}: CRC of the null-key, null-value message"
-    );
+    assert_eq!(hex(&theirs[..4]), "a7ec6803", "{file}: CRC of the null-key, null-value message");
     assert_eq!(hex(theirs), "a7ec68030000ffffffffffffffff");
 
     let mut ours = BytesMut::new();
     Message::new(None, None).encode(&mut ours).unwrap();
-    assert_eq!(
-        &ours[..],
-        theirs,
-        "Message::new(None, None) vs kafka-python"
-    );
+    assert_eq!(&ours[..], theirs, "Message::new(None, None) vs kafka-python");
     assert_eq!(Message::new(None, None).encoded_len(), 14);
 }
 
@@ -1117,9 +884,7 @@ fn fetch_response(file: &str) -> FetchResponse {
     let mut buf = BytesMut::from(&bytes[..]);
     let frame = frame::split_frame(&mut buf, MAX_FRAME).unwrap().unwrap();
     assert!(buf.is_empty());
-    frame::decode_response::<FetchRequest>(0, frame)
-        .unwrap_or_else(|e| panic!("{file}: {e}"))
-        .1
+    frame::decode_response::<FetchRequest>(0, frame).unwrap_or_else(|e| panic!("{file}: {e}")).1
 }
 
 #[test]
@@ -1132,16 +897,10 @@ fn partial_fetch_responses_drop_the_cut_entry_or_report_message_larger_than_fetc
     let p0 = &topic.partitions[0];
     assert_eq!(p0.partition, 0);
     let d = p0.messages("topic-a", 0).unwrap();
-    assert_eq!(
-        d.messages.iter().map(|m| m.offset).collect::<Vec<_>>(),
-        [0, 1]
-    );
+    assert_eq!(d.messages.iter().map(|m| m.offset).collect::<Vec<_>>(), [0, 1]);
     assert_eq!(
         d.messages[0].message,
-        Message::new(
-            Some(Bytes::from_static(b"key-0")),
-            Some(Bytes::from_static(b"value-0"))
-        )
+        Message::new(Some(Bytes::from_static(b"key-0")), Some(Bytes::from_static(b"value-0")))
     );
     assert_eq!(d.partial_trailing_bytes, 40);
     assert_eq!(d.skipped, 0);
@@ -1155,20 +914,14 @@ fn partial_fetch_responses_drop_the_cut_entry_or_report_message_larger_than_fetc
     assert_eq!(p1.partition, 1);
     assert_eq!(p1.message_set.len(), 1024);
     match p1.messages("topic-a", 0) {
-        Err(Error::MessageLargerThanFetch {
-            location,
-            entry_size,
-            fetched_bytes,
-        }) => {
+        Err(Error::MessageLargerThanFetch { location, entry_size, fetched_bytes }) => {
             assert_eq!(location.topic.as_deref(), Some("topic-a"));
             assert_eq!(location.partition, Some(1));
             assert_eq!(location.offset, 0);
             assert_eq!(entry_size, Some(5029));
             assert_eq!(fetched_bytes, 1024);
         }
-        other => panic!(
-            "fetch_v0_partial.resp.bin partition 1: expected MessageLargerThanFetch, got {other:?}"
-        ),
+        other => panic!("fetch_v0_partial.resp.bin partition 1: expected MessageLargerThanFetch, got {other:?}"),
     }
     let mut entries = p1.message_set.entries();
     assert_eq!(entries.by_ref().count(), 0);
@@ -1197,25 +950,13 @@ fn compressed_fetch_responses_read_from_offset_4_drop_inner_offset_3() {
         let top: Vec<MessageAndOffset> = p.message_set.entries().map(Result::unwrap).collect();
         assert_eq!(top.len(), 1, "{file}");
         assert_eq!(top[0].offset, 5, "{file}");
-        assert_eq!(
-            top[0].message.compression().unwrap().name(),
-            codec,
-            "{file}"
-        );
+        assert_eq!(top[0].message.compression().unwrap().name(), codec, "{file}");
 
         let all = p.messages(&topic.topic, 0).unwrap();
-        assert_eq!(
-            all.messages.iter().map(|m| m.offset).collect::<Vec<_>>(),
-            [3, 4, 5],
-            "{file}"
-        );
+        assert_eq!(all.messages.iter().map(|m| m.offset).collect::<Vec<_>>(), [3, 4, 5], "{file}");
 
         let d = p.messages(&topic.topic, 4).unwrap();
-        assert_eq!(
-            d.messages.iter().map(|m| m.offset).collect::<Vec<_>>(),
-            [4, 5],
-            "{file}"
-        );
+        assert_eq!(d.messages.iter().map(|m| m.offset).collect::<Vec<_>>(), [4, 5], "{file}");
         assert_eq!(d.messages, all.messages[1..], "{file}");
         assert_eq!(d.skipped, 1, "{file}");
         assert_eq!(d.partial_trailing_bytes, 0, "{file}");
@@ -1228,15 +969,9 @@ fn compressed_fetch_responses_read_from_offset_4_drop_inner_offset_3() {
     let topic = &resp.topics[0];
     let p = &topic.partitions[0];
     let all = p.messages(&topic.topic, 0).unwrap();
-    assert_eq!(
-        all.messages.iter().map(|m| m.offset).collect::<Vec<_>>(),
-        (0..10).collect::<Vec<i64>>()
-    );
+    assert_eq!(all.messages.iter().map(|m| m.offset).collect::<Vec<_>>(), (0..10).collect::<Vec<i64>>());
     let d = p.messages(&topic.topic, 4).unwrap();
-    assert_eq!(
-        d.messages.iter().map(|m| m.offset).collect::<Vec<_>>(),
-        (4..10).collect::<Vec<i64>>()
-    );
+    assert_eq!(d.messages.iter().map(|m| m.offset).collect::<Vec<_>>(), (4..10).collect::<Vec<i64>>());
     assert_eq!(d.skipped, 4);
     assert_eq!(d.next_offset(), Some(10));
 }

@@ -113,10 +113,7 @@ fn stop_then_restart_on_the_same_port_and_data() {
 
 #[test]
 fn missing_java_is_reported_with_the_install_command() {
-    let e = ZooKeeperServer::builder()
-        .java("/nonexistent/bin/java")
-        .start()
-        .unwrap_err();
+    let e = ZooKeeperServer::builder().java("/nonexistent/bin/java").start().unwrap_err();
     assert!(e.is_not_installed());
     let text = e.to_string();
     assert!(text.contains("apt-get install"), "{text}");
@@ -169,10 +166,7 @@ async fn proxy_forwards_four_letter_words_to_zookeeper() {
     assert!(proxy.addr().ip().is_loopback());
     assert_ne!(proxy.addr(), zk.addr());
     let addr = proxy.addr();
-    let answer = tokio::task::spawn_blocking(move || raw_four_letter_word(addr, "ruok"))
-        .await
-        .unwrap()
-        .unwrap();
+    let answer = tokio::task::spawn_blocking(move || raw_four_letter_word(addr, "ruok")).await.unwrap().unwrap();
     assert_eq!(answer, "imok");
     assert_eq!(proxy.accepted_count(), 1);
 }
