@@ -559,3 +559,43 @@ async fn every_znode_the_cluster_writes_has_kafkas_exact_json() {
     let r = conn.call(0, &produce("j", 0, 1, vec![msg(None, &"y".repeat(2100))], Compression::None)).await;
     assert_eq!(r.topics[0].partitions[0].error_code, 10);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_broker_keeps_its_registration_until_its_session_expires() {
+    let Some(zkc) = chroot("crash") else { return };
+    let c = gregor_testkit::FakeCluster::builder(zkc)
+        .brokers(3)
+        .configure(|cfg| {
+            cfg.zookeeper_session_timeout = Duration::from_secs(2);
+            cfg.replica_lag_time_max = Duration::from_secs(30);
+        })
+        .start()
+        .await
+        .unwrap();
+    c.create_topic_with("k", BTreeMap::from([(0, vec![2, 0]), (1, vec![1, 2])]), BTreeMap::new()).await.unwrap();
+    let crashed_at = Instant::now();
+    c.crash_broker(2).await.unwrap();
+    // like kill -9 within the session timeout: still registered, still the leader of k/0,
+    // and an acks=-1 produce to k/1 (ISR [1, 2]) times out with the message kept
+    assert!(c.zk().exists(&paths::broker(2)).await.unwrap().is_some());
+    let mut conn = Conn::open(c.broker_addr(1).unwrap()).await;
+    let md = conn.call(0, &metadata(&["k"])).await;
+    assert_eq!(md.brokers.len(), 3, "the crashed broker is still listed");
+    let mut req = produce("k", 1, -1, vec![msg(None, "while-crashed")], Compression::None);
+    req.timeout = 500;
+    let r = conn.call(0, &req).await;
+    assert_eq!((r.topics[0].partitions[0].error_code, r.topics[0].partitions[0].offset), (7, 0));
+    // once the session expires, the controller moves k/0 and shrinks k/1's ISR
+    let state = wait_for_state(c.zk(), "k", 0, |s| s.leader == 0).await;
+    assert!(crashed_at.elapsed() >= Duration::from_millis(1500), "moved after {:?}", crashed_at.elapsed());
+    assert_eq!(state.isr, [0]);
+    assert_eq!(wait_for_state(c.zk(), "k", 1, |s| s.isr == [1]).await.leader, 1);
+    assert!(c.zk().exists(&paths::broker(2)).await.unwrap().is_none());
+    // it comes back
+    c.restart_broker(2).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !c.partition_info("k", 1).unwrap().2.contains(&2) {
+        assert!(Instant::now() < deadline, "the restarted broker never rejoined k/1's ISR");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -156,7 +156,7 @@ async fn on_brokers(shared: &Shared, zk: &ZkClient, ids: Vec<String>) {
         let unclean = true;
         let mut changed = Vec::new();
         let State { topics, brokers, .. } = &mut *st;
-        let is_live = |b: &i32| brokers.get(b).is_some_and(|s| s.registered && s.running);
+        let is_live = |b: &i32| brokers.get(b).is_some_and(|s| s.registered);
         for (name, topic) in topics.iter_mut() {
             for (&pid, p) in topic.partitions.iter_mut() {
                 for r in &returning {

@@ -165,6 +165,7 @@ impl FakeClusterBuilder {
             admin,
             zookeeper: self.zookeeper.clone(),
             brokers: Mutex::new(BTreeMap::new()),
+            crashed: Mutex::new(Vec::new()),
             shutdown,
             tasks: Mutex::new(tasks),
         };
@@ -199,6 +200,8 @@ impl FakeClusterBuilder {
 #[derive(Debug)]
 struct BrokerRuntime {
     zk: ZkClient,
+    /// The broker's own path to ZooKeeper, so a crash can silence its session.
+    zk_proxy: Option<crate::proxy::TcpProxy>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -211,8 +214,22 @@ pub struct FakeCluster {
     admin: ZkClient,
     zookeeper: String,
     brokers: Mutex<BTreeMap<i32, BrokerRuntime>>,
+    /// Crashed brokers whose ZooKeeper sessions are left to expire.
+    crashed: Mutex<Vec<BrokerRuntime>>,
     shutdown: watch::Sender<bool>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// `host:port` and `/chroot` of a single-server connect string, for routing a broker's session
+/// through a proxy.
+fn single_server(connect: &str) -> Option<(SocketAddr, &str)> {
+    let (hosts, chroot) = connect.find('/').map_or((connect, ""), |i| connect.split_at(i));
+    if hosts.contains(',') {
+        return None;
+    }
+    use std::net::ToSocketAddrs;
+    let addr = hosts.to_socket_addrs().ok()?.next()?;
+    Some((addr, chroot))
 }
 
 impl FakeCluster {
@@ -240,7 +257,17 @@ impl FakeCluster {
     async fn launch(&self, id: i32, listener: TcpListener) -> Result<(), Error> {
         let cfg = &self.shared.config;
         let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
-        let zk = ZkClient::connect(&self.zookeeper, cfg.zookeeper_session_timeout).await?;
+        // each broker reaches ZooKeeper through its own proxy, so that a crash can stop its
+        // heartbeats and let the session expire as a kill -9 does
+        let zk_proxy = match single_server(&self.zookeeper) {
+            Some((addr, _)) => crate::proxy::TcpProxy::start(addr).await.ok(),
+            None => None,
+        };
+        let connect = match (&zk_proxy, single_server(&self.zookeeper)) {
+            (Some(p), Some((_, chroot))) => format!("{}{chroot}", p.addr()),
+            _ => self.zookeeper.clone(),
+        };
+        let zk = ZkClient::connect(&connect, cfg.zookeeper_session_timeout).await?;
         let (shutdown, rx) = watch::channel(false);
         let ctx = BrokerCtx { id, shared: self.shared.clone(), zk: zk.clone() };
         {
@@ -252,9 +279,20 @@ impl FakeCluster {
         }
         let mut tasks = vec![tokio::spawn(server::serve(listener, ctx.clone(), rx.clone()))];
         let reg = BrokerRegistration::new(&cfg.host, i32::from(port), controller::now_ms());
-        zk.create_all(&paths::broker(id), &reg.to_json(), CreateMode::Ephemeral).await?;
+        // after a crash the old session's registration lingers until it expires; Kafka's
+        // broker waits for it to go, and so does this one
+        let deadline = tokio::time::Instant::now() + cfg.zookeeper_session_timeout * 3;
+        loop {
+            match zk.create_all(&paths::broker(id), &reg.to_json(), CreateMode::Ephemeral).await {
+                Ok(_) => break,
+                Err(gregor_zk::Error::NodeExists { .. }) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
         tasks.push(tokio::spawn(controller::run_election(ctx, self.admin.clone(), rx)));
-        self.lock_brokers().insert(id, BrokerRuntime { zk, shutdown, tasks });
+        self.lock_brokers().insert(id, BrokerRuntime { zk, zk_proxy, shutdown, tasks });
         Ok(())
     }
 
@@ -408,6 +446,39 @@ impl FakeCluster {
         Ok(())
     }
 
+    /// Crashes a broker as `kill -9` would: it stops serving at once, but its ZooKeeper session
+    /// is not closed, so its registration stays until the session expires
+    /// (`zookeeper.session.timeout.ms`, 6 s by default) and only then does the controller move
+    /// its partitions. Meanwhile Metadata still names it and acks=-1 requests wait on it. Use
+    /// [`FakeCluster::kill_broker`] for a clean shutdown. Needs a single-server ZooKeeper
+    /// connect string (it falls back to a clean kill otherwise).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Invalid`] for an unknown or already dead broker.
+    pub async fn crash_broker(&self, id: i32) -> Result<(), Error> {
+        let runtime =
+            self.lock_brokers().remove(&id).ok_or_else(|| Error::Invalid(format!("broker {id} is not running")))?;
+        let Some(proxy) = runtime.zk_proxy.as_ref() else {
+            self.lock_brokers().insert(id, runtime);
+            return self.kill_broker(id).await;
+        };
+        proxy.stall();
+        let _ = runtime.shutdown.send(true);
+        for t in &runtime.tasks {
+            t.abort();
+        }
+        {
+            let mut st = self.shared.state();
+            if let Some(b) = st.brokers.get_mut(&id) {
+                b.running = false;
+            }
+        }
+        self.crashed.lock().unwrap_or_else(|p| p.into_inner()).push(runtime);
+        self.shared.notify();
+        Ok(())
+    }
+
     /// Restarts a killed broker on the same port: it registers again, truncates its follower
     /// logs to the high watermark and catches up; the leaders add it back to their ISRs.
     ///
@@ -436,6 +507,8 @@ impl FakeCluster {
                 }
             }
         };
+        // the crashed incarnations' sessions are no longer needed
+        self.crashed.lock().unwrap_or_else(|p| p.into_inner()).clear();
         self.launch(id, listener).await?;
         self.wait_for(&format!("broker {id} registered"), STARTUP_TIMEOUT, |st| st.is_live(id)).await
     }

@@ -84,8 +84,10 @@ impl State {
         self.topics.get_mut(topic)?.partitions.get_mut(&partition)
     }
 
+    /// Live as the cluster sees it: registered in ZooKeeper (a crashed broker stays "live"
+    /// until its session expires, as in Kafka).
     pub(crate) fn is_live(&self, broker: i32) -> bool {
-        self.brokers.get(&broker).is_some_and(|b| b.registered && b.running)
+        self.brokers.get(&broker).is_some_and(|b| b.registered)
     }
 
     /// The largest entry a topic's partitions accept.
