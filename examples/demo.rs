@@ -1,79 +1,125 @@
-//! gregor's demo. The full demo (ZooKeeper + a FakeCluster, the async producer feeding a
-//! consumer group) arrives with the producer; until then this shows the codec those parts
-//! are built on: it builds Produce requests with each codec and reads back a Fetch response
-//! that a genuine Kafka 0.8.2.2 broker sent.
+//! gregor's demo: a real ZooKeeper and a 3-broker FakeCluster, 100,000 messages sent with the
+//! async producer and read back with the simple consumer.
 //!
-//! Run: `cargo run --release --example demo`
+//! Run: `cargo run --release --example demo` (needs Debian's `zookeeper` package: java and
+//! /usr/share/java/zookeeper.jar). It grows into a consumer-group demo with the high-level
+//! consumer.
 
-use bytes::{Bytes, BytesMut};
-use gregor::protocol::frame::{decode_response, encode_request, ApiKey, RequestHeader};
-use gregor::protocol::messages::{FetchRequest, ProducePartition, ProduceRequest, TopicPartitions};
-use gregor::protocol::{Compression, Message, MessageSet};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
-/// A Fetch response for gzip/0 captured from a genuine Kafka 0.8.2.2 broker.
-const GENUINE_FETCH: &[u8] = include_bytes!("../crates/protocol/tests/data/kafka-0.8.2.2/fetch_v0_gzip.resp.bin");
+use gregor::producer::{AsyncProducer, ProducerConfig, Record};
+use gregor::protocol::Compression;
+use gregor::serde::StringEncoder;
+use gregor::simple_consumer::{SimpleConsumer, SimpleConsumerConfig};
+use gregor_testkit::zookeeper::ZooKeeperServer;
+use gregor_testkit::FakeCluster;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    println!("gregor demo: the producer, consumer group and FakeCluster demo arrives with the producer (issue 4);");
-    println!("for now, the Kafka 0.8.2 codec underneath them.\n");
+const TOPIC: &str = "demo";
+const PARTITIONS: i32 = 6;
+const MESSAGES: usize = 100_000;
 
-    let messages: Vec<Message> = (0..1_000)
-        .map(|i| {
-            Message::new(
-                Some(Bytes::from(format!("key-{i}"))),
-                Some(Bytes::from(format!("event {i}: temperature={}.{} C", 20 + i % 7, i % 10))),
-            )
-        })
-        .collect();
-    let payload: usize = messages.iter().map(|m| m.value.as_ref().map_or(0, Bytes::len)).sum();
-    println!("Produce v0 request for 1,000 messages ({payload} bytes of values):");
-    println!("{:<8} {:>12} {:>14}", "codec", "frame bytes", "of uncompressed");
-    let mut uncompressed = 0;
-    for codec in [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4] {
-        let set = MessageSet::from_messages(messages.clone(), codec)?;
-        let request = ProduceRequest {
-            required_acks: 1,
-            timeout: 1500,
-            topics: vec![TopicPartitions::new("demo", vec![ProducePartition { partition: 0, message_set: set }])],
-        };
-        let header = RequestHeader {
-            api_key: ApiKey::Produce,
-            api_version: 0,
-            correlation_id: 1,
-            client_id: Some("demo".into()),
-        };
-        let mut frame = BytesMut::new();
-        encode_request(&header, &request, &mut frame)?;
-        if codec == Compression::None {
-            uncompressed = frame.len();
-        }
-        println!("{:<8} {:>12} {:>14.1}%", codec.name(), frame.len(), 100.0 * frame.len() as f64 / uncompressed as f64);
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let started = Instant::now();
+    let zookeeper = ZooKeeperServer::start()?;
+    let cluster = FakeCluster::start(3, zookeeper.connect_string()).await?;
+    cluster.create_topic(TOPIC, PARTITIONS, 2).await?;
+    println!(
+        "ZooKeeper {} and brokers {} up in {:.1?}",
+        zookeeper.connect_string(),
+        cluster.bootstrap(),
+        started.elapsed()
+    );
+    println!("topic {TOPIC}: {PARTITIONS} partitions, replication factor 2\n");
+
+    // the async producer: acks=-1, snappy, batches of up to 1,000 messages or 10 ms
+    let config = ProducerConfig::builder()
+        .metadata_broker_list(cluster.bootstrap())
+        .client_id("gregor-demo")
+        .request_required_acks(-1)
+        .compression_codec(Compression::Snappy)
+        .batch_num_messages(1_000)
+        .queue_buffering_max(Duration::from_millis(10))
+        .queue_buffering_max_messages(20_000)
+        .build()?;
+    let producer: AsyncProducer<String, String> =
+        AsyncProducer::new(config, StringEncoder::new(), StringEncoder::new())?;
+    let t = Instant::now();
+    let mut deliveries = Vec::with_capacity(MESSAGES);
+    for i in 0..MESSAGES {
+        let record = Record::new(TOPIC, format!("event {i}: temperature={}.{} C", 15 + i % 17, i % 10))
+            .with_key(format!("sensor-{}", i % 997));
+        deliveries.push(producer.send(record).await.map_err(|e| e.to_string())?);
     }
+    let mut sent: BTreeMap<i32, (usize, i64, i64)> = BTreeMap::new();
+    let mut failed = 0;
+    for d in deliveries {
+        match d.await {
+            Ok(meta) => {
+                let e = sent.entry(meta.partition).or_insert((0, i64::MAX, i64::MIN));
+                e.0 += 1;
+                e.1 = e.1.min(meta.offset);
+                e.2 = e.2.max(meta.offset);
+            }
+            Err(_) => failed += 1,
+        }
+    }
+    let produce_time = t.elapsed();
+    let report = producer.close(Duration::from_secs(10)).await;
+    println!(
+        "produced {} messages in {:.2?}: {:.0} msg/s ({failed} failed, {} undelivered at close)",
+        MESSAGES - failed,
+        produce_time,
+        (MESSAGES - failed) as f64 / produce_time.as_secs_f64(),
+        report.undelivered.len()
+    );
+
+    // read everything back with the simple consumer, one fetch covering every partition
+    let consumer = SimpleConsumer::new(
+        SimpleConsumerConfig::builder().metadata_broker_list(cluster.bootstrap()).client_id("gregor-demo").build()?,
+    )?;
+    let t = Instant::now();
+    let mut next: BTreeMap<i32, i64> = (0..PARTITIONS).map(|p| (p, 0)).collect();
+    let mut read: BTreeMap<i32, usize> = BTreeMap::new();
+    let mut hw: BTreeMap<i32, i64> = BTreeMap::new();
+    while read.values().sum::<usize>() < MESSAGES - failed {
+        let requests: Vec<(&str, i32, i64)> = next.iter().map(|(p, o)| (TOPIC, *p, *o)).collect();
+        let batch = consumer.fetch(&requests).await?;
+        for data in batch.data() {
+            *read.entry(data.partition).or_default() += data.messages.len();
+            next.insert(data.partition, data.next_offset);
+            hw.insert(data.partition, data.high_watermark);
+        }
+        if t.elapsed() > Duration::from_secs(60) {
+            return Err("reading back took more than 60 s".into());
+        }
+    }
+    let consume_time = t.elapsed();
+    let total: usize = read.values().sum();
+    println!(
+        "consumed {total} messages in {consume_time:.2?}: {:.0} msg/s\n",
+        total as f64 / consume_time.as_secs_f64()
+    );
 
     println!(
-        "\nFetch v0 response from a genuine Kafka 0.8.2.2 broker ({} bytes), fetched at offset 4:",
-        GENUINE_FETCH.len()
+        "{:>9} {:>7} {:>9} {:>9} {:>9} {:>10}",
+        "partition", "leader", "produced", "consumed", "offsets", "high wm"
     );
-    let (header, response) = decode_response::<FetchRequest>(0, Bytes::from_static(&GENUINE_FETCH[4..]))?;
-    println!("correlation id {}", header.correlation_id);
-    for topic in &response.topics {
-        for p in &topic.partitions {
-            let fetched = p.messages(&topic.topic, 4)?;
-            println!(
-                "{}/{}: high watermark {}, {} wrapper bytes, {} messages at or after offset 4 ({} below it skipped)",
-                topic.topic,
-                p.partition,
-                p.high_watermark,
-                p.message_set.len(),
-                fetched.messages.len(),
-                fetched.skipped
-            );
-            for m in &fetched.messages {
-                let text =
-                    |b: &Option<Bytes>| b.as_ref().map_or("null".into(), |b| String::from_utf8_lossy(b).into_owned());
-                println!("  @{} key={} value={}", m.offset, text(&m.message.key), text(&m.message.value));
-            }
-        }
+    for p in 0..PARTITIONS {
+        let (n, first, last) = sent.get(&p).copied().unwrap_or((0, 0, -1));
+        let leader = cluster.leader(TOPIC, p).map_or("-".to_string(), |l| l.to_string());
+        println!(
+            "{p:>9} {leader:>7} {n:>9} {:>9} {:>9} {:>10}",
+            read.get(&p).copied().unwrap_or(0),
+            format!("{first}-{last}"),
+            hw.get(&p).copied().unwrap_or(0)
+        );
+    }
+    consumer.close().await;
+    cluster.shutdown().await;
+    if total != MESSAGES - failed || failed > 0 {
+        return Err(format!("{failed} messages failed, {total} read back of {MESSAGES}").into());
     }
     Ok(())
 }

@@ -1,7 +1,19 @@
-//! The `gregor` facade: it re-exports the workspace's crates. Today that is the protocol codec,
-//! [`protocol`] (`gregor-protocol`); the producers, consumers, admin operations and the test
-//! cluster join it as they land. The README follows.
+//! The `gregor` facade: one dependency for the whole SDK, re-exporting each crate under a
+//! short name. The test cluster (`gregor-testkit`) is a separate dev-dependency. The README
+//! follows.
+//!
+//! * [`protocol`] (`gregor-protocol`): the pure Kafka 0.8.2 wire codec.
+//! * [`net`] (`gregor-net`): pipelined broker connections, a pool, the metadata cache.
+//! * [`producer`] (`gregor-producer`): `AsyncProducer` and `SyncProducer`.
+//! * [`simple_consumer`] (`gregor-simple-consumer`): partition-addressed fetches and offsets.
+//! * [`serde`] (`gregor-serde`): encoders and decoders (string, bytes, Avro).
+//! * [`zk`] (`gregor-zk`): Kafka's ZooKeeper layout and a ZooKeeper client.
 //!
 #![doc = include_str!("../README.md")]
 
+pub use gregor_net as net;
+pub use gregor_producer as producer;
 pub use gregor_protocol as protocol;
+pub use gregor_serde as serde;
+pub use gregor_simple_consumer as simple_consumer;
+pub use gregor_zk as zk;

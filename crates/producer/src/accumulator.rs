@@ -1,0 +1,1026 @@
+//! The record accumulator: a pure state machine fed `now`. Records in, ready batches out.
+//!
+//! ```text
+//!  hold(topic)  ──► held per topic (no partition yet: waiting for metadata)
+//!                      │ take_held ─► the caller partitions them ─► append
+//!  append(tp)   ──► per topic-partition queue: [retry batch?] [record record record ...]
+//!                      │ leader known, not in flight, not backing off
+//!  drain(now)   ──► one Round per broker that is ready and has no round in flight:
+//!                      batches of at most batch.num.messages records in all
+//!  done(batch) / retry(batch, now) / round_done(broker) ◄── the outcome of a round
+//! ```
+//!
+//! Rules (each has a unit test below, and a proptest checks them under any interleaving):
+//!
+//! * **Ready** — a broker's partitions are sent when, for that broker: `batch.num.messages`
+//!   records wait; or one partition's oldest record has waited `queue.buffering.max.ms`; or a
+//!   retry's backoff has passed; or the accumulator holds `queue.buffering.max.messages`
+//!   records (full: everything is sent at once); or a flush or close is running.
+//! * **One round per broker** in flight, holding at most `batch.num.messages` records; the
+//!   brokers are independent, so rounds to different brokers overlap.
+//! * **Order per partition** — at most one batch of a partition is in flight. A failed batch
+//!   goes back to the *front* of its partition with its attempt count and a not-before time
+//!   (`retry.backoff.ms`), and the partition sends nothing else until that batch is sent
+//!   again; it is sent alone (never merged with later records), as it was encoded.
+//! * **Leaders** — a partition without a leader keeps its records until one is known; after
+//!   `message.send.max.retries + 1` metadata rounds without one, its records are released as
+//!   failed ([`Accumulator::end_metadata_round`]). The same bound applies to records held
+//!   for a topic whose metadata never comes.
+//! * **Capacity** — [`Accumulator::len`] counts every record from `append`/`hold` until it is
+//!   handed back by `done`, a failed `retry`, or a release, in flight included.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
+
+use gregor_protocol::MessageSet;
+use tokio::time::Instant;
+
+/// A broker id.
+pub type BrokerId = i32;
+
+/// A topic and one of its partitions.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicPartition {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+}
+
+impl TopicPartition {
+    /// `topic`/`partition`.
+    pub fn new(topic: impl Into<String>, partition: i32) -> TopicPartition {
+        TopicPartition { topic: topic.into(), partition }
+    }
+}
+
+impl std::fmt::Display for TopicPartition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.topic, self.partition)
+    }
+}
+
+/// The settings the accumulator obeys (from [`crate::ProducerConfig`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccumulatorConfig {
+    /// `batch.num.messages`: the most records per round, and the count that makes a broker
+    /// ready.
+    pub batch_num_messages: usize,
+    /// `queue.buffering.max.ms`: how long a record waits for company.
+    pub linger: Duration,
+    /// `queue.buffering.max.messages`: at this many records everything is ready.
+    pub capacity: usize,
+    /// `retry.backoff.ms`: how long a failed batch waits before it is sent again.
+    pub retry_backoff: Duration,
+    /// `message.send.max.retries`: a batch is sent at most this plus one times; a partition
+    /// (or topic) waits at most this plus one metadata rounds for a leader.
+    pub max_retries: u32,
+}
+
+/// Records of one partition sent together: one entry of a Produce request.
+#[derive(Debug)]
+pub struct Batch<T> {
+    /// Unique within the accumulator.
+    pub id: u64,
+    /// Where it goes.
+    pub tp: TopicPartition,
+    /// The records, in order.
+    pub records: Vec<T>,
+    /// How many times it has been sent, counting the send it was drained for.
+    pub attempts: u32,
+    /// The encoded message set, kept by the caller across retries so a batch is encoded once.
+    pub encoded: Option<MessageSet>,
+}
+
+/// The batches to send to one broker in one Produce request.
+#[derive(Debug)]
+pub struct Round<T> {
+    /// The leader of every batch's partition.
+    pub broker: BrokerId,
+    /// At most one batch per partition.
+    pub batches: Vec<Batch<T>>,
+}
+
+/// A record handed back without being sent (again): it ran out of metadata rounds, its
+/// partition was removed, or the accumulator was emptied.
+#[derive(Debug)]
+pub struct Released<T> {
+    /// The record's topic.
+    pub topic: String,
+    /// Its partition, when it had been given one.
+    pub partition: Option<i32>,
+    /// How many times it was sent.
+    pub attempts: u32,
+    /// The record.
+    pub record: T,
+}
+
+#[derive(Debug)]
+struct Retry<T> {
+    batch: Batch<T>,
+    not_before: Instant,
+}
+
+#[derive(Debug)]
+struct PartitionQueue<T> {
+    leader: Option<BrokerId>,
+    queued: VecDeque<(T, Instant)>,
+    retry: Option<Retry<T>>,
+    in_flight: bool,
+    leaderless_rounds: u32,
+}
+
+impl<T> PartitionQueue<T> {
+    fn new(leader: Option<BrokerId>) -> Self {
+        PartitionQueue { leader, queued: VecDeque::new(), retry: None, in_flight: false, leaderless_rounds: 0 }
+    }
+
+    fn has_data(&self) -> bool {
+        self.retry.is_some() || !self.queued.is_empty()
+    }
+
+    /// Records that would go in the next batch (the retry batch, else the queue).
+    fn pending(&self) -> usize {
+        match &self.retry {
+            Some(r) => r.batch.records.len(),
+            None => self.queued.len(),
+        }
+    }
+
+    /// True when the next batch may be sent now (ignoring the triggers).
+    fn sendable(&self, now: Instant) -> bool {
+        match &self.retry {
+            Some(r) => r.not_before <= now,
+            None => !self.queued.is_empty(),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Held<T> {
+    records: VecDeque<(T, Instant)>,
+    rounds: u32,
+}
+
+/// The accumulator; see the [module docs](self). `T` is a record with whatever it carries
+/// (its encoded message and delivery slot, in the producer).
+#[derive(Debug)]
+pub struct Accumulator<T> {
+    config: AccumulatorConfig,
+    partitions: BTreeMap<TopicPartition, PartitionQueue<T>>,
+    held: BTreeMap<String, Held<T>>,
+    busy: BTreeSet<BrokerId>,
+    /// The partition each broker's last round started after (round-robin fairness).
+    cursor: BTreeMap<BrokerId, TopicPartition>,
+    len: usize,
+    in_flight_records: usize,
+    flushing: bool,
+    next_batch_id: u64,
+}
+
+impl<T> Accumulator<T> {
+    /// An empty accumulator.
+    pub fn new(config: AccumulatorConfig) -> Accumulator<T> {
+        let config = AccumulatorConfig {
+            batch_num_messages: config.batch_num_messages.max(1),
+            capacity: config.capacity.max(1),
+            ..config
+        };
+        Accumulator {
+            config,
+            partitions: BTreeMap::new(),
+            held: BTreeMap::new(),
+            busy: BTreeSet::new(),
+            cursor: BTreeMap::new(),
+            len: 0,
+            in_flight_records: 0,
+            flushing: false,
+            next_batch_id: 0,
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &AccumulatorConfig {
+        &self.config
+    }
+
+    /// Every record the accumulator is responsible for: held, queued, waiting to be retried or
+    /// in flight.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when it holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Records in flight (drained, not yet back through `done` or `retry`).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight_records
+    }
+
+    /// True at `capacity` records: everything queued is ready at once.
+    pub fn is_full(&self) -> bool {
+        self.len >= self.config.capacity
+    }
+
+    /// While flushing, every partition is ready at once (the linger is skipped; retry
+    /// backoffs still apply).
+    pub fn set_flushing(&mut self, flushing: bool) {
+        self.flushing = flushing;
+    }
+
+    /// True when a flush is running.
+    pub fn is_flushing(&self) -> bool {
+        self.flushing
+    }
+
+    /// True when the partition has a queue (it was appended to or given a leader).
+    pub fn knows(&self, tp: &TopicPartition) -> bool {
+        self.partitions.contains_key(tp)
+    }
+
+    /// Every partition with a queue.
+    pub fn partitions(&self) -> Vec<TopicPartition> {
+        self.partitions.keys().cloned().collect()
+    }
+
+    /// The partition's leader as last set.
+    pub fn leader(&self, tp: &TopicPartition) -> Option<BrokerId> {
+        self.partitions.get(tp).and_then(|q| q.leader)
+    }
+
+    /// Sets (or clears, after a leader error) the partition's leader.
+    pub fn set_leader(&mut self, tp: &TopicPartition, leader: Option<BrokerId>) {
+        let q = match self.partitions.get_mut(tp) {
+            Some(q) => q,
+            None => self.partitions.entry(tp.clone()).or_insert_with(|| PartitionQueue::new(None)),
+        };
+        q.leader = leader;
+        if leader.is_some() {
+            q.leaderless_rounds = 0;
+        }
+    }
+
+    /// Queues a record for a partition (its leader unknown until [`Accumulator::set_leader`]).
+    /// `enqueued_at` starts its linger.
+    pub fn append(&mut self, tp: &TopicPartition, record: T, enqueued_at: Instant) {
+        let q = match self.partitions.get_mut(tp) {
+            Some(q) => q,
+            None => self.partitions.entry(tp.clone()).or_insert_with(|| PartitionQueue::new(None)),
+        };
+        q.queued.push_back((record, enqueued_at));
+        self.len += 1;
+    }
+
+    /// Holds a record that has no partition yet (its topic's metadata is unknown).
+    pub fn hold(&mut self, topic: &str, record: T, enqueued_at: Instant) {
+        let held = match self.held.get_mut(topic) {
+            Some(h) => h,
+            None => self.held.entry(topic.to_owned()).or_insert_with(|| Held { records: VecDeque::new(), rounds: 0 }),
+        };
+        held.records.push_back((record, enqueued_at));
+        self.len += 1;
+    }
+
+    /// True when records of `topic` are held (a later record of the topic must be held behind
+    /// them, or it could overtake them into their partition).
+    pub fn has_held(&self, topic: &str) -> bool {
+        self.held.get(topic).is_some_and(|h| !h.records.is_empty())
+    }
+
+    /// Topics with held records.
+    pub fn held_topics(&self) -> Vec<String> {
+        self.held.iter().filter(|(_, h)| !h.records.is_empty()).map(|(t, _)| t.clone()).collect()
+    }
+
+    /// Takes the records held for `topic`, oldest first, with their enqueue times, to be
+    /// partitioned and appended (or held again) by the caller; the topic's round count stays.
+    pub fn take_held(&mut self, topic: &str) -> Vec<(T, Instant)> {
+        let Some(held) = self.held.get_mut(topic) else { return Vec::new() };
+        let records: Vec<_> = held.records.drain(..).collect();
+        self.len -= records.len();
+        records
+    }
+
+    /// True when some record waits for metadata: held for its topic, or queued for a
+    /// partition without a leader.
+    pub fn waiting_for_metadata(&self) -> bool {
+        self.held.values().any(|h| !h.records.is_empty())
+            || self.partitions.values().any(|q| q.leader.is_none() && q.has_data())
+    }
+
+    /// The rounds to send now: for each broker without a round in flight whose partitions are
+    /// ready, one round of at most `batch.num.messages` records (see the module docs).
+    pub fn drain(&mut self, now: Instant) -> Vec<Round<T>> {
+        let urgent = self.flushing || self.is_full();
+        let mut by_broker: BTreeMap<BrokerId, Vec<TopicPartition>> = BTreeMap::new();
+        for (tp, q) in &self.partitions {
+            let Some(broker) = q.leader else { continue };
+            if q.in_flight || self.busy.contains(&broker) || !q.sendable(now) {
+                continue;
+            }
+            by_broker.entry(broker).or_default().push(tp.clone());
+        }
+        let mut rounds = Vec::new();
+        for (broker, tps) in by_broker {
+            let count: usize = tps.iter().map(|tp| self.partitions[tp].pending()).sum();
+            let ready = urgent
+                || count >= self.config.batch_num_messages
+                || tps.iter().any(|tp| {
+                    let q = &self.partitions[tp];
+                    q.retry.is_some() || q.queued.front().is_some_and(|(_, at)| *at + self.config.linger <= now)
+                });
+            if !ready {
+                continue;
+            }
+            // start after the partition the last round of this broker started at
+            let start = self.cursor.get(&broker).map_or(0, |c| tps.iter().position(|tp| tp > c).unwrap_or(0));
+            let mut budget = self.config.batch_num_messages;
+            let mut batches = Vec::new();
+            for tp in tps[start..].iter().chain(&tps[..start]) {
+                if budget == 0 {
+                    break;
+                }
+                let q = self.partitions.get_mut(tp).expect("listed above");
+                if let Some(retry) = q.retry.take() {
+                    if retry.batch.records.len() > budget && !batches.is_empty() {
+                        q.retry = Some(retry);
+                        continue;
+                    }
+                    let mut batch = retry.batch;
+                    batch.attempts += 1;
+                    budget = budget.saturating_sub(batch.records.len());
+                    q.in_flight = true;
+                    self.in_flight_records += batch.records.len();
+                    batches.push(batch);
+                } else {
+                    let n = budget.min(q.queued.len());
+                    let records: Vec<T> = q.queued.drain(..n).map(|(r, _)| r).collect();
+                    budget -= n;
+                    q.in_flight = true;
+                    self.in_flight_records += n;
+                    let id = self.next_batch_id;
+                    self.next_batch_id += 1;
+                    batches.push(Batch { id, tp: tp.clone(), records, attempts: 1, encoded: None });
+                }
+            }
+            if let Some(first) = batches.first() {
+                self.cursor.insert(broker, first.tp.clone());
+                self.busy.insert(broker);
+                rounds.push(Round { broker, batches });
+            }
+        }
+        rounds
+    }
+
+    /// When [`Accumulator::drain`] may next have something to send, if nothing else happens
+    /// (a linger ending, a retry backoff passing); `None` when only an outside event (a
+    /// record, a leader, a round's outcome) can change that. Call it after `drain`.
+    pub fn next_wakeup(&self, now: Instant) -> Option<Instant> {
+        let urgent = self.flushing || self.is_full();
+        let mut next: Option<Instant> = None;
+        for q in self.partitions.values() {
+            let Some(broker) = q.leader else { continue };
+            if q.in_flight || self.busy.contains(&broker) {
+                continue;
+            }
+            let at = match (&q.retry, q.queued.front()) {
+                (Some(r), _) => r.not_before,
+                (None, Some((_, at))) if urgent => now.max(*at),
+                (None, Some((_, at))) => *at + self.config.linger,
+                (None, None) => continue,
+            };
+            next = Some(next.map_or(at, |n| n.min(at)));
+        }
+        next
+    }
+
+    /// The round to `broker` is over (call before handing back its batches): the broker may
+    /// get another round.
+    pub fn round_done(&mut self, broker: BrokerId) {
+        self.busy.remove(&broker);
+    }
+
+    /// A batch is finished — delivered, or failed for good: its partition may send again.
+    /// Returns its records, which the accumulator no longer counts.
+    pub fn done(&mut self, batch: Batch<T>) -> Vec<T> {
+        if let Some(q) = self.partitions.get_mut(&batch.tp) {
+            q.in_flight = false;
+        }
+        self.len -= batch.records.len();
+        self.in_flight_records -= batch.records.len();
+        batch.records
+    }
+
+    /// A batch failed in a way worth retrying: it goes back to the front of its partition,
+    /// to be sent again alone after `retry.backoff.ms`; the partition sends nothing else
+    /// until then.
+    ///
+    /// # Errors
+    ///
+    /// Gives the batch back when it has been sent `message.send.max.retries + 1` times: fail
+    /// its records and hand it to [`Accumulator::done`].
+    pub fn retry(&mut self, batch: Batch<T>, now: Instant) -> Result<(), Batch<T>> {
+        if batch.attempts > self.config.max_retries {
+            return Err(batch);
+        }
+        let n = batch.records.len();
+        let q = match self.partitions.get_mut(&batch.tp) {
+            Some(q) => q,
+            None => self.partitions.entry(batch.tp.clone()).or_insert_with(|| PartitionQueue::new(None)),
+        };
+        q.in_flight = false;
+        q.retry = Some(Retry { batch, not_before: now + self.config.retry_backoff });
+        self.in_flight_records -= n;
+        Ok(())
+    }
+
+    /// A metadata round (a refresh of `topics`, successful or not) is over and the caller has
+    /// set the leaders it learnt and partitioned what it could: every partition of those
+    /// topics still without a leader, and every topic still holding records, counts one more
+    /// round; past `message.send.max.retries + 1` rounds their records are released, to be
+    /// failed.
+    pub fn end_metadata_round(&mut self, topics: &[String]) -> Vec<Released<T>> {
+        let max = self.config.max_retries;
+        let mut released = Vec::new();
+        for (tp, q) in self.partitions.iter_mut() {
+            if !topics.contains(&tp.topic) {
+                continue;
+            }
+            if q.leader.is_some() || q.in_flight || !q.has_data() {
+                q.leaderless_rounds = 0;
+                continue;
+            }
+            q.leaderless_rounds += 1;
+            if q.leaderless_rounds > max {
+                q.leaderless_rounds = 0;
+                self.len -= release_queue(tp, q, &mut released);
+            }
+        }
+        for topic in topics {
+            let Some(held) = self.held.get_mut(topic) else { continue };
+            if held.records.is_empty() {
+                self.held.remove(topic);
+                continue;
+            }
+            held.rounds += 1;
+            if held.rounds > max {
+                let held = self.held.remove(topic).expect("present");
+                self.len -= held.records.len();
+                released.extend(held.records.into_iter().map(|(record, _)| Released {
+                    topic: topic.clone(),
+                    partition: None,
+                    attempts: 0,
+                    record,
+                }));
+            }
+        }
+        released
+    }
+
+    /// Removes a partition's records that are not in flight (the partition does not exist);
+    /// a batch in flight comes back through `done`/`retry` as usual.
+    pub fn remove_partition(&mut self, tp: &TopicPartition) -> Vec<Released<T>> {
+        let mut released = Vec::new();
+        if let Some(q) = self.partitions.get_mut(tp) {
+            self.len -= release_queue(tp, q, &mut released);
+            if !q.in_flight {
+                self.partitions.remove(tp);
+            }
+        }
+        released
+    }
+
+    /// Empties the accumulator of everything not in flight (on close): held records, retry
+    /// batches and queued records, in order per partition.
+    pub fn drain_all(&mut self) -> Vec<Released<T>> {
+        let mut released = Vec::new();
+        for (topic, held) in std::mem::take(&mut self.held) {
+            self.len -= held.records.len();
+            released.extend(held.records.into_iter().map(|(record, _)| Released {
+                topic: topic.clone(),
+                partition: None,
+                attempts: 0,
+                record,
+            }));
+        }
+        for (tp, q) in self.partitions.iter_mut() {
+            self.len -= release_queue(tp, q, &mut released);
+        }
+        released
+    }
+}
+
+/// Moves a partition's retry batch and queued records to `out`; returns how many.
+fn release_queue<T>(tp: &TopicPartition, q: &mut PartitionQueue<T>, out: &mut Vec<Released<T>>) -> usize {
+    let before = out.len();
+    if let Some(retry) = q.retry.take() {
+        let attempts = retry.batch.attempts;
+        out.extend(retry.batch.records.into_iter().map(|record| Released {
+            topic: tp.topic.clone(),
+            partition: Some(tp.partition),
+            attempts,
+            record,
+        }));
+    }
+    out.extend(q.queued.drain(..).map(|(record, _)| Released {
+        topic: tp.topic.clone(),
+        partition: Some(tp.partition),
+        attempts: 0,
+        record,
+    }));
+    out.len() - before
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn config() -> AccumulatorConfig {
+        AccumulatorConfig {
+            batch_num_messages: 3,
+            linger: 100 * MS,
+            capacity: 10,
+            retry_backoff: 50 * MS,
+            max_retries: 2,
+        }
+    }
+
+    fn tp(p: i32) -> TopicPartition {
+        TopicPartition::new("t", p)
+    }
+
+    fn acc(config: AccumulatorConfig) -> Accumulator<u32> {
+        let mut a = Accumulator::new(config);
+        for p in 0..3 {
+            a.set_leader(&tp(p), Some(p % 2)); // p0, p2 on broker 0; p1 on broker 1
+        }
+        a
+    }
+
+    /// (broker, [(partition, records, attempts)]) of each round.
+    type Shape = Vec<(i32, Vec<(i32, Vec<u32>, u32)>)>;
+
+    fn shape(rounds: &[Round<u32>]) -> Shape {
+        rounds
+            .iter()
+            .map(|r| (r.broker, r.batches.iter().map(|b| (b.tp.partition, b.records.clone(), b.attempts)).collect()))
+            .collect()
+    }
+
+    fn finish(a: &mut Accumulator<u32>, rounds: Vec<Round<u32>>) -> Vec<u32> {
+        let mut out = Vec::new();
+        for r in rounds {
+            a.round_done(r.broker);
+            for b in r.batches {
+                out.extend(a.done(b));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn linger_makes_a_partition_ready() {
+        let t0 = Instant::now();
+        let mut a = acc(config());
+        a.append(&tp(0), 1, t0);
+        a.append(&tp(0), 2, t0 + 10 * MS);
+        assert!(a.drain(t0 + 99 * MS).is_empty(), "not before the oldest record's linger");
+        assert_eq!(a.next_wakeup(t0), Some(t0 + 100 * MS));
+        let rounds = a.drain(t0 + 100 * MS);
+        assert_eq!(shape(&rounds), [(0, vec![(0, vec![1, 2], 1)])]);
+        assert_eq!((a.len(), a.in_flight()), (2, 2));
+        assert_eq!(finish(&mut a, rounds), [1, 2]);
+        assert!(a.is_empty());
+        assert_eq!(a.next_wakeup(t0), None);
+    }
+
+    #[test]
+    fn batch_num_messages_per_broker_makes_it_ready_at_once() {
+        let t0 = Instant::now();
+        let mut a = acc(config());
+        a.append(&tp(0), 1, t0);
+        a.append(&tp(2), 2, t0);
+        assert!(a.drain(t0).is_empty());
+        a.append(&tp(1), 3, t0); // another broker: does not count for broker 0
+        assert!(a.drain(t0).is_empty());
+        a.append(&tp(2), 4, t0);
+        let rounds = a.drain(t0);
+        assert_eq!(shape(&rounds), [(0, vec![(0, vec![1], 1), (2, vec![2, 4], 1)])]);
+        // broker 1 still lingers
+        assert_eq!(a.next_wakeup(t0), Some(t0 + 100 * MS));
+    }
+
+    #[test]
+    fn a_round_holds_at_most_batch_num_messages() {
+        let t0 = Instant::now();
+        let mut a = acc(config());
+        for r in 1..=5 {
+            a.append(&tp(0), r, t0);
+        }
+        let rounds = a.drain(t0);
+        assert_eq!(shape(&rounds), [(0, vec![(0, vec![1, 2, 3], 1)])]);
+        assert!(a.drain(t0 + 200 * MS).is_empty(), "one round per broker, one batch per partition in flight");
+        assert_eq!(a.next_wakeup(t0), None);
+        finish(&mut a, rounds);
+        assert_eq!(shape(&a.drain(t0 + 100 * MS)), [(0, vec![(0, vec![4, 5], 1)])]);
+    }
+
+    #[test]
+    fn a_full_accumulator_sends_everything_at_once() {
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig { capacity: 4, batch_num_messages: 4, linger: 10_000 * MS, ..config() });
+        for r in 1..=3 {
+            a.append(&tp(0), r, t0);
+        }
+        assert!(a.drain(t0).is_empty());
+        a.append(&tp(1), 4, t0);
+        assert!(a.is_full());
+        let rounds = a.drain(t0);
+        assert_eq!(shape(&rounds), [(0, vec![(0, vec![1, 2, 3], 1)]), (1, vec![(1, vec![4], 1)])]);
+        // in flight still counts: while full, what arrives goes at once
+        let _ = finish(&mut a, rounds);
+        assert!(!a.is_full());
+    }
+
+    #[test]
+    fn flushing_skips_the_linger() {
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig { linger: 10_000 * MS, ..config() });
+        a.append(&tp(1), 1, t0);
+        assert!(a.drain(t0).is_empty());
+        a.set_flushing(true);
+        assert_eq!(a.next_wakeup(t0), Some(t0));
+        assert_eq!(shape(&a.drain(t0)), [(1, vec![(1, vec![1], 1)])]);
+    }
+
+    #[test]
+    fn brokers_are_independent_and_one_round_each() {
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig { linger: Duration::ZERO, ..config() });
+        a.append(&tp(0), 1, t0);
+        a.append(&tp(1), 2, t0);
+        let rounds = a.drain(t0);
+        assert_eq!(rounds.len(), 2);
+        a.append(&tp(2), 3, t0); // broker 0 is busy with p0's round
+        a.append(&tp(1), 4, t0); // p1 in flight
+        assert!(a.drain(t0).is_empty());
+        let mut rounds = rounds.into_iter();
+        let r0 = rounds.next().unwrap();
+        a.round_done(r0.broker);
+        for b in r0.batches {
+            a.done(b);
+        }
+        assert_eq!(shape(&a.drain(t0)), [(0, vec![(2, vec![3], 1)])]);
+    }
+
+    #[test]
+    fn retries_go_first_alone_after_the_backoff_and_block_the_partition() {
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig { linger: Duration::ZERO, ..config() });
+        a.append(&tp(0), 1, t0);
+        a.append(&tp(0), 2, t0);
+        let mut rounds = a.drain(t0);
+        a.append(&tp(0), 3, t0);
+        let round = rounds.pop().unwrap();
+        a.round_done(round.broker);
+        let batch = round.batches.into_iter().next().unwrap();
+        let t1 = t0 + 5 * MS;
+        a.retry(batch, t1).unwrap();
+        a.set_flushing(true);
+        assert!(a.drain(t1 + 49 * MS).is_empty(), "the retry waits its backoff and 3 waits behind it");
+        assert_eq!(a.next_wakeup(t1), Some(t1 + 50 * MS));
+        let rounds = a.drain(t1 + 50 * MS);
+        assert_eq!(shape(&rounds), [(0, vec![(0, vec![1, 2], 2)])], "alone, not merged with 3");
+        assert_eq!(finish(&mut a, rounds), [1, 2]);
+        assert_eq!(shape(&a.drain(t1 + 50 * MS)), [(0, vec![(0, vec![3], 1)])]);
+    }
+
+    #[test]
+    fn retries_run_out_after_max_retries_plus_one_sends() {
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig { linger: Duration::ZERO, ..config() });
+        a.append(&tp(0), 1, t0);
+        let mut now = t0;
+        for attempt in 1..=3 {
+            let round = a.drain(now).pop().expect("sent");
+            a.round_done(round.broker);
+            let batch = round.batches.into_iter().next().unwrap();
+            assert_eq!(batch.attempts, attempt);
+            match a.retry(batch, now) {
+                Ok(()) => assert!(attempt <= 2),
+                Err(batch) => {
+                    assert_eq!(attempt, 3, "max_retries 2: three sends");
+                    assert_eq!(a.done(batch), [1]);
+                }
+            }
+            now += 50 * MS;
+        }
+        assert!(a.is_empty());
+    }
+
+    #[test]
+    fn without_a_leader_records_wait_then_expire_after_the_rounds() {
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig { linger: Duration::ZERO, ..config() });
+        a.set_leader(&tp(0), None);
+        a.append(&tp(0), 1, t0);
+        assert!(a.waiting_for_metadata());
+        assert!(a.drain(t0).is_empty());
+        assert_eq!(a.next_wakeup(t0), None);
+        let topics = vec!["t".to_owned()];
+        assert!(a.end_metadata_round(&topics).is_empty());
+        assert!(a.end_metadata_round(&topics).is_empty());
+        // a round of another topic does not count
+        assert!(a.end_metadata_round(&["u".to_owned()]).is_empty());
+        // a leader resets the count
+        a.set_leader(&tp(0), Some(0));
+        a.set_leader(&tp(0), None);
+        assert!(a.end_metadata_round(&topics).is_empty());
+        assert!(a.end_metadata_round(&topics).is_empty());
+        let released = a.end_metadata_round(&topics);
+        assert_eq!(released.iter().map(|r| (r.record, r.partition, r.attempts)).collect::<Vec<_>>(), [(1, Some(0), 0)]);
+        assert!(a.is_empty());
+        // a leader arriving in time sends them
+        a.append(&tp(0), 2, t0);
+        a.set_leader(&tp(0), Some(1));
+        assert_eq!(shape(&a.drain(t0)), [(1, vec![(0, vec![2], 1)])]);
+    }
+
+    #[test]
+    fn held_records_wait_for_their_topic_and_expire_after_the_rounds() {
+        let t0 = Instant::now();
+        let mut a: Accumulator<u32> = Accumulator::new(config());
+        a.hold("new", 1, t0);
+        a.hold("new", 2, t0);
+        assert!(a.has_held("new") && a.waiting_for_metadata());
+        assert_eq!(a.held_topics(), ["new"]);
+        assert_eq!(a.len(), 2);
+        let topics = vec!["new".to_owned()];
+        assert!(a.end_metadata_round(&topics).is_empty());
+        // partitioned: taken, appended elsewhere
+        let taken = a.take_held("new");
+        assert_eq!(taken.iter().map(|(r, _)| *r).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(a.len(), 0);
+        for (r, at) in taken {
+            a.hold("new", r, at); // still no partition: held again, the round count kept
+        }
+        assert!(a.end_metadata_round(&topics).is_empty());
+        let released = a.end_metadata_round(&topics);
+        assert_eq!(released.iter().map(|r| (r.record, r.partition)).collect::<Vec<_>>(), [(1, None), (2, None)]);
+        assert!(a.is_empty() && !a.has_held("new"));
+    }
+
+    #[test]
+    fn drain_all_and_remove_partition_release_what_is_not_in_flight() {
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig { linger: Duration::ZERO, ..config() });
+        a.append(&tp(0), 1, t0);
+        let in_flight = a.drain(t0);
+        a.append(&tp(0), 2, t0);
+        a.append(&tp(1), 3, t0);
+        a.hold("u", 4, t0);
+        let released = a.remove_partition(&tp(1));
+        assert_eq!(released.iter().map(|r| r.record).collect::<Vec<_>>(), [3]);
+        assert!(!a.knows(&tp(1)));
+        let released = a.drain_all();
+        assert_eq!(released.iter().map(|r| r.record).collect::<Vec<_>>(), [4, 2]);
+        assert_eq!((a.len(), a.in_flight()), (1, 1), "the batch in flight is still counted");
+        assert_eq!(finish(&mut a, in_flight), [1]);
+        assert!(a.is_empty());
+    }
+
+    #[test]
+    fn rounds_rotate_over_a_brokers_partitions() {
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig { batch_num_messages: 2, linger: Duration::ZERO, ..config() });
+        for r in [1, 2, 3, 4] {
+            a.append(&tp(0), r, t0);
+        }
+        for r in [5, 6] {
+            a.append(&tp(2), r, t0);
+        }
+        let first = a.drain(t0);
+        assert_eq!(shape(&first), [(0, vec![(0, vec![1, 2], 1)])]);
+        finish(&mut a, first);
+        let second = a.drain(t0);
+        assert_eq!(shape(&second), [(0, vec![(2, vec![5, 6], 1)])], "p2 is not starved by p0");
+        finish(&mut a, second);
+        assert_eq!(shape(&a.drain(t0)), [(0, vec![(0, vec![3, 4], 1)])]);
+    }
+}
+
+#[cfg(test)]
+mod proptests {
+    //! Any interleaving of appends, clock ticks, drains, acks, retriable and fatal failures and
+    //! leader changes keeps per-partition order and gives every record exactly one outcome.
+
+    use std::collections::HashMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Append(i32),
+        Hold,
+        Partition,
+        Tick(u64),
+        Drain,
+        Ack(usize),
+        FailRetriable(usize),
+        FailFatal(usize),
+        Leader(i32, Option<i32>),
+        MetadataRound,
+        Flush(bool),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0..3i32).prop_map(Op::Append),
+            1 => Just(Op::Hold),
+            1 => Just(Op::Partition),
+            2 => (0..80u64).prop_map(Op::Tick),
+            3 => Just(Op::Drain),
+            3 => (0..4usize).prop_map(Op::Ack),
+            2 => (0..4usize).prop_map(Op::FailRetriable),
+            1 => (0..4usize).prop_map(Op::FailFatal),
+            1 => (0..3i32, prop::option::of(0..2i32)).prop_map(|(p, l)| Op::Leader(p, l)),
+            1 => Just(Op::MetadataRound),
+            1 => any::<bool>().prop_map(Op::Flush),
+        ]
+    }
+
+    /// A record: (partition it was appended to, or -1 while held; its sequence number).
+    type Rec = u64;
+
+    struct Model {
+        acc: Accumulator<Rec>,
+        now: Instant,
+        next: u64,
+        appended: HashMap<i32, Vec<Rec>>,
+        partition_of: HashMap<Rec, i32>,
+        in_flight: Vec<Round<Rec>>,
+        outcomes: HashMap<Rec, bool>,
+        acked: HashMap<i32, Vec<Rec>>,
+    }
+
+    impl Model {
+        fn outcome(&mut self, r: Rec, ok: bool) {
+            assert!(self.outcomes.insert(r, ok).is_none(), "record {r} got two outcomes");
+        }
+
+        fn append(&mut self, p: i32, r: Rec) {
+            self.acc.append(&TopicPartition::new("t", p), r, self.now);
+            self.appended.entry(p).or_default().push(r);
+            self.partition_of.insert(r, p);
+        }
+
+        fn check_in_flight(&self) {
+            let mut seen = std::collections::HashSet::new();
+            let mut brokers = std::collections::HashSet::new();
+            for round in &self.in_flight {
+                assert!(brokers.insert(round.broker), "two rounds to broker {}", round.broker);
+                for b in &round.batches {
+                    assert!(seen.insert(b.tp.clone()), "two batches of {} in flight", b.tp);
+                    assert!(b.records.len() <= self.acc.config().batch_num_messages);
+                }
+            }
+        }
+
+        fn settle(&mut self, round_index: usize, how: u8) {
+            if self.in_flight.is_empty() {
+                return;
+            }
+            let round = self.in_flight.remove(round_index % self.in_flight.len());
+            self.acc.round_done(round.broker);
+            for batch in round.batches {
+                match how {
+                    0 => {
+                        let p = batch.tp.partition;
+                        for r in self.acc.done(batch) {
+                            self.acked.entry(p).or_default().push(r);
+                            self.outcome(r, true);
+                        }
+                    }
+                    1 => {
+                        if let Err(batch) = self.acc.retry(batch, self.now) {
+                            for r in self.acc.done(batch) {
+                                self.outcome(r, false);
+                            }
+                        }
+                    }
+                    _ => {
+                        for r in self.acc.done(batch) {
+                            self.outcome(r, false);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn order_kept_and_every_record_settled_once(ops in prop::collection::vec(op(), 0..200)) {
+            let config = AccumulatorConfig {
+                batch_num_messages: 3,
+                linger: Duration::from_millis(40),
+                capacity: 12,
+                retry_backoff: Duration::from_millis(30),
+                max_retries: 2,
+            };
+            let mut m = Model {
+                acc: Accumulator::new(config),
+                now: Instant::now(),
+                next: 0,
+                appended: HashMap::new(),
+                partition_of: HashMap::new(),
+                in_flight: Vec::new(),
+                outcomes: HashMap::new(),
+                acked: HashMap::new(),
+            };
+            for p in 0..3 {
+                m.acc.set_leader(&TopicPartition::new("t", p), Some(p % 2));
+            }
+            for op in ops {
+                match op {
+                    Op::Append(p) => {
+                        let r = m.next;
+                        m.next += 1;
+                        // records of a partition follow the held ones, as the producer does
+                        if m.acc.has_held("t") {
+                            m.acc.hold("t", r, m.now);
+                        } else {
+                            m.append(p, r);
+                        }
+                    }
+                    Op::Hold => {
+                        let r = m.next;
+                        m.next += 1;
+                        m.acc.hold("t", r, m.now);
+                    }
+                    Op::Partition => {
+                        for (r, _) in m.acc.take_held("t") {
+                            m.append((r % 3) as i32, r);
+                        }
+                    }
+                    Op::Tick(ms) => m.now += Duration::from_millis(ms),
+                    Op::Drain => {
+                        let rounds = m.acc.drain(m.now);
+                        m.in_flight.extend(rounds);
+                        m.check_in_flight();
+                    }
+                    Op::Ack(i) => m.settle(i, 0),
+                    Op::FailRetriable(i) => m.settle(i, 1),
+                    Op::FailFatal(i) => m.settle(i, 2),
+                    Op::Leader(p, l) => m.acc.set_leader(&TopicPartition::new("t", p), l),
+                    Op::MetadataRound => {
+                        for r in m.acc.end_metadata_round(&["t".to_owned()]) {
+                            m.outcome(r.record, false);
+                        }
+                    }
+                    Op::Flush(f) => m.acc.set_flushing(f),
+                }
+                let in_flight: usize = m.in_flight.iter().flat_map(|r| &r.batches).map(|b| b.records.len()).sum();
+                prop_assert_eq!(m.acc.in_flight(), in_flight);
+                prop_assert_eq!(m.acc.len() + m.outcomes.len(), m.next as usize, "every record is counted or settled");
+            }
+            // let the cluster heal: leaders everywhere, acks for everything, time passing
+            for (r, _) in m.acc.take_held("t") {
+                m.append((r % 3) as i32, r);
+            }
+            for p in 0..3 {
+                m.acc.set_leader(&TopicPartition::new("t", p), Some(p % 2));
+            }
+            let mut guard = 0;
+            while !m.acc.is_empty() {
+                guard += 1;
+                prop_assert!(guard < 10_000, "the accumulator never emptied");
+                while !m.in_flight.is_empty() {
+                    m.settle(0, 0);
+                }
+                m.now += Duration::from_millis(50);
+                let rounds = m.acc.drain(m.now);
+                m.in_flight.extend(rounds);
+                m.check_in_flight();
+            }
+            prop_assert_eq!(m.outcomes.len() as u64, m.next, "every record settled exactly once");
+            // acknowledged records of each partition are in append order
+            for (p, acked) in &m.acked {
+                let order: Vec<Rec> = m.appended[p].iter().copied().filter(|r| m.outcomes[r]).collect();
+                prop_assert_eq!(acked, &order, "partition {}", p);
+                for r in acked {
+                    prop_assert_eq!(m.partition_of[r], *p);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,944 @@
+//! Producer settings, named after Kafka 0.8.2's producer properties, with 0.8.2's defaults.
+//!
+//! | setter | Kafka property | default (0.8.2) |
+//! |---|---|---|
+//! | [`metadata_broker_list`](ProducerConfigBuilder::metadata_broker_list) | `metadata.broker.list` | required |
+//! | [`producer_type`](ProducerConfigBuilder::producer_type) | `producer.type` | `sync` ([`DEFAULT_PRODUCER_TYPE`]) |
+//! | [`request_required_acks`](ProducerConfigBuilder::request_required_acks) | `request.required.acks` | `0` ([`DEFAULT_REQUEST_REQUIRED_ACKS`]) |
+//! | [`request_timeout`](ProducerConfigBuilder::request_timeout) | `request.timeout.ms` | `10000` ([`DEFAULT_REQUEST_TIMEOUT`]) |
+//! | [`queue_buffering_max`](ProducerConfigBuilder::queue_buffering_max) | `queue.buffering.max.ms` | `5000` ([`DEFAULT_QUEUE_BUFFERING_MAX`]) |
+//! | [`queue_buffering_max_messages`](ProducerConfigBuilder::queue_buffering_max_messages) | `queue.buffering.max.messages` | `10000` ([`DEFAULT_QUEUE_BUFFERING_MAX_MESSAGES`]) |
+//! | [`queue_enqueue_timeout`](ProducerConfigBuilder::queue_enqueue_timeout) | `queue.enqueue.timeout.ms` | `-1` = block ([`DEFAULT_QUEUE_ENQUEUE_TIMEOUT`]) |
+//! | [`batch_num_messages`](ProducerConfigBuilder::batch_num_messages) | `batch.num.messages` | `200` ([`DEFAULT_BATCH_NUM_MESSAGES`]) |
+//! | [`message_send_max_retries`](ProducerConfigBuilder::message_send_max_retries) | `message.send.max.retries` | `3` ([`DEFAULT_MESSAGE_SEND_MAX_RETRIES`]) |
+//! | [`retry_backoff`](ProducerConfigBuilder::retry_backoff) | `retry.backoff.ms` | `100` ([`DEFAULT_RETRY_BACKOFF`]) |
+//! | [`topic_metadata_refresh_interval`](ProducerConfigBuilder::topic_metadata_refresh_interval) | `topic.metadata.refresh.interval.ms` | `600000` ([`DEFAULT_TOPIC_METADATA_REFRESH_INTERVAL`]) |
+//! | [`compression_codec`](ProducerConfigBuilder::compression_codec) | `compression.codec` | `none` ([`DEFAULT_COMPRESSION_CODEC`]) |
+//! | [`compressed_topics`](ProducerConfigBuilder::compressed_topics) | `compressed.topics` | empty (every topic, when a codec is set) |
+//! | [`client_id`](ProducerConfigBuilder::client_id) | `client.id` | `""` ([`DEFAULT_CLIENT_ID`]) |
+//! | [`send_buffer_bytes`](ProducerConfigBuilder::send_buffer_bytes) | `send.buffer.bytes` | `102400` ([`DEFAULT_SEND_BUFFER_BYTES`]) |
+//! | [`partitioner`](ProducerConfigBuilder::partitioner) | `partitioner.class` | `kafka.producer.DefaultPartitioner` = [`PartitionerKind::Default08`] |
+//! | — (encoders are values given to the producer) | `serializer.class`, `key.serializer.class` | `kafka.serializer.DefaultEncoder` |
+//!
+//! [`ProducerConfig::from_properties`] reads these names exactly (an unknown name is an error);
+//! [`ProducerConfig::builder`] sets them with typed values. Both end in the same checks:
+//! impossible values and combinations are [`ConfigError::Invalid`], legal but suspicious ones
+//! are logged with `tracing::warn!`.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use gregor_protocol::Compression;
+
+use crate::partitioner::PartitionerKind;
+
+/// Kafka 0.8.2's default `producer.type`: `sync`.
+pub const DEFAULT_PRODUCER_TYPE: ProducerType = ProducerType::Sync;
+/// Kafka 0.8.2's default `request.required.acks`: `0`, no acknowledgement (see
+/// [`ProducerConfigBuilder::request_required_acks`] for what that costs).
+pub const DEFAULT_REQUEST_REQUIRED_ACKS: i16 = 0;
+/// Kafka 0.8.2's default `request.timeout.ms`: 10 s.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_millis(10_000);
+/// Kafka 0.8.2's default `queue.buffering.max.ms`: 5 s.
+pub const DEFAULT_QUEUE_BUFFERING_MAX: Duration = Duration::from_millis(5_000);
+/// Kafka 0.8.2's default `queue.buffering.max.messages`: 10 000.
+pub const DEFAULT_QUEUE_BUFFERING_MAX_MESSAGES: usize = 10_000;
+/// Kafka 0.8.2's default `queue.enqueue.timeout.ms`: `-1`, block until there is room.
+pub const DEFAULT_QUEUE_ENQUEUE_TIMEOUT: EnqueueTimeout = EnqueueTimeout::Block;
+/// Kafka 0.8.2's default `batch.num.messages`: 200.
+pub const DEFAULT_BATCH_NUM_MESSAGES: usize = 200;
+/// Kafka 0.8.2's default `message.send.max.retries`: 3 (so up to 4 sends).
+pub const DEFAULT_MESSAGE_SEND_MAX_RETRIES: u32 = 3;
+/// Kafka 0.8.2's default `retry.backoff.ms`: 100 ms.
+pub const DEFAULT_RETRY_BACKOFF: Duration = Duration::from_millis(100);
+/// Kafka 0.8.2's default `topic.metadata.refresh.interval.ms`: 600 s.
+pub const DEFAULT_TOPIC_METADATA_REFRESH_INTERVAL: Duration = Duration::from_millis(600_000);
+/// Kafka 0.8.2's default `compression.codec`: `none`.
+pub const DEFAULT_COMPRESSION_CODEC: Compression = Compression::None;
+/// Kafka 0.8.2's default `client.id`: empty.
+pub const DEFAULT_CLIENT_ID: &str = "";
+/// Kafka 0.8.2's default `send.buffer.bytes`: 100 KiB.
+pub const DEFAULT_SEND_BUFFER_BYTES: usize = 102_400;
+/// Kafka 0.8.2's default `partitioner.class`, read as [`PartitionerKind::Default08`].
+pub const DEFAULT_PARTITIONER_CLASS: &str = "kafka.producer.DefaultPartitioner";
+/// Kafka 0.8.2's default `serializer.class` (and so `key.serializer.class`).
+pub const DEFAULT_SERIALIZER_CLASS: &str = "kafka.serializer.DefaultEncoder";
+/// How much longer than `request.timeout.ms` the producer waits for a Produce response before
+/// it gives up on the connection: the broker may take the whole `request.timeout.ms` to
+/// answer an acks=-1 request, and the answer still has to travel.
+pub const RESPONSE_TIMEOUT_MARGIN: Duration = Duration::from_secs(1);
+
+/// Every property [`ProducerConfig::from_properties`] knows, in the order of the table above.
+pub const PROPERTIES: &[&str] = &[
+    "metadata.broker.list",
+    "producer.type",
+    "request.required.acks",
+    "request.timeout.ms",
+    "queue.buffering.max.ms",
+    "queue.buffering.max.messages",
+    "queue.enqueue.timeout.ms",
+    "batch.num.messages",
+    "message.send.max.retries",
+    "retry.backoff.ms",
+    "topic.metadata.refresh.interval.ms",
+    "compression.codec",
+    "compressed.topics",
+    "client.id",
+    "send.buffer.bytes",
+    "partitioner.class",
+    "serializer.class",
+    "key.serializer.class",
+];
+
+/// A setting that cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// Returned when [`ProducerConfig::from_properties`] meets a property Kafka 0.8.2's producer
+    /// does not have (a typo, or a property of the new Java producer or of the consumer).
+    #[error("unknown producer property {property:?}; known: {}", PROPERTIES.join(", "))]
+    UnknownProperty {
+        /// The name as given.
+        property: String,
+    },
+    /// Returned when a property has a value that cannot work, alone or with another one.
+    #[error("invalid {property}={value}: {reason}")]
+    Invalid {
+        /// The Kafka property.
+        property: &'static str,
+        /// The value given.
+        value: String,
+        /// Why it cannot work (and, where there is one, the fix).
+        reason: String,
+    },
+}
+
+fn invalid(property: &'static str, value: impl fmt::Display, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid { property, value: value.to_string(), reason: reason.into() }
+}
+
+/// `producer.type`: whether `send` waits for the broker (`sync`) or queues (`async`).
+///
+/// Both [`crate::SyncProducer`] and [`crate::AsyncProducer`] accept any configuration; this
+/// tells an application reading a properties file (such as the `gregor` CLI) which to build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ProducerType {
+    /// `sync`: each send waits for its acknowledgement ([`crate::SyncProducer`]).
+    #[default]
+    Sync,
+    /// `async`: sends are queued and batched in the background ([`crate::AsyncProducer`]).
+    Async,
+}
+
+impl ProducerType {
+    /// The property value: `sync` or `async`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProducerType::Sync => "sync",
+            ProducerType::Async => "async",
+        }
+    }
+}
+
+impl fmt::Display for ProducerType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+impl FromStr for ProducerType {
+    type Err = ConfigError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "sync" => Ok(ProducerType::Sync),
+            "async" => Ok(ProducerType::Async),
+            other => Err(invalid("producer.type", other, "must be sync or async")),
+        }
+    }
+}
+
+/// `queue.enqueue.timeout.ms`: what a send does when the queue holds
+/// `queue.buffering.max.messages` records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum EnqueueTimeout {
+    /// `-1`: wait (asynchronously) until there is room.
+    #[default]
+    Block,
+    /// `0`: fail at once with [`crate::SendError::QueueFull`], giving the record back.
+    FailFast,
+    /// `> 0`: wait up to this long, then fail with [`crate::SendError::QueueFull`].
+    Wait(Duration),
+}
+
+impl EnqueueTimeout {
+    /// Reads Kafka's number: -1 blocks, 0 fails at once, more waits that many milliseconds.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Invalid`] below -1.
+    pub fn from_ms(ms: i64) -> Result<EnqueueTimeout, ConfigError> {
+        match ms {
+            -1 => Ok(EnqueueTimeout::Block),
+            0 => Ok(EnqueueTimeout::FailFast),
+            ms if ms > 0 => Ok(EnqueueTimeout::Wait(Duration::from_millis(ms as u64))),
+            ms => {
+                Err(invalid("queue.enqueue.timeout.ms", ms, "must be -1 (block), 0 (fail at once) or a positive wait"))
+            }
+        }
+    }
+
+    /// Kafka's number for it.
+    pub fn as_ms(self) -> i64 {
+        match self {
+            EnqueueTimeout::Block => -1,
+            EnqueueTimeout::FailFast => 0,
+            EnqueueTimeout::Wait(d) => d.as_millis().min(i64::MAX as u128) as i64,
+        }
+    }
+}
+
+/// Settings of a [`crate::AsyncProducer`] or [`crate::SyncProducer`]; see the
+/// [module docs](self) for the table. Cheap to clone.
+///
+/// ```
+/// use std::time::Duration;
+/// use gregor_producer::{EnqueueTimeout, ProducerConfig};
+///
+/// let config = ProducerConfig::builder()
+///     .metadata_broker_list("k1:9092,k2:9092")
+///     .request_required_acks(-1)
+///     .queue_buffering_max(Duration::from_millis(20))
+///     .queue_enqueue_timeout(EnqueueTimeout::FailFast)
+///     .build()?;
+/// assert_eq!(config.batch_num_messages(), 200);
+///
+/// let same = ProducerConfig::from_properties([
+///     ("metadata.broker.list", "k1:9092,k2:9092"),
+///     ("request.required.acks", "-1"),
+///     ("queue.buffering.max.ms", "20"),
+///     ("queue.enqueue.timeout.ms", "0"),
+/// ])?;
+/// assert_eq!(same.request_required_acks(), -1);
+/// # Ok::<(), gregor_producer::ConfigError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct ProducerConfig {
+    metadata_broker_list: String,
+    producer_type: ProducerType,
+    request_required_acks: i16,
+    request_timeout: Duration,
+    queue_buffering_max: Duration,
+    queue_buffering_max_messages: usize,
+    queue_enqueue_timeout: EnqueueTimeout,
+    batch_num_messages: usize,
+    message_send_max_retries: u32,
+    retry_backoff: Duration,
+    topic_metadata_refresh_interval: Option<Duration>,
+    compression_codec: Compression,
+    compressed_topics: BTreeSet<String>,
+    client_id: String,
+    send_buffer_bytes: usize,
+    partitioner: PartitionerKind,
+    serializer_class: Option<String>,
+    key_serializer_class: Option<String>,
+}
+
+impl Default for ProducerConfig {
+    /// Kafka 0.8.2's defaults, with an empty `metadata.broker.list` (which
+    /// [`ProducerConfigBuilder::build`] rejects).
+    fn default() -> Self {
+        ProducerConfig {
+            metadata_broker_list: String::new(),
+            producer_type: DEFAULT_PRODUCER_TYPE,
+            request_required_acks: DEFAULT_REQUEST_REQUIRED_ACKS,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            queue_buffering_max: DEFAULT_QUEUE_BUFFERING_MAX,
+            queue_buffering_max_messages: DEFAULT_QUEUE_BUFFERING_MAX_MESSAGES,
+            queue_enqueue_timeout: DEFAULT_QUEUE_ENQUEUE_TIMEOUT,
+            batch_num_messages: DEFAULT_BATCH_NUM_MESSAGES,
+            message_send_max_retries: DEFAULT_MESSAGE_SEND_MAX_RETRIES,
+            retry_backoff: DEFAULT_RETRY_BACKOFF,
+            topic_metadata_refresh_interval: Some(DEFAULT_TOPIC_METADATA_REFRESH_INTERVAL),
+            compression_codec: DEFAULT_COMPRESSION_CODEC,
+            compressed_topics: BTreeSet::new(),
+            client_id: DEFAULT_CLIENT_ID.to_owned(),
+            send_buffer_bytes: DEFAULT_SEND_BUFFER_BYTES,
+            partitioner: PartitionerKind::Default08,
+            serializer_class: None,
+            key_serializer_class: None,
+        }
+    }
+}
+
+impl ProducerConfig {
+    /// A builder starting from Kafka 0.8.2's defaults.
+    pub fn builder() -> ProducerConfigBuilder {
+        ProducerConfigBuilder { config: ProducerConfig::default() }
+    }
+
+    /// A builder starting from these settings (to change a few).
+    pub fn to_builder(&self) -> ProducerConfigBuilder {
+        ProducerConfigBuilder { config: self.clone() }
+    }
+
+    /// Reads Kafka 0.8.2 producer properties by their exact names (see [`PROPERTIES`]);
+    /// properties not given keep their defaults. Values are trimmed; `compressed.topics` is a
+    /// comma-separated list; `compression.codec` takes a name or Kafka's number (0 to 3);
+    /// `partitioner.class` takes `kafka.producer.DefaultPartitioner` (or `default`), `murmur2`
+    /// (or the Java client's `org.apache.kafka.clients.producer.internals.DefaultPartitioner`)
+    /// and `round_robin`. `serializer.class` and `key.serializer.class` accept Kafka's
+    /// `DefaultEncoder`, `StringEncoder` and (keys only) `NullEncoder`; they are only recorded:
+    /// the encoders are the values given to the producer's constructor.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::UnknownProperty`] naming the first unknown property,
+    /// [`ConfigError::Invalid`] for a value that does not parse, and everything
+    /// [`ProducerConfigBuilder::build`] rejects.
+    pub fn from_properties<I, K, V>(properties: I) -> Result<ProducerConfig, ConfigError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let mut b = ProducerConfig::builder();
+        for (key, value) in properties {
+            let (key, value) = (key.as_ref().trim(), value.as_ref().trim());
+            b = match key {
+                "metadata.broker.list" => b.metadata_broker_list(value),
+                "producer.type" => b.producer_type(value.parse()?),
+                "request.required.acks" => b.request_required_acks(parse_int(key_name(key), value)?),
+                "request.timeout.ms" => b.request_timeout(parse_ms(key_name(key), value, 1)?),
+                "queue.buffering.max.ms" => b.queue_buffering_max(parse_ms(key_name(key), value, 0)?),
+                "queue.buffering.max.messages" => b.queue_buffering_max_messages(parse_count(key_name(key), value, 1)?),
+                "queue.enqueue.timeout.ms" => {
+                    b.queue_enqueue_timeout(EnqueueTimeout::from_ms(parse_int(key_name(key), value)?)?)
+                }
+                "batch.num.messages" => b.batch_num_messages(parse_count(key_name(key), value, 1)?),
+                "message.send.max.retries" => {
+                    b.message_send_max_retries(parse_count(key_name(key), value, 0)?.min(u32::MAX as usize) as u32)
+                }
+                "retry.backoff.ms" => b.retry_backoff(parse_ms(key_name(key), value, 0)?),
+                "topic.metadata.refresh.interval.ms" => {
+                    let ms: i64 = parse_int(key_name(key), value)?;
+                    b.topic_metadata_refresh_interval(u64::try_from(ms).ok().map(Duration::from_millis))
+                }
+                "compression.codec" => {
+                    b.compression_codec(value.parse().map_err(|_| {
+                        invalid("compression.codec", value, "must be none, gzip, snappy, lz4 or 0 to 3")
+                    })?)
+                }
+                "compressed.topics" => {
+                    b.compressed_topics(value.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned))
+                }
+                "client.id" => b.client_id(value),
+                "send.buffer.bytes" => b.send_buffer_bytes(parse_count(key_name(key), value, 1)?),
+                "partitioner.class" => b.partitioner(PartitionerKind::from_class_name(value)?),
+                "serializer.class" => {
+                    check_serializer("serializer.class", value, false)?;
+                    b.config.serializer_class = Some(value.to_owned());
+                    b
+                }
+                "key.serializer.class" => {
+                    check_serializer("key.serializer.class", value, true)?;
+                    b.config.key_serializer_class = Some(value.to_owned());
+                    b
+                }
+                other => return Err(ConfigError::UnknownProperty { property: other.to_owned() }),
+            };
+        }
+        b.build()
+    }
+
+    /// `metadata.broker.list`.
+    pub fn metadata_broker_list(&self) -> &str {
+        &self.metadata_broker_list
+    }
+
+    /// `producer.type`.
+    pub fn producer_type(&self) -> ProducerType {
+        self.producer_type
+    }
+
+    /// `request.required.acks`: -1, 0 or 1.
+    pub fn request_required_acks(&self) -> i16 {
+        self.request_required_acks
+    }
+
+    /// `request.timeout.ms`.
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
+    /// How long the producer waits for a Produce response: `request.timeout.ms` plus
+    /// [`RESPONSE_TIMEOUT_MARGIN`].
+    pub fn response_timeout(&self) -> Duration {
+        self.request_timeout + RESPONSE_TIMEOUT_MARGIN
+    }
+
+    /// `queue.buffering.max.ms`: the linger.
+    pub fn queue_buffering_max(&self) -> Duration {
+        self.queue_buffering_max
+    }
+
+    /// `queue.buffering.max.messages`: the queue's capacity.
+    pub fn queue_buffering_max_messages(&self) -> usize {
+        self.queue_buffering_max_messages
+    }
+
+    /// `queue.enqueue.timeout.ms`.
+    pub fn queue_enqueue_timeout(&self) -> EnqueueTimeout {
+        self.queue_enqueue_timeout
+    }
+
+    /// `batch.num.messages`.
+    pub fn batch_num_messages(&self) -> usize {
+        self.batch_num_messages
+    }
+
+    /// `message.send.max.retries`.
+    pub fn message_send_max_retries(&self) -> u32 {
+        self.message_send_max_retries
+    }
+
+    /// `retry.backoff.ms`.
+    pub fn retry_backoff(&self) -> Duration {
+        self.retry_backoff
+    }
+
+    /// `topic.metadata.refresh.interval.ms`: `None` when negative (refresh only after
+    /// failures), `Some(ZERO)` to refresh after every send.
+    pub fn topic_metadata_refresh_interval(&self) -> Option<Duration> {
+        self.topic_metadata_refresh_interval
+    }
+
+    /// `compression.codec`.
+    pub fn compression_codec(&self) -> Compression {
+        self.compression_codec
+    }
+
+    /// `compressed.topics` (empty = every topic, when a codec is set).
+    pub fn compressed_topics(&self) -> &BTreeSet<String> {
+        &self.compressed_topics
+    }
+
+    /// The codec used for `topic`: `compression.codec` when it is set and `compressed.topics`
+    /// is empty or names the topic, else none (Kafka 0.8.2's rule).
+    pub fn compression_for(&self, topic: &str) -> Compression {
+        if self.compression_codec == Compression::None {
+            return Compression::None;
+        }
+        if self.compressed_topics.is_empty() || self.compressed_topics.contains(topic) {
+            self.compression_codec
+        } else {
+            Compression::None
+        }
+    }
+
+    /// `client.id`.
+    pub fn client_id(&self) -> &str {
+        &self.client_id
+    }
+
+    /// `send.buffer.bytes`.
+    pub fn send_buffer_bytes(&self) -> usize {
+        self.send_buffer_bytes
+    }
+
+    /// The partitioner (`partitioner.class`).
+    pub fn partitioner(&self) -> &PartitionerKind {
+        &self.partitioner
+    }
+
+    /// `serializer.class` as read by [`ProducerConfig::from_properties`], if given (recorded
+    /// only: the value encoder is the one given to the producer).
+    pub fn serializer_class(&self) -> Option<&str> {
+        self.serializer_class.as_deref()
+    }
+
+    /// `key.serializer.class` as read by [`ProducerConfig::from_properties`], if given.
+    pub fn key_serializer_class(&self) -> Option<&str> {
+        self.key_serializer_class.as_deref()
+    }
+}
+
+fn key_name(key: &str) -> &'static str {
+    PROPERTIES.iter().find(|p| **p == key).copied().unwrap_or("?")
+}
+
+fn parse_int<T: FromStr>(property: &'static str, value: &str) -> Result<T, ConfigError> {
+    value.parse().map_err(|_| invalid(property, value, "not an integer in range"))
+}
+
+fn parse_count(property: &'static str, value: &str, min: i64) -> Result<usize, ConfigError> {
+    let n: i64 = parse_int(property, value)?;
+    if n < min {
+        return Err(invalid(property, value, format!("must be at least {min}")));
+    }
+    usize::try_from(n).map_err(|_| invalid(property, value, "too large"))
+}
+
+fn parse_ms(property: &'static str, value: &str, min: i64) -> Result<Duration, ConfigError> {
+    let n: i64 = parse_int(property, value)?;
+    if n < min {
+        return Err(invalid(property, value, format!("must be at least {min} ms")));
+    }
+    Ok(Duration::from_millis(n as u64))
+}
+
+fn check_serializer(property: &'static str, value: &str, key: bool) -> Result<(), ConfigError> {
+    let known = matches!(value, "kafka.serializer.DefaultEncoder" | "kafka.serializer.StringEncoder")
+        || (key && value == "kafka.serializer.NullEncoder");
+    if known {
+        return Ok(());
+    }
+    Err(invalid(
+        property,
+        value,
+        "encoders are Rust values given to the producer's constructor (gregor_serde::BytesEncoder is \
+         kafka.serializer.DefaultEncoder, gregor_serde::StringEncoder is kafka.serializer.StringEncoder); \
+         only those names are accepted here",
+    ))
+}
+
+/// Builds a [`ProducerConfig`]; [`ProducerConfigBuilder::build`] checks it.
+#[derive(Debug, Clone)]
+pub struct ProducerConfigBuilder {
+    config: ProducerConfig,
+}
+
+impl ProducerConfigBuilder {
+    /// `metadata.broker.list`: `host:port,host:port`, the brokers asked for metadata first.
+    /// Required. Any live broker of the cluster will do; list a few so one being down does not
+    /// matter. Only used to bootstrap: the leaders' addresses come from metadata.
+    pub fn metadata_broker_list(mut self, list: impl Into<String>) -> Self {
+        self.config.metadata_broker_list = list.into();
+        self
+    }
+
+    /// `producer.type`: `sync` or `async`. Default: `sync` ([`DEFAULT_PRODUCER_TYPE`]).
+    /// Informational: build a [`crate::SyncProducer`] or an [`crate::AsyncProducer`]
+    /// accordingly (see [`ProducerType`]).
+    pub fn producer_type(mut self, producer_type: ProducerType) -> Self {
+        self.config.producer_type = producer_type;
+        self
+    }
+
+    /// `request.required.acks`: when the broker acknowledges a Produce request. Default: `0`
+    /// ([`DEFAULT_REQUEST_REQUIRED_ACKS`], Kafka 0.8.2's default).
+    ///
+    /// * `0`: the broker sends **no response at all**. A record counts as delivered once its
+    ///   request is written to the socket, its offset is unknown (-1), and a record the broker
+    ///   rejects (too large, not the leader) is **lost without an error**: a 0.8 broker just
+    ///   closes the connection, which the producer only sees at its next request. Fastest,
+    ///   weakest.
+    /// * `1`: the leader answers once it has appended the records. Records the leader
+    ///   appended but no follower copied are lost if the leader dies.
+    /// * `-1`: the leader answers once every in-sync replica has them (up to
+    ///   `request.timeout.ms`). Nothing acknowledged is lost while one in-sync replica
+    ///   survives; slowest.
+    ///
+    /// **Warning:** the 0.8.2 default, 0, loses data silently on any broker-side error. Use 1
+    /// or -1 unless losing records is acceptable.
+    pub fn request_required_acks(mut self, acks: i16) -> Self {
+        self.config.request_required_acks = acks;
+        self
+    }
+
+    /// `request.timeout.ms`: how long the broker waits for the in-sync replicas of an acks=-1
+    /// request before answering 7 RequestTimedOut (the records stay in the leader's log, so a
+    /// retry may store them twice). The producer itself waits this plus
+    /// [`RESPONSE_TIMEOUT_MARGIN`] for any response before it drops the connection and
+    /// retries. Default: 10 s ([`DEFAULT_REQUEST_TIMEOUT`]).
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.config.request_timeout = timeout;
+        self
+    }
+
+    /// `queue.buffering.max.ms`: the linger, how long a record may wait for more records to
+    /// join its batch before its partition is sent. Default: 5 s
+    /// ([`DEFAULT_QUEUE_BUFFERING_MAX`]). A batch also goes out at once when
+    /// `batch.num.messages` records wait for its broker, when the queue is full, and on
+    /// `flush`/`close`. Longer means bigger requests and more latency; 0 sends as soon as the
+    /// background task sees a record (what [`crate::SyncProducer`] uses).
+    pub fn queue_buffering_max(mut self, linger: Duration) -> Self {
+        self.config.queue_buffering_max = linger;
+        self
+    }
+
+    /// `queue.buffering.max.messages`: the most records the producer holds at once — queued,
+    /// in flight or waiting to be retried — a hard bound. Default: 10 000
+    /// ([`DEFAULT_QUEUE_BUFFERING_MAX_MESSAGES`]). When it is reached every queued partition
+    /// is sent at once, and sends wait or fail as `queue.enqueue.timeout.ms` says.
+    ///
+    /// Memory: about this many times (key + value + ~150 bytes of bookkeeping), plus one
+    /// encoded copy of each batch in flight.
+    pub fn queue_buffering_max_messages(mut self, n: usize) -> Self {
+        self.config.queue_buffering_max_messages = n;
+        self
+    }
+
+    /// `queue.enqueue.timeout.ms`: what a send does when the queue is full. Default: block
+    /// (`-1`, [`DEFAULT_QUEUE_ENQUEUE_TIMEOUT`]). [`EnqueueTimeout::FailFast`] (`0`) returns
+    /// [`crate::SendError::QueueFull`] at once with the record; [`EnqueueTimeout::Wait`] waits
+    /// that long first.
+    pub fn queue_enqueue_timeout(mut self, timeout: EnqueueTimeout) -> Self {
+        self.config.queue_enqueue_timeout = timeout;
+        self
+    }
+
+    /// `batch.num.messages`: the most records in one Produce request, and the number of
+    /// records waiting for one broker that sends them before the linger ends. Default: 200
+    /// ([`DEFAULT_BATCH_NUM_MESSAGES`]). At most `queue.buffering.max.messages`.
+    pub fn batch_num_messages(mut self, n: usize) -> Self {
+        self.config.batch_num_messages = n;
+        self
+    }
+
+    /// `message.send.max.retries`: how many times a failed batch is sent again (so up to this
+    /// plus one sends), and how many metadata refreshes a record waits for a leader, before
+    /// it fails. Default: 3 ([`DEFAULT_MESSAGE_SEND_MAX_RETRIES`]). Retries keep the order of
+    /// each partition (one batch per partition in flight); after a 7 RequestTimedOut or a lost
+    /// connection a retry may store records twice.
+    pub fn message_send_max_retries(mut self, n: u32) -> Self {
+        self.config.message_send_max_retries = n;
+        self
+    }
+
+    /// `retry.backoff.ms`: the pause before a failed batch is sent again and between
+    /// metadata refreshes while a partition has no leader (leader elections take a moment).
+    /// Default: 100 ms ([`DEFAULT_RETRY_BACKOFF`]).
+    pub fn retry_backoff(mut self, backoff: Duration) -> Self {
+        self.config.retry_backoff = backoff;
+        self
+    }
+
+    /// `topic.metadata.refresh.interval.ms`: metadata is refreshed after failures and also
+    /// this often; each refresh picks a new partition for null-key records
+    /// ([`PartitionerKind::Default08`]). `None` (Kafka's negative value) refreshes only after
+    /// failures, `Some(Duration::ZERO)` after every request (costly). Default: 600 s
+    /// ([`DEFAULT_TOPIC_METADATA_REFRESH_INTERVAL`]).
+    pub fn topic_metadata_refresh_interval(mut self, interval: Option<Duration>) -> Self {
+        self.config.topic_metadata_refresh_interval = interval;
+        self
+    }
+
+    /// `compression.codec`: none, gzip, snappy or lz4. Default: none
+    /// ([`DEFAULT_COMPRESSION_CODEC`]). A compressed batch travels as one wrapper message;
+    /// it costs CPU on the producer (and on a 0.8 broker, which recompresses) and saves
+    /// bandwidth and disk.
+    pub fn compression_codec(mut self, codec: Compression) -> Self {
+        self.config.compression_codec = codec;
+        self
+    }
+
+    /// `compressed.topics`: the topics the codec applies to; empty (the default) means every
+    /// topic. Ignored (with a warning) when the codec is none.
+    pub fn compressed_topics<I, S>(mut self, topics: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.config.compressed_topics = topics.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// `client.id`: the name in every request, shown in broker logs and metrics. Default:
+    /// `""` ([`DEFAULT_CLIENT_ID`]).
+    pub fn client_id(mut self, client_id: impl Into<String>) -> Self {
+        self.config.client_id = client_id.into();
+        self
+    }
+
+    /// `send.buffer.bytes`: the sockets' `SO_SNDBUF`. Default: 100 KiB
+    /// ([`DEFAULT_SEND_BUFFER_BYTES`]).
+    pub fn send_buffer_bytes(mut self, bytes: usize) -> Self {
+        self.config.send_buffer_bytes = bytes;
+        self
+    }
+
+    /// The partitioner (`partitioner.class`). Default: [`PartitionerKind::Default08`] (keyed
+    /// records by murmur2, null keys stick to one random partition per topic until the next
+    /// metadata refresh, as 0.8.2's `kafka.producer.DefaultPartitioner` does for null keys).
+    pub fn partitioner(mut self, partitioner: PartitionerKind) -> Self {
+        self.config.partitioner = partitioner;
+        self
+    }
+
+    /// Checks the settings.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Invalid`] for a missing or malformed `metadata.broker.list`, acks other
+    /// than -1, 0 and 1, a zero or over-`i32` request timeout, a zero queue capacity, a zero
+    /// `batch.num.messages` or one above `queue.buffering.max.messages`, a zero
+    /// `send.buffer.bytes`, a `client.id` over 32767 bytes, or an empty topic name in
+    /// `compressed.topics`.
+    pub fn build(self) -> Result<ProducerConfig, ConfigError> {
+        let c = self.config;
+        if c.metadata_broker_list.trim().is_empty() {
+            return Err(invalid("metadata.broker.list", "", "required: host:port of one or more brokers"));
+        }
+        gregor_net::parse_broker_list(&c.metadata_broker_list).map_err(|e| match e {
+            gregor_net::ConfigError::Invalid { value, reason, .. } => invalid("metadata.broker.list", value, reason),
+            other => invalid("metadata.broker.list", &c.metadata_broker_list, other.to_string()),
+        })?;
+        if !matches!(c.request_required_acks, -1..=1) {
+            return Err(invalid(
+                "request.required.acks",
+                c.request_required_acks,
+                "must be -1 (all in-sync replicas), 0 (no response) or 1 (the leader)",
+            ));
+        }
+        let timeout_ms = c.request_timeout.as_millis();
+        if timeout_ms == 0 || timeout_ms > i32::MAX as u128 {
+            return Err(invalid("request.timeout.ms", timeout_ms, "must be between 1 and 2147483647"));
+        }
+        if c.queue_buffering_max_messages == 0 {
+            return Err(invalid("queue.buffering.max.messages", 0, "must be at least 1"));
+        }
+        if c.batch_num_messages == 0 {
+            return Err(invalid("batch.num.messages", 0, "must be at least 1"));
+        }
+        if c.batch_num_messages > c.queue_buffering_max_messages {
+            return Err(invalid(
+                "batch.num.messages",
+                c.batch_num_messages,
+                format!(
+                    "exceeds queue.buffering.max.messages={}: a batch could never fill; lower it or raise the queue",
+                    c.queue_buffering_max_messages
+                ),
+            ));
+        }
+        if c.send_buffer_bytes == 0 {
+            return Err(invalid("send.buffer.bytes", 0, "must be at least 1"));
+        }
+        if c.client_id.len() > i16::MAX as usize {
+            return Err(invalid("client.id", format!("<{} bytes>", c.client_id.len()), "longer than 32767 bytes"));
+        }
+        if c.compressed_topics.iter().any(|t| t.is_empty()) {
+            return Err(invalid("compressed.topics", "", "contains an empty topic name"));
+        }
+        warn_suspicious(&c);
+        Ok(c)
+    }
+}
+
+/// The two-tier check's second tier: legal, but probably not what was meant.
+fn warn_suspicious(c: &ProducerConfig) {
+    if c.compression_codec == Compression::None && !c.compressed_topics.is_empty() {
+        tracing::warn!(
+            compressed_topics = ?c.compressed_topics,
+            "compressed.topics is set but compression.codec is none: nothing is compressed"
+        );
+    }
+    if c.topic_metadata_refresh_interval == Some(Duration::ZERO) {
+        tracing::warn!("topic.metadata.refresh.interval.ms=0 refreshes metadata after every request");
+    }
+    if c.message_send_max_retries > 0 && c.retry_backoff.is_zero() {
+        tracing::warn!("retry.backoff.ms=0: retries will not wait for a leader election to finish");
+    }
+    if c.producer_type == ProducerType::Async && c.queue_buffering_max.is_zero() && c.batch_num_messages > 1 {
+        tracing::warn!("queue.buffering.max.ms=0 with producer.type=async: records are sent nearly one by one");
+    }
+    if let EnqueueTimeout::Wait(d) = c.queue_enqueue_timeout {
+        if d > c.response_timeout() * (c.message_send_max_retries + 1) {
+            tracing::warn!(
+                queue_enqueue_timeout_ms = d.as_millis() as u64,
+                "queue.enqueue.timeout.ms is longer than a record can take to fail: -1 (block) says the same"
+            );
+        }
+    }
+    if c.request_required_acks == 1 && c.message_send_max_retries == 0 {
+        tracing::debug!("acks=1 without retries: a leader change fails records");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Holds the constants against Kafka 0.8.2's documented producer defaults (the
+    /// "Producer Configs" table of the 0.8.2 documentation).
+    #[test]
+    fn defaults_are_kafka_0_8_2s() {
+        let documented: &[(&str, &str)] = &[
+            ("producer.type", "sync"),
+            ("request.required.acks", "0"),
+            ("request.timeout.ms", "10000"),
+            ("queue.buffering.max.ms", "5000"),
+            ("queue.buffering.max.messages", "10000"),
+            ("queue.enqueue.timeout.ms", "-1"),
+            ("batch.num.messages", "200"),
+            ("message.send.max.retries", "3"),
+            ("retry.backoff.ms", "100"),
+            ("topic.metadata.refresh.interval.ms", "600000"),
+            ("compression.codec", "none"),
+            ("client.id", ""),
+            ("send.buffer.bytes", "102400"),
+            ("partitioner.class", "kafka.producer.DefaultPartitioner"),
+            ("serializer.class", "kafka.serializer.DefaultEncoder"),
+        ];
+        let c = ProducerConfig::builder().metadata_broker_list("k:9092").build().unwrap();
+        let actual = |name: &str| -> String {
+            match name {
+                "producer.type" => c.producer_type().to_string(),
+                "request.required.acks" => c.request_required_acks().to_string(),
+                "request.timeout.ms" => c.request_timeout().as_millis().to_string(),
+                "queue.buffering.max.ms" => c.queue_buffering_max().as_millis().to_string(),
+                "queue.buffering.max.messages" => c.queue_buffering_max_messages().to_string(),
+                "queue.enqueue.timeout.ms" => c.queue_enqueue_timeout().as_ms().to_string(),
+                "batch.num.messages" => c.batch_num_messages().to_string(),
+                "message.send.max.retries" => c.message_send_max_retries().to_string(),
+                "retry.backoff.ms" => c.retry_backoff().as_millis().to_string(),
+                "topic.metadata.refresh.interval.ms" => {
+                    c.topic_metadata_refresh_interval().unwrap().as_millis().to_string()
+                }
+                "compression.codec" => c.compression_codec().to_string(),
+                "client.id" => c.client_id().to_owned(),
+                "send.buffer.bytes" => c.send_buffer_bytes().to_string(),
+                "partitioner.class" => c.partitioner().class_name().to_owned(),
+                "serializer.class" => DEFAULT_SERIALIZER_CLASS.to_owned(),
+                other => panic!("{other}"),
+            }
+        };
+        for (name, value) in documented {
+            assert_eq!(&actual(name), value, "{name}");
+        }
+        assert!(c.compressed_topics().is_empty());
+        assert_eq!(DEFAULT_PARTITIONER_CLASS, "kafka.producer.DefaultPartitioner");
+        // the same table read back through from_properties gives the same config
+        let mut props: Vec<(&str, &str)> = documented.to_vec();
+        props.push(("metadata.broker.list", "k:9092"));
+        let parsed = ProducerConfig::from_properties(props).unwrap();
+        assert!(parsed.compressed_topics().is_empty());
+        assert_eq!(parsed.request_timeout(), c.request_timeout());
+        assert_eq!(parsed.queue_enqueue_timeout(), EnqueueTimeout::Block);
+        assert_eq!(parsed.serializer_class(), Some(DEFAULT_SERIALIZER_CLASS));
+    }
+
+    #[test]
+    fn from_properties_reads_kafkas_names() {
+        let c = ProducerConfig::from_properties([
+            ("metadata.broker.list", " a:1, b:2 "),
+            ("producer.type", "async"),
+            ("request.required.acks", "-1"),
+            ("request.timeout.ms", "1500"),
+            ("queue.buffering.max.ms", "0"),
+            ("queue.buffering.max.messages", "500"),
+            ("queue.enqueue.timeout.ms", "250"),
+            ("batch.num.messages", "50"),
+            ("message.send.max.retries", "0"),
+            ("retry.backoff.ms", "20"),
+            ("topic.metadata.refresh.interval.ms", "-1"),
+            ("compression.codec", "2"),
+            ("compressed.topics", "a, b,,"),
+            ("client.id", "app"),
+            ("send.buffer.bytes", "65536"),
+            ("partitioner.class", "round_robin"),
+            ("key.serializer.class", "kafka.serializer.StringEncoder"),
+        ])
+        .unwrap();
+        assert_eq!(c.metadata_broker_list(), "a:1, b:2");
+        assert_eq!(c.producer_type(), ProducerType::Async);
+        assert_eq!(c.request_required_acks(), -1);
+        assert_eq!(c.request_timeout(), Duration::from_millis(1500));
+        assert_eq!(c.response_timeout(), Duration::from_millis(2500));
+        assert_eq!(c.queue_buffering_max(), Duration::ZERO);
+        assert_eq!(c.queue_buffering_max_messages(), 500);
+        assert_eq!(c.queue_enqueue_timeout(), EnqueueTimeout::Wait(Duration::from_millis(250)));
+        assert_eq!(c.batch_num_messages(), 50);
+        assert_eq!(c.message_send_max_retries(), 0);
+        assert_eq!(c.retry_backoff(), Duration::from_millis(20));
+        assert_eq!(c.topic_metadata_refresh_interval(), None);
+        assert_eq!(c.compression_codec(), Compression::Snappy);
+        assert_eq!(c.compressed_topics().iter().collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(c.compression_for("a"), Compression::Snappy);
+        assert_eq!(c.compression_for("c"), Compression::None);
+        assert_eq!(c.client_id(), "app");
+        assert_eq!(c.send_buffer_bytes(), 65536);
+        assert!(matches!(c.partitioner(), PartitionerKind::RoundRobin));
+        assert_eq!(c.key_serializer_class(), Some("kafka.serializer.StringEncoder"));
+        let all =
+            ProducerConfig::from_properties([("metadata.broker.list", "a:1"), ("compression.codec", "gzip")]).unwrap();
+        assert_eq!(all.compression_for("anything"), Compression::Gzip, "empty compressed.topics = all");
+    }
+
+    #[test]
+    fn unknown_properties_are_named() {
+        let e = ProducerConfig::from_properties([("metadata.broker.list", "a:1"), ("linger.ms", "5")]).unwrap_err();
+        assert_eq!(e, ConfigError::UnknownProperty { property: "linger.ms".into() });
+        assert!(e.to_string().starts_with("unknown producer property \"linger.ms\"; known: metadata.broker.list"));
+    }
+
+    fn invalid_property(props: &[(&str, &str)]) -> (&'static str, String, String) {
+        let mut all = vec![("metadata.broker.list", "a:1")];
+        all.extend_from_slice(props);
+        match ProducerConfig::from_properties(all) {
+            Err(ConfigError::Invalid { property, value, reason }) => (property, value, reason),
+            other => panic!("{props:?} gave {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_invalid_value_names_its_property() {
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
+        let cases: &[Case<'_>] = &[
+            (&[("request.required.acks", "2")], "request.required.acks", "2"),
+            (&[("request.required.acks", "-2")], "request.required.acks", "-2"),
+            (&[("request.required.acks", "all")], "request.required.acks", "all"),
+            (&[("producer.type", "batch")], "producer.type", "batch"),
+            (&[("request.timeout.ms", "0")], "request.timeout.ms", "0"),
+            (&[("request.timeout.ms", "3000000000")], "request.timeout.ms", "3000000000"),
+            (&[("queue.buffering.max.ms", "-5")], "queue.buffering.max.ms", "-5"),
+            (&[("queue.buffering.max.messages", "0")], "queue.buffering.max.messages", "0"),
+            (&[("queue.enqueue.timeout.ms", "-2")], "queue.enqueue.timeout.ms", "-2"),
+            (&[("batch.num.messages", "0")], "batch.num.messages", "0"),
+            (&[("queue.buffering.max.messages", "100"), ("batch.num.messages", "101")], "batch.num.messages", "101"),
+            (&[("message.send.max.retries", "-1")], "message.send.max.retries", "-1"),
+            (&[("retry.backoff.ms", "x")], "retry.backoff.ms", "x"),
+            (&[("compression.codec", "zstd")], "compression.codec", "zstd"),
+            (&[("send.buffer.bytes", "0")], "send.buffer.bytes", "0"),
+            (&[("partitioner.class", "com.example.Mine")], "partitioner.class", "com.example.Mine"),
+            (&[("serializer.class", "com.example.AvroEncoder")], "serializer.class", "com.example.AvroEncoder"),
+            (&[("metadata.broker.list", "nohost")], "metadata.broker.list", "nohost"),
+            (&[("metadata.broker.list", " ")], "metadata.broker.list", ""),
+        ];
+        for (props, property, value) in cases {
+            let (p, v, reason) = invalid_property(props);
+            assert_eq!((p, v.as_str()), (*property, *value), "{props:?}: {reason}");
+            assert!(!reason.is_empty());
+        }
+        let e = ProducerConfig::builder().build().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid metadata.broker.list=: required: host:port of one or more brokers",
+            "the list is required"
+        );
+        let e = ProducerConfig::builder()
+            .metadata_broker_list("a:1")
+            .queue_buffering_max_messages(10)
+            .batch_num_messages(20)
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid batch.num.messages=20: exceeds queue.buffering.max.messages=10: a batch could never fill; \
+             lower it or raise the queue"
+        );
+    }
+
+    #[test]
+    fn enqueue_timeout_maps_kafkas_numbers() {
+        assert_eq!(EnqueueTimeout::from_ms(-1).unwrap(), EnqueueTimeout::Block);
+        assert_eq!(EnqueueTimeout::from_ms(0).unwrap(), EnqueueTimeout::FailFast);
+        assert_eq!(EnqueueTimeout::from_ms(30).unwrap(), EnqueueTimeout::Wait(Duration::from_millis(30)));
+        assert!(EnqueueTimeout::from_ms(-7).is_err());
+        for ms in [-1, 0, 30] {
+            assert_eq!(EnqueueTimeout::from_ms(ms).unwrap().as_ms(), ms);
+        }
+    }
+}

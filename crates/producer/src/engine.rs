@@ -1,0 +1,715 @@
+//! The background task of an [`AsyncProducer`](crate::AsyncProducer): it owns the
+//! accumulator, the partitioner, the metadata cache and the pool, and moves bytes and timers.
+//! Decisions are the accumulator's; this file routes records, turns rounds into Produce
+//! requests, and turns responses into outcomes.
+//!
+//! ```text
+//!  inbox (records, flush, close) ──► route: partition ──► Accumulator ──drain(now)──► rounds
+//!       ▲                                  ▲                                  │ one task per round
+//!  metadata refresh task ──► leaders ──────┘        outcome ◄── Produce v0 ◄──┘ (pool, per broker)
+//!                                                      │
+//!                          done ──► DeliveryFuture / callback, permit back to the queue
+//!                          retry ──► front of its partition, after retry.backoff.ms
+//! ```
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use gregor_net::{MetadataCache, MetadataSnapshot};
+use gregor_protocol::messages::{ProducePartition, ProduceRequest, ProduceResponse, TopicPartitions};
+use gregor_protocol::{ErrorCode, MessageSet};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::task::{Id, JoinError, JoinSet};
+use tokio::time::Instant;
+
+use crate::accumulator::{Accumulator, AccumulatorConfig, Batch, Released, Round, TopicPartition};
+use crate::config::ProducerConfig;
+use crate::error::{DeliveryError, Error};
+use crate::partitioner::{Choice, PartitionerState};
+use crate::record::{CloseReport, FlushReport, Pending, RecordMetadata};
+
+/// Most inbox messages handled in one go before the engine looks at its timers again.
+const INBOX_BURST: usize = 4096;
+
+/// What the application side sends to the engine.
+pub(crate) enum Command {
+    Record(Pending),
+    Flush { reply: oneshot::Sender<FlushReport> },
+    Close { deadline: Instant, reply: oneshot::Sender<CloseReport> },
+}
+
+enum Completion {
+    Produce { round: u64, result: Result<Option<ProduceResponse>, gregor_net::Error> },
+    Metadata { result: Result<(), gregor_net::Error> },
+}
+
+enum TaskKind {
+    Round(u64),
+    Metadata,
+}
+
+struct InFlight {
+    broker: i32,
+    batches: Vec<Batch<Pending>>,
+}
+
+struct FlushWaiter {
+    /// Records with a lower `seq` were queued before the flush.
+    below: u64,
+    remaining: usize,
+    failed: Vec<DeliveryError>,
+    reply: oneshot::Sender<FlushReport>,
+}
+
+struct Closing {
+    deadline: Instant,
+    reply: Option<oneshot::Sender<CloseReport>>,
+    undelivered: Vec<DeliveryError>,
+}
+
+#[derive(Default)]
+struct TopicParts {
+    all: Vec<i32>,
+    available: Vec<i32>,
+    error: Option<ErrorCode>,
+}
+
+/// Metadata refresh bookkeeping.
+struct Refresh {
+    /// The topics being refreshed right now.
+    in_flight: Option<Vec<String>>,
+    /// A refresh is wanted, not before this.
+    wanted: Option<Instant>,
+    /// When the periodic refresh is due (`topic.metadata.refresh.interval.ms`).
+    periodic: Option<Instant>,
+    /// The last refresh's failure.
+    last_error: Option<Arc<gregor_net::Error>>,
+}
+
+pub(crate) struct Engine {
+    config: ProducerConfig,
+    acc: Accumulator<Pending>,
+    partitioner: PartitionerState,
+    cache: MetadataCache,
+    snapshot: Arc<MetadataSnapshot>,
+    parts: HashMap<String, TopicParts>,
+    topics: BTreeSet<String>,
+    inbox: mpsc::UnboundedReceiver<Command>,
+    inbox_open: bool,
+    permits: Arc<Semaphore>,
+    tasks: JoinSet<Completion>,
+    task_kinds: HashMap<Id, TaskKind>,
+    rounds: HashMap<u64, InFlight>,
+    next_round: u64,
+    next_seq: u64,
+    refresh: Refresh,
+    flushes: Vec<FlushWaiter>,
+    closing: Option<Closing>,
+    done: bool,
+}
+
+impl Engine {
+    pub(crate) fn new(
+        config: ProducerConfig,
+        cache: MetadataCache,
+        inbox: mpsc::UnboundedReceiver<Command>,
+        permits: Arc<Semaphore>,
+    ) -> Engine {
+        let acc = Accumulator::new(AccumulatorConfig {
+            batch_num_messages: config.batch_num_messages(),
+            linger: config.queue_buffering_max(),
+            capacity: config.queue_buffering_max_messages(),
+            retry_backoff: config.retry_backoff(),
+            max_retries: config.message_send_max_retries(),
+        });
+        Engine {
+            partitioner: PartitionerState::new(config.partitioner().clone()),
+            snapshot: cache.snapshot(),
+            config,
+            acc,
+            cache,
+            parts: HashMap::new(),
+            topics: BTreeSet::new(),
+            inbox,
+            inbox_open: true,
+            permits,
+            tasks: JoinSet::new(),
+            task_kinds: HashMap::new(),
+            rounds: HashMap::new(),
+            next_round: 0,
+            next_seq: 0,
+            refresh: Refresh { in_flight: None, wanted: None, periodic: None, last_error: None },
+            flushes: Vec::new(),
+            closing: None,
+            done: false,
+        }
+    }
+
+    /// Runs until closed, or until every handle is dropped and every record has its result.
+    pub(crate) async fn run(mut self) {
+        loop {
+            let now = Instant::now();
+            self.step(now);
+            if self.done {
+                break;
+            }
+            let wake = self.next_wakeup(now);
+            tokio::select! {
+                biased;
+                Some(joined) = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => self.on_joined(joined),
+                command = self.inbox.recv(), if self.inbox_open => match command {
+                    Some(command) => {
+                        self.on_command(command);
+                        for _ in 0..INBOX_BURST {
+                            match self.inbox.try_recv() {
+                                Ok(command) => self.on_command(command),
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                    None => {
+                        tracing::debug!(queued = self.acc.len(), "every producer handle dropped; sending what is queued");
+                        self.inbox_open = false;
+                    }
+                },
+                () = sleep_until(wake) => {}
+            }
+        }
+        self.tasks.abort_all();
+        tracing::debug!("producer stopped");
+    }
+
+    /// Everything that does not wait: deadlines, refreshes, draining, finished flushes.
+    fn step(&mut self, now: Instant) {
+        if self.closing.as_ref().is_some_and(|c| now >= c.deadline) {
+            self.abandon_everything();
+        }
+        if let Some(at) = self.refresh.periodic {
+            if now >= at {
+                self.refresh.periodic = None;
+                self.want_refresh(now);
+            }
+        }
+        self.maybe_refresh(now);
+        self.acc.set_flushing(!self.flushes.is_empty() || self.closing.is_some() || !self.inbox_open);
+        for round in self.acc.drain(now) {
+            self.send_round(round);
+        }
+        self.finish_flushes();
+        self.finish_close();
+        if !self.inbox_open && self.closing.is_none() && self.acc.is_empty() && self.rounds.is_empty() {
+            self.done = true;
+        }
+    }
+
+    fn next_wakeup(&self, now: Instant) -> Option<Instant> {
+        let mut next = self.acc.next_wakeup(now);
+        let mut consider = |at: Option<Instant>| {
+            if let Some(at) = at {
+                next = Some(next.map_or(at, |n| n.min(at)));
+            }
+        };
+        if self.refresh.in_flight.is_none() {
+            consider(self.refresh.wanted);
+        }
+        consider(self.refresh.periodic);
+        consider(self.closing.as_ref().map(|c| c.deadline));
+        next
+    }
+
+    fn on_command(&mut self, command: Command) {
+        match command {
+            Command::Record(mut pending) => {
+                pending.seq = self.next_seq;
+                self.next_seq += 1;
+                let now = Instant::now();
+                if self.topics.insert(pending.topic.clone()) {
+                    self.want_refresh(now);
+                }
+                let enqueued_at = pending.enqueued_at;
+                self.route(pending, enqueued_at, now);
+            }
+            Command::Flush { reply } => {
+                if self.acc.is_empty() {
+                    let _ = reply.send(FlushReport::default());
+                } else {
+                    self.flushes.push(FlushWaiter {
+                        below: self.next_seq,
+                        remaining: self.acc.len(),
+                        failed: Vec::new(),
+                        reply,
+                    });
+                }
+            }
+            Command::Close { deadline, reply } => {
+                tracing::debug!(queued = self.acc.len(), "closing the producer");
+                match &mut self.closing {
+                    // a second close: answered empty-handed, the first one reports
+                    Some(_) => {
+                        let _ = reply.send(CloseReport::default());
+                    }
+                    None => self.closing = Some(Closing { deadline, reply: Some(reply), undelivered: Vec::new() }),
+                }
+            }
+        }
+    }
+
+    /// Puts a record in its partition's queue, or holds it until its topic's metadata comes.
+    fn route(&mut self, pending: Pending, enqueued_at: Instant, now: Instant) {
+        let topic = pending.topic.clone();
+        let partition = match pending.partition {
+            Some(p) => p,
+            None => {
+                if self.acc.has_held(&topic) {
+                    // behind the records already waiting, or it could overtake them
+                    self.acc.hold(&topic, pending, enqueued_at);
+                    return;
+                }
+                let parts = self.parts.get(&topic);
+                let (all, available) = parts.map_or((&[][..], &[][..]), |p| (&p.all[..], &p.available[..]));
+                let key = pending.message.key.as_deref();
+                match self.partitioner.choose(&topic, key, all, available, &mut || rand::random::<u32>() as usize) {
+                    Choice::Partition(p) => p,
+                    Choice::Wait => {
+                        self.acc.hold(&topic, pending, enqueued_at);
+                        if self.refresh.in_flight.is_none() && self.refresh.wanted.is_none() {
+                            self.want_refresh(now + self.config.retry_backoff());
+                        }
+                        return;
+                    }
+                    Choice::Invalid(p) => {
+                        let partitions = all.len();
+                        self.fail(pending, Some(p), 0, Error::InvalidPartition { topic, partition: p, partitions });
+                        return;
+                    }
+                }
+            }
+        };
+        let tp = TopicPartition { topic, partition };
+        if let Some(parts) = self.parts.get(&tp.topic) {
+            if parts.error.is_none() && !parts.all.is_empty() && !parts.all.contains(&partition) {
+                let error = Error::InvalidPartition { topic: tp.topic.clone(), partition, partitions: parts.all.len() };
+                self.fail(pending, Some(partition), 0, error);
+                return;
+            }
+        }
+        if !self.acc.knows(&tp) {
+            self.acc.set_leader(&tp, self.snapshot.leader(&tp.topic, partition));
+        }
+        self.acc.append(&tp, pending, enqueued_at);
+    }
+
+    fn want_refresh(&mut self, at: Instant) {
+        self.refresh.wanted = Some(self.refresh.wanted.map_or(at, |w| w.min(at)));
+    }
+
+    fn maybe_refresh(&mut self, now: Instant) {
+        if self.topics.is_empty() {
+            // nothing to ask about (and no timer to spin on)
+            self.refresh.wanted = None;
+            return;
+        }
+        let due = self.refresh.wanted.is_some_and(|at| at <= now);
+        if !due || self.refresh.in_flight.is_some() {
+            return;
+        }
+        self.refresh.wanted = None;
+        let topics: Vec<String> = self.topics.iter().cloned().collect();
+        self.refresh.in_flight = Some(topics.clone());
+        let cache = self.cache.clone();
+        tracing::debug!(topics = topics.len(), "refreshing metadata");
+        let handle = self.tasks.spawn(async move { Completion::Metadata { result: cache.refresh(&topics).await } });
+        self.task_kinds.insert(handle.id(), TaskKind::Metadata);
+    }
+
+    fn on_joined(&mut self, joined: Result<(Id, Completion), JoinError>) {
+        match joined {
+            Ok((id, completion)) => {
+                self.task_kinds.remove(&id);
+                match completion {
+                    Completion::Produce { round, result } => self.on_produce(round, result),
+                    Completion::Metadata { result } => self.on_metadata(result),
+                }
+            }
+            Err(e) => {
+                let reason = if e.is_panic() { "a request task panicked" } else { "a request task was cancelled" };
+                match self.task_kinds.remove(&e.id()) {
+                    Some(TaskKind::Round(round)) => {
+                        if let Some(in_flight) = self.rounds.remove(&round) {
+                            self.acc.round_done(in_flight.broker);
+                            for batch in in_flight.batches {
+                                self.fail_batch(batch, Error::Internal { reason: reason.to_owned() });
+                            }
+                        }
+                    }
+                    Some(TaskKind::Metadata) => {
+                        self.on_metadata(Err(gregor_net::Error::NoBrokerAvailable { tried: Vec::new(), last: None }))
+                    }
+                    None => {}
+                }
+            }
+        }
+    }
+
+    fn on_metadata(&mut self, result: Result<(), gregor_net::Error>) {
+        let now = Instant::now();
+        let topics = self.refresh.in_flight.take().unwrap_or_default();
+        match result {
+            Ok(()) => {
+                self.refresh.last_error = None;
+                self.snapshot = self.cache.snapshot();
+                self.parts = self
+                    .snapshot
+                    .topics()
+                    .map(|t| {
+                        let parts = TopicParts {
+                            all: self.snapshot.partitions(t),
+                            available: self.snapshot.available_partitions(t),
+                            error: self.snapshot.topic_error(t),
+                        };
+                        (t.to_owned(), parts)
+                    })
+                    .collect();
+                // as 0.8 clears sendPartitionPerTopicCache on every refresh
+                self.partitioner.reset_sticky();
+                for tp in self.acc.partitions() {
+                    if !topics.contains(&tp.topic) {
+                        continue;
+                    }
+                    let missing = self
+                        .parts
+                        .get(&tp.topic)
+                        .filter(|p| p.error.is_none() && !p.all.is_empty() && !p.all.contains(&tp.partition))
+                        .map(|p| p.all.len());
+                    match missing {
+                        Some(partitions) => {
+                            for r in self.acc.remove_partition(&tp) {
+                                let error = Error::InvalidPartition {
+                                    topic: tp.topic.clone(),
+                                    partition: tp.partition,
+                                    partitions,
+                                };
+                                self.fail(r.record, r.partition, r.attempts, error);
+                            }
+                        }
+                        None => {
+                            let leader = self.snapshot.leader(&tp.topic, tp.partition);
+                            if leader != self.acc.leader(&tp) {
+                                tracing::debug!(%tp, ?leader, "leader");
+                            }
+                            self.acc.set_leader(&tp, leader);
+                        }
+                    }
+                }
+                for topic in self.acc.held_topics() {
+                    if topics.contains(&topic) {
+                        for (pending, enqueued_at) in self.acc.take_held(&topic) {
+                            self.route(pending, enqueued_at, now);
+                        }
+                    }
+                }
+                if let Some(interval) = self.config.topic_metadata_refresh_interval() {
+                    if !interval.is_zero() {
+                        self.refresh.periodic = Some(now + interval);
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "metadata refresh failed; records wait for the next one");
+                self.refresh.last_error = Some(Arc::new(e));
+            }
+        }
+        let rounds = self.config.message_send_max_retries() + 1;
+        for r in self.acc.end_metadata_round(&topics) {
+            let topic_known = self.parts.get(&r.topic).is_some_and(|p| !p.all.is_empty());
+            let error = match r.partition {
+                Some(partition) if topic_known => Error::NoLeader { topic: r.topic.clone(), partition, rounds },
+                _ => Error::TopicUnavailable {
+                    topic: r.topic.clone(),
+                    code: self.parts.get(&r.topic).and_then(|p| p.error),
+                    rounds,
+                    source: self.refresh.last_error.clone(),
+                },
+            };
+            self.fail_released(r, error);
+        }
+        if self.acc.waiting_for_metadata() {
+            self.want_refresh(now + self.config.retry_backoff());
+        }
+    }
+
+    /// Encodes the round's batches (once per batch: a retry reuses the bytes) and sends them
+    /// to the broker in one Produce request, on a task of its own.
+    fn send_round(&mut self, round: Round<Pending>) {
+        let broker = round.broker;
+        let mut topics: Vec<TopicPartitions<ProducePartition>> = Vec::new();
+        let mut batches = Vec::with_capacity(round.batches.len());
+        let mut records = 0;
+        for mut batch in round.batches {
+            let set = match batch.encoded.clone() {
+                Some(set) => set,
+                None => {
+                    let codec = self.config.compression_for(&batch.tp.topic);
+                    match MessageSet::from_messages(batch.records.iter().map(|p| p.message.clone()), codec) {
+                        Ok(set) => {
+                            batch.encoded = Some(set.clone());
+                            set
+                        }
+                        Err(e) => {
+                            let error = Error::Encode {
+                                topic: batch.tp.topic.clone(),
+                                partition: batch.tp.partition,
+                                source: Arc::new(e),
+                            };
+                            self.fail_batch(batch, error);
+                            continue;
+                        }
+                    }
+                }
+            };
+            records += batch.records.len();
+            let entry = ProducePartition { partition: batch.tp.partition, message_set: set };
+            match topics.iter_mut().find(|t| t.topic == batch.tp.topic) {
+                Some(t) => t.partitions.push(entry),
+                None => topics.push(TopicPartitions::new(batch.tp.topic.clone(), vec![entry])),
+            }
+            batches.push(batch);
+        }
+        if batches.is_empty() {
+            self.acc.round_done(broker);
+            return;
+        }
+        let acks = self.config.request_required_acks();
+        let request = ProduceRequest {
+            required_acks: acks,
+            timeout: self.config.request_timeout().as_millis().min(i32::MAX as u128) as i32,
+            topics,
+        };
+        let id = self.next_round;
+        self.next_round += 1;
+        tracing::debug!(broker, batches = batches.len(), records, "produce");
+        self.rounds.insert(id, InFlight { broker, batches });
+        let pool = self.cache.pool().clone();
+        let handle = self.tasks.spawn(async move {
+            let result = async {
+                let conn = pool.get(broker).await?;
+                if acks == 0 {
+                    conn.send(0, &request).await.map(|()| None)
+                } else {
+                    conn.request(0, &request).await.map(Some)
+                }
+            }
+            .await;
+            Completion::Produce { round: id, result }
+        });
+        self.task_kinds.insert(handle.id(), TaskKind::Round(id));
+    }
+
+    fn on_produce(&mut self, round: u64, result: Result<Option<ProduceResponse>, gregor_net::Error>) {
+        let Some(in_flight) = self.rounds.remove(&round) else { return };
+        let broker = in_flight.broker;
+        self.acc.round_done(broker);
+        let now = Instant::now();
+        match result {
+            Ok(None) => {
+                for batch in in_flight.batches {
+                    self.succeed(batch, -1);
+                }
+            }
+            Ok(Some(response)) => {
+                for batch in in_flight.batches {
+                    let answer = response
+                        .topics
+                        .iter()
+                        .filter(|t| t.topic == batch.tp.topic)
+                        .flat_map(|t| &t.partitions)
+                        .find(|p| p.partition == batch.tp.partition);
+                    match answer {
+                        None => {
+                            let error = Error::MissingFromResponse {
+                                broker,
+                                topic: batch.tp.topic.clone(),
+                                partition: batch.tp.partition,
+                            };
+                            self.want_refresh(now);
+                            self.retry_or_fail(batch, error, now);
+                        }
+                        Some(p) => match p.error() {
+                            None => {
+                                let offset = p.offset;
+                                self.succeed(batch, offset);
+                            }
+                            Some(code) => {
+                                let error = Error::Broker { broker, code };
+                                if code.is_retriable() {
+                                    if code.needs_metadata_refresh() {
+                                        // wait for the refresh before sending it again
+                                        self.acc.set_leader(&batch.tp, None);
+                                        self.cache.invalidate(&batch.tp.topic);
+                                        self.want_refresh(now);
+                                    }
+                                    if matches!(
+                                        code,
+                                        ErrorCode::RequestTimedOut | ErrorCode::NotEnoughReplicasAfterAppend
+                                    ) {
+                                        tracing::warn!(
+                                            tp = %batch.tp,
+                                            %code,
+                                            "the leader kept the records, so the retry may store them twice"
+                                        );
+                                    }
+                                    self.retry_or_fail(batch, error, now);
+                                } else {
+                                    self.fail_batch(batch, error);
+                                }
+                            }
+                        },
+                    }
+                }
+            }
+            Err(e) => {
+                let retriable = e.is_retriable();
+                if e.needs_metadata_refresh() {
+                    self.want_refresh(now);
+                }
+                let error = Error::Network { broker, source: Arc::new(e) };
+                for batch in in_flight.batches {
+                    if retriable {
+                        self.retry_or_fail(batch, error.clone(), now);
+                    } else {
+                        self.fail_batch(batch, error.clone());
+                    }
+                }
+            }
+        }
+        if self.config.topic_metadata_refresh_interval() == Some(Duration::ZERO) {
+            self.want_refresh(now);
+        }
+    }
+
+    fn retry_or_fail(&mut self, batch: Batch<Pending>, error: Error, now: Instant) {
+        let (tp, attempts) = (batch.tp.clone(), batch.attempts);
+        match self.acc.retry(batch, now) {
+            Ok(()) => tracing::warn!(%tp, attempts, error = %error, "produce failed; retrying after retry.backoff.ms"),
+            Err(batch) => {
+                tracing::warn!(%tp, attempts, error = %error, "produce failed; out of retries");
+                self.fail_batch(batch, error);
+            }
+        }
+    }
+
+    fn succeed(&mut self, batch: Batch<Pending>, base_offset: i64) {
+        let tp = batch.tp.clone();
+        for (i, pending) in self.acc.done(batch).into_iter().enumerate() {
+            let offset = if base_offset >= 0 { base_offset + i as i64 } else { -1 };
+            let metadata = RecordMetadata { topic: tp.topic.clone(), partition: tp.partition, offset };
+            self.finish(pending, Ok(metadata));
+        }
+    }
+
+    fn fail_batch(&mut self, batch: Batch<Pending>, error: Error) {
+        let (partition, attempts) = (batch.tp.partition, batch.attempts);
+        for pending in self.acc.done(batch) {
+            self.fail(pending, Some(partition), attempts, error.clone());
+        }
+    }
+
+    fn fail_released(&mut self, released: Released<Pending>, error: Error) {
+        self.fail(released.record, released.partition, released.attempts, error);
+    }
+
+    fn fail(&mut self, pending: Pending, partition: Option<i32>, attempts: u32, error: Error) {
+        let e = pending.error(partition, attempts, error);
+        self.finish(pending, Err(e));
+    }
+
+    /// A record's one result: counted for flushes and close, its queue place given back, then
+    /// handed to its future or callback.
+    fn finish(&mut self, mut pending: Pending, result: crate::DeliveryResult) {
+        for flush in &mut self.flushes {
+            if pending.seq < flush.below {
+                flush.remaining = flush.remaining.saturating_sub(1);
+                if let Err(e) = &result {
+                    flush.failed.push(e.clone());
+                }
+            }
+        }
+        if let (Some(closing), Err(e)) = (&mut self.closing, &result) {
+            closing.undelivered.push(e.clone());
+        }
+        self.permits.add_permits(1);
+        pending.deliver(result);
+    }
+
+    fn finish_flushes(&mut self) {
+        if self.flushes.iter().all(|f| f.remaining > 0) {
+            return;
+        }
+        let (finished, waiting): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.flushes).into_iter().partition(|f| f.remaining == 0);
+        self.flushes = waiting;
+        for f in finished {
+            let _ = f.reply.send(FlushReport { failed: f.failed });
+        }
+    }
+
+    /// The close bound ran out: every record still held fails with [`Error::Closed`].
+    fn abandon_everything(&mut self) {
+        let rounds: Vec<InFlight> = self.rounds.drain().map(|(_, r)| r).collect();
+        tracing::warn!(records = self.acc.len(), "close timed out; failing what is left");
+        self.tasks.abort_all();
+        self.task_kinds.clear();
+        for round in rounds {
+            self.acc.round_done(round.broker);
+            for batch in round.batches {
+                self.fail_batch(batch, Error::Closed { in_flight: true });
+            }
+        }
+        for r in self.acc.drain_all() {
+            self.fail_released(r, Error::Closed { in_flight: false });
+        }
+    }
+
+    fn finish_close(&mut self) {
+        let Some(closing) = &self.closing else { return };
+        if !self.acc.is_empty() || !self.rounds.is_empty() || closing.reply.is_none() {
+            return;
+        }
+        // records sent while the close command was on its way
+        self.inbox.close();
+        while let Ok(command) = self.inbox.try_recv() {
+            match command {
+                Command::Record(mut pending) => {
+                    pending.seq = self.next_seq;
+                    self.next_seq += 1;
+                    self.fail(pending, None, 0, Error::Closed { in_flight: false });
+                }
+                Command::Flush { reply } => {
+                    let _ = reply.send(FlushReport::default());
+                }
+                Command::Close { reply, .. } => {
+                    let _ = reply.send(CloseReport::default());
+                }
+            }
+        }
+        for f in std::mem::take(&mut self.flushes) {
+            let _ = f.reply.send(FlushReport { failed: f.failed });
+        }
+        let closing = self.closing.as_mut().expect("checked above");
+        let report = CloseReport { undelivered: std::mem::take(&mut closing.undelivered) };
+        if let Some(reply) = closing.reply.take() {
+            tracing::debug!(undelivered = report.undelivered.len(), "producer closed");
+            let _ = reply.send(report);
+        }
+        self.inbox_open = false;
+        self.done = true;
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

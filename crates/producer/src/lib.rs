@@ -1,0 +1,95 @@
+//! # gregor-producer
+//!
+//! Kafka 0.8.2 producers for gregor: [`AsyncProducer`] (`producer.type=async`: a bounded
+//! queue, batching, a delivery result for every record) and [`SyncProducer`] (`send` blocks
+//! until acknowledged), configured with Kafka 0.8.2's own property names and defaults
+//! ([`ProducerConfig`]).
+//!
+//! ```text
+//!  send(Record) ── encode key/value ── queue place (queue.buffering.max.messages,
+//!       │                              queue.enqueue.timeout.ms: block / fail / wait)
+//!       ▼
+//!  background task ── partitioner (murmur2 / 0.8 sticky null key / round robin / custom)
+//!       │                 └─ waits for metadata (MetadataCache, refreshed on errors and
+//!       │                    every topic.metadata.refresh.interval.ms)
+//!       ├─ Accumulator (pure, fed `now`): per-partition queues, ready by batch.num.messages,
+//!       │     queue.buffering.max.ms, a full queue, flush/close; retries at the front
+//!       ├─ one Produce v0 request per broker in flight (brokers concurrently), each batch
+//!       │     encoded once (compression.codec / compressed.topics)
+//!       └─ outcome ─► DeliveryFuture / callback: RecordMetadata { topic, partition, offset }
+//!                     or DeliveryError { topic, partition, attempts, error, key, value }
+//! ```
+//!
+//! * Every record accepted by `send` gets exactly one result — acknowledged, failed after the
+//!   retries, or abandoned by [`AsyncProducer::close`] — through its [`DeliveryFuture`] or
+//!   callback. (Kafka 0.8's async producer had no callbacks and dropped records silently
+//!   when its queue was full; this one does neither.)
+//! * Retries keep each partition's order: one batch per partition in flight, and a failed
+//!   batch goes back to the front of its partition.
+//! * `request.required.acks` defaults to **0**, as in Kafka 0.8.2: no response, unknown
+//!   offsets, broker-side errors lost. Set 1 or -1 for delivery you can trust (see
+//!   [`ProducerConfigBuilder::request_required_acks`]).
+//! * Memory is bounded by `queue.buffering.max.messages` records (plus one encoded copy of
+//!   each batch in flight), however fast the application sends.
+//! * The decisions live in a pure state machine, [`accumulator::Accumulator`], tested with a
+//!   fake clock; the background task only moves bytes and timers.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! use gregor_producer::{AsyncProducer, ProducerConfig, Record};
+//! use gregor_serde::StringEncoder;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = ProducerConfig::from_properties([
+//!     ("metadata.broker.list", "127.0.0.1:9092,127.0.0.1:9093"),
+//!     ("request.required.acks", "-1"),
+//!     ("queue.buffering.max.ms", "20"),
+//!     ("compression.codec", "snappy"),
+//! ])?;
+//! let producer: AsyncProducer<String, String> =
+//!     AsyncProducer::new(config, StringEncoder::new(), StringEncoder::new())?;
+//!
+//! // a future per record...
+//! let delivery = producer.send(Record::new("events", "hello".to_owned()).with_key("user-7".to_owned())).await?;
+//! let metadata = delivery.await?;
+//! println!("stored at {}/{} offset {}", metadata.topic, metadata.partition, metadata.offset);
+//!
+//! // ...or a callback
+//! producer
+//!     .send_with_callback(Record::new("events", "world".to_owned()), |result| {
+//!         if let Err(e) = result {
+//!             eprintln!("lost: {e}");
+//!         }
+//!     })
+//!     .await?;
+//!
+//! let report = producer.close(Duration::from_secs(5)).await;
+//! for undelivered in &report.undelivered {
+//!     eprintln!("not delivered: {undelivered} ({})", undelivered.error);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Tracing: a `producer{client_id}` span around the background task; `debug` for each
+//! Produce request and metadata refresh, `warn` for retries, leader changes and close
+//! timeouts. No subscriber is installed.
+
+pub mod accumulator;
+pub mod config;
+mod engine;
+mod error;
+pub mod partitioner;
+mod producer;
+mod record;
+mod sync;
+
+pub use config::{
+    ConfigError, EnqueueTimeout, ProducerConfig, ProducerConfigBuilder, ProducerType, RESPONSE_TIMEOUT_MARGIN,
+};
+pub use error::{DeliveryError, Error, Result, SendError, SyncSendError};
+pub use partitioner::{murmur2, murmur2_partition, Partitioner, PartitionerKind};
+pub use producer::AsyncProducer;
+pub use record::{Callback, CloseReport, DeliveryFuture, DeliveryResult, FlushReport, Record, RecordMetadata};
+pub use sync::SyncProducer;

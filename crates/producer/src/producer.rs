@@ -1,0 +1,312 @@
+//! [`AsyncProducer`]: a bounded queue in front of a background task that batches, sends and
+//! retries.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use gregor_net::{ConnectionConfig, MetadataCache, MetadataConfig, Pool};
+use gregor_protocol::Message;
+use gregor_serde::Encoder;
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use crate::config::{EnqueueTimeout, ProducerConfig};
+use crate::engine::{Command, Engine};
+use crate::error::{Error, SendError};
+use crate::record::{Callback, CloseReport, DeliveryFuture, DeliveryResult, FlushReport, Pending, Record, Slot};
+
+/// How long [`AsyncProducer::close`] waits past its bound for the background task's report
+/// before it gives up on it (the task never blocks, so this is only a safety net).
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// The application's side, shared by every clone of a producer.
+struct Shared {
+    config: ProducerConfig,
+    inbox: mpsc::UnboundedSender<Command>,
+    permits: Arc<Semaphore>,
+    closed: AtomicBool,
+}
+
+/// The asynchronous producer (`producer.type=async`): `send` queues a record and returns at
+/// once with a [`DeliveryFuture`]; a background task batches records per partition, sends a
+/// Produce request per broker, retries in order, and resolves every record's future (or calls
+/// its callback) exactly once.
+///
+/// * **Queue** — `queue.buffering.max.messages` is a hard bound on the records the producer
+///   holds (queued, in flight, waiting to retry); when it is reached `send` waits or fails
+///   as `queue.enqueue.timeout.ms` says ([`EnqueueTimeout`]), and everything queued is sent at
+///   once.
+/// * **Batching** — a partition's records go when `batch.num.messages` wait for its broker, or
+///   its oldest has waited `queue.buffering.max.ms`, or on [`flush`](AsyncProducer::flush) /
+///   [`close`](AsyncProducer::close). One Produce request per broker is in flight at a time
+///   (holding up to `batch.num.messages` records, any number of partitions); different
+///   brokers are sent to concurrently.
+/// * **Order** — at most one batch per partition is in flight, and a failed batch is retried
+///   before anything later of its partition, so acknowledged records of a partition are in
+///   the log in send order.
+/// * **Retries** — NotLeaderForPartition, UnknownTopicOrPartition, LeaderNotAvailable and
+///   other retriable codes, and connection failures, refresh the metadata and retry after
+///   `retry.backoff.ms`, up to `message.send.max.retries` times; 7 RequestTimedOut is retried
+///   too, but the leader kept the records, so the retry may store them twice. 10
+///   MessageSizeTooLarge, 2 InvalidMessage and other final codes fail at once.
+/// * **Encoding** — keys and values are encoded by `send` (on the caller's task); each batch
+///   is encoded into one message set (compressed per `compression.codec` /
+///   `compressed.topics`) once, and a retry reuses the bytes.
+///
+/// Cheap to clone: clones share the queue and the background task. Dropping the last clone
+/// never blocks: the task sends what is queued and stops once every record has its result.
+/// [`close`](AsyncProducer::close) is the orderly way to stop.
+pub struct AsyncProducer<K, V> {
+    shared: Arc<Shared>,
+    key_encoder: Arc<dyn Encoder<K>>,
+    value_encoder: Arc<dyn Encoder<V>>,
+}
+
+impl<K, V> Clone for AsyncProducer<K, V> {
+    fn clone(&self) -> Self {
+        AsyncProducer {
+            shared: self.shared.clone(),
+            key_encoder: self.key_encoder.clone(),
+            value_encoder: self.value_encoder.clone(),
+        }
+    }
+}
+
+impl<K, V> fmt::Debug for AsyncProducer<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AsyncProducer")
+            .field("client_id", &self.shared.config.client_id())
+            .field("queued", &self.queued())
+            .field("closed", &self.shared.closed.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K, V> AsyncProducer<K, V>
+where
+    K: Send + 'static,
+    V: Send + 'static,
+{
+    /// A producer with `config`, encoding keys with `key_encoder` and values with
+    /// `value_encoder`. Starts its background task on the current tokio runtime; connects
+    /// lazily (the first record of a topic fetches its metadata).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoRuntime`] outside a tokio runtime; [`Error::Config`] when the connection
+    /// settings derived from `config` are invalid.
+    pub fn new(
+        config: ProducerConfig,
+        key_encoder: impl Encoder<K> + 'static,
+        value_encoder: impl Encoder<V> + 'static,
+    ) -> Result<AsyncProducer<K, V>, Error> {
+        let handle = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        let connection = ConnectionConfig::builder()
+            .client_id(config.client_id())
+            .request_timeout(config.response_timeout())
+            .send_buffer_bytes(Some(config.send_buffer_bytes()))
+            .build()
+            .map_err(net_config_error)?;
+        let metadata = MetadataConfig::builder()
+            .refresh_interval(config.topic_metadata_refresh_interval().unwrap_or(Duration::MAX))
+            .retry_backoff(config.retry_backoff())
+            .retry_backoff_max(config.retry_backoff())
+            // the producer retries refreshes itself, retry.backoff.ms apart
+            .refresh_rounds(1)
+            .build()
+            .map_err(net_config_error)?;
+        let cache = MetadataCache::with_config(config.metadata_broker_list(), Pool::new(connection), metadata)
+            .map_err(|e| match e {
+                gregor_net::Error::Config(c) => net_config_error(c),
+                other => Error::Internal { reason: other.to_string() },
+            })?;
+        let permits = Arc::new(Semaphore::new(config.queue_buffering_max_messages()));
+        let (tx, rx) = mpsc::unbounded_channel();
+        let span = tracing::debug_span!("producer", client_id = %config.client_id());
+        let engine = Engine::new(config.clone(), cache, rx, permits.clone());
+        handle.spawn(engine.run().instrument(span));
+        Ok(AsyncProducer {
+            shared: Arc::new(Shared { config, inbox: tx, permits, closed: AtomicBool::new(false) }),
+            key_encoder: Arc::new(key_encoder),
+            value_encoder: Arc::new(value_encoder),
+        })
+    }
+
+    /// Queues `record` and returns a future of its delivery result.
+    ///
+    /// Encodes the key and value, then takes a place in the queue: with
+    /// `queue.enqueue.timeout.ms` -1 it waits for one, with 0 it fails at once when the queue
+    /// is full, with more it waits that long. Once this returns `Ok`, the record *will* get
+    /// exactly one result, whether or not the future is awaited.
+    ///
+    /// Cancel safety: dropping this future before it completes leaves the record unqueued
+    /// (and it is gone: the record was moved in).
+    ///
+    /// # Errors
+    ///
+    /// [`SendError::QueueFull`], [`SendError::Closed`], [`SendError::Encode`],
+    /// [`SendError::InvalidRecord`]; each gives the record back.
+    pub async fn send(&self, record: Record<K, V>) -> Result<DeliveryFuture, SendError<K, V>> {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(record, Slot::Future(tx)).await?;
+        Ok(DeliveryFuture { rx })
+    }
+
+    /// Queues `record`; `callback` gets its delivery result, on the producer's background task
+    /// (keep it short, never block in it; a panic in it is caught and logged).
+    ///
+    /// Cancel safety: as [`AsyncProducer::send`]; a record that was not queued never calls
+    /// its callback.
+    ///
+    /// # Errors
+    ///
+    /// As [`AsyncProducer::send`]; the callback is not called then.
+    pub async fn send_with_callback<F>(&self, record: Record<K, V>, callback: F) -> Result<(), SendError<K, V>>
+    where
+        F: FnOnce(DeliveryResult) + Send + 'static,
+    {
+        let callback: Callback = Box::new(callback);
+        self.enqueue(record, Slot::Callback(callback)).await
+    }
+
+    async fn enqueue(&self, record: Record<K, V>, slot: Slot) -> Result<(), SendError<K, V>> {
+        if record.topic.is_empty() || record.topic.len() > i16::MAX as usize {
+            let reason = format!("a topic name has 1 to 32767 bytes, not {}", record.topic.len());
+            return Err(SendError::InvalidRecord { record, reason });
+        }
+        if let Some(p) = record.partition.filter(|p| *p < 0) {
+            return Err(SendError::InvalidRecord { record, reason: format!("partition {p} is negative") });
+        }
+        if self.shared.closed.load(Ordering::Acquire) {
+            return Err(SendError::Closed { record });
+        }
+        let key = match &record.key {
+            Some(k) => match self.key_encoder.encode(k) {
+                Ok(bytes) => Some(bytes),
+                Err(e) => return Err(SendError::Encode { record, what: "key", source: Arc::new(e) }),
+            },
+            None => None,
+        };
+        let value = match self.value_encoder.encode(&record.value) {
+            Ok(bytes) => bytes,
+            Err(e) => return Err(SendError::Encode { record, what: "value", source: Arc::new(e) }),
+        };
+        let started = Instant::now();
+        let permits = &self.shared.permits;
+        let capacity = self.shared.config.queue_buffering_max_messages();
+        let permit = match self.shared.config.queue_enqueue_timeout() {
+            EnqueueTimeout::Block => permits.acquire().await.ok(),
+            EnqueueTimeout::FailFast => match permits.try_acquire() {
+                Ok(p) => Some(p),
+                Err(tokio::sync::TryAcquireError::NoPermits) => {
+                    return Err(SendError::QueueFull { record, capacity, waited: Duration::ZERO });
+                }
+                Err(tokio::sync::TryAcquireError::Closed) => None,
+            },
+            EnqueueTimeout::Wait(wait) => match tokio::time::timeout(wait, permits.acquire()).await {
+                Ok(p) => p.ok(),
+                Err(_) => return Err(SendError::QueueFull { record, capacity, waited: started.elapsed() }),
+            },
+        };
+        let Some(permit) = permit else {
+            return Err(SendError::Closed { record });
+        };
+        let Record { topic, key: k, value: v, partition } = record;
+        let pending = Pending {
+            seq: 0,
+            topic,
+            partition,
+            message: Message::new(key, Some(value)),
+            slot: Some(slot),
+            enqueued_at: Instant::now(),
+        };
+        match self.shared.inbox.send(Command::Record(pending)) {
+            Ok(()) => {
+                // the background task gives the place back with the record's result
+                permit.forget();
+                Ok(())
+            }
+            Err(mpsc::error::SendError(command)) => {
+                let Command::Record(mut pending) = command else { unreachable!("a record was sent") };
+                pending.disarm();
+                let record = Record { topic: std::mem::take(&mut pending.topic), key: k, value: v, partition };
+                Err(SendError::Closed { record })
+            }
+        }
+    }
+}
+
+impl<K, V> AsyncProducer<K, V> {
+    /// The settings.
+    pub fn config(&self) -> &ProducerConfig {
+        &self.shared.config
+    }
+
+    /// Records held right now (queued, in flight, waiting to retry), at most
+    /// `queue.buffering.max.messages`.
+    pub fn queued(&self) -> usize {
+        self.shared.config.queue_buffering_max_messages().saturating_sub(self.shared.permits.available_permits())
+    }
+
+    /// Sends everything queued now, without waiting for the linger, and waits until every
+    /// record queued before this call has its result; returns those that failed. Records
+    /// sent meanwhile do not delay it. Bounded by the retries: a record fails after
+    /// `message.send.max.retries + 1` sends of up to `request.timeout.ms` (+1 s) each.
+    ///
+    /// Cancel safety: dropping the future stops the wait only; the records go on.
+    pub async fn flush(&self) -> FlushReport {
+        let (reply, rx) = oneshot::channel();
+        if self.shared.inbox.send(Command::Flush { reply }).is_err() {
+            return FlushReport::default();
+        }
+        rx.await.unwrap_or_default()
+    }
+
+    /// Stops the producer: refuses new records ([`SendError::Closed`], also for sends waiting
+    /// for room), sends what is queued at once, and waits up to `timeout` for every record's
+    /// result. Records still queued or in flight when `timeout` runs out fail with
+    /// [`Error::Closed`](crate::Error::Closed). Returns every record that was not delivered
+    /// (each also got its error through its future or callback). Never waits much longer than
+    /// `timeout`.
+    ///
+    /// Closing twice, or from two clones, is harmless: the later calls return an empty report
+    /// at once.
+    ///
+    /// Cancel safety: the producer is closed at the first poll; dropping the future loses
+    /// only the report.
+    pub async fn close(&self, timeout: Duration) -> CloseReport {
+        if self.shared.closed.swap(true, Ordering::AcqRel) {
+            return CloseReport::default();
+        }
+        self.shared.permits.close();
+        let (reply, rx) = oneshot::channel();
+        let deadline = Instant::now() + timeout;
+        if self.shared.inbox.send(Command::Close { deadline, reply }).is_err() {
+            return CloseReport::default();
+        }
+        match tokio::time::timeout_at(deadline + CLOSE_GRACE, rx).await {
+            Ok(Ok(report)) => report,
+            _ => {
+                tracing::error!("the producer's background task did not report its close");
+                CloseReport::default()
+            }
+        }
+    }
+
+    /// True once [`close`](AsyncProducer::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire)
+    }
+}
+
+fn net_config_error(e: gregor_net::ConfigError) -> Error {
+    match e {
+        gregor_net::ConfigError::Invalid { property, value, reason } => {
+            Error::Config(crate::config::ConfigError::Invalid { property, value, reason })
+        }
+        other => Error::Internal { reason: other.to_string() },
+    }
+}

@@ -1,0 +1,210 @@
+//! Records in, delivery results out.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use gregor_protocol::Message;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use crate::error::{DeliveryError, Error};
+
+/// A record to send: a value, an optional key, a topic, and optionally the partition.
+///
+/// ```
+/// use gregor_producer::Record;
+///
+/// let r = Record::new("events", "hello").with_key("user-7");
+/// assert_eq!(r.key, Some("user-7"));
+/// let pinned = Record::<(), _>::new("events", "to p2").with_partition(2);
+/// assert_eq!(pinned.partition, Some(2));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record<K, V> {
+    /// The topic.
+    pub topic: String,
+    /// The key: placed by the partitioner, stored with the message; `None` is the null key.
+    pub key: Option<K>,
+    /// The value.
+    pub value: V,
+    /// An explicit partition, overriding the partitioner.
+    pub partition: Option<i32>,
+}
+
+impl<K, V> Record<K, V> {
+    /// A record without key or explicit partition.
+    pub fn new(topic: impl Into<String>, value: V) -> Record<K, V> {
+        Record { topic: topic.into(), key: None, value, partition: None }
+    }
+
+    /// The same record with a key.
+    pub fn with_key(mut self, key: K) -> Record<K, V> {
+        self.key = Some(key);
+        self
+    }
+
+    /// The same record sent to `partition`, whatever the partitioner says.
+    pub fn with_partition(mut self, partition: i32) -> Record<K, V> {
+        self.partition = Some(partition);
+        self
+    }
+}
+
+/// Where a delivered record went.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RecordMetadata {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// The record's offset in the partition; -1 with `request.required.acks=0` (the broker
+    /// does not answer, so the offset is unknown and "delivered" means written to the socket).
+    pub offset: i64,
+}
+
+/// The result of a record: where it went, or why it did not.
+pub type DeliveryResult = Result<RecordMetadata, DeliveryError>;
+
+/// Resolves to the record's [`DeliveryResult`] once the producer is done with it: acknowledged,
+/// failed for good, or abandoned by `close`. Every record gets exactly one result, even when
+/// the producer is dropped or its runtime shuts down (then an [`Error::Closed`]).
+///
+/// Dropping the future does not cancel the record; its result is then discarded. Cancel safe.
+#[derive(Debug)]
+#[must_use = "the delivery result says whether the record reached the broker"]
+pub struct DeliveryFuture {
+    pub(crate) rx: oneshot::Receiver<DeliveryResult>,
+}
+
+impl Future for DeliveryFuture {
+    type Output = DeliveryResult;
+
+    // the error carries the record's bytes on purpose; the failure path is the rare one
+    #[allow(clippy::result_large_err)]
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.rx).poll(cx).map(|r| {
+            r.unwrap_or_else(|_| {
+                // unreachable in practice: a record that is dropped delivers Closed first
+                Err(DeliveryError {
+                    topic: String::new(),
+                    partition: None,
+                    attempts: 0,
+                    error: Error::Closed { in_flight: false },
+                    key: None,
+                    value: None,
+                })
+            })
+        })
+    }
+}
+
+/// A callback given a record's result, on the producer's background task: keep it short and
+/// never block in it.
+pub type Callback = Box<dyn FnOnce(DeliveryResult) + Send + 'static>;
+
+/// Where a record's result goes.
+pub(crate) enum Slot {
+    Future(oneshot::Sender<DeliveryResult>),
+    Callback(Callback),
+}
+
+/// A record on its way: encoded, with its delivery slot. Dropping it undelivered delivers
+/// [`Error::Closed`], so every record gets one result.
+pub(crate) struct Pending {
+    /// Order of arrival at the background task (set there).
+    pub(crate) seq: u64,
+    pub(crate) topic: String,
+    /// The partition the application asked for.
+    pub(crate) partition: Option<i32>,
+    pub(crate) message: Message,
+    pub(crate) slot: Option<Slot>,
+    pub(crate) enqueued_at: Instant,
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending")
+            .field("seq", &self.seq)
+            .field("topic", &self.topic)
+            .field("partition", &self.partition)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pending {
+    /// A delivery error for this record.
+    pub(crate) fn error(&self, partition: Option<i32>, attempts: u32, error: Error) -> DeliveryError {
+        DeliveryError {
+            topic: self.topic.clone(),
+            partition: partition.or(self.partition),
+            attempts,
+            error,
+            key: self.message.key.clone(),
+            value: self.message.value.clone(),
+        }
+    }
+
+    /// Hands the result to the future or the callback (a panicking callback is caught and
+    /// logged, so it cannot take the producer down).
+    pub(crate) fn deliver(&mut self, result: DeliveryResult) {
+        match self.slot.take() {
+            Some(Slot::Future(tx)) => {
+                let _ = tx.send(result);
+            }
+            Some(Slot::Callback(callback)) => {
+                let topic = self.topic.clone();
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(result))).is_err() {
+                    tracing::error!(%topic, "a delivery callback panicked");
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// Takes the slot out without delivering (a send that is refused after all).
+    pub(crate) fn disarm(&mut self) {
+        self.slot = None;
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.slot.is_some() {
+            let error = self.error(None, 0, Error::Closed { in_flight: false });
+            self.deliver(Err(error));
+        }
+    }
+}
+
+/// What [`flush`](crate::AsyncProducer::flush) found: the records queued before it that failed
+/// (the others were delivered).
+#[derive(Debug, Clone, Default)]
+pub struct FlushReport {
+    /// Every record that was queued before the flush and not delivered, in the order their
+    /// results came.
+    pub failed: Vec<DeliveryError>,
+}
+
+impl FlushReport {
+    /// True when every record was delivered.
+    pub fn is_ok(&self) -> bool {
+        self.failed.is_empty()
+    }
+}
+
+/// What [`close`](crate::AsyncProducer::close) could not deliver.
+#[derive(Debug, Clone, Default)]
+pub struct CloseReport {
+    /// Every record held when `close` was called (or sent during it) that was not delivered:
+    /// failed within the bound, or still queued or in flight when it ran out
+    /// ([`Error::Closed`]).
+    pub undelivered: Vec<DeliveryError>,
+}
+
+impl CloseReport {
+    /// True when everything was delivered.
+    pub fn is_ok(&self) -> bool {
+        self.undelivered.is_empty()
+    }
+}

@@ -1,0 +1,750 @@
+//! The AsyncProducer against a 3-broker FakeCluster coordinated by a real ZooKeeper: queue
+//! policies, acks levels, batching triggers, compression, partitioners, flush, close, drop.
+//!
+//! Skipped (with a note on stderr) when java or ZooKeeper is missing, unless `CI` is set.
+
+#[macro_use]
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use gregor_producer::{
+    murmur2_partition, AsyncProducer, EnqueueTimeout, Error, PartitionerKind, Record, RecordMetadata, SendError,
+};
+use gregor_protocol::frame::ApiKey;
+use gregor_protocol::messages::AnyRequest;
+use gregor_protocol::Compression;
+
+fn rec(topic: &str, value: impl ToString) -> Record<String, String> {
+    Record::new(topic, value.to_string())
+}
+
+/// Sends one record and waits for it (without waiting for the linger): metadata and
+/// connections are then in place.
+async fn warm(p: &AsyncProducer<String, String>, topic: &str) -> RecordMetadata {
+    let delivery = p.send(rec(topic, "warm")).await.unwrap();
+    assert!(p.flush().await.is_ok());
+    delivery.await.expect("the warm-up record is delivered")
+}
+
+fn strings(range: std::ops::Range<usize>) -> Vec<String> {
+    range.map(|i| i.to_string()).collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// queue policies
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_block_waits_while_the_cluster_is_paused_and_proceeds_after_resume() {
+    let c = cluster_or_skip!("queue-block");
+    c.create_topic("t", 1, 1).await.unwrap();
+    let p = producer(config(&c).queue_buffering_max_messages(10).batch_num_messages(10));
+    assert_eq!(p.config().queue_enqueue_timeout(), EnqueueTimeout::Block, "the default");
+    warm(&p, "t").await;
+    pause_all(&c);
+    let mut deliveries = Vec::new();
+    for i in 0..10 {
+        deliveries.push(p.send(rec("t", i)).await.unwrap());
+    }
+    assert_eq!(p.queued(), 10);
+    let blocked = {
+        let p = p.clone();
+        tokio::spawn(async move { p.send(rec("t", "11th")).await.map_err(|e| e.to_string()) })
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!blocked.is_finished(), "the 11th send waits for room while the cluster is paused");
+    resume_all(&c);
+    let eleventh = tokio::time::timeout(Duration::from_secs(10), blocked).await.unwrap().unwrap().unwrap();
+    for d in deliveries {
+        d.await.unwrap();
+    }
+    assert_eq!(eleventh.await.unwrap().offset, 11);
+    let mut want = vec!["warm".to_owned()];
+    want.extend(strings(0..10));
+    want.push("11th".into());
+    assert_eq!(log_values(&c, "t", 0).await, want);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_fail_fast_is_queue_full_at_once_with_the_record_back() {
+    let c = cluster_or_skip!("queue-fail-fast");
+    c.create_topic("t", 1, 1).await.unwrap();
+    let p = producer(
+        config(&c)
+            .queue_buffering_max_messages(10)
+            .batch_num_messages(10)
+            .queue_enqueue_timeout(EnqueueTimeout::FailFast),
+    );
+    warm(&p, "t").await;
+    pause_all(&c);
+    let mut deliveries = Vec::new();
+    for i in 0..10 {
+        deliveries.push(p.send(rec("t", i)).await.unwrap());
+    }
+    let started = Instant::now();
+    let e = p.send(rec("t", "11th")).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_millis(100), "{:?}", started.elapsed());
+    match &e {
+        SendError::QueueFull { capacity, waited, .. } => assert_eq!((*capacity, *waited), (10, Duration::ZERO)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(e.into_record().value, "11th");
+    resume_all(&c);
+    for d in deliveries {
+        d.await.unwrap();
+    }
+    assert_eq!(log_values(&c, "t", 0).await.len(), 11);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_timeout_waits_the_configured_time_then_queue_full() {
+    let c = cluster_or_skip!("queue-timeout");
+    c.create_topic("t", 1, 1).await.unwrap();
+    let wait = Duration::from_millis(400);
+    let p = producer(
+        config(&c)
+            .queue_buffering_max_messages(10)
+            .batch_num_messages(10)
+            .queue_enqueue_timeout(EnqueueTimeout::Wait(wait)),
+    );
+    warm(&p, "t").await;
+    pause_all(&c);
+    let mut deliveries = Vec::new();
+    for i in 0..10 {
+        deliveries.push(p.send(rec("t", i)).await.unwrap());
+    }
+    let started = Instant::now();
+    let e = p.send(rec("t", "11th")).await.unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(elapsed >= wait && elapsed < wait * 4, "{elapsed:?}");
+    match e {
+        SendError::QueueFull { waited, record, .. } => {
+            assert!(waited >= wait, "{waited:?}");
+            assert_eq!(record.value, "11th");
+        }
+        other => panic!("{other:?}"),
+    }
+    resume_all(&c);
+    for d in deliveries {
+        d.await.unwrap();
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// acks levels
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_0_offsets_are_unknown_and_the_messages_land() {
+    let c = cluster_or_skip!("acks-0");
+    c.create_topic("t", 3, 1).await.unwrap();
+    let p = producer(config(&c).request_required_acks(0).partitioner(PartitionerKind::RoundRobin));
+    let mut deliveries = Vec::new();
+    for i in 0..30 {
+        deliveries.push(p.send(rec("t", i)).await.unwrap());
+    }
+    for d in deliveries {
+        assert_eq!(d.await.unwrap().offset, -1, "acks=0: no response, no offset");
+    }
+    eventually("30 messages in the logs", Duration::from_secs(5), || {
+        (0..3).map(|p| c.offsets("t", p).unwrap().0).sum::<i64>() == 30
+    })
+    .await;
+    let mut all: Vec<String> = Vec::new();
+    for part in 0..3 {
+        all.extend(log_values(&c, "t", part).await);
+    }
+    all.sort_by_key(|v| v.parse::<u32>().unwrap());
+    assert_eq!(all, strings(0..30));
+    assert!(produce_requests(&c, "t").iter().all(|r| r.required_acks == 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_1_gives_each_record_its_offset() {
+    let c = cluster_or_skip!("acks-1");
+    c.create_topic("t", 3, 2).await.unwrap();
+    let p = producer(config(&c).request_required_acks(1));
+    let mut deliveries = Vec::new();
+    for i in 0..60 {
+        deliveries.push((i, p.send(rec("t", i).with_key(format!("k{}", i % 7))).await.unwrap()));
+    }
+    let mut by_partition: BTreeMap<i32, Vec<(i64, String)>> = BTreeMap::new();
+    for (i, d) in deliveries {
+        let m = d.await.unwrap();
+        by_partition.entry(m.partition).or_default().push((m.offset, i.to_string()));
+    }
+    for (part, records) in by_partition {
+        let offsets: Vec<i64> = records.iter().map(|(o, _)| *o).collect();
+        assert_eq!(offsets, (0..records.len() as i64).collect::<Vec<_>>(), "offsets in send order on {part}");
+        // acks=1 answers before the follower has the records: consumers see them once the
+        // high watermark moves
+        let n = records.len() as i64;
+        eventually("the follower catches up", Duration::from_secs(5), || c.offsets("t", part).unwrap().0 == n).await;
+        let log = read_log(&c, "t", part).await;
+        let log: Vec<(i64, String)> = log.into_iter().map(|(o, _, v)| (o, v)).collect();
+        assert_eq!(log, records);
+    }
+    assert!(produce_requests(&c, "t").iter().all(|r| r.required_acks == 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_all_with_replication_factor_3() {
+    let c = cluster_or_skip!("acks-all");
+    c.create_topic("t", 3, 3).await.unwrap();
+    let p = producer(config(&c).request_required_acks(-1).partitioner(PartitionerKind::RoundRobin));
+    let mut deliveries = Vec::new();
+    for i in 0..30 {
+        deliveries.push(p.send(rec("t", i)).await.unwrap());
+    }
+    let mut counts = BTreeMap::new();
+    for d in deliveries {
+        let m = d.await.unwrap();
+        assert!(m.offset >= 0);
+        *counts.entry(m.partition).or_insert(0i64) += 1;
+    }
+    for (part, n) in counts {
+        let (hw, leo) = c.offsets("t", part).unwrap();
+        assert_eq!((hw, leo), (n, n), "acks=-1: acknowledged means replicated to the ISR (hw) on {part}");
+        let (_, _, isr) = c.partition_info("t", part).unwrap();
+        assert_eq!(isr.len(), 3);
+    }
+    assert!(produce_requests(&c, "t").iter().all(|r| r.required_acks == -1 && r.timeout == 10_000));
+}
+
+// ---------------------------------------------------------------------------------------
+// batching triggers
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_num_messages_sends_one_request_well_before_the_linger() {
+    let c = cluster_or_skip!("batch-count");
+    c.create_topic("t", 1, 1).await.unwrap();
+    let p = producer(
+        config(&c)
+            .batch_num_messages(50)
+            .queue_buffering_max_messages(1000)
+            .queue_buffering_max(Duration::from_secs(10)),
+    );
+    let started = Instant::now();
+    let mut deliveries = Vec::new();
+    for i in 0..50 {
+        deliveries.push(p.send(rec("t", i)).await.unwrap());
+    }
+    for d in deliveries {
+        d.await.unwrap();
+    }
+    assert!(started.elapsed() < Duration::from_secs(3), "sent at 50 records, not after the 10 s linger");
+    let requests = produced_entries(&c, "t");
+    assert_eq!(requests.len(), 1, "one Produce request");
+    assert_eq!(requests[0].len(), 50);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_linger_sends_one_request_after_queue_buffering_max_ms() {
+    let c = cluster_or_skip!("batch-linger");
+    c.create_topic("t", 1, 1).await.unwrap();
+    let linger = Duration::from_millis(300);
+    let p = producer(config(&c).queue_buffering_max(linger));
+    let started = Instant::now();
+    let mut deliveries = Vec::new();
+    for i in 0..10 {
+        deliveries.push(p.send(rec("t", i)).await.unwrap());
+    }
+    for d in deliveries {
+        d.await.unwrap();
+    }
+    let elapsed = started.elapsed();
+    assert!(elapsed >= linger && elapsed < linger + Duration::from_secs(2), "{elapsed:?}");
+    let requests = produced_entries(&c, "t");
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].len(), 10);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_is_sent_at_once() {
+    let c = cluster_or_skip!("batch-full");
+    c.create_topic("t", 1, 1).await.unwrap();
+    let p = producer(
+        config(&c).queue_buffering_max_messages(20).batch_num_messages(20).queue_buffering_max(Duration::from_secs(10)),
+    );
+    let started = Instant::now();
+    let mut deliveries = Vec::new();
+    for i in 0..20 {
+        deliveries.push(p.send(rec("t", i)).await.unwrap());
+    }
+    for d in deliveries {
+        d.await.unwrap();
+    }
+    assert!(started.elapsed() < Duration::from_secs(3), "a full queue does not wait for the 10 s linger");
+    let requests = produced_entries(&c, "t");
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].len(), 20);
+}
+
+// ---------------------------------------------------------------------------------------
+// compression
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_codec_travels_as_one_wrapper_and_reads_back_intact() {
+    let c = cluster_or_skip!("compression");
+    for codec in [Compression::Gzip, Compression::Snappy, Compression::Lz4] {
+        let topic = format!("c-{codec}");
+        c.create_topic(&topic, 1, 1).await.unwrap();
+        let p = producer(config(&c).compression_codec(codec).queue_buffering_max(Duration::from_millis(100)));
+        let values: Vec<String> = (0..20).map(|i| format!("{codec} value {i} {}", "x".repeat(i * 10))).collect();
+        let mut deliveries = Vec::new();
+        for v in &values {
+            deliveries.push(p.send(Record::new(topic.as_str(), v.clone()).with_key("k".to_owned())).await.unwrap());
+        }
+        for (i, d) in deliveries.into_iter().enumerate() {
+            assert_eq!(d.await.unwrap().offset, i as i64);
+        }
+        let requests = produced_entries(&c, &topic);
+        assert!(!requests.is_empty());
+        for entries in &requests {
+            assert_eq!(entries.len(), 1, "{codec}: one wrapper per batch");
+            assert_eq!(entries[0].compression().unwrap(), codec, "{codec} on the wire");
+        }
+        let log = read_log(&c, &topic, 0).await;
+        assert_eq!(log.iter().map(|(_, _, v)| v.clone()).collect::<Vec<_>>(), values, "{codec}");
+        assert!(log.iter().all(|(_, k, _)| k.as_deref() == Some("k")));
+        p.close(Duration::from_secs(1)).await;
+    }
+    // compressed.topics limits the codec to the topics it names
+    c.create_topic("only", 1, 1).await.unwrap();
+    c.create_topic("plain", 1, 1).await.unwrap();
+    let p = producer(config(&c).compression_codec(Compression::Gzip).compressed_topics(["only"]));
+    p.send(rec("only", "a")).await.unwrap().await.unwrap();
+    p.send(rec("plain", "b")).await.unwrap().await.unwrap();
+    assert_eq!(produced_entries(&c, "only")[0][0].compression().unwrap(), Compression::Gzip);
+    assert_eq!(produced_entries(&c, "plain")[0][0].compression().unwrap(), Compression::None);
+    assert_eq!(log_values(&c, "plain", 0).await, ["b"]);
+}
+
+// ---------------------------------------------------------------------------------------
+// partitioners
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn murmur2_places_keys_where_java_and_librdkafka_do() {
+    let c = cluster_or_skip!("partitioner-murmur2");
+    c.create_topic("k", 5, 1).await.unwrap();
+    let keys = [
+        "21",
+        "foobar",
+        "a-little-bit-long-string",
+        "a-little-bit-longer-string",
+        "lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8",
+        "abc",
+        "kafka",
+        "giberish123456789",
+        "",
+    ];
+    for kind in [PartitionerKind::Murmur2, PartitionerKind::Default08] {
+        let p = producer(config(&c).partitioner(kind.clone()));
+        for key in keys {
+            let m = p.send(rec("k", key).with_key(key.to_owned())).await.unwrap().await.unwrap();
+            assert_eq!(m.partition as usize, murmur2_partition(key.as_bytes(), 5), "{kind:?} {key:?}");
+        }
+    }
+    for part in 0..5 {
+        for (_, key, value) in read_log(&c, "k", part).await {
+            let key = key.unwrap();
+            assert_eq!(value, key);
+            assert_eq!(murmur2_partition(key.as_bytes(), 5), part as usize, "{key:?} is in the partition Java picks");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn null_keys_stick_to_one_partition_until_the_next_metadata_refresh() {
+    let c = cluster_or_skip!("partitioner-sticky");
+    c.create_topic("s", 3, 1).await.unwrap();
+    let interval = Duration::from_millis(250);
+    let p =
+        producer(config(&c).partitioner(PartitionerKind::Default08).topic_metadata_refresh_interval(Some(interval)));
+    warm(&p, "s").await;
+    let mut bursts: Vec<BTreeSet<i32>> = Vec::new();
+    for burst in 0..8 {
+        let mut deliveries = Vec::new();
+        for i in 0..10 {
+            deliveries.push(p.send(rec("s", format!("{burst}-{i}"))).await.unwrap());
+        }
+        let mut partitions = BTreeSet::new();
+        for d in deliveries {
+            partitions.insert(d.await.unwrap().partition);
+        }
+        bursts.push(partitions);
+        tokio::time::sleep(interval + Duration::from_millis(100)).await;
+    }
+    // a refresh can land in the middle of a burst; otherwise a burst sticks to one partition
+    assert!(bursts.iter().all(|b| b.len() <= 2), "{bursts:?}");
+    assert!(bursts.iter().filter(|b| b.len() == 1).count() >= 6, "{bursts:?}");
+    let used: BTreeSet<i32> = bursts.iter().flatten().copied().collect();
+    assert!(used.len() >= 2, "each refresh picks again: {bursts:?}");
+    let refreshes = c.requests().iter().filter(|r| r.header.api_key == ApiKey::Metadata).count();
+    assert!(refreshes >= 6, "topic.metadata.refresh.interval.ms refreshes: {refreshes}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn round_robin_spreads_evenly_and_custom_partitioners_decide() {
+    let c = cluster_or_skip!("partitioner-rr-custom");
+    c.create_topic("rr", 3, 1).await.unwrap();
+    let p = producer(config(&c).partitioner(PartitionerKind::RoundRobin));
+    let mut deliveries = Vec::new();
+    for i in 0..30 {
+        // keys do not matter to round robin
+        deliveries.push(p.send(rec("rr", i).with_key("same".to_owned())).await.unwrap());
+    }
+    let mut counts = BTreeMap::new();
+    for d in deliveries {
+        *counts.entry(d.await.unwrap().partition).or_insert(0) += 1;
+    }
+    assert_eq!(counts, BTreeMap::from([(0, 10), (1, 10), (2, 10)]));
+
+    c.create_topic("custom", 3, 1).await.unwrap();
+    let last = |_: &str, _: Option<&[u8]>, all: &[i32], _: &[i32]| *all.last().unwrap();
+    let p = producer(config(&c).partitioner(PartitionerKind::custom(last)));
+    for i in 0..10 {
+        assert_eq!(p.send(rec("custom", i)).await.unwrap().await.unwrap().partition, 2);
+    }
+    assert_eq!(log_values(&c, "custom", 2).await, strings(0..10));
+    // a partition the topic does not have fails the record, not the producer
+    let p =
+        producer(config(&c).partitioner(PartitionerKind::custom(|_: &str, _: Option<&[u8]>, _: &[i32], _: &[i32]| 7)));
+    let e = p.send(rec("custom", "x")).await.unwrap().await.unwrap_err();
+    assert!(matches!(e.error, Error::InvalidPartition { partition: 7, partitions: 3, .. }), "{e:?}");
+    // an explicit partition overrides the partitioner, and is checked too
+    let m = p.send(rec("custom", "y").with_partition(1)).await.unwrap().await.unwrap();
+    assert_eq!(m.partition, 1);
+    let e = p.send(rec("custom", "z").with_partition(9)).await.unwrap().await.unwrap_err();
+    assert!(matches!(e.error, Error::InvalidPartition { partition: 9, .. }), "{e:?}");
+    assert_eq!((e.partition, e.value.as_deref()), (Some(9), Some(&b"z"[..])));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_auto_created_topic_is_waited_for() {
+    // 0.8.2 answers 5 LeaderNotAvailable to the first Metadata of an auto-created topic
+    let c = cluster_or_skip!("auto-create");
+    let p = producer(config(&c));
+    let m = p.send(rec("auto", "first")).await.unwrap().await.unwrap();
+    assert_eq!((m.partition, m.offset), (0, 0));
+    assert_eq!(log_values(&c, "auto", 0).await, ["first"]);
+}
+
+// ---------------------------------------------------------------------------------------
+// flush, close, drop
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flush_sends_without_the_linger_and_reports_nothing_when_all_is_delivered() {
+    let c = cluster_or_skip!("flush-ok");
+    c.create_topic("t", 3, 1).await.unwrap();
+    let p = producer(config(&c).queue_buffering_max(Duration::from_secs(10)));
+    let mut deliveries = Vec::new();
+    for i in 0..25 {
+        deliveries.push(p.send(rec("t", i).with_key(i.to_string())).await.unwrap());
+    }
+    let started = Instant::now();
+    let report = p.flush().await;
+    assert!(report.is_ok(), "{report:?}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_eq!(p.queued(), 0);
+    for d in deliveries {
+        d.await.unwrap();
+    }
+    assert!(p.flush().await.is_ok(), "a flush with nothing queued returns at once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flush_while_the_cluster_is_paused_reports_every_undelivered_record() {
+    let c = cluster_or_skip!("flush-paused");
+    c.create_topic("t", 3, 1).await.unwrap();
+    let p = producer(
+        config(&c)
+            .request_timeout(Duration::from_millis(300))
+            .message_send_max_retries(1)
+            .partitioner(PartitionerKind::RoundRobin),
+    );
+    for _ in 0..3 {
+        warm(&p, "t").await;
+    }
+    pause_all(&c);
+    let mut deliveries = Vec::new();
+    for i in 0..10 {
+        deliveries.push(p.send(rec("t", i)).await.unwrap());
+    }
+    let started = Instant::now();
+    let report = p.flush().await;
+    let elapsed = started.elapsed();
+    resume_all(&c);
+    assert!(elapsed < Duration::from_secs(15), "bounded by the retries: {elapsed:?}");
+    let mut failed: Vec<String> =
+        report.failed.iter().map(|e| String::from_utf8(e.value.clone().unwrap().to_vec()).unwrap()).collect();
+    failed.sort_by_key(|v| v.parse::<u32>().unwrap());
+    assert_eq!(failed, strings(0..10), "every record queued before the flush is reported");
+    for e in &report.failed {
+        assert_eq!(e.attempts, 2, "{e:?}");
+        assert!(matches!(e.error, Error::Network { .. }), "{e:?}");
+    }
+    for d in deliveries {
+        assert!(d.await.is_err());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_while_the_cluster_is_paused_reports_every_undelivered_record() {
+    let c = cluster_or_skip!("close-paused");
+    c.create_topic("t", 3, 1).await.unwrap();
+    let p = producer(config(&c).partitioner(PartitionerKind::RoundRobin).queue_buffering_max(Duration::from_secs(10)));
+    for _ in 0..3 {
+        warm(&p, "t").await;
+    }
+    pause_all(&c);
+    let mut deliveries = Vec::new();
+    for i in 0..10 {
+        deliveries.push(p.send(rec("t", i)).await.unwrap());
+    }
+    let callback_results = Arc::new(AtomicUsize::new(0));
+    {
+        let n = callback_results.clone();
+        p.send_with_callback(rec("t", "cb"), move |r| {
+            assert!(r.is_err());
+            n.fetch_add(1, Ordering::SeqCst);
+        })
+        .await
+        .unwrap();
+    }
+    let started = Instant::now();
+    let report = p.close(Duration::from_millis(500)).await;
+    let elapsed = started.elapsed();
+    resume_all(&c);
+    assert!(elapsed >= Duration::from_millis(450) && elapsed < Duration::from_secs(2), "{elapsed:?}");
+    assert_eq!(report.undelivered.len(), 11, "{report:?}");
+    for e in &report.undelivered {
+        assert!(matches!(e.error, Error::Closed { .. }), "{e:?}");
+    }
+    for d in deliveries {
+        assert!(matches!(d.await.unwrap_err().error, Error::Closed { .. }));
+    }
+    assert_eq!(callback_results.load(Ordering::SeqCst), 1, "the callback got its one result");
+    assert!(p.is_closed());
+    assert!(matches!(p.send(rec("t", "late")).await, Err(SendError::Closed { .. })));
+    assert!(p.close(Duration::from_secs(1)).await.is_ok(), "closing twice is harmless");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_delivers_what_is_queued_and_dropping_the_producer_loses_nothing() {
+    let c = cluster_or_skip!("close-drop");
+    c.create_topic("t", 3, 1).await.unwrap();
+    let p = producer(config(&c).queue_buffering_max(Duration::from_secs(10)));
+    let mut deliveries = Vec::new();
+    for i in 0..20 {
+        deliveries.push(p.send(rec("t", i).with_key(i.to_string())).await.unwrap());
+    }
+    let report = p.close(Duration::from_secs(5)).await;
+    assert!(report.is_ok(), "{report:?}");
+    for d in deliveries {
+        d.await.unwrap();
+    }
+
+    // dropping every handle: the background task still sends what is queued, and every
+    // callback gets its result
+    let p = producer(config(&c).queue_buffering_max(Duration::from_secs(10)));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for i in 0..50 {
+        let tx = tx.clone();
+        p.send_with_callback(rec("t", i).with_key(i.to_string()), move |r| {
+            let _ = tx.send(r.is_ok());
+        })
+        .await
+        .unwrap();
+    }
+    drop(tx);
+    let started = Instant::now();
+    drop(p);
+    assert!(started.elapsed() < Duration::from_millis(50), "drop does not block");
+    let mut ok = 0;
+    while let Some(result) = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap() {
+        assert!(result);
+        ok += 1;
+    }
+    assert_eq!(ok, 50);
+    let total: i64 = (0..3).map(|part| c.offsets("t", part).unwrap().0).sum();
+    assert_eq!(total, 70);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_records_are_refused_with_the_record_back() {
+    let c = cluster_or_skip!("refused");
+    let p = producer(config(&c));
+    let e = p.send(rec("", "v")).await.unwrap_err();
+    assert!(matches!(e, SendError::InvalidRecord { .. }), "{e:?}");
+    let e = p.send(rec("t", "v").with_partition(-1)).await.unwrap_err();
+    assert_eq!(e.into_record().partition, Some(-1));
+    // an encoder failure
+    let failing = |_: &String| -> gregor_serde::Result<bytes::Bytes> { Err(gregor_serde::Error::custom("nope")) };
+    let p: AsyncProducer<String, String> =
+        AsyncProducer::new(config(&c).build().unwrap(), gregor_serde::StringEncoder::new(), failing).unwrap();
+    match p.send(rec("t", "v")).await.unwrap_err() {
+        SendError::Encode { what, record, .. } => assert_eq!((what, record.value.as_str()), ("value", "v")),
+        other => panic!("{other:?}"),
+    }
+    assert!(!c.requests().iter().any(|r| matches!(r.request, AnyRequest::Produce(_))));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_wakes_senders_waiting_for_room_with_their_record() {
+    let c = cluster_or_skip!("close-wakes");
+    c.create_topic("t", 1, 1).await.unwrap();
+    let p = producer(config(&c).queue_buffering_max_messages(2).batch_num_messages(2));
+    warm(&p, "t").await;
+    pause_all(&c);
+    let first = p.send(rec("t", 1)).await.unwrap();
+    let second = p.send(rec("t", 2)).await.unwrap();
+    let blocked = {
+        let p = p.clone();
+        tokio::spawn(async move { p.send(rec("t", "waiting")).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!blocked.is_finished());
+    let report = p.close(Duration::from_millis(300)).await;
+    resume_all(&c);
+    match blocked.await.unwrap() {
+        Err(SendError::Closed { record }) => assert_eq!(record.value, "waiting"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(report.undelivered.len(), 2);
+    assert!(matches!(first.await.unwrap_err().error, Error::Closed { in_flight: true }));
+    assert!(second.await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_that_does_not_exist_fails_after_the_metadata_rounds() {
+    let c = cluster_or_skip!("no-such-topic", |b| b.auto_create_topics_enable = false);
+    let p = producer(config(&c).message_send_max_retries(2).retry_backoff(Duration::from_millis(30)));
+    let started = Instant::now();
+    let e = p.send(rec("missing", "v").with_key("k".to_owned())).await.unwrap().await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_eq!((e.topic.as_str(), e.partition, e.attempts), ("missing", None, 0));
+    match &e.error {
+        Error::TopicUnavailable { code, rounds, .. } => {
+            assert_eq!((*code, *rounds), (Some(gregor_protocol::ErrorCode::UnknownTopicOrPartition), 3));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(e.key.as_deref(), Some(&b"k"[..]));
+    let e = p.send(rec("missing", "v").with_partition(0)).await.unwrap().await.unwrap_err();
+    assert_eq!(e.partition, Some(0));
+    assert!(matches!(e.error, Error::TopicUnavailable { .. }), "{e:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_brokers_fail_records_after_the_metadata_rounds() {
+    // needs no cluster: nothing listens there
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let config = gregor_producer::ProducerConfig::builder()
+        .metadata_broker_list(dead.to_string())
+        .message_send_max_retries(1)
+        .retry_backoff(Duration::from_millis(20));
+    let p = producer(config);
+    let e = p.send(rec("t", "v")).await.unwrap().await.unwrap_err();
+    match &e.error {
+        Error::TopicUnavailable { source: Some(source), rounds: 2, .. } => {
+            assert!(matches!(**source, gregor_net::Error::NoBrokerAvailable { .. }), "{source:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let report = p.close(Duration::from_millis(100)).await;
+    assert!(report.is_ok(), "nothing was left to report: {report:?}");
+}
+
+/// Public futures are `Send` (checked at compile time; never run).
+#[allow(dead_code)]
+fn public_futures_are_send(p: &AsyncProducer<String, String>) {
+    fn send<T: Send>(_: T) {}
+    send(p.send(rec("t", "v")));
+    send(p.send_with_callback(rec("t", "v"), |_| {}));
+    send(p.flush());
+    send(p.close(Duration::ZERO));
+    send(async { p.send(rec("t", "v")).await.unwrap().await });
+}
+
+// ---------------------------------------------------------------------------------------
+// memory
+
+/// A `/proc/self/status` field (`VmHWM` = peak RSS, `VmRSS` = current), in KiB.
+fn status_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn peak_rss_kib() -> u64 {
+    status_kib("VmHWM")
+}
+
+/// The issue's "Memory" proof: an AsyncProducer with queue.buffering.max.messages=10,000
+/// fed as fast as possible for 5 s while the cluster is paused stays bounded. Run with
+/// `cargo test --release -p gregor-producer --test async_producer -- --ignored --nocapture memory`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: run it in release and read the numbers"]
+async fn memory_stays_bounded_while_the_cluster_is_paused() {
+    let c = cluster_or_skip!("memory");
+    c.create_topic("m", 3, 1).await.unwrap();
+    let p = producer(
+        config(&c)
+            .queue_buffering_max_messages(10_000)
+            .queue_enqueue_timeout(EnqueueTimeout::FailFast)
+            .partitioner(PartitionerKind::RoundRobin)
+            .request_timeout(Duration::from_secs(30)),
+    );
+    for _ in 0..3 {
+        warm(&p, "m").await;
+    }
+    let value = "v".repeat(1000);
+    let before = peak_rss_kib();
+    pause_all(&c);
+    let started = Instant::now();
+    let (mut accepted, mut refused) = (0u64, 0u64);
+    let mut deliveries = Vec::new();
+    let mut samples = Vec::new();
+    while started.elapsed() < Duration::from_secs(5) {
+        if started.elapsed() >= Duration::from_secs(samples.len() as u64) {
+            samples.push(status_kib("VmRSS"));
+        }
+        for _ in 0..1000 {
+            match p.send(rec("m", &value)).await {
+                Ok(d) => {
+                    accepted += 1;
+                    deliveries.push(d);
+                }
+                Err(e) => {
+                    assert!(e.is_queue_full());
+                    refused += 1;
+                }
+            }
+        }
+        tokio::task::yield_now().await;
+    }
+    let during = peak_rss_kib();
+    assert!(p.queued() <= 10_000);
+    resume_all(&c);
+    let report = p.flush().await;
+    let after = peak_rss_kib();
+    eprintln!(
+        "memory: peak RSS (VmHWM) before the pause {before} KiB, after 5 s paused with a full queue {during} KiB, \
+         after resume + flush {after} KiB (the in-process FakeCluster then holds the 10 MB of records); \
+         RSS each second of the pause: {samples:?} KiB; {accepted} records accepted, {refused} refused with \
+         QueueFull (1000-byte values, capacity 10000); {} failed",
+        report.failed.len()
+    );
+    assert!(accepted <= 10_000, "the queue is a hard bound: {accepted}");
+    for d in deliveries {
+        d.await.unwrap();
+    }
+}
