@@ -2,14 +2,14 @@
 //! consumer that knows v2 reads it, and three broken messages show the errors.
 //!
 //! ```text
-//! cargo run -p gregor-serde --example avro
+//! cargo run --example serde_avro
 //! ```
 
 use std::sync::Arc;
 
-use gregor_serde::apache_avro::types::Value;
-use gregor_serde::apache_avro::Schema;
-use gregor_serde::{Decoder, Encoder, FramedAvroDecoder, FramedAvroEncoder, InMemoryRegistry};
+use gregor::serde::apache_avro::types::Value;
+use gregor::serde::apache_avro::Schema;
+use gregor::serde::{Decoder, Encoder, FramedAvroDecoder, FramedAvroEncoder, InMemoryRegistry};
 
 const ORDER_V1: &str = r#"{
   "type": "record", "name": "Order", "namespace": "com.example",
