@@ -1,0 +1,64 @@
+//! # gregor — the command line
+//!
+//! `gregor` talks to Kafka 0.8.2 brokers with gregor's own clients, in the style of Kafka's
+//! shell tools (`--broker-list`, `--topic`, `--property k=v`):
+//!
+//! * `gregor produce` — one message per line of stdin, sent by the [`AsyncProducer`]
+//!   (batching; every message's delivery is awaited and reported; exit 1 if any failed);
+//! * `gregor fetch` — one partition from an offset, one message per line of stdout, by the
+//!   [`SimpleConsumer`]; stops at `--max-messages`, at the high watermark, or after
+//!   `--timeout-ms` without a message;
+//! * `gregor offsets` — `getOffsetsBefore` per partition, printed as Kafka 0.8's
+//!   `GetOffsetShell` prints it: `topic:partition:offset[,offset...]`.
+//!
+//! ```text
+//!  stdin ─ lines ─► produce ─► AsyncProducer ─► leaders ─► delivery results ─► summary (stderr)
+//!  stdout ◄─ lines ◄─ fetch ◄─ SimpleConsumer::fetch_partition ◄─ leader of topic/partition
+//!  stdout ◄─ T:P:O1,O2 ◄─ offsets ◄─ SimpleConsumer::offsets_before ◄─ leaders
+//! ```
+//!
+//! Exit codes: 0 on success, 1 on failure (the error and its causes on stderr, one per line),
+//! 2 on a usage error (a bad flag or an invalid `--property`).
+//!
+//! Bytes: `produce` sends each line's bytes unchanged (only the `\n` is dropped); `fetch`
+//! prints keys and values that are not valid UTF-8 *lossily* (each invalid sequence becomes
+//! U+FFFD), and a null key or value as `null`, as Kafka's console consumer does.
+//!
+//! [`AsyncProducer`]: gregor_producer::AsyncProducer
+//! [`SimpleConsumer`]: gregor_simple_consumer::SimpleConsumer
+
+mod cli;
+mod error;
+mod fetch;
+mod offsets;
+mod output;
+mod produce;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::error::CliError;
+
+fn main() -> ExitCode {
+    // clap prints help/version (exit 0) and usage errors (exit 2) itself
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return CliError::new("could not start the async runtime", e).report(),
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Produce(args) => produce::run(args).await,
+            Command::Fetch(args) => fetch::run(args).await,
+            Command::Offsets(args) => offsets::run(args).await,
+        }
+    });
+    // a read of stdin may still be blocked on its thread: never wait for it
+    runtime.shutdown_background();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => e.report(),
+    }
+}

@@ -1,0 +1,764 @@
+//! [`ConsumerConfig`]: Kafka 0.8.2's high-level consumer properties, with 0.8.2's defaults.
+//!
+//! Every property of 0.8.2's `kafka.consumer.ConsumerConfig` that the connector uses is here,
+//! spelled as Kafka spells it. Build one with [`ConsumerConfig::builder`] (setters are the
+//! property names with dots as underscores, `.ms` dropped when the setter takes a
+//! [`Duration`]) or from Kafka's property names with [`ConsumerConfig::from_properties`].
+
+use std::time::Duration;
+
+use crate::assignment::AssignmentStrategy;
+
+/// `zookeeper.session.timeout.ms` default: 6000 ms.
+pub const DEFAULT_ZOOKEEPER_SESSION_TIMEOUT_MS: u64 = 6000;
+/// `zookeeper.connection.timeout.ms` default: 6000 ms.
+pub const DEFAULT_ZOOKEEPER_CONNECTION_TIMEOUT_MS: u64 = 6000;
+/// `zookeeper.sync.time.ms` default: 2000 ms.
+pub const DEFAULT_ZOOKEEPER_SYNC_TIME_MS: u64 = 2000;
+/// `socket.timeout.ms` default: 30 000 ms.
+pub const DEFAULT_SOCKET_TIMEOUT_MS: u64 = 30_000;
+/// `socket.receive.buffer.bytes` default: 64 KiB.
+pub const DEFAULT_SOCKET_RECEIVE_BUFFER_BYTES: usize = 64 * 1024;
+/// `fetch.message.max.bytes` default: 1 MiB.
+pub const DEFAULT_FETCH_MESSAGE_MAX_BYTES: i32 = 1024 * 1024;
+/// `num.consumer.fetchers` default: 1.
+pub const DEFAULT_NUM_CONSUMER_FETCHERS: usize = 1;
+/// `auto.commit.enable` default: true.
+pub const DEFAULT_AUTO_COMMIT_ENABLE: bool = true;
+/// `auto.commit.interval.ms` default: 60 000 ms.
+pub const DEFAULT_AUTO_COMMIT_INTERVAL_MS: u64 = 60_000;
+/// `queued.max.message.chunks` default: 2.
+pub const DEFAULT_QUEUED_MAX_MESSAGE_CHUNKS: usize = 2;
+/// `rebalance.max.retries` default: 4.
+pub const DEFAULT_REBALANCE_MAX_RETRIES: u32 = 4;
+/// `rebalance.backoff.ms` default: 2000 ms (0.8.2 defaults it to `zookeeper.sync.time.ms`).
+pub const DEFAULT_REBALANCE_BACKOFF_MS: u64 = DEFAULT_ZOOKEEPER_SYNC_TIME_MS;
+/// `refresh.leader.backoff.ms` default: 200 ms.
+pub const DEFAULT_REFRESH_LEADER_BACKOFF_MS: u64 = 200;
+/// `fetch.min.bytes` default: 1.
+pub const DEFAULT_FETCH_MIN_BYTES: i32 = 1;
+/// `fetch.wait.max.ms` default: 100 ms.
+pub const DEFAULT_FETCH_WAIT_MAX_MS: u64 = 100;
+/// `auto.offset.reset` default: largest.
+pub const DEFAULT_AUTO_OFFSET_RESET: AutoOffsetReset = AutoOffsetReset::Largest;
+/// `consumer.timeout.ms` default: -1 (block forever).
+pub const DEFAULT_CONSUMER_TIMEOUT_MS: i64 = -1;
+/// `exclude.internal.topics` default: true.
+pub const DEFAULT_EXCLUDE_INTERNAL_TOPICS: bool = true;
+/// `partition.assignment.strategy` default: range.
+pub const DEFAULT_PARTITION_ASSIGNMENT_STRATEGY: AssignmentStrategy = AssignmentStrategy::Range;
+/// `offsets.storage` default: zookeeper.
+pub const DEFAULT_OFFSETS_STORAGE: OffsetsStorage = OffsetsStorage::Zookeeper;
+/// `offsets.channel.backoff.ms` default: 1000 ms.
+pub const DEFAULT_OFFSETS_CHANNEL_BACKOFF_MS: u64 = 1000;
+/// `offsets.channel.socket.timeout.ms` default: 10 000 ms.
+pub const DEFAULT_OFFSETS_CHANNEL_SOCKET_TIMEOUT_MS: u64 = 10_000;
+/// `offsets.commit.max.retries` default: 5.
+pub const DEFAULT_OFFSETS_COMMIT_MAX_RETRIES: u32 = 5;
+/// `dual.commit.enabled` default: true (it only matters with `offsets.storage=kafka`).
+pub const DEFAULT_DUAL_COMMIT_ENABLED: bool = true;
+
+/// `auto.offset.reset`: where to start when there is no committed offset, or it is out of range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AutoOffsetReset {
+    /// `smallest`: the log start.
+    Smallest,
+    /// `largest`: the log end (only new messages).
+    Largest,
+}
+
+/// `offsets.storage`: where offsets are committed and read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OffsetsStorage {
+    /// `zookeeper`: `/consumers/G/offsets/T/P`.
+    Zookeeper,
+    /// `kafka`: OffsetCommit/OffsetFetch v1 at the coordinator found with ConsumerMetadata.
+    Kafka,
+}
+
+/// Returned by [`ConsumerConfigBuilder::build`] and [`ConsumerConfig::from_properties`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// Returned when a property has an impossible value or combination.
+    #[error("invalid {property}={value:?}: {reason}")]
+    Invalid {
+        /// Kafka's property name.
+        property: &'static str,
+        /// The value given.
+        value: String,
+        /// Why it is rejected, with the fix.
+        reason: String,
+    },
+    /// Returned when a required property is missing.
+    #[error("missing required property {property}")]
+    Missing {
+        /// Kafka's property name.
+        property: &'static str,
+    },
+    /// Returned by `from_properties` for a property the consumer does not know.
+    #[error("unknown consumer property {property:?}")]
+    Unknown {
+        /// The name given.
+        property: String,
+    },
+}
+
+/// Kafka 0.8.2's high-level consumer configuration. See each builder setter for the
+/// property, its default and its cost.
+#[derive(Clone, Debug)]
+pub struct ConsumerConfig {
+    /// `group.id` (required).
+    pub group_id: String,
+    /// `consumer.id`: when set, the consumer id is `<group>_<consumer.id>`.
+    pub consumer_id: Option<String>,
+    /// `zookeeper.connect`: `host:port[,host:port][/chroot]` (required).
+    pub zookeeper_connect: String,
+    /// `zookeeper.session.timeout.ms`.
+    pub zookeeper_session_timeout: Duration,
+    /// `zookeeper.connection.timeout.ms`.
+    pub zookeeper_connection_timeout: Duration,
+    /// `zookeeper.sync.time.ms`.
+    pub zookeeper_sync_time: Duration,
+    /// `socket.timeout.ms`.
+    pub socket_timeout: Duration,
+    /// `socket.receive.buffer.bytes`.
+    pub socket_receive_buffer_bytes: usize,
+    /// `fetch.message.max.bytes`.
+    pub fetch_message_max_bytes: i32,
+    /// `num.consumer.fetchers`.
+    pub num_consumer_fetchers: usize,
+    /// `auto.commit.enable`.
+    pub auto_commit_enable: bool,
+    /// `auto.commit.interval.ms`.
+    pub auto_commit_interval: Duration,
+    /// `queued.max.message.chunks`.
+    pub queued_max_message_chunks: usize,
+    /// `rebalance.max.retries`.
+    pub rebalance_max_retries: u32,
+    /// `rebalance.backoff.ms`.
+    pub rebalance_backoff: Duration,
+    /// `refresh.leader.backoff.ms`.
+    pub refresh_leader_backoff: Duration,
+    /// `fetch.min.bytes`.
+    pub fetch_min_bytes: i32,
+    /// `fetch.wait.max.ms`.
+    pub fetch_wait_max: Duration,
+    /// `auto.offset.reset`.
+    pub auto_offset_reset: AutoOffsetReset,
+    /// `consumer.timeout.ms`: `None` is -1 (block forever).
+    pub consumer_timeout: Option<Duration>,
+    /// `exclude.internal.topics`.
+    pub exclude_internal_topics: bool,
+    /// `partition.assignment.strategy`.
+    pub partition_assignment_strategy: AssignmentStrategy,
+    /// `client.id` (defaults to the group id).
+    pub client_id: String,
+    /// `offsets.storage`.
+    pub offsets_storage: OffsetsStorage,
+    /// `offsets.channel.backoff.ms`.
+    pub offsets_channel_backoff: Duration,
+    /// `offsets.channel.socket.timeout.ms`.
+    pub offsets_channel_socket_timeout: Duration,
+    /// `offsets.commit.max.retries`.
+    pub offsets_commit_max_retries: u32,
+    /// `dual.commit.enabled`.
+    pub dual_commit_enabled: bool,
+}
+
+impl ConsumerConfig {
+    /// A builder with every default.
+    pub fn builder() -> ConsumerConfigBuilder {
+        ConsumerConfigBuilder::default()
+    }
+
+    /// Reads Kafka's property names (`group.id`, `zookeeper.connect`, ...).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Unknown`] for a name the consumer does not know, [`ConfigError::Invalid`]
+    /// for a value that does not parse or is impossible, [`ConfigError::Missing`] without
+    /// `group.id` or `zookeeper.connect`.
+    pub fn from_properties<I, K, V>(properties: I) -> Result<ConsumerConfig, ConfigError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let mut b = ConsumerConfig::builder();
+        for (k, v) in properties {
+            let (k, v) = (k.as_ref(), v.as_ref().trim());
+            macro_rules! num {
+                ($prop:literal, $ty:ty) => {
+                    v.parse::<$ty>().map_err(|e| ConfigError::Invalid {
+                        property: $prop,
+                        value: v.to_owned(),
+                        reason: format!("not a number: {e}"),
+                    })?
+                };
+            }
+            macro_rules! ms {
+                ($prop:literal) => {
+                    Duration::from_millis(num!($prop, u64))
+                };
+            }
+            macro_rules! boolean {
+                ($prop:literal) => {
+                    match v {
+                        "true" => true,
+                        "false" => false,
+                        _ => {
+                            return Err(ConfigError::Invalid {
+                                property: $prop,
+                                value: v.to_owned(),
+                                reason: "expected true or false".into(),
+                            })
+                        }
+                    }
+                };
+            }
+            b = match k {
+                "group.id" => b.group_id(v),
+                "consumer.id" => b.consumer_id(v),
+                "zookeeper.connect" => b.zookeeper_connect(v),
+                "zookeeper.session.timeout.ms" => b.zookeeper_session_timeout(ms!("zookeeper.session.timeout.ms")),
+                "zookeeper.connection.timeout.ms" => {
+                    b.zookeeper_connection_timeout(ms!("zookeeper.connection.timeout.ms"))
+                }
+                "zookeeper.sync.time.ms" => b.zookeeper_sync_time(ms!("zookeeper.sync.time.ms")),
+                "socket.timeout.ms" => b.socket_timeout(ms!("socket.timeout.ms")),
+                "socket.receive.buffer.bytes" => {
+                    b.socket_receive_buffer_bytes(num!("socket.receive.buffer.bytes", usize))
+                }
+                "fetch.message.max.bytes" => b.fetch_message_max_bytes(num!("fetch.message.max.bytes", i32)),
+                "num.consumer.fetchers" => b.num_consumer_fetchers(num!("num.consumer.fetchers", usize)),
+                "auto.commit.enable" => b.auto_commit_enable(boolean!("auto.commit.enable")),
+                "auto.commit.interval.ms" => b.auto_commit_interval(ms!("auto.commit.interval.ms")),
+                "queued.max.message.chunks" => b.queued_max_message_chunks(num!("queued.max.message.chunks", usize)),
+                "rebalance.max.retries" => b.rebalance_max_retries(num!("rebalance.max.retries", u32)),
+                "rebalance.backoff.ms" => b.rebalance_backoff(ms!("rebalance.backoff.ms")),
+                "refresh.leader.backoff.ms" => b.refresh_leader_backoff(ms!("refresh.leader.backoff.ms")),
+                "fetch.min.bytes" => b.fetch_min_bytes(num!("fetch.min.bytes", i32)),
+                "fetch.wait.max.ms" => b.fetch_wait_max(ms!("fetch.wait.max.ms")),
+                "auto.offset.reset" => b.auto_offset_reset(match v {
+                    "smallest" => AutoOffsetReset::Smallest,
+                    "largest" => AutoOffsetReset::Largest,
+                    _ => {
+                        return Err(ConfigError::Invalid {
+                            property: "auto.offset.reset",
+                            value: v.to_owned(),
+                            reason: "expected smallest or largest".into(),
+                        })
+                    }
+                }),
+                "consumer.timeout.ms" => {
+                    let n = num!("consumer.timeout.ms", i64);
+                    b.consumer_timeout(if n < 0 { None } else { Some(Duration::from_millis(n as u64)) })
+                }
+                "exclude.internal.topics" => b.exclude_internal_topics(boolean!("exclude.internal.topics")),
+                "partition.assignment.strategy" => b.partition_assignment_strategy(match v {
+                    "range" => AssignmentStrategy::Range,
+                    "roundrobin" => AssignmentStrategy::RoundRobin,
+                    _ => {
+                        return Err(ConfigError::Invalid {
+                            property: "partition.assignment.strategy",
+                            value: v.to_owned(),
+                            reason: "expected range or roundrobin".into(),
+                        })
+                    }
+                }),
+                "client.id" => b.client_id(v),
+                "offsets.storage" => b.offsets_storage(match v {
+                    "zookeeper" => OffsetsStorage::Zookeeper,
+                    "kafka" => OffsetsStorage::Kafka,
+                    _ => {
+                        return Err(ConfigError::Invalid {
+                            property: "offsets.storage",
+                            value: v.to_owned(),
+                            reason: "expected zookeeper or kafka".into(),
+                        })
+                    }
+                }),
+                "offsets.channel.backoff.ms" => b.offsets_channel_backoff(ms!("offsets.channel.backoff.ms")),
+                "offsets.channel.socket.timeout.ms" => {
+                    b.offsets_channel_socket_timeout(ms!("offsets.channel.socket.timeout.ms"))
+                }
+                "offsets.commit.max.retries" => b.offsets_commit_max_retries(num!("offsets.commit.max.retries", u32)),
+                "dual.commit.enabled" => b.dual_commit_enabled(boolean!("dual.commit.enabled")),
+                other => return Err(ConfigError::Unknown { property: other.to_owned() }),
+            };
+        }
+        b.build()
+    }
+}
+
+/// Builds a [`ConsumerConfig`]; every setter names its Kafka property and default.
+#[derive(Clone, Debug)]
+pub struct ConsumerConfigBuilder {
+    group_id: Option<String>,
+    consumer_id: Option<String>,
+    zookeeper_connect: Option<String>,
+    client_id: Option<String>,
+    rebalance_backoff: Option<Duration>,
+    c: Defaults,
+}
+
+#[derive(Clone, Debug)]
+struct Defaults {
+    zookeeper_session_timeout: Duration,
+    zookeeper_connection_timeout: Duration,
+    zookeeper_sync_time: Duration,
+    socket_timeout: Duration,
+    socket_receive_buffer_bytes: usize,
+    fetch_message_max_bytes: i32,
+    num_consumer_fetchers: usize,
+    auto_commit_enable: bool,
+    auto_commit_interval: Duration,
+    queued_max_message_chunks: usize,
+    rebalance_max_retries: u32,
+    refresh_leader_backoff: Duration,
+    fetch_min_bytes: i32,
+    fetch_wait_max: Duration,
+    auto_offset_reset: AutoOffsetReset,
+    consumer_timeout: Option<Duration>,
+    exclude_internal_topics: bool,
+    partition_assignment_strategy: AssignmentStrategy,
+    offsets_storage: OffsetsStorage,
+    offsets_channel_backoff: Duration,
+    offsets_channel_socket_timeout: Duration,
+    offsets_commit_max_retries: u32,
+    dual_commit_enabled: bool,
+}
+
+impl Default for ConsumerConfigBuilder {
+    fn default() -> Self {
+        let ms = Duration::from_millis;
+        ConsumerConfigBuilder {
+            group_id: None,
+            consumer_id: None,
+            zookeeper_connect: None,
+            client_id: None,
+            rebalance_backoff: None,
+            c: Defaults {
+                zookeeper_session_timeout: ms(DEFAULT_ZOOKEEPER_SESSION_TIMEOUT_MS),
+                zookeeper_connection_timeout: ms(DEFAULT_ZOOKEEPER_CONNECTION_TIMEOUT_MS),
+                zookeeper_sync_time: ms(DEFAULT_ZOOKEEPER_SYNC_TIME_MS),
+                socket_timeout: ms(DEFAULT_SOCKET_TIMEOUT_MS),
+                socket_receive_buffer_bytes: DEFAULT_SOCKET_RECEIVE_BUFFER_BYTES,
+                fetch_message_max_bytes: DEFAULT_FETCH_MESSAGE_MAX_BYTES,
+                num_consumer_fetchers: DEFAULT_NUM_CONSUMER_FETCHERS,
+                auto_commit_enable: DEFAULT_AUTO_COMMIT_ENABLE,
+                auto_commit_interval: ms(DEFAULT_AUTO_COMMIT_INTERVAL_MS),
+                queued_max_message_chunks: DEFAULT_QUEUED_MAX_MESSAGE_CHUNKS,
+                rebalance_max_retries: DEFAULT_REBALANCE_MAX_RETRIES,
+                refresh_leader_backoff: ms(DEFAULT_REFRESH_LEADER_BACKOFF_MS),
+                fetch_min_bytes: DEFAULT_FETCH_MIN_BYTES,
+                fetch_wait_max: ms(DEFAULT_FETCH_WAIT_MAX_MS),
+                auto_offset_reset: DEFAULT_AUTO_OFFSET_RESET,
+                consumer_timeout: None,
+                exclude_internal_topics: DEFAULT_EXCLUDE_INTERNAL_TOPICS,
+                partition_assignment_strategy: DEFAULT_PARTITION_ASSIGNMENT_STRATEGY,
+                offsets_storage: DEFAULT_OFFSETS_STORAGE,
+                offsets_channel_backoff: ms(DEFAULT_OFFSETS_CHANNEL_BACKOFF_MS),
+                offsets_channel_socket_timeout: ms(DEFAULT_OFFSETS_CHANNEL_SOCKET_TIMEOUT_MS),
+                offsets_commit_max_retries: DEFAULT_OFFSETS_COMMIT_MAX_RETRIES,
+                dual_commit_enabled: DEFAULT_DUAL_COMMIT_ENABLED,
+            },
+        }
+    }
+}
+
+macro_rules! setter {
+    ($(#[$doc:meta])* $name:ident: $ty:ty) => {
+        $(#[$doc])*
+        pub fn $name(mut self, value: $ty) -> Self {
+            self.c.$name = value;
+            self
+        }
+    };
+}
+
+impl ConsumerConfigBuilder {
+    /// `group.id` (required): the consumer group.
+    pub fn group_id(mut self, v: impl Into<String>) -> Self {
+        self.group_id = Some(v.into());
+        self
+    }
+    /// `consumer.id`: the consumer id becomes `<group>_<consumer.id>`; by default it is
+    /// `<group>_<host>-<ms>-<8 hex>`. **Warning:** two live consumers with the same id collide.
+    pub fn consumer_id(mut self, v: impl Into<String>) -> Self {
+        self.consumer_id = Some(v.into());
+        self
+    }
+    /// `zookeeper.connect` (required): `host:port[,host:port...][/chroot]`.
+    pub fn zookeeper_connect(mut self, v: impl Into<String>) -> Self {
+        self.zookeeper_connect = Some(v.into());
+        self
+    }
+    /// `client.id`: the client id of requests; defaults to the group id.
+    pub fn client_id(mut self, v: impl Into<String>) -> Self {
+        self.client_id = Some(v.into());
+        self
+    }
+    /// `rebalance.backoff.ms`: pause between rebalance attempts (jittered); default
+    /// [`DEFAULT_REBALANCE_BACKOFF_MS`] (0.8.2 defaults it to `zookeeper.sync.time.ms`).
+    pub fn rebalance_backoff(mut self, v: Duration) -> Self {
+        self.rebalance_backoff = Some(v);
+        self
+    }
+    setter!(
+        /// `zookeeper.session.timeout.ms`, default [`DEFAULT_ZOOKEEPER_SESSION_TIMEOUT_MS`]: a
+        /// consumer silent this long loses its registration and partitions.
+        zookeeper_session_timeout: Duration
+    );
+    setter!(
+        /// `zookeeper.connection.timeout.ms`, default [`DEFAULT_ZOOKEEPER_CONNECTION_TIMEOUT_MS`].
+        zookeeper_connection_timeout: Duration
+    );
+    setter!(
+        /// `zookeeper.sync.time.ms`, default [`DEFAULT_ZOOKEEPER_SYNC_TIME_MS`].
+        zookeeper_sync_time: Duration
+    );
+    setter!(
+        /// `socket.timeout.ms`, default [`DEFAULT_SOCKET_TIMEOUT_MS`]; must be at least
+        /// `fetch.wait.max.ms`.
+        socket_timeout: Duration
+    );
+    setter!(
+        /// `socket.receive.buffer.bytes`, default [`DEFAULT_SOCKET_RECEIVE_BUFFER_BYTES`].
+        socket_receive_buffer_bytes: usize
+    );
+    setter!(
+        /// `fetch.message.max.bytes`, default [`DEFAULT_FETCH_MESSAGE_MAX_BYTES`]: bytes asked
+        /// per partition per fetch; a larger message is an error on its stream. Cost: up to
+        /// this many bytes per queued chunk.
+        fetch_message_max_bytes: i32
+    );
+    setter!(
+        /// `num.consumer.fetchers`, default [`DEFAULT_NUM_CONSUMER_FETCHERS`]: fetcher tasks.
+        num_consumer_fetchers: usize
+    );
+    setter!(
+        /// `auto.commit.enable`, default [`DEFAULT_AUTO_COMMIT_ENABLE`]. Disabled, the app must
+        /// call `commit_offsets`.
+        auto_commit_enable: bool
+    );
+    setter!(
+        /// `auto.commit.interval.ms`, default [`DEFAULT_AUTO_COMMIT_INTERVAL_MS`]: the window of
+        /// redelivery after a crash.
+        auto_commit_interval: Duration
+    );
+    setter!(
+        /// `queued.max.message.chunks`, default [`DEFAULT_QUEUED_MAX_MESSAGE_CHUNKS`]: fetched
+        /// chunks buffered across ALL partitions (memory ~ this x `fetch.message.max.bytes`).
+        queued_max_message_chunks: usize
+    );
+    setter!(
+        /// `rebalance.max.retries`, default [`DEFAULT_REBALANCE_MAX_RETRIES`].
+        rebalance_max_retries: u32
+    );
+    setter!(
+        /// `refresh.leader.backoff.ms`, default [`DEFAULT_REFRESH_LEADER_BACKOFF_MS`].
+        refresh_leader_backoff: Duration
+    );
+    setter!(
+        /// `fetch.min.bytes`, default [`DEFAULT_FETCH_MIN_BYTES`].
+        fetch_min_bytes: i32
+    );
+    setter!(
+        /// `fetch.wait.max.ms`, default [`DEFAULT_FETCH_WAIT_MAX_MS`]: the broker's long poll.
+        fetch_wait_max: Duration
+    );
+    setter!(
+        /// `auto.offset.reset`, default [`DEFAULT_AUTO_OFFSET_RESET`].
+        auto_offset_reset: AutoOffsetReset
+    );
+    setter!(
+        /// `consumer.timeout.ms`, default `None` ([`DEFAULT_CONSUMER_TIMEOUT_MS`] = -1, block
+        /// forever): how long a stream's `next` waits before failing with a timeout.
+        consumer_timeout: Option<Duration>
+    );
+    setter!(
+        /// `exclude.internal.topics`, default [`DEFAULT_EXCLUDE_INTERNAL_TOPICS`]: filters
+        /// never match `__consumer_offsets`.
+        exclude_internal_topics: bool
+    );
+    setter!(
+        /// `partition.assignment.strategy`, default [`DEFAULT_PARTITION_ASSIGNMENT_STRATEGY`].
+        partition_assignment_strategy: AssignmentStrategy
+    );
+    setter!(
+        /// `offsets.storage`, default [`DEFAULT_OFFSETS_STORAGE`].
+        offsets_storage: OffsetsStorage
+    );
+    setter!(
+        /// `offsets.channel.backoff.ms`, default [`DEFAULT_OFFSETS_CHANNEL_BACKOFF_MS`].
+        offsets_channel_backoff: Duration
+    );
+    setter!(
+        /// `offsets.channel.socket.timeout.ms`, default
+        /// [`DEFAULT_OFFSETS_CHANNEL_SOCKET_TIMEOUT_MS`].
+        offsets_channel_socket_timeout: Duration
+    );
+    setter!(
+        /// `offsets.commit.max.retries`, default [`DEFAULT_OFFSETS_COMMIT_MAX_RETRIES`].
+        offsets_commit_max_retries: u32
+    );
+    setter!(
+        /// `dual.commit.enabled`, default [`DEFAULT_DUAL_COMMIT_ENABLED`]: with
+        /// `offsets.storage=kafka`, also commit to ZooKeeper, and read the max of both.
+        dual_commit_enabled: bool
+    );
+
+    /// Validates and builds.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Missing`] without `group.id` or `zookeeper.connect`;
+    /// [`ConfigError::Invalid`] for impossible values (as 0.8.2's `ConsumerConfig.validate`).
+    pub fn build(self) -> Result<ConsumerConfig, ConfigError> {
+        let group_id = self.group_id.ok_or(ConfigError::Missing { property: "group.id" })?;
+        let invalid = |property: &'static str, value: String, reason: &str| ConfigError::Invalid {
+            property,
+            value,
+            reason: reason.to_owned(),
+        };
+        if group_id.is_empty() || !group_id.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
+            return Err(invalid("group.id", group_id, "must be non-empty ASCII alphanumerics, '.', '_' or '-'"));
+        }
+        let zookeeper_connect = self.zookeeper_connect.ok_or(ConfigError::Missing { property: "zookeeper.connect" })?;
+        if zookeeper_connect.trim().is_empty() {
+            return Err(invalid("zookeeper.connect", zookeeper_connect, "must be host:port[,host:port][/chroot]"));
+        }
+        let c = self.c;
+        if c.fetch_wait_max > c.socket_timeout {
+            return Err(invalid(
+                "fetch.wait.max.ms",
+                c.fetch_wait_max.as_millis().to_string(),
+                "socket.timeout.ms should always be at least fetch.wait.max.ms to prevent unnecessary socket timeouts",
+            ));
+        }
+        if c.fetch_message_max_bytes <= 0 {
+            return Err(invalid("fetch.message.max.bytes", c.fetch_message_max_bytes.to_string(), "must be positive"));
+        }
+        if c.fetch_min_bytes < 0 {
+            return Err(invalid("fetch.min.bytes", c.fetch_min_bytes.to_string(), "must not be negative"));
+        }
+        if c.num_consumer_fetchers == 0 {
+            return Err(invalid("num.consumer.fetchers", "0".into(), "must be at least 1"));
+        }
+        if c.queued_max_message_chunks == 0 {
+            return Err(invalid("queued.max.message.chunks", "0".into(), "must be at least 1"));
+        }
+        if c.auto_commit_enable && c.auto_commit_interval.is_zero() {
+            return Err(invalid(
+                "auto.commit.interval.ms",
+                "0".into(),
+                "must be positive when auto.commit.enable=true",
+            ));
+        }
+        if c.zookeeper_session_timeout < gregor_zk::MIN_SESSION_TIMEOUT {
+            return Err(invalid(
+                "zookeeper.session.timeout.ms",
+                c.zookeeper_session_timeout.as_millis().to_string(),
+                "below the minimum session timeout of 1500 ms",
+            ));
+        }
+        let client_id = self.client_id.unwrap_or_else(|| group_id.clone());
+        if client_id.is_empty() || !client_id.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
+            return Err(invalid("client.id", client_id, "must be ASCII alphanumerics, '.', '_' or '-'"));
+        }
+        if let Some(id) = &self.consumer_id {
+            if id.is_empty() {
+                return Err(invalid("consumer.id", id.clone(), "must not be empty"));
+            }
+        }
+        if c.rebalance_max_retries == 0 {
+            tracing::warn!("rebalance.max.retries=0: a single conflict leaves the consumer without partitions until the next change");
+        }
+        Ok(ConsumerConfig {
+            group_id,
+            consumer_id: self.consumer_id,
+            zookeeper_connect,
+            zookeeper_session_timeout: c.zookeeper_session_timeout,
+            zookeeper_connection_timeout: c.zookeeper_connection_timeout,
+            zookeeper_sync_time: c.zookeeper_sync_time,
+            socket_timeout: c.socket_timeout,
+            socket_receive_buffer_bytes: c.socket_receive_buffer_bytes,
+            fetch_message_max_bytes: c.fetch_message_max_bytes,
+            num_consumer_fetchers: c.num_consumer_fetchers,
+            auto_commit_enable: c.auto_commit_enable,
+            auto_commit_interval: c.auto_commit_interval,
+            queued_max_message_chunks: c.queued_max_message_chunks,
+            rebalance_max_retries: c.rebalance_max_retries,
+            rebalance_backoff: self.rebalance_backoff.unwrap_or(c.zookeeper_sync_time),
+            refresh_leader_backoff: c.refresh_leader_backoff,
+            fetch_min_bytes: c.fetch_min_bytes,
+            fetch_wait_max: c.fetch_wait_max,
+            auto_offset_reset: c.auto_offset_reset,
+            consumer_timeout: c.consumer_timeout,
+            exclude_internal_topics: c.exclude_internal_topics,
+            partition_assignment_strategy: c.partition_assignment_strategy,
+            client_id,
+            offsets_storage: c.offsets_storage,
+            offsets_channel_backoff: c.offsets_channel_backoff,
+            offsets_channel_socket_timeout: c.offsets_channel_socket_timeout,
+            offsets_commit_max_retries: c.offsets_commit_max_retries,
+            dual_commit_enabled: c.dual_commit_enabled,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table of Kafka 0.8.2's documentation ("Important configuration properties for the
+    /// high-level consumer"), value by value.
+    #[test]
+    fn defaults_match_kafka_0_8_2() {
+        assert_eq!(DEFAULT_ZOOKEEPER_SESSION_TIMEOUT_MS, 6000);
+        assert_eq!(DEFAULT_ZOOKEEPER_CONNECTION_TIMEOUT_MS, 6000);
+        assert_eq!(DEFAULT_ZOOKEEPER_SYNC_TIME_MS, 2000);
+        assert_eq!(DEFAULT_SOCKET_TIMEOUT_MS, 30 * 1000);
+        assert_eq!(DEFAULT_SOCKET_RECEIVE_BUFFER_BYTES, 64 * 1024);
+        assert_eq!(DEFAULT_FETCH_MESSAGE_MAX_BYTES, 1024 * 1024);
+        assert_eq!(DEFAULT_NUM_CONSUMER_FETCHERS, 1);
+        assert!(DEFAULT_AUTO_COMMIT_ENABLE);
+        assert_eq!(DEFAULT_AUTO_COMMIT_INTERVAL_MS, 60 * 1000);
+        assert_eq!(DEFAULT_QUEUED_MAX_MESSAGE_CHUNKS, 2);
+        assert_eq!(DEFAULT_REBALANCE_MAX_RETRIES, 4);
+        assert_eq!(DEFAULT_FETCH_MIN_BYTES, 1);
+        assert_eq!(DEFAULT_FETCH_WAIT_MAX_MS, 100);
+        assert_eq!(DEFAULT_REBALANCE_BACKOFF_MS, 2000);
+        assert_eq!(DEFAULT_REFRESH_LEADER_BACKOFF_MS, 200);
+        assert_eq!(DEFAULT_AUTO_OFFSET_RESET, AutoOffsetReset::Largest);
+        assert_eq!(DEFAULT_CONSUMER_TIMEOUT_MS, -1);
+        assert!(DEFAULT_EXCLUDE_INTERNAL_TOPICS);
+        assert_eq!(DEFAULT_PARTITION_ASSIGNMENT_STRATEGY, AssignmentStrategy::Range);
+        assert_eq!(DEFAULT_OFFSETS_STORAGE, OffsetsStorage::Zookeeper);
+        assert_eq!(DEFAULT_OFFSETS_CHANNEL_BACKOFF_MS, 1000);
+        assert_eq!(DEFAULT_OFFSETS_CHANNEL_SOCKET_TIMEOUT_MS, 10000);
+        assert_eq!(DEFAULT_OFFSETS_COMMIT_MAX_RETRIES, 5);
+        assert!(DEFAULT_DUAL_COMMIT_ENABLED);
+    }
+
+    #[test]
+    fn builder_defaults() {
+        let c = ConsumerConfig::builder().group_id("g").zookeeper_connect("127.0.0.1:2181/k").build().unwrap();
+        assert_eq!(c.client_id, "g");
+        assert_eq!(c.rebalance_backoff, Duration::from_millis(2000));
+        assert_eq!(c.consumer_timeout, None);
+        assert_eq!(c.fetch_message_max_bytes, 1 << 20);
+        assert_eq!(c.zookeeper_session_timeout, Duration::from_secs(6));
+        // rebalance.backoff.ms follows zookeeper.sync.time.ms unless set
+        let c = ConsumerConfig::builder()
+            .group_id("g")
+            .zookeeper_connect("z")
+            .zookeeper_sync_time(Duration::from_millis(500))
+            .build()
+            .unwrap();
+        assert_eq!(c.rebalance_backoff, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn from_properties_reads_every_name() {
+        let props = [
+            ("group.id", "grp"),
+            ("consumer.id", "me"),
+            ("zookeeper.connect", "h:1/chroot"),
+            ("zookeeper.session.timeout.ms", "7000"),
+            ("zookeeper.connection.timeout.ms", "7001"),
+            ("zookeeper.sync.time.ms", "100"),
+            ("socket.timeout.ms", "5000"),
+            ("socket.receive.buffer.bytes", "1000"),
+            ("fetch.message.max.bytes", "2048"),
+            ("num.consumer.fetchers", "3"),
+            ("auto.commit.enable", "false"),
+            ("auto.commit.interval.ms", "10"),
+            ("queued.max.message.chunks", "7"),
+            ("rebalance.max.retries", "9"),
+            ("rebalance.backoff.ms", "11"),
+            ("refresh.leader.backoff.ms", "12"),
+            ("fetch.min.bytes", "13"),
+            ("fetch.wait.max.ms", "14"),
+            ("auto.offset.reset", "smallest"),
+            ("consumer.timeout.ms", "15"),
+            ("exclude.internal.topics", "false"),
+            ("partition.assignment.strategy", "roundrobin"),
+            ("client.id", "cli"),
+            ("offsets.storage", "kafka"),
+            ("offsets.channel.backoff.ms", "16"),
+            ("offsets.channel.socket.timeout.ms", "17"),
+            ("offsets.commit.max.retries", "18"),
+            ("dual.commit.enabled", "false"),
+        ];
+        let c = ConsumerConfig::from_properties(props).unwrap();
+        let ms = Duration::from_millis;
+        assert_eq!(c.group_id, "grp");
+        assert_eq!(c.consumer_id.as_deref(), Some("me"));
+        assert_eq!(c.zookeeper_connect, "h:1/chroot");
+        assert_eq!(c.zookeeper_session_timeout, ms(7000));
+        assert_eq!(c.zookeeper_connection_timeout, ms(7001));
+        assert_eq!(c.zookeeper_sync_time, ms(100));
+        assert_eq!(c.socket_timeout, ms(5000));
+        assert_eq!(c.socket_receive_buffer_bytes, 1000);
+        assert_eq!(c.fetch_message_max_bytes, 2048);
+        assert_eq!(c.num_consumer_fetchers, 3);
+        assert!(!c.auto_commit_enable);
+        assert_eq!(c.auto_commit_interval, ms(10));
+        assert_eq!(c.queued_max_message_chunks, 7);
+        assert_eq!(c.rebalance_max_retries, 9);
+        assert_eq!(c.rebalance_backoff, ms(11));
+        assert_eq!(c.refresh_leader_backoff, ms(12));
+        assert_eq!(c.fetch_min_bytes, 13);
+        assert_eq!(c.fetch_wait_max, ms(14));
+        assert_eq!(c.auto_offset_reset, AutoOffsetReset::Smallest);
+        assert_eq!(c.consumer_timeout, Some(ms(15)));
+        assert!(!c.exclude_internal_topics);
+        assert_eq!(c.partition_assignment_strategy, AssignmentStrategy::RoundRobin);
+        assert_eq!(c.client_id, "cli");
+        assert_eq!(c.offsets_storage, OffsetsStorage::Kafka);
+        assert_eq!(c.offsets_channel_backoff, ms(16));
+        assert_eq!(c.offsets_channel_socket_timeout, ms(17));
+        assert_eq!(c.offsets_commit_max_retries, 18);
+        assert!(!c.dual_commit_enabled);
+        let c = ConsumerConfig::from_properties([
+            ("group.id", "g"),
+            ("zookeeper.connect", "z"),
+            ("consumer.timeout.ms", "-1"),
+        ])
+        .unwrap();
+        assert_eq!(c.consumer_timeout, None);
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        let base = [("group.id", "g"), ("zookeeper.connect", "z")];
+        let with =
+            |k: &'static str, v: &'static str| ConsumerConfig::from_properties(base.iter().copied().chain([(k, v)]));
+        assert!(matches!(
+            with("auto.offset.reset", "earliest"),
+            Err(ConfigError::Invalid { property: "auto.offset.reset", .. })
+        ));
+        assert!(matches!(
+            with("fetch.wait.max.ms", "40000"),
+            Err(ConfigError::Invalid { property: "fetch.wait.max.ms", .. })
+        ));
+        assert!(matches!(with("offsets.storage", "db"), Err(ConfigError::Invalid { property: "offsets.storage", .. })));
+        assert!(matches!(with("partition.assignment.strategy", "sticky"), Err(ConfigError::Invalid { .. })));
+        assert!(matches!(with("auto.commit.enable", "yes"), Err(ConfigError::Invalid { .. })));
+        assert!(matches!(with("num.consumer.fetchers", "x"), Err(ConfigError::Invalid { .. })));
+        assert!(matches!(with("bogus.prop", "1"), Err(ConfigError::Unknown { .. })));
+        assert!(matches!(
+            ConsumerConfig::from_properties([("group.id", "g")]),
+            Err(ConfigError::Missing { property: "zookeeper.connect" })
+        ));
+        assert!(matches!(
+            ConsumerConfig::from_properties([("zookeeper.connect", "z")]),
+            Err(ConfigError::Missing { property: "group.id" })
+        ));
+        let e = with("fetch.wait.max.ms", "40000").unwrap_err().to_string();
+        assert!(e.starts_with("invalid fetch.wait.max.ms=\"40000\""), "{e}");
+    }
+}

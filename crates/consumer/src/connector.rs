@@ -1,0 +1,706 @@
+//! [`ConsumerConnector`]: registration, watches, rebalance, fetchers, commits.
+//!
+//! ```text
+//!  ZooKeeper watches ──► coordinator task ──► plan (assignment.rs, pure)
+//!  (ids, topics,          │  claim /owners (all or nothing), read offsets
+//!   partitions,           ▼
+//!   session events)   fetcher tasks ──chunks (global semaphore)──► KafkaStream queues
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use gregor_net::{ConnectionConfig, MetadataCache, Pool};
+use gregor_serde::Decoder;
+use gregor_zk::payloads::{ConsumerRegistration, TopicAssignment, PATTERN_STATIC};
+use gregor_zk::{paths, CreateMode, SessionEvent, ZkClient};
+use rand::Rng;
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::task::JoinHandle;
+
+use crate::assignment::{self, java_string_hash, GroupState, ThreadId};
+use crate::config::ConsumerConfig;
+use crate::error::{self, Error, Result};
+use crate::fetcher::{run_fetcher, FetchTarget};
+use crate::filter::TopicFilter;
+use crate::offsets::OffsetStore;
+use crate::stream::{Chunk, KafkaStream, PartitionState};
+
+/// Lag of one owned partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionLag {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// The owning thread id.
+    pub owner: String,
+    /// The next offset the app gets.
+    pub consumed: i64,
+    /// The high watermark of the last fetch (-1: none yet).
+    pub high_watermark: i64,
+    /// `high_watermark - consumed`, not below 0 (0 while unknown).
+    pub lag: i64,
+}
+
+#[derive(Debug)]
+enum Command {
+    Commit(oneshot::Sender<Result<()>>),
+    Shutdown(oneshot::Sender<Result<()>>),
+}
+
+#[derive(Debug, Clone)]
+enum Subscription {
+    Static(BTreeMap<String, usize>),
+    Filter(TopicFilter, usize),
+}
+
+#[derive(Debug, Default)]
+struct Owned {
+    parts: BTreeMap<(String, i32), (ThreadId, Arc<PartitionState>)>,
+}
+
+/// Kafka 0.8.2's `ZookeeperConsumerConnector`: a member of a consumer group coordinated
+/// through ZooKeeper, znode- and algorithm-compatible with Java's.
+#[derive(Debug)]
+pub struct ConsumerConnector {
+    config: ConsumerConfig,
+    consumer_id: String,
+    zk: ZkClient,
+    metadata: MetadataCache,
+    store: OffsetStore,
+    owned: Arc<Mutex<Owned>>,
+    generation: Arc<AtomicU64>,
+    commands: Mutex<Option<mpsc::Sender<Command>>>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+fn hostname() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname").ok().map(|h| h.trim().to_owned()).filter(|h| !h.is_empty())
+        })
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+/// The consumer id: `<group>_<consumer.id>` or `<group>_<host>-<ms>-<first 8 hex of a UUID>`.
+pub fn make_consumer_id(group: &str, consumer_id: Option<&str>) -> String {
+    match consumer_id {
+        Some(id) => format!("{group}_{id}"),
+        None => format!("{group}_{}-{}-{:08x}", hostname(), now_ms(), rand::rng().random::<u32>()),
+    }
+}
+
+impl ConsumerConnector {
+    /// Connects to ZooKeeper and to the brokers registered there.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Zk`] when ZooKeeper cannot be reached, [`Error::Net`] when no broker is
+    /// registered under `/brokers/ids`.
+    pub async fn new(config: ConsumerConfig) -> Result<ConsumerConnector> {
+        let zk = ZkClient::connect(&config.zookeeper_connect, config.zookeeper_session_timeout)
+            .await
+            .map_err(error::zk(format!("connecting to {}", config.zookeeper_connect)))?;
+        let ids = zk.children(paths::BROKER_IDS).await.map_err(error::zk("listing brokers"))?.unwrap_or_default();
+        let mut addrs = Vec::new();
+        for id in ids {
+            if let Ok(Some((data, _))) = zk.get(&paths::join(paths::BROKER_IDS, &id)).await {
+                if let Ok(b) = gregor_zk::payloads::BrokerRegistration::from_json(&data) {
+                    addrs.push(format!("{}:{}", b.host, b.port));
+                }
+            }
+        }
+        let conn_config = ConnectionConfig::builder()
+            .client_id(config.client_id.clone())
+            .request_timeout(config.socket_timeout)
+            .build()
+            .map_err(|e| Error::InvalidSubscription(e.to_string()))?;
+        let pool = Pool::new(conn_config);
+        let metadata = MetadataCache::new(&addrs.join(","), pool.clone())
+            .map_err(error::net("no broker registered in zookeeper"))?;
+        let consumer_id = make_consumer_id(&config.group_id, config.consumer_id.as_deref());
+        let store = OffsetStore { config: config.clone(), zk: zk.clone(), pool, bootstrap: addrs };
+        Ok(ConsumerConnector {
+            config,
+            consumer_id,
+            zk,
+            metadata,
+            store,
+            owned: Arc::default(),
+            generation: Arc::new(AtomicU64::new(0)),
+            commands: Mutex::new(None),
+            task: Mutex::new(None),
+        })
+    }
+
+    /// This member's consumer id.
+    pub fn consumer_id(&self) -> &str {
+        &self.consumer_id
+    }
+
+    /// `n` streams per topic. Registers in `/consumers/G/ids`, rebalances once (waiting for
+    /// it), and follows the group from then on.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::StreamsAlreadyCreated`] on a second call, [`Error::InvalidSubscription`] for
+    /// no topic or zero streams, [`Error::Zk`] when registering fails.
+    pub async fn create_message_streams<T: Send + 'static>(
+        &self,
+        topic_count: HashMap<String, usize>,
+        decoder: Arc<dyn Decoder<T>>,
+    ) -> Result<HashMap<String, Vec<KafkaStream<T>>>> {
+        if topic_count.is_empty() || topic_count.values().any(|&n| n == 0) {
+            return Err(Error::InvalidSubscription("every topic needs at least one stream".into()));
+        }
+        let sub = Subscription::Static(topic_count.into_iter().collect());
+        let (senders, streams) = self.make_streams(&sub, decoder);
+        self.start(sub, senders).await?;
+        let mut out: HashMap<String, Vec<KafkaStream<T>>> = HashMap::new();
+        for (k, s) in streams {
+            out.entry(k).or_default().push(s);
+        }
+        Ok(out)
+    }
+
+    /// `n` streams over every topic allowed by `filter` (new topics are picked up). See
+    /// [`TopicFilter`] for the supported filter syntax.
+    ///
+    /// # Errors
+    ///
+    /// As [`ConsumerConnector::create_message_streams`].
+    pub async fn create_message_streams_by_filter<T: Send + 'static>(
+        &self,
+        filter: TopicFilter,
+        n: usize,
+        decoder: Arc<dyn Decoder<T>>,
+    ) -> Result<Vec<KafkaStream<T>>> {
+        if n == 0 || filter.regex().is_empty() {
+            return Err(Error::InvalidSubscription("a filter needs a pattern and at least one stream".into()));
+        }
+        let sub = Subscription::Filter(filter, n);
+        let (senders, streams) = self.make_streams(&sub, decoder);
+        self.start(sub, senders).await?;
+        Ok(streams.into_iter().map(|(_, s)| s).collect())
+    }
+
+    fn make_streams<T: Send + 'static>(
+        &self,
+        sub: &Subscription,
+        decoder: Arc<dyn Decoder<T>>,
+    ) -> (Senders, Vec<(String, KafkaStream<T>)>) {
+        let cap = self.config.queued_max_message_chunks + 16;
+        let mut senders = Senders::new();
+        let mut streams = Vec::new();
+        let keys: Vec<(String, usize)> = match sub {
+            Subscription::Static(m) => m.iter().map(|(t, n)| (t.clone(), *n)).collect(),
+            Subscription::Filter(_, n) => vec![(WILDCARD.to_owned(), *n)],
+        };
+        for (key, n) in keys {
+            for _ in 0..n {
+                let (tx, rx) = mpsc::channel(cap);
+                senders.entry(key.clone()).or_default().push(tx);
+                let s = KafkaStream::new(
+                    rx,
+                    Arc::clone(&self.generation),
+                    Arc::clone(&decoder),
+                    self.config.consumer_timeout,
+                );
+                streams.push((key.clone(), s));
+            }
+        }
+        (senders, streams)
+    }
+
+    async fn start(&self, sub: Subscription, senders: Senders) -> Result<()> {
+        let mut slot = self.commands.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_some() {
+            return Err(Error::StreamsAlreadyCreated);
+        }
+        let (tx, rx) = mpsc::channel(8);
+        *slot = Some(tx);
+        drop(slot);
+        let coordinator = Coordinator {
+            config: self.config.clone(),
+            consumer_id: self.consumer_id.clone(),
+            zk: self.zk.clone(),
+            metadata: self.metadata.clone(),
+            store: self.store.clone(),
+            owned: Arc::clone(&self.owned),
+            generation: Arc::clone(&self.generation),
+            semaphore: Arc::new(Semaphore::new(self.config.queued_max_message_chunks)),
+            sub,
+            senders,
+            fetchers: Vec::new(),
+            forwarders: Vec::new(),
+            topic_watches: BTreeMap::new(),
+        };
+        coordinator.register().await?;
+        let (first_tx, first_rx) = oneshot::channel();
+        let task = tokio::spawn(coordinator.run(rx, first_tx));
+        *self.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
+        let _ = first_rx.await;
+        Ok(())
+    }
+
+    /// Commits the consumed offset of every owned partition.
+    ///
+    /// Cancel safety: the commit goes on in the background if the future is dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Shutdown`] after shutdown or before streams exist; the store's errors.
+    pub async fn commit_offsets(&self) -> Result<()> {
+        let tx = self.commands.lock().unwrap_or_else(|p| p.into_inner()).clone().ok_or(Error::Shutdown)?;
+        let (reply, rx) = oneshot::channel();
+        tx.send(Command::Commit(reply)).await.map_err(|_| Error::Shutdown)?;
+        rx.await.map_err(|_| Error::Shutdown)?
+    }
+
+    /// Lag of every owned partition, from the high watermark of each fetch.
+    pub fn lag(&self) -> Vec<PartitionLag> {
+        let owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
+        owned
+            .parts
+            .iter()
+            .map(|((t, p), (owner, st))| {
+                let consumed = st.consumed.load(Ordering::Acquire);
+                let hw = st.high_watermark.load(Ordering::Acquire);
+                PartitionLag {
+                    topic: t.clone(),
+                    partition: *p,
+                    owner: owner.to_string(),
+                    consumed,
+                    high_watermark: hw,
+                    lag: if hw < 0 || consumed < 0 { 0 } else { (hw - consumed).max(0) },
+                }
+            })
+            .collect()
+    }
+
+    /// The partitions this member owns now, with their thread ids.
+    pub fn owned_partitions(&self) -> BTreeMap<(String, i32), String> {
+        let owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
+        owned.parts.iter().map(|(k, (t, _))| (k.clone(), t.to_string())).collect()
+    }
+
+    /// Stops fetching, commits (when `auto.commit.enable`), releases ownership, deregisters
+    /// and ends every stream.
+    ///
+    /// # Errors
+    ///
+    /// The final commit's error (ownership is released and the registration deleted anyway).
+    pub async fn shutdown(&self) -> Result<()> {
+        let tx = self.commands.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let result = match tx {
+            Some(tx) => {
+                let (reply, rx) = oneshot::channel();
+                if tx.send(Command::Shutdown(reply)).await.is_ok() {
+                    rx.await.unwrap_or(Ok(()))
+                } else {
+                    Ok(())
+                }
+            }
+            None => Ok(()),
+        };
+        let task = self.task.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+        let _ = self.zk.close().await;
+        self.metadata.pool().close().await;
+        result
+    }
+}
+
+const WILDCARD: &str = "*";
+type Senders = BTreeMap<String, Vec<mpsc::Sender<Chunk>>>;
+
+struct Coordinator {
+    config: ConsumerConfig,
+    consumer_id: String,
+    zk: ZkClient,
+    metadata: MetadataCache,
+    store: OffsetStore,
+    owned: Arc<Mutex<Owned>>,
+    generation: Arc<AtomicU64>,
+    semaphore: Arc<Semaphore>,
+    sub: Subscription,
+    senders: Senders,
+    fetchers: Vec<JoinHandle<()>>,
+    forwarders: Vec<JoinHandle<()>>,
+    topic_watches: BTreeMap<String, JoinHandle<()>>,
+}
+
+impl Coordinator {
+    fn registration(&self) -> ConsumerRegistration {
+        match &self.sub {
+            Subscription::Static(m) => ConsumerRegistration::new(
+                m.iter().map(|(t, n)| (t.clone(), *n as i32)).collect(),
+                PATTERN_STATIC,
+                now_ms(),
+            ),
+            Subscription::Filter(f, n) => {
+                ConsumerRegistration::new([(f.regex(), *n as i32)].into_iter().collect(), f.pattern(), now_ms())
+            }
+        }
+    }
+
+    /// Creates `/consumers/G/ids/<id>` (ephemeral).
+    async fn register(&self) -> Result<()> {
+        let path = paths::consumer_id(&self.config.group_id, &self.consumer_id);
+        let data = self.registration().to_json();
+        for _ in 0..3 {
+            match self.zk.create_all(&path, &data, CreateMode::Ephemeral).await {
+                Ok(_) => return Ok(()),
+                Err(gregor_zk::Error::NodeExists { .. }) => {
+                    // a registration of an older session not yet gone, or ours after a retry
+                    let _ = self.zk.delete(&path, None).await;
+                }
+                Err(e) => return Err(error::zk(format!("registering {path}"))(e)),
+            }
+        }
+        Err(Error::InvalidSubscription(format!("{path} exists and could not be replaced: is consumer.id shared?")))
+    }
+
+    fn arm_watches(&mut self, tx: &mpsc::Sender<()>) {
+        for f in self.forwarders.drain(..) {
+            f.abort();
+        }
+        for (_, f) in std::mem::take(&mut self.topic_watches) {
+            f.abort();
+        }
+        let ids = self.zk.watch_children(&paths::consumer_ids(&self.config.group_id));
+        self.forwarders.push(forward(ids, tx.clone()));
+        if let Subscription::Filter(..) = self.sub {
+            let topics = self.zk.watch_children(paths::BROKER_TOPICS);
+            self.forwarders.push(forward(topics, tx.clone()));
+        }
+    }
+
+    /// Watches `/brokers/topics/T` of every topic in the plan (its partition set).
+    fn arm_topic_watches(&mut self, topics: &[String], tx: &mpsc::Sender<()>) {
+        self.topic_watches.retain(|t, h| {
+            let keep = topics.contains(t) && !h.is_finished();
+            if !keep {
+                h.abort();
+            }
+            keep
+        });
+        for t in topics {
+            if !self.topic_watches.contains_key(t) {
+                let w = self.zk.watch_data(&paths::topic(t));
+                self.topic_watches.insert(t.clone(), forward_skip_first(w, tx.clone()));
+            }
+        }
+    }
+
+    async fn run(mut self, mut commands: mpsc::Receiver<Command>, first: oneshot::Sender<()>) {
+        let mut events = self.zk.session_events();
+        let (tx, mut changes) = mpsc::channel::<()>(1);
+        self.arm_watches(&tx);
+        let mut first = Some(first);
+        let mut expired = false;
+        let mut auto_commit = tokio::time::interval(self.config.auto_commit_interval);
+        auto_commit.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        auto_commit.tick().await;
+        loop {
+            tokio::select! {
+                Some(()) = changes.recv() => {
+                    if expired { continue; }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    while changes.try_recv().is_ok() {}
+                    let topics = self.synced_rebalance().await;
+                    self.arm_topic_watches(&topics, &tx);
+                    if let Some(f) = first.take() { let _ = f.send(()); }
+                }
+                ev = events.recv() => match ev {
+                    Ok(SessionEvent::Expired) => {
+                        tracing::warn!(consumer_id = %self.consumer_id, "zookeeper session expired: stop fetching, re-register, rebalance");
+                        expired = true;
+                        self.stop_fetchers().await;
+                    }
+                    Ok(SessionEvent::Connected) if expired => {
+                        expired = false;
+                        if self.config.auto_commit_enable {
+                            if let Err(e) = self.commit().await { tracing::warn!(error = %e, "commit after session expiry failed"); }
+                        }
+                        // the ephemeral owner znodes died with the session
+                        self.owned.lock().unwrap_or_else(|p| p.into_inner()).parts.clear();
+                        if let Err(e) = self.register().await {
+                            tracing::error!(error = %e, "re-registration after session expiry failed");
+                        }
+                        self.arm_watches(&tx);
+                        for (_, h) in std::mem::take(&mut self.topic_watches) { h.abort(); }
+                    }
+                    Ok(SessionEvent::Closed) => break,
+                    _ => {}
+                },
+                cmd = commands.recv() => match cmd {
+                    Some(Command::Commit(reply)) => { let _ = reply.send(self.commit().await); }
+                    Some(Command::Shutdown(reply)) => { let _ = reply.send(self.shutdown().await); break; }
+                    None => { let _ = self.shutdown().await; break; }
+                },
+                _ = auto_commit.tick(), if self.config.auto_commit_enable => {
+                    if let Err(e) = self.commit().await { tracing::warn!(error = %e, "auto commit failed"); }
+                }
+            }
+        }
+        for f in self.forwarders.drain(..) {
+            f.abort();
+        }
+        for (_, f) in std::mem::take(&mut self.topic_watches) {
+            f.abort();
+        }
+    }
+
+    async fn shutdown(&mut self) -> Result<()> {
+        self.stop_fetchers().await;
+        let r = if self.config.auto_commit_enable { self.commit().await } else { Ok(()) };
+        self.release().await;
+        let _ = self.zk.delete(&paths::consumer_id(&self.config.group_id, &self.consumer_id), None).await;
+        self.senders.clear(); // ends the streams
+        r
+    }
+
+    async fn commit(&self) -> Result<()> {
+        let parts: Vec<Arc<PartitionState>> = {
+            let owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
+            owned.parts.values().map(|(_, s)| Arc::clone(s)).collect()
+        };
+        let mut offsets = BTreeMap::new();
+        for s in &parts {
+            let c = s.consumed.load(Ordering::Acquire);
+            if c >= 0 && c != s.committed.load(Ordering::Acquire) {
+                offsets.insert((s.topic.clone(), s.partition), c);
+            }
+        }
+        self.store.commit(&offsets).await?;
+        for s in &parts {
+            if let Some(&o) = offsets.get(&(s.topic.clone(), s.partition)) {
+                s.committed.store(o, Ordering::Release);
+            }
+        }
+        Ok(())
+    }
+
+    async fn stop_fetchers(&mut self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        for f in self.fetchers.drain(..) {
+            f.abort();
+            let _ = f.await;
+        }
+    }
+
+    async fn release(&self) {
+        let parts: Vec<(String, i32)> = {
+            let mut owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
+            std::mem::take(&mut owned.parts).into_keys().collect()
+        };
+        for (t, p) in parts {
+            let _ = self.zk.delete(&paths::owner(&self.config.group_id, &t, p), None).await;
+        }
+    }
+
+    /// Rebalances with `rebalance.max.retries` attempts; returns the topics of the group (to
+    /// watch their partitions).
+    async fn synced_rebalance(&mut self) -> Vec<String> {
+        let attempts = self.config.rebalance_max_retries.max(1);
+        let mut reason = String::new();
+        let mut topics = Vec::new();
+        for attempt in 0..attempts {
+            let span = tracing::info_span!("rebalance", group = %self.config.group_id, consumer_id = %self.consumer_id, attempt);
+            let _e = span.enter();
+            drop(_e);
+            match self.rebalance().await {
+                Ok((true, t)) => return t,
+                Ok((false, t)) => {
+                    topics = t;
+                    reason = "partition ownership conflict (another member still owns a partition)".into();
+                }
+                Err(e) => reason = e.to_string(),
+            }
+            tracing::warn!(attempt, %reason, "rebalance attempt failed: backing off");
+            self.stop_fetchers().await;
+            self.release().await;
+            let base = self.config.rebalance_backoff.as_millis() as f64;
+            let jitter: f64 = rand::rng().random_range(0.5..1.5);
+            tokio::time::sleep(Duration::from_millis((base * jitter) as u64)).await;
+        }
+        let e = Error::RebalanceFailed { group: self.config.group_id.clone(), attempts, reason };
+        tracing::error!(error = %e, "giving up; the watches stay armed and the next change retries");
+        for s in self.senders.values().flatten() {
+            let _ = s.try_send(Chunk::Error(Error::RebalanceFailed {
+                group: self.config.group_id.clone(),
+                attempts,
+                reason: e.to_string(),
+            }));
+        }
+        topics
+    }
+
+    async fn read_group(&self) -> Result<GroupState> {
+        let g = &self.config.group_id;
+        let ids =
+            self.zk.children(&paths::consumer_ids(g)).await.map_err(error::zk("listing members"))?.unwrap_or_default();
+        let mut all_topics: Option<Vec<String>> = None;
+        let mut state = GroupState::default();
+        for id in ids {
+            let Some((data, _)) =
+                self.zk.get(&paths::consumer_id(g, &id)).await.map_err(error::zk("reading member"))?
+            else {
+                continue;
+            };
+            let Ok(reg) = ConsumerRegistration::from_json(&data) else {
+                tracing::warn!(member = %id, "unreadable registration: ignored");
+                continue;
+            };
+            let mut subs = BTreeMap::new();
+            if reg.pattern == PATTERN_STATIC {
+                for (t, n) in reg.subscription {
+                    subs.insert(t, n.max(0) as usize);
+                }
+            } else {
+                if all_topics.is_none() {
+                    all_topics = Some(
+                        self.zk
+                            .children(paths::BROKER_TOPICS)
+                            .await
+                            .map_err(error::zk("listing topics"))?
+                            .unwrap_or_default(),
+                    );
+                }
+                for (re, n) in reg.subscription {
+                    if let Some(f) = TopicFilter::from_registration(&reg.pattern, &re) {
+                        for t in all_topics.iter().flatten() {
+                            if f.is_topic_allowed(t, self.config.exclude_internal_topics) {
+                                subs.insert(t.clone(), n.max(0) as usize);
+                            }
+                        }
+                    }
+                }
+            }
+            state.members.insert(id, subs);
+        }
+        let topics: std::collections::BTreeSet<String> =
+            state.members.values().flat_map(|s| s.keys().cloned()).collect();
+        for t in topics {
+            if let Some((data, _)) = self.zk.get(&paths::topic(&t)).await.map_err(error::zk("reading topic"))? {
+                if let Ok(a) = TopicAssignment::from_json(&data) {
+                    state.partitions.insert(t, a.partitions.keys().copied().collect());
+                }
+            }
+        }
+        Ok(state)
+    }
+
+    /// One attempt: `Ok((true, topics))` when every planned partition was claimed.
+    async fn rebalance(&mut self) -> Result<(bool, Vec<String>)> {
+        self.stop_fetchers().await;
+        if self.config.auto_commit_enable {
+            if let Err(e) = self.commit().await {
+                tracing::warn!(error = %e, "commit before rebalance failed");
+            }
+        }
+        self.release().await;
+        let state = self.read_group().await?;
+        let topics: Vec<String> = state.partitions.keys().cloned().collect();
+        if !state.members.contains_key(&self.consumer_id) {
+            return Err(Error::InvalidSubscription(format!("{} is not registered", self.consumer_id)));
+        }
+        let plan = assignment::plan(self.config.partition_assignment_strategy, &state)
+            .map_err(|e| Error::InvalidSubscription(e.to_string()))?;
+        let mine: Vec<((String, i32), ThreadId)> =
+            assignment::owned_by(&plan, &self.consumer_id).map(|(k, t)| (k.clone(), t.clone())).collect();
+        // claim, all or nothing
+        let g = self.config.group_id.clone();
+        let mut claimed: Vec<(String, i32)> = Vec::new();
+        for ((t, p), thread) in &mine {
+            let path = paths::owner(&g, t, *p);
+            let ok = match self.zk.create_all(&path, thread.as_str().as_bytes(), CreateMode::Ephemeral).await {
+                Ok(_) => true,
+                Err(gregor_zk::Error::NodeExists { .. }) => {
+                    matches!(self.zk.get(&path).await, Ok(Some((d, _))) if d == thread.as_str().as_bytes())
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, %path, "claim failed");
+                    false
+                }
+            };
+            if !ok {
+                for (t, p) in claimed {
+                    let _ = self.zk.delete(&paths::owner(&g, &t, p), None).await;
+                }
+                return Ok((false, topics));
+            }
+            claimed.push((t.clone(), *p));
+        }
+        let keys: Vec<(String, i32)> = mine.iter().map(|(k, _)| k.clone()).collect();
+        let offsets = self.store.fetch(&keys).await?;
+        let generation = self.generation.load(Ordering::Acquire);
+        let n = self.config.num_consumer_fetchers;
+        let mut groups: Vec<Vec<FetchTarget>> = vec![Vec::new(); n];
+        {
+            let mut owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
+            for ((t, p), thread) in &mine {
+                let offset = offsets.get(&(t.clone(), *p)).copied().flatten().unwrap_or(-1);
+                let st = Arc::new(PartitionState::new(t, *p, offset));
+                owned.parts.insert((t.clone(), *p), (thread.clone(), Arc::clone(&st)));
+                let stream = thread.stream().unwrap_or(0);
+                let queue = match &self.sub {
+                    Subscription::Static(_) => self.senders.get(t).and_then(|v| v.get(stream)),
+                    Subscription::Filter(..) => self.senders.get(WILDCARD).and_then(|v| v.get(stream)),
+                };
+                let Some(queue) = queue else { continue };
+                let idx = (31i32.wrapping_mul(java_string_hash(t)).wrapping_add(*p)).unsigned_abs() as usize % n;
+                groups[idx].push(FetchTarget { part: st, offset, queue: queue.clone() });
+            }
+        }
+        tracing::info!(owned = mine.len(), "rebalance done");
+        for targets in groups.into_iter().filter(|g| !g.is_empty()) {
+            self.fetchers.push(tokio::spawn(run_fetcher(
+                self.config.clone(),
+                self.metadata.clone(),
+                Arc::clone(&self.semaphore),
+                generation,
+                targets,
+            )));
+        }
+        Ok((true, topics))
+    }
+}
+
+fn forward<T: Send + 'static>(mut w: gregor_zk::Watch<T>, tx: mpsc::Sender<()>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        while let Some(Ok(_)) = w.next().await {
+            let _ = tx.try_send(());
+        }
+    })
+}
+
+fn forward_skip_first<T: Send + PartialEq + 'static>(
+    mut w: gregor_zk::Watch<T>,
+    tx: mpsc::Sender<()>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut last = match w.next().await {
+            Some(Ok(v)) => v,
+            _ => return,
+        };
+        while let Some(Ok(v)) = w.next().await {
+            if v != last {
+                let _ = tx.try_send(());
+                last = v;
+            }
+        }
+    })
+}

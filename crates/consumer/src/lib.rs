@@ -1,0 +1,28 @@
+//! gregor-consumer: Kafka 0.8.2's high-level consumer, coordinated through ZooKeeper and
+//! compatible with Kafka's own `ZookeeperConsumerConnector` (same znodes, same assignment
+//! algorithms), so Java 0.8.2 consumers and gregor consumers can share one group.
+//!
+//! - [`ConsumerConfig`]: the 0.8.2 properties and defaults.
+//! - [`ConsumerConnector`]: registration, rebalance, fetchers, offsets; hands out
+//!   [`KafkaStream`]s (async `next().await`, or a blocking `into_iter()`).
+//! - [`assignment`]: the pure rebalance planner (range, roundrobin).
+//! - [`TopicFilter`]: whitelist / blacklist subscriptions (a glob subset of Java regex).
+//!
+//! Known limits: see the README of the crate's report (filters are not full regexes; per
+//! fetcher task, brokers are polled one after another).
+
+pub mod assignment;
+pub mod config;
+mod connector;
+mod error;
+mod fetcher;
+pub mod filter;
+mod offsets;
+mod stream;
+
+pub use assignment::{AssignmentStrategy, ThreadId};
+pub use config::{AutoOffsetReset, ConfigError, ConsumerConfig, ConsumerConfigBuilder, OffsetsStorage};
+pub use connector::{make_consumer_id, ConsumerConnector, PartitionLag};
+pub use error::{Error, Result};
+pub use filter::TopicFilter;
+pub use stream::{BlockingIter, KafkaStream, MessageAndMetadata};
