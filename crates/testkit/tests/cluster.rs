@@ -305,6 +305,7 @@ async fn acks_all_waits_for_the_isr_and_a_killed_leader_moves_without_losing_ack
         assert_eq!((r.topics[0].partitions[0].error_code, r.topics[0].partitions[0].offset), (0, i));
     }
     assert_eq!(c.offsets("f", 0).unwrap(), (20, 20), "acks=-1 answered only once the high watermark covered it");
+    let killed_at = Instant::now();
     c.kill_broker(leader).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     let new_leader = loop {
@@ -315,6 +316,8 @@ async fn acks_all_waits_for_the_isr_and_a_killed_leader_moves_without_losing_ack
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert!(replicas.contains(&new_leader));
+    // a clean kill deregisters at once: no waiting for the 6 s session timeout
+    assert!(killed_at.elapsed() < Duration::from_secs(3), "leadership moved after {:?}", killed_at.elapsed());
     let (_, _, isr) = c.partition_info("f", 0).unwrap();
     assert!(!isr.contains(&leader), "the dead broker left the ISR: {isr:?}");
     let state = wait_for_state(c.zk(), "f", 0, |s| s.leader == new_leader).await;

@@ -35,7 +35,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use gregor_zk::payloads::BrokerRegistration;
+use gregor_zk::payloads::{BrokerRegistration, ControllerRegistration};
 use gregor_zk::{paths, CreateMode, ZkClient};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
@@ -441,7 +441,16 @@ impl FakeCluster {
                 st.controller = None;
             }
         }
+        // a clean shutdown: deregister at once (and give up /controller if held), then close
+        // the session; the proxy stays up until the close has gone through
+        let _ = runtime.zk.delete(&paths::broker(id), None).await;
+        if let Ok(Some((data, _))) = runtime.zk.get(paths::CONTROLLER).await {
+            if ControllerRegistration::from_json(&data).is_ok_and(|c| c.brokerid == id) {
+                let _ = runtime.zk.delete(paths::CONTROLLER, None).await;
+            }
+        }
         let _ = runtime.zk.close().await;
+        drop(runtime);
         self.shared.notify();
         Ok(())
     }

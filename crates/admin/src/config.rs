@@ -1,0 +1,176 @@
+//! Per-topic configuration overrides as Kafka 0.8.2's `LogConfig` knows them. Pure.
+//!
+//! Kafka's tools refuse a property `LogConfig` does not know ("Unknown configuration") and a
+//! value that does not parse as the property's type; so does [`validate_topic_config`].
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+
+/// The type of a topic config value, as `LogConfig.fromProps` parses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigType {
+    /// A 32-bit integer (`Integer.parseInt`).
+    Int,
+    /// A 64-bit integer (`Long.parseLong`).
+    Long,
+    /// A floating point number (`Double.parseDouble`).
+    Double,
+    /// `true` or `false`, any case (Scala's `toBoolean`).
+    Boolean,
+    /// `delete` or `compact`.
+    CleanupPolicy,
+}
+
+/// Every per-topic property Kafka 0.8.2 accepts (`LogConfig.ConfigNames`) and its type.
+pub const TOPIC_CONFIGS: &[(&str, ConfigType)] = &[
+    ("segment.bytes", ConfigType::Int),
+    ("segment.ms", ConfigType::Long),
+    ("segment.jitter.ms", ConfigType::Long),
+    ("segment.index.bytes", ConfigType::Int),
+    ("flush.messages", ConfigType::Long),
+    ("flush.ms", ConfigType::Long),
+    ("retention.bytes", ConfigType::Long),
+    ("retention.ms", ConfigType::Long),
+    ("max.message.bytes", ConfigType::Int),
+    ("index.interval.bytes", ConfigType::Int),
+    ("delete.retention.ms", ConfigType::Long),
+    ("file.delete.delay.ms", ConfigType::Long),
+    ("min.cleanable.dirty.ratio", ConfigType::Double),
+    ("cleanup.policy", ConfigType::CleanupPolicy),
+    ("unclean.leader.election.enable", ConfigType::Boolean),
+    ("min.insync.replicas", ConfigType::Int),
+];
+
+/// The type of a per-topic property, `None` when Kafka 0.8.2 does not know it.
+pub fn config_type(property: &str) -> Option<ConfigType> {
+    TOPIC_CONFIGS.iter().find(|(name, _)| *name == property).map(|(_, t)| *t)
+}
+
+fn names() -> String {
+    TOPIC_CONFIGS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+}
+
+/// Checks that `property` is a per-topic property Kafka 0.8.2 knows (`LogConfig.validateNames`).
+///
+/// # Errors
+///
+/// [`Error::InvalidConfig`] listing the known names.
+pub fn validate_config_name(property: &str) -> Result<ConfigType> {
+    config_type(property).ok_or_else(|| Error::InvalidConfig {
+        property: property.to_owned(),
+        value: None,
+        reason: format!("unknown topic config; Kafka 0.8.2 knows {}", names()),
+    })
+}
+
+/// Checks one property and its value as `LogConfig.validate` does: a known name, a value of
+/// the property's type, and `min.insync.replicas` at least 1.
+///
+/// # Errors
+///
+/// [`Error::InvalidConfig`] naming the property, the value and what was expected.
+pub fn validate_config(property: &str, value: &str) -> Result<()> {
+    let kind = validate_config_name(property)?;
+    let bad = |reason: &str| Error::InvalidConfig {
+        property: property.to_owned(),
+        value: Some(value.to_owned()),
+        reason: reason.to_owned(),
+    };
+    match kind {
+        ConfigType::Int => {
+            let v = value.parse::<i32>().map_err(|_| bad("expected a 32-bit integer"))?;
+            if property == "min.insync.replicas" && v < 1 {
+                return Err(bad("min.insync.replicas must be at least 1"));
+            }
+        }
+        ConfigType::Long => {
+            value.parse::<i64>().map_err(|_| bad("expected a 64-bit integer"))?;
+        }
+        ConfigType::Double => {
+            value.trim().parse::<f64>().map_err(|_| bad("expected a number"))?;
+        }
+        ConfigType::Boolean => {
+            if !value.eq_ignore_ascii_case("true") && !value.eq_ignore_ascii_case("false") {
+                return Err(bad("expected true or false"));
+            }
+        }
+        ConfigType::CleanupPolicy => {
+            let v = value.trim().to_ascii_lowercase();
+            if v != "delete" && v != "compact" {
+                return Err(bad("expected delete or compact"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks every property of a topic configuration (see [`validate_config`]).
+///
+/// # Errors
+///
+/// [`Error::InvalidConfig`] for the first bad property.
+pub fn validate_topic_config(config: &BTreeMap<String, String>) -> Result<()> {
+    for (k, v) in config {
+        validate_config(k, v)?;
+    }
+    Ok(())
+}
+
+/// Collects `(name, value)` pairs into a config map.
+pub(crate) fn collect<I, K, V>(pairs: I) -> BTreeMap<String, String>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: Into<String>,
+    V: Into<String>,
+{
+    pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_properties_and_types() {
+        for (name, value) in [
+            ("segment.bytes", "1048576"),
+            ("retention.ms", "-1"),
+            ("retention.bytes", "1099511627776"),
+            ("max.message.bytes", "1000"),
+            ("min.cleanable.dirty.ratio", "0.5"),
+            ("cleanup.policy", "compact"),
+            ("cleanup.policy", "Delete"),
+            ("unclean.leader.election.enable", "FALSE"),
+            ("min.insync.replicas", "2"),
+        ] {
+            validate_config(name, value).unwrap();
+        }
+        assert_eq!(TOPIC_CONFIGS.len(), 16);
+    }
+
+    #[test]
+    fn refused_properties() {
+        let err = validate_config("retention.hours", "1").unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "invalid topic config retention.hours: unknown topic config; Kafka 0.8.2 knows segment.bytes, "
+            ),
+            "{err}"
+        );
+        assert_eq!(
+            validate_config("max.message.bytes", "3000000000").unwrap_err().to_string(),
+            "invalid topic config max.message.bytes=3000000000: expected a 32-bit integer"
+        );
+        assert_eq!(
+            validate_config("min.insync.replicas", "0").unwrap_err().to_string(),
+            "invalid topic config min.insync.replicas=0: min.insync.replicas must be at least 1"
+        );
+        validate_config("unclean.leader.election.enable", "yes").unwrap_err();
+        validate_config("cleanup.policy", "forever").unwrap_err();
+        validate_config("min.cleanable.dirty.ratio", "half").unwrap_err();
+        let map = BTreeMap::from([("retention.ms".to_owned(), "x".to_owned())]);
+        validate_topic_config(&map).unwrap_err();
+    }
+}
