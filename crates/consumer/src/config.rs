@@ -435,7 +435,9 @@ impl ConsumerConfigBuilder {
         fetch_message_max_bytes: i32
     );
     setter!(
-        /// `num.consumer.fetchers`, default [`DEFAULT_NUM_CONSUMER_FETCHERS`]: fetcher tasks.
+        /// `num.consumer.fetchers`, default [`DEFAULT_NUM_CONSUMER_FETCHERS`]. Accepted for
+        /// compatibility, but gregor always runs one concurrent fetch task per leader broker
+        /// (Java's fetcher threads are per broker too; this number only split them further).
         num_consumer_fetchers: usize
     );
     setter!(
@@ -624,7 +626,7 @@ mod tests {
         assert_eq!(DEFAULT_SOCKET_RECEIVE_BUFFER_BYTES, 64 * 1024);
         assert_eq!(DEFAULT_FETCH_MESSAGE_MAX_BYTES, 1024 * 1024);
         assert_eq!(DEFAULT_NUM_CONSUMER_FETCHERS, 1);
-        assert!(DEFAULT_AUTO_COMMIT_ENABLE);
+        const { assert!(DEFAULT_AUTO_COMMIT_ENABLE) };
         assert_eq!(DEFAULT_AUTO_COMMIT_INTERVAL_MS, 60 * 1000);
         assert_eq!(DEFAULT_QUEUED_MAX_MESSAGE_CHUNKS, 2);
         assert_eq!(DEFAULT_REBALANCE_MAX_RETRIES, 4);
@@ -634,13 +636,13 @@ mod tests {
         assert_eq!(DEFAULT_REFRESH_LEADER_BACKOFF_MS, 200);
         assert_eq!(DEFAULT_AUTO_OFFSET_RESET, AutoOffsetReset::Largest);
         assert_eq!(DEFAULT_CONSUMER_TIMEOUT_MS, -1);
-        assert!(DEFAULT_EXCLUDE_INTERNAL_TOPICS);
+        const { assert!(DEFAULT_EXCLUDE_INTERNAL_TOPICS) };
         assert_eq!(DEFAULT_PARTITION_ASSIGNMENT_STRATEGY, AssignmentStrategy::Range);
         assert_eq!(DEFAULT_OFFSETS_STORAGE, OffsetsStorage::Zookeeper);
         assert_eq!(DEFAULT_OFFSETS_CHANNEL_BACKOFF_MS, 1000);
         assert_eq!(DEFAULT_OFFSETS_CHANNEL_SOCKET_TIMEOUT_MS, 10000);
         assert_eq!(DEFAULT_OFFSETS_COMMIT_MAX_RETRIES, 5);
-        assert!(DEFAULT_DUAL_COMMIT_ENABLED);
+        const { assert!(DEFAULT_DUAL_COMMIT_ENABLED) };
     }
 
     #[test]

@@ -13,17 +13,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use gregor_net::{ConnectionConfig, MetadataCache, Pool};
-use gregor_serde::Decoder;
+use gregor_serde::{BytesDecoder, Decoder};
 use gregor_zk::payloads::{ConsumerRegistration, TopicAssignment, PATTERN_STATIC};
 use gregor_zk::{paths, CreateMode, SessionEvent, ZkClient};
 use rand::Rng;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::JoinHandle;
 
-use crate::assignment::{self, java_string_hash, GroupState, ThreadId};
+use crate::assignment::{self, GroupState, ThreadId};
 use crate::config::ConsumerConfig;
 use crate::error::{self, Error, Result};
-use crate::fetcher::{run_fetcher, FetchTarget};
+use crate::fetcher::{run_fetchers, FetchTarget};
 use crate::filter::TopicFilter;
 use crate::offsets::OffsetStore;
 use crate::stream::{Chunk, KafkaStream, PartitionState};
@@ -62,6 +62,26 @@ struct Owned {
     parts: BTreeMap<(String, i32), (ThreadId, Arc<PartitionState>)>,
 }
 
+/// Counters of what the connector went through (see [`ConsumerConnector::stats`]).
+#[derive(Debug, Default)]
+struct Stats {
+    rebalances: AtomicU64,
+    failed_rebalances: AtomicU64,
+    session_expirations: AtomicU64,
+}
+
+/// A snapshot of the connector's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConnectorStats {
+    /// Rebalances that ended with every planned partition claimed.
+    pub rebalances: u64,
+    /// Rebalances that gave up after `rebalance.max.retries` attempts.
+    pub failed_rebalances: u64,
+    /// ZooKeeper session expirations seen (each followed by re-registration and a rebalance).
+    pub session_expirations: u64,
+}
+
 /// Kafka 0.8.2's `ZookeeperConsumerConnector`: a member of a consumer group coordinated
 /// through ZooKeeper, znode- and algorithm-compatible with Java's.
 #[derive(Debug)]
@@ -73,6 +93,7 @@ pub struct ConsumerConnector {
     store: OffsetStore,
     owned: Arc<Mutex<Owned>>,
     generation: Arc<AtomicU64>,
+    stats: Arc<Stats>,
     commands: Mutex<Option<mpsc::Sender<Command>>>,
     task: Mutex<Option<JoinHandle<()>>>,
 }
@@ -137,6 +158,7 @@ impl ConsumerConnector {
             store,
             owned: Arc::default(),
             generation: Arc::new(AtomicU64::new(0)),
+            stats: Arc::default(),
             commands: Mutex::new(None),
             task: Mutex::new(None),
         })
@@ -159,13 +181,28 @@ impl ConsumerConnector {
         topic_count: HashMap<String, usize>,
         decoder: Arc<dyn Decoder<T>>,
     ) -> Result<HashMap<String, Vec<KafkaStream<T>>>> {
+        self.create_message_streams_with_key_decoder(topic_count, Arc::new(BytesDecoder), decoder).await
+    }
+
+    /// As [`ConsumerConnector::create_message_streams`], with the keys decoded by
+    /// `key_decoder` (Kafka's `createMessageStreams(topicCountMap, keyDecoder, valueDecoder)`).
+    ///
+    /// # Errors
+    ///
+    /// As [`ConsumerConnector::create_message_streams`].
+    pub async fn create_message_streams_with_key_decoder<K: Send + 'static, T: Send + 'static>(
+        &self,
+        topic_count: HashMap<String, usize>,
+        key_decoder: Arc<dyn Decoder<K>>,
+        decoder: Arc<dyn Decoder<T>>,
+    ) -> Result<HashMap<String, Vec<KafkaStream<T, K>>>> {
         if topic_count.is_empty() || topic_count.values().any(|&n| n == 0) {
             return Err(Error::InvalidSubscription("every topic needs at least one stream".into()));
         }
         let sub = Subscription::Static(topic_count.into_iter().collect());
-        let (senders, streams) = self.make_streams(&sub, decoder);
+        let (senders, streams) = self.make_streams(&sub, key_decoder, decoder);
         self.start(sub, senders).await?;
-        let mut out: HashMap<String, Vec<KafkaStream<T>>> = HashMap::new();
+        let mut out: HashMap<String, Vec<KafkaStream<T, K>>> = HashMap::new();
         for (k, s) in streams {
             out.entry(k).or_default().push(s);
         }
@@ -184,20 +221,39 @@ impl ConsumerConnector {
         n: usize,
         decoder: Arc<dyn Decoder<T>>,
     ) -> Result<Vec<KafkaStream<T>>> {
+        self.create_message_streams_by_filter_with_key_decoder(filter, n, Arc::new(BytesDecoder), decoder).await
+    }
+
+    /// As [`ConsumerConnector::create_message_streams_by_filter`], with the keys decoded by
+    /// `key_decoder`.
+    ///
+    /// # Errors
+    ///
+    /// As [`ConsumerConnector::create_message_streams`]; [`Error::InvalidSubscription`] for a
+    /// filter that is not a valid regex.
+    pub async fn create_message_streams_by_filter_with_key_decoder<K: Send + 'static, T: Send + 'static>(
+        &self,
+        filter: TopicFilter,
+        n: usize,
+        key_decoder: Arc<dyn Decoder<K>>,
+        decoder: Arc<dyn Decoder<T>>,
+    ) -> Result<Vec<KafkaStream<T, K>>> {
         if n == 0 || filter.regex().is_empty() {
             return Err(Error::InvalidSubscription("a filter needs a pattern and at least one stream".into()));
         }
+        filter.validate()?;
         let sub = Subscription::Filter(filter, n);
-        let (senders, streams) = self.make_streams(&sub, decoder);
+        let (senders, streams) = self.make_streams(&sub, key_decoder, decoder);
         self.start(sub, senders).await?;
         Ok(streams.into_iter().map(|(_, s)| s).collect())
     }
 
-    fn make_streams<T: Send + 'static>(
+    fn make_streams<K: Send + 'static, T: Send + 'static>(
         &self,
         sub: &Subscription,
+        key_decoder: Arc<dyn Decoder<K>>,
         decoder: Arc<dyn Decoder<T>>,
-    ) -> (Senders, Vec<(String, KafkaStream<T>)>) {
+    ) -> (Senders, NamedStreams<T, K>) {
         let cap = self.config.queued_max_message_chunks + 16;
         let mut senders = Senders::new();
         let mut streams = Vec::new();
@@ -213,6 +269,7 @@ impl ConsumerConnector {
                     rx,
                     Arc::clone(&self.generation),
                     Arc::clone(&decoder),
+                    Arc::clone(&key_decoder),
                     self.config.consumer_timeout,
                 );
                 streams.push((key.clone(), s));
@@ -222,13 +279,15 @@ impl ConsumerConnector {
     }
 
     async fn start(&self, sub: Subscription, senders: Senders) -> Result<()> {
-        let mut slot = self.commands.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_some() {
-            return Err(Error::StreamsAlreadyCreated);
-        }
-        let (tx, rx) = mpsc::channel(8);
-        *slot = Some(tx);
-        drop(slot);
+        let rx = {
+            let mut slot = self.commands.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.is_some() {
+                return Err(Error::StreamsAlreadyCreated);
+            }
+            let (tx, rx) = mpsc::channel(8);
+            *slot = Some(tx);
+            rx
+        };
         let coordinator = Coordinator {
             config: self.config.clone(),
             consumer_id: self.consumer_id.clone(),
@@ -237,12 +296,16 @@ impl ConsumerConnector {
             store: self.store.clone(),
             owned: Arc::clone(&self.owned),
             generation: Arc::clone(&self.generation),
+            stats: Arc::clone(&self.stats),
+            kept: BTreeMap::new(),
+            conflict_watch: None,
             semaphore: Arc::new(Semaphore::new(self.config.queued_max_message_chunks)),
             sub,
             senders,
             fetchers: Vec::new(),
             forwarders: Vec::new(),
             topic_watches: BTreeMap::new(),
+            changes_tx: None,
         };
         coordinator.register().await?;
         let (first_tx, first_rx) = oneshot::channel();
@@ -287,6 +350,15 @@ impl ConsumerConnector {
             .collect()
     }
 
+    /// Counters: successful and failed rebalances, session expirations.
+    pub fn stats(&self) -> ConnectorStats {
+        ConnectorStats {
+            rebalances: self.stats.rebalances.load(Ordering::Acquire),
+            failed_rebalances: self.stats.failed_rebalances.load(Ordering::Acquire),
+            session_expirations: self.stats.session_expirations.load(Ordering::Acquire),
+        }
+    }
+
     /// The partitions this member owns now, with their thread ids.
     pub fn owned_partitions(&self) -> BTreeMap<(String, i32), String> {
         let owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
@@ -324,6 +396,7 @@ impl ConsumerConnector {
 
 const WILDCARD: &str = "*";
 type Senders = BTreeMap<String, Vec<mpsc::Sender<Chunk>>>;
+type NamedStreams<T, K> = Vec<(String, KafkaStream<T, K>)>;
 
 struct Coordinator {
     config: ConsumerConfig,
@@ -333,12 +406,19 @@ struct Coordinator {
     store: OffsetStore,
     owned: Arc<Mutex<Owned>>,
     generation: Arc<AtomicU64>,
+    stats: Arc<Stats>,
+    /// States of partitions released by a rebalance attempt or a session expiry, reused when
+    /// this member claims them again (their delivered position is kept: no redelivery).
+    kept: BTreeMap<(String, i32), Arc<PartitionState>>,
+    /// After giving up: a watch on the owner znode that blocked the claim.
+    conflict_watch: Option<JoinHandle<()>>,
     semaphore: Arc<Semaphore>,
     sub: Subscription,
     senders: Senders,
     fetchers: Vec<JoinHandle<()>>,
     forwarders: Vec<JoinHandle<()>>,
     topic_watches: BTreeMap<String, JoinHandle<()>>,
+    changes_tx: Option<mpsc::Sender<()>>,
 }
 
 impl Coordinator {
@@ -407,6 +487,7 @@ impl Coordinator {
     async fn run(mut self, mut commands: mpsc::Receiver<Command>, first: oneshot::Sender<()>) {
         let mut events = self.zk.session_events();
         let (tx, mut changes) = mpsc::channel::<()>(1);
+        self.changes_tx = Some(tx.clone());
         self.arm_watches(&tx);
         let mut first = Some(first);
         let mut expired = false;
@@ -427,6 +508,7 @@ impl Coordinator {
                     Ok(SessionEvent::Expired) => {
                         tracing::warn!(consumer_id = %self.consumer_id, "zookeeper session expired: stop fetching, re-register, rebalance");
                         expired = true;
+                        self.stats.session_expirations.fetch_add(1, Ordering::AcqRel);
                         self.stop_fetchers().await;
                     }
                     Ok(SessionEvent::Connected) if expired => {
@@ -434,8 +516,10 @@ impl Coordinator {
                         if self.config.auto_commit_enable {
                             if let Err(e) = self.commit().await { tracing::warn!(error = %e, "commit after session expiry failed"); }
                         }
-                        // the ephemeral owner znodes died with the session
-                        self.owned.lock().unwrap_or_else(|p| p.into_inner()).parts.clear();
+                        // the ephemeral owner znodes died with the session: ownership is re-read
+                        // (claimed again) by the rebalance the re-armed ids watch triggers
+                        let gone = std::mem::take(&mut self.owned.lock().unwrap_or_else(|p| p.into_inner()).parts);
+                        self.kept.extend(gone.into_iter().map(|(k, (_, st))| (k, st)));
                         if let Err(e) = self.register().await {
                             tracing::error!(error = %e, "re-registration after session expiry failed");
                         }
@@ -461,6 +545,9 @@ impl Coordinator {
         for (_, f) in std::mem::take(&mut self.topic_watches) {
             f.abort();
         }
+        if let Some(w) = self.conflict_watch.take() {
+            w.abort();
+        }
     }
 
     async fn shutdown(&mut self) -> Result<()> {
@@ -479,7 +566,7 @@ impl Coordinator {
         };
         let mut offsets = BTreeMap::new();
         for s in &parts {
-            let c = s.consumed.load(Ordering::Acquire);
+            let c = s.committable.load(Ordering::Acquire);
             if c >= 0 && c != s.committed.load(Ordering::Acquire) {
                 offsets.insert((s.topic.clone(), s.partition), c);
             }
@@ -501,13 +588,14 @@ impl Coordinator {
         }
     }
 
-    async fn release(&self) {
-        let parts: Vec<(String, i32)> = {
+    async fn release(&mut self) {
+        let parts = {
             let mut owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
-            std::mem::take(&mut owned.parts).into_keys().collect()
+            std::mem::take(&mut owned.parts)
         };
-        for (t, p) in parts {
+        for ((t, p), (_, st)) in parts {
             let _ = self.zk.delete(&paths::owner(&self.config.group_id, &t, p), None).await;
+            self.kept.insert((t, p), st);
         }
     }
 
@@ -517,15 +605,23 @@ impl Coordinator {
         let attempts = self.config.rebalance_max_retries.max(1);
         let mut reason = String::new();
         let mut topics = Vec::new();
+        let mut conflict = None;
         for attempt in 0..attempts {
             let span = tracing::info_span!("rebalance", group = %self.config.group_id, consumer_id = %self.consumer_id, attempt);
             let _e = span.enter();
             drop(_e);
             match self.rebalance().await {
-                Ok((true, t)) => return t,
-                Ok((false, t)) => {
+                Ok(Attempt::Done(t)) => {
+                    self.stats.rebalances.fetch_add(1, Ordering::AcqRel);
+                    if let Some(w) = self.conflict_watch.take() {
+                        w.abort();
+                    }
+                    return t;
+                }
+                Ok(Attempt::Conflict(t, path, holder)) => {
                     topics = t;
-                    reason = "partition ownership conflict (another member still owns a partition)".into();
+                    reason = format!("partition ownership conflict: {path} is held by {holder}");
+                    conflict = Some(path);
                 }
                 Err(e) => reason = e.to_string(),
             }
@@ -536,14 +632,23 @@ impl Coordinator {
             let jitter: f64 = rand::rng().random_range(0.5..1.5);
             tokio::time::sleep(Duration::from_millis((base * jitter) as u64)).await;
         }
-        let e = Error::RebalanceFailed { group: self.config.group_id.clone(), attempts, reason };
+        self.stats.failed_rebalances.fetch_add(1, Ordering::AcqRel);
+        let e = Error::RebalanceFailed { group: self.config.group_id.clone(), attempts, reason: reason.clone() };
         tracing::error!(error = %e, "giving up; the watches stay armed and the next change retries");
         for s in self.senders.values().flatten() {
             let _ = s.try_send(Chunk::Error(Error::RebalanceFailed {
                 group: self.config.group_id.clone(),
                 attempts,
-                reason: e.to_string(),
+                reason: reason.clone(),
             }));
+        }
+        // beyond Kafka's watches (ids, topics, partitions): the owner znode that blocked us,
+        // so its deletion (its holder gone) retries at once
+        if let (Some(path), Some(tx)) = (conflict, self.changes_tx.clone()) {
+            if let Some(w) = self.conflict_watch.take() {
+                w.abort();
+            }
+            self.conflict_watch = Some(forward_when_gone(self.zk.watch_data(&path), tx));
         }
         topics
     }
@@ -581,8 +686,12 @@ impl Coordinator {
                 }
                 for (re, n) in reg.subscription {
                     if let Some(f) = TopicFilter::from_registration(&reg.pattern, &re) {
+                        let Ok(m) = f.matcher() else {
+                            tracing::warn!(member = %id, filter = %re, "member's topic filter is not a valid regex: ignored");
+                            continue;
+                        };
                         for t in all_topics.iter().flatten() {
-                            if f.is_topic_allowed(t, self.config.exclude_internal_topics) {
+                            if f.allowed_by(&m, t, self.config.exclude_internal_topics) {
                                 subs.insert(t.clone(), n.max(0) as usize);
                             }
                         }
@@ -604,7 +713,7 @@ impl Coordinator {
     }
 
     /// One attempt: `Ok((true, topics))` when every planned partition was claimed.
-    async fn rebalance(&mut self) -> Result<(bool, Vec<String>)> {
+    async fn rebalance(&mut self) -> Result<Attempt> {
         self.stop_fetchers().await;
         if self.config.auto_commit_enable {
             if let Err(e) = self.commit().await {
@@ -626,34 +735,60 @@ impl Coordinator {
         let mut claimed: Vec<(String, i32)> = Vec::new();
         for ((t, p), thread) in &mine {
             let path = paths::owner(&g, t, *p);
-            let ok = match self.zk.create_all(&path, thread.as_str().as_bytes(), CreateMode::Ephemeral).await {
-                Ok(_) => true,
-                Err(gregor_zk::Error::NodeExists { .. }) => {
-                    matches!(self.zk.get(&path).await, Ok(Some((d, _))) if d == thread.as_str().as_bytes())
-                }
+            let holder = match self.zk.create_all(&path, thread.as_str().as_bytes(), CreateMode::Ephemeral).await {
+                Ok(_) => None,
+                Err(gregor_zk::Error::NodeExists { .. }) => match self.zk.get(&path).await {
+                    Ok(Some((d, stat))) if d == thread.as_str().as_bytes() && stat.is_ephemeral() => {
+                        // ours only if it belongs to this session (not a stale one of an
+                        // expired session of ours that the server has not removed yet)
+                        match self.zk.delete(&path, Some(stat.version)).await {
+                            Ok(_) => {
+                                match self.zk.create_all(&path, thread.as_str().as_bytes(), CreateMode::Ephemeral).await
+                                {
+                                    Ok(_) => None,
+                                    Err(e) => Some(e.to_string()),
+                                }
+                            }
+                            Err(e) => Some(e.to_string()),
+                        }
+                    }
+                    Ok(Some((d, _))) => Some(String::from_utf8_lossy(&d).into_owned()),
+                    Ok(None) => Some("a node that vanished".into()),
+                    Err(e) => Some(e.to_string()),
+                },
                 Err(e) => {
                     tracing::warn!(error = %e, %path, "claim failed");
-                    false
+                    Some(e.to_string())
                 }
             };
-            if !ok {
+            if let Some(holder) = holder {
                 for (t, p) in claimed {
                     let _ = self.zk.delete(&paths::owner(&g, &t, p), None).await;
                 }
-                return Ok((false, topics));
+                return Ok(Attempt::Conflict(topics, path, holder));
             }
             claimed.push((t.clone(), *p));
         }
         let keys: Vec<(String, i32)> = mine.iter().map(|(k, _)| k.clone()).collect();
         let offsets = self.store.fetch(&keys).await?;
         let generation = self.generation.load(Ordering::Acquire);
-        let n = self.config.num_consumer_fetchers;
-        let mut groups: Vec<Vec<FetchTarget>> = vec![Vec::new(); n];
+        let mut targets: Vec<FetchTarget> = Vec::new();
+        let mut kept = std::mem::take(&mut self.kept);
         {
             let mut owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
             for ((t, p), thread) in &mine {
-                let offset = offsets.get(&(t.clone(), *p)).copied().flatten().unwrap_or(-1);
-                let st = Arc::new(PartitionState::new(t, *p, offset));
+                let stored = offsets.get(&(t.clone(), *p)).copied().flatten().unwrap_or(-1);
+                let (st, offset) = match kept.remove(&(t.clone(), *p)) {
+                    // still ours: go on from what was handed out (or what another member
+                    // committed meanwhile, if more)
+                    Some(st) => {
+                        st.committed.store(stored, Ordering::Release);
+                        st.committable.fetch_max(stored, Ordering::AcqRel);
+                        let position = st.consumed.fetch_max(stored, Ordering::AcqRel).max(stored);
+                        (st, position)
+                    }
+                    None => (Arc::new(PartitionState::new(t, *p, stored)), stored),
+                };
                 owned.parts.insert((t.clone(), *p), (thread.clone(), Arc::clone(&st)));
                 let stream = thread.stream().unwrap_or(0);
                 let queue = match &self.sub {
@@ -661,13 +796,12 @@ impl Coordinator {
                     Subscription::Filter(..) => self.senders.get(WILDCARD).and_then(|v| v.get(stream)),
                 };
                 let Some(queue) = queue else { continue };
-                let idx = (31i32.wrapping_mul(java_string_hash(t)).wrapping_add(*p)).unsigned_abs() as usize % n;
-                groups[idx].push(FetchTarget { part: st, offset, queue: queue.clone() });
+                targets.push(FetchTarget { part: st, offset, queue: queue.clone() });
             }
         }
         tracing::info!(owned = mine.len(), "rebalance done");
-        for targets in groups.into_iter().filter(|g| !g.is_empty()) {
-            self.fetchers.push(tokio::spawn(run_fetcher(
+        if !targets.is_empty() {
+            self.fetchers.push(tokio::spawn(run_fetchers(
                 self.config.clone(),
                 self.metadata.clone(),
                 Arc::clone(&self.semaphore),
@@ -675,14 +809,34 @@ impl Coordinator {
                 targets,
             )));
         }
-        Ok((true, topics))
+        Ok(Attempt::Done(topics))
     }
+}
+
+/// The outcome of one rebalance attempt.
+enum Attempt {
+    /// Every planned partition claimed; the group's topics.
+    Done(Vec<String>),
+    /// A claim failed: the topics, the owner znode and who holds it.
+    Conflict(Vec<String>, String, String),
 }
 
 fn forward<T: Send + 'static>(mut w: gregor_zk::Watch<T>, tx: mpsc::Sender<()>) -> JoinHandle<()> {
     tokio::spawn(async move {
         while let Some(Ok(_)) = w.next().await {
             let _ = tx.try_send(());
+        }
+    })
+}
+
+/// Signals once when the watched znode is gone (at once if it already is).
+fn forward_when_gone(mut w: gregor_zk::Watch<Option<Vec<u8>>>, tx: mpsc::Sender<()>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        while let Some(Ok(v)) = w.next().await {
+            if v.is_none() {
+                let _ = tx.try_send(());
+                return;
+            }
         }
     })
 }

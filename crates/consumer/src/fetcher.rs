@@ -1,11 +1,18 @@
-//! Fetcher tasks: long-poll the leaders of their partitions and feed the streams' queues.
+//! Fetchers: one task per leader broker, all concurrent, fed by a supervisor that finds
+//! leaders (Kafka's `ConsumerFetcherManager` with its `LeaderFinderThread`).
 //!
-//! Each of the `num.consumer.fetchers` tasks owns the partitions whose
-//! `abs(31 * hashCode(topic) + partition) % num.consumer.fetchers` is its index (Kafka's
-//! spread), and sends one Fetch per leader broker per round. Leader errors refresh the
-//! metadata and retry after `refresh.leader.backoff.ms`; a missing or out-of-range offset is
-//! reset with `auto.offset.reset`; a message larger than `fetch.message.max.bytes` is an error
-//! item on the stream and that partition stops (until the next rebalance) instead of spinning.
+//! ```text
+//!  supervisor ── refresh metadata, auto.offset.reset, group by leader ──► broker task (one per leader)
+//!      ▲                                                                    │ Fetch (long poll)
+//!      └──── partitions handed back (leader moved, broker gone, 1 OffsetOutOfRange) ◄─┘
+//! ```
+//!
+//! A broker task owns its partitions and sends one Fetch for all of them per round. A leader
+//! error (or a dead connection) hands the partition, with its next offset, back to the
+//! supervisor, which refreshes the metadata after `refresh.leader.backoff.ms` and gives it to
+//! the new leader's task: no offset is skipped and no other partition waits. A message larger
+//! than `fetch.message.max.bytes` is an error item on the partition's stream and that
+//! partition alone is parked until the next rebalance (the others keep flowing).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -18,6 +25,7 @@ use gregor_protocol::messages::{
 };
 use gregor_protocol::ErrorCode;
 use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinSet;
 
 use crate::config::{AutoOffsetReset, ConsumerConfig};
 use crate::error::Error;
@@ -32,150 +40,193 @@ pub(crate) struct FetchTarget {
     pub(crate) queue: mpsc::Sender<Chunk>,
 }
 
-pub(crate) async fn run_fetcher(
+/// Everything the fetch tasks of one generation share.
+#[derive(Clone)]
+struct Ctx {
     config: ConsumerConfig,
     metadata: MetadataCache,
     semaphore: Arc<Semaphore>,
     generation: u64,
-    mut targets: Vec<FetchTarget>,
+}
+
+/// The supervisor: runs until aborted (its broker tasks live in its `JoinSet` and are aborted
+/// with it).
+pub(crate) async fn run_fetchers(
+    config: ConsumerConfig,
+    metadata: MetadataCache,
+    semaphore: Arc<Semaphore>,
+    generation: u64,
+    targets: Vec<FetchTarget>,
 ) {
-    let topics: Vec<String> = {
-        let mut t: Vec<String> = targets.iter().map(|t| t.part.topic.clone()).collect();
-        t.sort();
-        t.dedup();
-        t
-    };
-    let mut need_refresh = true;
+    let ctx = Ctx { config, metadata, semaphore, generation };
+    let (back_tx, mut back_rx) = mpsc::unbounded_channel::<FetchTarget>();
+    let mut workers: BTreeMap<i32, mpsc::UnboundedSender<FetchTarget>> = BTreeMap::new();
+    let mut tasks = JoinSet::new();
+    let mut pending = targets;
+    let mut first = true;
     loop {
-        if targets.is_empty() {
-            return;
-        }
-        if need_refresh {
-            if let Err(e) = metadata.refresh(&topics).await {
-                tracing::warn!(error = %e, "metadata refresh failed");
+        if pending.is_empty() {
+            match back_rx.recv().await {
+                Some(t) => pending.push(t),
+                None => return,
             }
-            need_refresh = false;
         }
-        // offsets to reset
-        for i in 0..targets.len() {
-            if targets[i].offset < 0 {
-                match reset_offset(&config, &metadata, &targets[i].part.topic, targets[i].part.partition).await {
+        if !first {
+            tokio::time::sleep(ctx.config.refresh_leader_backoff).await;
+        }
+        first = false;
+        while let Ok(t) = back_rx.try_recv() {
+            pending.push(t);
+        }
+        let mut topics: Vec<String> = pending.iter().map(|t| t.part.topic.clone()).collect();
+        topics.sort();
+        topics.dedup();
+        if let Err(e) = ctx.metadata.refresh(&topics).await {
+            tracing::warn!(error = %e, "metadata refresh failed: retrying after refresh.leader.backoff.ms");
+            continue;
+        }
+        let mut still = Vec::new();
+        for mut t in pending.drain(..) {
+            if t.offset < 0 {
+                match reset_offset(&ctx.config, &ctx.metadata, &t.part.topic, t.part.partition).await {
                     Ok(o) => {
-                        targets[i].offset = o;
-                        targets[i].part.consumed.store(o, Ordering::Release);
+                        t.offset = o;
+                        t.part.consumed.fetch_max(o, Ordering::AcqRel);
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "offset reset failed");
-                        need_refresh = true;
-                    }
-                }
-            }
-        }
-        if need_refresh {
-            tokio::time::sleep(config.refresh_leader_backoff).await;
-            continue;
-        }
-        let mut by_leader: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
-        for (i, t) in targets.iter().enumerate() {
-            match metadata.leader(&t.part.topic, t.part.partition) {
-                Some(l) => by_leader.entry(l).or_default().push(i),
-                None => need_refresh = true,
-            }
-        }
-        let mut stopped: Vec<usize> = Vec::new();
-        for (leader, idx) in by_leader {
-            let mut topics: BTreeMap<&str, Vec<FetchPartition>> = BTreeMap::new();
-            for &i in &idx {
-                let t = &targets[i];
-                topics.entry(&t.part.topic).or_default().push(FetchPartition {
-                    partition: t.part.partition,
-                    fetch_offset: t.offset,
-                    max_bytes: config.fetch_message_max_bytes,
-                });
-            }
-            let request = FetchRequest {
-                replica_id: CONSUMER_REPLICA_ID,
-                max_wait_time: config.fetch_wait_max.as_millis() as i32,
-                min_bytes: config.fetch_min_bytes,
-                topics: topics.into_iter().map(|(t, p)| TopicPartitions::new(t, p)).collect(),
-            };
-            let response = match metadata.pool().get(leader).await {
-                Ok(conn) => tokio::time::timeout(config.socket_timeout, conn.request(0, &request)).await,
-                Err(e) => Ok(Err(e)),
-            };
-            let response = match response {
-                Ok(Ok(r)) => r,
-                Ok(Err(e)) => {
-                    tracing::warn!(broker = leader, error = %e, "fetch failed: refreshing leaders");
-                    need_refresh = true;
-                    continue;
-                }
-                Err(_) => {
-                    need_refresh = true;
-                    continue;
-                }
-            };
-            for rt in &response.topics {
-                for rp in &rt.partitions {
-                    let Some(&i) = idx
-                        .iter()
-                        .find(|&&i| targets[i].part.topic == rt.topic && targets[i].part.partition == rp.partition)
-                    else {
+                        still.push(t);
                         continue;
-                    };
-                    let t = &mut targets[i];
-                    match rp.error() {
-                        None => {}
-                        Some(ErrorCode::OffsetOutOfRange) => {
-                            tracing::warn!(topic = %rt.topic, partition = rp.partition, offset = t.offset, "offset out of range: auto.offset.reset");
-                            t.offset = -1;
-                            continue;
-                        }
-                        Some(code) => {
-                            tracing::warn!(topic = %rt.topic, partition = rp.partition, %code, "fetch error: refreshing leaders");
-                            metadata.invalidate(&rt.topic);
-                            need_refresh = true;
-                            continue;
-                        }
                     }
-                    t.part.high_watermark.store(rp.high_watermark, Ordering::Release);
-                    match rp.messages(&rt.topic, t.offset) {
-                        Ok(decoded) => {
-                            let Some(next) = decoded.next_offset() else { continue };
-                            let Ok(permit) = semaphore.clone().acquire_owned().await else { return };
-                            let chunk = Chunk::Messages {
-                                generation,
-                                part: t.part.clone(),
-                                messages: decoded.messages,
-                                permit,
-                            };
-                            if t.queue.send(chunk).await.is_err() {
-                                return;
-                            }
-                            t.offset = next;
+                }
+            }
+            let Some(leader) = ctx.metadata.leader(&t.part.topic, t.part.partition) else {
+                still.push(t);
+                continue;
+            };
+            let tx = workers.entry(leader).or_insert_with(|| {
+                let (tx, rx) = mpsc::unbounded_channel();
+                tasks.spawn(broker_fetcher(ctx.clone(), leader, rx, back_tx.clone()));
+                tx
+            });
+            if let Err(mpsc::error::SendError(t)) = tx.send(t) {
+                still.push(t); // cannot happen: broker tasks run until the supervisor ends
+            }
+        }
+        pending = still;
+    }
+}
+
+/// Fetches the partitions led by `broker`, all in one request per round.
+async fn broker_fetcher(
+    ctx: Ctx,
+    broker: i32,
+    mut add: mpsc::UnboundedReceiver<FetchTarget>,
+    back: mpsc::UnboundedSender<FetchTarget>,
+) {
+    let config = &ctx.config;
+    let mut targets: Vec<FetchTarget> = Vec::new();
+    loop {
+        if targets.is_empty() {
+            match add.recv().await {
+                Some(t) => targets.push(t),
+                None => return,
+            }
+        }
+        while let Ok(t) = add.try_recv() {
+            targets.push(t);
+        }
+        let mut topics: BTreeMap<&str, Vec<FetchPartition>> = BTreeMap::new();
+        for t in &targets {
+            topics.entry(&t.part.topic).or_default().push(FetchPartition {
+                partition: t.part.partition,
+                fetch_offset: t.offset,
+                max_bytes: config.fetch_message_max_bytes,
+            });
+        }
+        let request = FetchRequest {
+            replica_id: CONSUMER_REPLICA_ID,
+            max_wait_time: config.fetch_wait_max.as_millis() as i32,
+            min_bytes: config.fetch_min_bytes,
+            topics: topics.into_iter().map(|(t, p)| TopicPartitions::new(t, p)).collect(),
+        };
+        let response = match ctx.metadata.pool().get(broker).await {
+            Ok(conn) => match tokio::time::timeout(config.socket_timeout, conn.request(0, &request)).await {
+                Ok(r) => r.map_err(|e| e.to_string()),
+                Err(_) => Err(format!("no answer within socket.timeout.ms ({:?})", config.socket_timeout)),
+            },
+            Err(e) => Err(e.to_string()),
+        };
+        let response = match response {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(broker, error = %e, "fetch failed: handing the partitions back to find their leaders");
+                for t in targets.drain(..) {
+                    ctx.metadata.invalidate(&t.part.topic);
+                    let _ = back.send(t);
+                }
+                continue;
+            }
+        };
+        let mut keep: Vec<bool> = vec![true; targets.len()];
+        for rt in &response.topics {
+            for rp in &rt.partitions {
+                let Some(i) = targets.iter().position(|t| t.part.topic == rt.topic && t.part.partition == rp.partition)
+                else {
+                    continue;
+                };
+                let t = &mut targets[i];
+                match rp.error() {
+                    None => {}
+                    Some(ErrorCode::OffsetOutOfRange) => {
+                        tracing::warn!(topic = %rt.topic, partition = rp.partition, offset = t.offset, "offset out of range: auto.offset.reset");
+                        t.offset = -1;
+                        keep[i] = false;
+                        continue;
+                    }
+                    Some(code) => {
+                        tracing::warn!(broker, topic = %rt.topic, partition = rp.partition, %code, "fetch error: finding the leader again");
+                        ctx.metadata.invalidate(&rt.topic);
+                        keep[i] = false;
+                        continue;
+                    }
+                }
+                t.part.high_watermark.store(rp.high_watermark, Ordering::Release);
+                match rp.messages(&rt.topic, t.offset) {
+                    Ok(decoded) => {
+                        let Some(next) = decoded.next_offset() else { continue };
+                        let Ok(permit) = ctx.semaphore.clone().acquire_owned().await else { return };
+                        let chunk = Chunk::Messages {
+                            generation: ctx.generation,
+                            part: t.part.clone(),
+                            messages: decoded.messages,
+                            permit,
+                        };
+                        if t.queue.send(chunk).await.is_err() {
+                            return;
                         }
-                        Err(source) => {
-                            let e = Error::Fetch {
-                                topic: rt.topic.clone(),
-                                partition: rp.partition,
-                                offset: t.offset,
-                                source,
-                            };
-                            tracing::error!(error = %e, "partition stops fetching until the next rebalance");
-                            let _ = t.queue.send(Chunk::Error(e)).await;
-                            stopped.push(i);
-                        }
+                        t.offset = next;
+                    }
+                    Err(source) => {
+                        let e =
+                            Error::Fetch { topic: rt.topic.clone(), partition: rp.partition, offset: t.offset, source };
+                        tracing::error!(error = %e, "this partition is parked until the next rebalance; the others go on");
+                        let _ = t.queue.send(Chunk::Error(e)).await;
+                        t.offset = i64::MIN; // parked
+                        keep[i] = false;
                     }
                 }
             }
         }
-        stopped.sort_unstable();
-        for i in stopped.into_iter().rev() {
-            targets.remove(i);
-        }
-        if need_refresh {
-            tokio::time::sleep(config.refresh_leader_backoff).await;
-        }
+        let mut i = 0;
+        targets.retain(|t| {
+            let k = keep[i];
+            i += 1;
+            if !k && t.offset != i64::MIN {
+                let _ = back.send(t.clone());
+            }
+            k
+        });
     }
 }
 

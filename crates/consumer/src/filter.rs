@@ -1,12 +1,13 @@
-//! Topic filters for `create_message_streams_by_filter`.
+//! Topic filters for `create_message_streams_by_filter`, as Kafka 0.8.2's `TopicFilter`.
 //!
-//! **Limitation:** Kafka's `TopicFilter` is a Java regex (with `,` turned into `|`). This
-//! crate has no regex engine, so a filter is a comma-separated list of alternatives, each
-//! either an exact topic name or a glob where `*` (or Java's `.*`) matches any run of
-//! characters. `a,b`, `logs-.*`, `*` and `.*` work as in Kafka; any other regex syntax
-//! (`[a-z]+`, `?`, `|` groups, a `.` meaning "any character") is matched LITERALLY. The
-//! filter string is written into the registration unchanged, so Java members of the group
-//! see the same subscription.
+//! The filter is a Java regex, normalized as Kafka normalizes it: trimmed, `,` turned into
+//! `|`, spaces removed, leading and trailing quotes stripped (property files bring them). A
+//! topic is allowed by a whitelist when the WHOLE name matches (Java's `String.matches`), by a
+//! blacklist when it does not; with `exclude.internal.topics` the offsets topic is never
+//! allowed. The normalized string is written into the registration, so Java members of the
+//! group see the same subscription. The `regex` crate covers the Java syntax used for topic
+//! names (classes, alternation, groups, quantifiers); Java-only constructs (possessive
+//! quantifiers, lookaround) are rejected as invalid.
 
 /// The internal offsets topic, excluded from filters when `exclude.internal.topics=true`.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -27,7 +28,30 @@ impl TopicFilter {
         let s = match self {
             TopicFilter::Whitelist(s) | TopicFilter::Blacklist(s) => s,
         };
-        s.trim().replace(',', "|").replace(' ', "").replace('"', "")
+        s.trim().replace(',', "|").replace(' ', "").trim_matches(|c| c == '"' || c == '\'').to_owned()
+    }
+
+    /// The compiled filter (anchored: the whole topic name must match).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidSubscription`](crate::Error::InvalidSubscription) when the filter is not
+    /// a valid regex.
+    #[allow(clippy::result_large_err)] // the crate's one Error type, as everywhere else
+    pub fn matcher(&self) -> crate::Result<regex::Regex> {
+        let re = self.regex();
+        regex::Regex::new(&format!("^(?:{re})$"))
+            .map_err(|e| crate::Error::InvalidSubscription(format!("topic filter {re:?} is not a valid regex: {e}")))
+    }
+
+    /// Checks that the filter compiles.
+    ///
+    /// # Errors
+    ///
+    /// As [`TopicFilter::matcher`].
+    #[allow(clippy::result_large_err)] // the crate's one Error type, as everywhere else
+    pub fn validate(&self) -> crate::Result<()> {
+        self.matcher().map(|_| ())
     }
 
     /// `white_list` or `black_list`.
@@ -47,13 +71,21 @@ impl TopicFilter {
         }
     }
 
-    /// Whether `topic` is allowed (as Kafka's `isTopicAllowed`).
+    /// Whether `topic` is allowed (as Kafka's `isTopicAllowed`); an invalid filter allows
+    /// nothing.
     pub fn is_topic_allowed(&self, topic: &str, exclude_internal_topics: bool) -> bool {
+        match self.matcher() {
+            Ok(m) => self.allowed_by(&m, topic, exclude_internal_topics),
+            Err(_) => false,
+        }
+    }
+
+    /// As [`TopicFilter::is_topic_allowed`] with a matcher compiled once.
+    pub fn allowed_by(&self, matcher: &regex::Regex, topic: &str, exclude_internal_topics: bool) -> bool {
         if exclude_internal_topics && topic == OFFSETS_TOPIC {
             return false;
         }
-        let re = self.regex();
-        let matches = re.split('|').any(|alt| glob(alt, topic));
+        let matches = matcher.is_match(topic);
         match self {
             TopicFilter::Whitelist(_) => matches,
             TopicFilter::Blacklist(_) => !matches,
@@ -61,49 +93,38 @@ impl TopicFilter {
     }
 }
 
-/// `*` and `.*` match any run; everything else literally.
-fn glob(pattern: &str, s: &str) -> bool {
-    let pattern = pattern.replace(".*", "*");
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == s;
-    }
-    let mut rest = s;
-    let first = parts[0];
-    if !rest.starts_with(first) {
-        return false;
-    }
-    rest = &rest[first.len()..];
-    let last = parts[parts.len() - 1];
-    for mid in &parts[1..parts.len() - 1] {
-        match rest.find(mid) {
-            Some(i) => rest = &rest[i + mid.len()..],
-            None => return false,
-        }
-    }
-    rest.len() >= last.len() && rest.ends_with(last)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn whitelist_and_blacklist() {
-        let w = TopicFilter::Whitelist("a, logs-.*,x*y".into());
-        assert_eq!(w.regex(), "a|logs-.*|x*y");
+    fn whitelist_and_blacklist_are_anchored_java_regexes() {
+        let w = TopicFilter::Whitelist(" a, logs-.*,x[0-9]+y ".into());
+        assert_eq!(w.regex(), "a|logs-.*|x[0-9]+y");
         assert!(w.is_topic_allowed("a", true));
-        assert!(!w.is_topic_allowed("ab", true));
+        assert!(!w.is_topic_allowed("ab", true)); // whole-name match, as String.matches
+        assert!(!w.is_topic_allowed("ba", true));
         assert!(w.is_topic_allowed("logs-1", true));
-        assert!(w.is_topic_allowed("xzzy", true));
-        assert!(w.is_topic_allowed("xy", true));
-        assert!(!w.is_topic_allowed("xyz", true));
+        assert!(w.is_topic_allowed("x12y", true));
+        assert!(!w.is_topic_allowed("xy", true));
+        assert!(!w.is_topic_allowed("x1y2", true));
+        let dot = TopicFilter::Whitelist("a.c".into());
+        assert!(dot.is_topic_allowed("abc", true)); // '.' is any character, as in Java
         let all = TopicFilter::Whitelist(".*".into());
         assert!(all.is_topic_allowed("t", true));
         assert!(!all.is_topic_allowed(OFFSETS_TOPIC, true));
         assert!(all.is_topic_allowed(OFFSETS_TOPIC, false));
-        let b = TopicFilter::Blacklist("a".into());
+        let b = TopicFilter::Blacklist("a,b.*".into());
         assert!(!b.is_topic_allowed("a", true));
-        assert!(b.is_topic_allowed("b", true));
+        assert!(!b.is_topic_allowed("bee", true));
+        assert!(b.is_topic_allowed("c", true));
+        assert!(b.is_topic_allowed("ab", true));
+        assert!(!b.is_topic_allowed(OFFSETS_TOPIC, true));
+        assert!(b.is_topic_allowed(OFFSETS_TOPIC, false));
+        let quoted = TopicFilter::Whitelist("\"t1,t2\"".into());
+        assert_eq!(quoted.regex(), "t1|t2");
+        assert!(quoted.is_topic_allowed("t2", true));
+        assert!(TopicFilter::Whitelist("a(".into()).validate().is_err());
+        assert!(!TopicFilter::Whitelist("a(".into()).is_topic_allowed("a(", true));
     }
 }

@@ -6,10 +6,10 @@
 //! - [`ConsumerConnector`]: registration, rebalance, fetchers, offsets; hands out
 //!   [`KafkaStream`]s (async `next().await`, or a blocking `into_iter()`).
 //! - [`assignment`]: the pure rebalance planner (range, roundrobin).
-//! - [`TopicFilter`]: whitelist / blacklist subscriptions (a glob subset of Java regex).
+//! - [`TopicFilter`]: whitelist / blacklist subscriptions (Java regexes, `,` as `|`).
 //!
-//! Known limits: see the README of the crate's report (filters are not full regexes; per
-//! fetcher task, brokers are polled one after another).
+//! Fetching: one task per leader broker, all concurrent (`num.consumer.fetchers` is accepted
+//! for compatibility but the broker count decides), a supervisor finding new leaders.
 
 pub mod assignment;
 pub mod config;
@@ -22,7 +22,7 @@ mod stream;
 
 pub use assignment::{AssignmentStrategy, ThreadId};
 pub use config::{AutoOffsetReset, ConfigError, ConsumerConfig, ConsumerConfigBuilder, OffsetsStorage};
-pub use connector::{make_consumer_id, ConsumerConnector, PartitionLag};
+pub use connector::{make_consumer_id, ConnectorStats, ConsumerConnector, PartitionLag};
 pub use error::{Error, Result};
 pub use filter::TopicFilter;
 pub use stream::{BlockingIter, KafkaStream, MessageAndMetadata};

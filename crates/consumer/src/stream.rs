@@ -19,6 +19,10 @@ pub(crate) struct PartitionState {
     pub(crate) partition: i32,
     /// The next offset the app will get (what a commit writes).
     pub(crate) consumed: AtomicI64,
+    /// What a commit may write: the offset of the last message handed to the app + 1, or the
+    /// offset read from the store (-1: nothing delivered and nothing stored). A reset by
+    /// `auto.offset.reset` moves `consumed`, never this.
+    pub(crate) committable: AtomicI64,
     /// The last committed offset (-1: none yet).
     pub(crate) committed: AtomicI64,
     /// The high watermark of the last fetch (-1: unknown).
@@ -31,6 +35,7 @@ impl PartitionState {
             topic: topic.to_owned(),
             partition,
             consumed: AtomicI64::new(offset),
+            committable: AtomicI64::new(offset),
             committed: AtomicI64::new(offset),
             high_watermark: AtomicI64::new(-1),
         }
@@ -52,17 +57,19 @@ pub(crate) enum Chunk {
     Error(Error),
 }
 
-/// One message as the app sees it.
+/// One message as the app sees it (`K`: the key type of the stream's key decoder; raw
+/// [`Bytes`] by default).
 #[derive(Debug, Clone, PartialEq)]
-pub struct MessageAndMetadata<T> {
+pub struct MessageAndMetadata<T, K = Bytes> {
     /// The topic.
     pub topic: String,
     /// The partition.
     pub partition: i32,
     /// The offset of the message.
     pub offset: i64,
-    /// The key, undecoded (`None` = null key).
-    pub key: Option<Bytes>,
+    /// The key through the stream's key decoder (`None` = null key); the raw bytes when the
+    /// streams were created without a key decoder.
+    pub key: Option<K>,
     /// The value through the stream's decoder (`None` = null value).
     pub value: Option<T>,
 }
@@ -73,34 +80,36 @@ pub struct MessageAndMetadata<T> {
 /// the app must see (a message larger than `fetch.message.max.bytes`, a rebalance that gave
 /// up), `Err(ConsumerTimeout)` when `consumer.timeout.ms` passes without a message, and `None`
 /// after `shutdown()`.
-pub struct KafkaStream<T> {
+pub struct KafkaStream<T, K = Bytes> {
     rx: mpsc::Receiver<Chunk>,
     current: Option<(u64, Arc<PartitionState>, VecDeque<MessageAndOffset>, OwnedSemaphorePermit)>,
     generation: Arc<AtomicU64>,
     decoder: Arc<dyn Decoder<T>>,
+    key_decoder: Arc<dyn Decoder<K>>,
     timeout: Option<Duration>,
 }
 
-impl<T> std::fmt::Debug for KafkaStream<T> {
+impl<T, K> std::fmt::Debug for KafkaStream<T, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KafkaStream").field("timeout", &self.timeout).finish_non_exhaustive()
     }
 }
 
-impl<T: Send + 'static> KafkaStream<T> {
+impl<T: Send + 'static, K: Send + 'static> KafkaStream<T, K> {
     pub(crate) fn new(
         rx: mpsc::Receiver<Chunk>,
         generation: Arc<AtomicU64>,
         decoder: Arc<dyn Decoder<T>>,
+        key_decoder: Arc<dyn Decoder<K>>,
         timeout: Option<Duration>,
     ) -> Self {
-        KafkaStream { rx, current: None, generation, decoder, timeout }
+        KafkaStream { rx, current: None, generation, decoder, key_decoder, timeout }
     }
 
     /// The next message, error or `None` at shutdown.
     ///
     /// Cancel safety: cancel safe (a message is taken out of the queue only when returned).
-    pub async fn next(&mut self) -> Option<Result<MessageAndMetadata<T>>> {
+    pub async fn next(&mut self) -> Option<Result<MessageAndMetadata<T, K>>> {
         loop {
             if let Some((generation, part, messages, _)) = &mut self.current {
                 if *generation != self.generation.load(Ordering::Acquire) {
@@ -108,11 +117,26 @@ impl<T: Send + 'static> KafkaStream<T> {
                     continue;
                 }
                 if let Some(m) = messages.pop_front() {
-                    let consumed = part.consumed.load(Ordering::Acquire);
-                    if m.offset < consumed {
+                    // atomically: a chunk of an older generation still being handed out by
+                    // another stream of this member cannot deliver the same offset twice
+                    if part.consumed.fetch_max(m.offset + 1, Ordering::AcqRel) > m.offset {
                         continue; // already delivered
                     }
-                    part.consumed.store(m.offset + 1, Ordering::Release);
+                    part.committable.fetch_max(m.offset + 1, Ordering::AcqRel);
+                    let key = match m.message.key {
+                        None => None,
+                        Some(k) => match self.key_decoder.decode_bytes(k) {
+                            Ok(k) => Some(k),
+                            Err(source) => {
+                                return Some(Err(Error::Decode {
+                                    topic: part.topic.clone(),
+                                    partition: part.partition,
+                                    offset: m.offset,
+                                    source,
+                                }))
+                            }
+                        },
+                    };
                     let value = match m.message.value {
                         None => None,
                         Some(v) => match self.decoder.decode_bytes(v) {
@@ -131,7 +155,7 @@ impl<T: Send + 'static> KafkaStream<T> {
                         topic: part.topic.clone(),
                         partition: part.partition,
                         offset: m.offset,
-                        key: m.message.key,
+                        key,
                         value,
                     }));
                 }
@@ -152,14 +176,19 @@ impl<T: Send + 'static> KafkaStream<T> {
             }
         }
     }
+}
 
-    /// A blocking iterator over the stream, driven by a runtime of its own on the calling
-    /// thread.
-    ///
-    /// # Panics
-    ///
-    /// When called (or iterated) from inside a Tokio runtime: use `next().await` there.
-    pub fn into_iter(self) -> BlockingIter<T> {
+/// A blocking iterator over the stream (`stream.into_iter()`), driven by a runtime of its own
+/// on the calling thread; `consumer.timeout.ms` applies as in `next().await`.
+///
+/// # Panics
+///
+/// When created or iterated from inside a Tokio runtime: use `next().await` there.
+impl<T: Send + 'static, K: Send + 'static> IntoIterator for KafkaStream<T, K> {
+    type Item = Result<MessageAndMetadata<T, K>>;
+    type IntoIter = BlockingIter<T, K>;
+
+    fn into_iter(self) -> BlockingIter<T, K> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
@@ -168,20 +197,20 @@ impl<T: Send + 'static> KafkaStream<T> {
     }
 }
 
-/// The blocking iterator of a [`KafkaStream`] (see [`KafkaStream::into_iter`]).
-pub struct BlockingIter<T> {
-    stream: KafkaStream<T>,
+/// The blocking iterator of a [`KafkaStream`] (see its `IntoIterator` impl).
+pub struct BlockingIter<T, K = Bytes> {
+    stream: KafkaStream<T, K>,
     rt: tokio::runtime::Runtime,
 }
 
-impl<T> std::fmt::Debug for BlockingIter<T> {
+impl<T, K> std::fmt::Debug for BlockingIter<T, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BlockingIter").finish_non_exhaustive()
     }
 }
 
-impl<T: Send + 'static> Iterator for BlockingIter<T> {
-    type Item = Result<MessageAndMetadata<T>>;
+impl<T: Send + 'static, K: Send + 'static> Iterator for BlockingIter<T, K> {
+    type Item = Result<MessageAndMetadata<T, K>>;
 
     fn next(&mut self) -> Option<Self::Item> {
         let stream = &mut self.stream;
