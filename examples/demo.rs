@@ -1,15 +1,18 @@
-//! gregor's demo: a real ZooKeeper and a 3-broker FakeCluster, 100,000 messages sent with the
-//! async producer and read back with the simple consumer.
+//! gregor's demo: a real ZooKeeper and a 3-broker FakeCluster; 100,000 messages sent with the
+//! async producer, read back with the simple consumer, then consumed by a group of 3
+//! high-level consumers coordinated through ZooKeeper.
 //!
 //! Run: `cargo run --release --example demo` (needs Debian's `zookeeper` package: java and
-//! /usr/share/java/zookeeper.jar). It grows into a consumer-group demo with the high-level
-//! consumer.
+//! /usr/share/java/zookeeper.jar).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use gregor::consumer::{AutoOffsetReset, ConsumerConfig, ConsumerConnector};
 use gregor::producer::{AsyncProducer, ProducerConfig, Record};
 use gregor::protocol::Compression;
+use gregor::serde::StringDecoder;
 use gregor::serde::StringEncoder;
 use gregor::simple_consumer::{SimpleConsumer, SimpleConsumerConfig};
 use gregor_testkit::zookeeper::ZooKeeperServer;
@@ -117,9 +120,67 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     consumer.close().await;
+
+    // a consumer group: 3 high-level consumers share the 6 partitions through ZooKeeper
+    let group = consumer_group(&cluster, MESSAGES - failed).await?;
     cluster.shutdown().await;
-    if total != MESSAGES - failed || failed > 0 {
-        return Err(format!("{failed} messages failed, {total} read back of {MESSAGES}").into());
+    if total != MESSAGES - failed || failed > 0 || group != MESSAGES - failed {
+        return Err(format!(
+            "{failed} messages failed, {total} read back and {group} consumed by the group of {MESSAGES}"
+        )
+        .into());
     }
     Ok(())
+}
+
+/// Three members of group `demo-group`, one stream each, consume the topic from the beginning;
+/// returns how many messages they got together.
+async fn consumer_group(cluster: &FakeCluster, expected: usize) -> Result<usize, Box<dyn std::error::Error>> {
+    println!("\nconsumer group demo-group: 3 members, 1 stream each, range assignment");
+    let t = Instant::now();
+    let mut members = Vec::new();
+    for i in 0..3 {
+        let config = ConsumerConfig::builder()
+            .zookeeper_connect(cluster.zookeeper())
+            .group_id("demo-group")
+            .consumer_id(format!("member-{i}"))
+            .auto_offset_reset(AutoOffsetReset::Smallest)
+            .build()?;
+        let connector = ConsumerConnector::new(config).await?;
+        let mut streams = connector
+            .create_message_streams(HashMap::from([(TOPIC.to_owned(), 1)]), Arc::new(StringDecoder::new()))
+            .await?;
+        let stream = streams.remove(TOPIC).and_then(|mut v| v.pop()).ok_or("no stream")?;
+        members.push((connector, stream));
+    }
+    // let the last join settle, then every member drains what it owns
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut tasks = Vec::new();
+    for (connector, mut stream) in members {
+        tasks.push(tokio::spawn(async move {
+            let mut count = 0usize;
+            let idle = Duration::from_millis(1500);
+            while let Ok(Some(item)) = tokio::time::timeout(idle, stream.next()).await {
+                if item.is_ok() {
+                    count += 1;
+                }
+            }
+            (connector, count)
+        }));
+    }
+    let mut total = 0;
+    println!("{:>20} {:>18} {:>9} {:>6}", "member", "partitions owned", "consumed", "lag");
+    for task in tasks {
+        let (connector, count) = task.await?;
+        let owned: Vec<String> = connector.owned_partitions().keys().map(|(_, p)| p.to_string()).collect();
+        let lag: i64 = connector.lag().iter().map(|l| l.lag).sum();
+        println!("{:>20} {:>18} {:>9} {:>6}", connector.consumer_id(), owned.join(","), count, lag);
+        total += count;
+        connector.shutdown().await?;
+    }
+    println!(
+        "the group consumed {total} of {expected} messages in {:.2?} (offsets committed to ZooKeeper)",
+        t.elapsed()
+    );
+    Ok(total)
 }

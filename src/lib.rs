@@ -6,11 +6,16 @@
 //! * [`net`] (`gregor-net`): pipelined broker connections, a pool, the metadata cache.
 //! * [`producer`] (`gregor-producer`): `AsyncProducer` and `SyncProducer`.
 //! * [`simple_consumer`] (`gregor-simple-consumer`): partition-addressed fetches and offsets.
+//! * [`consumer`] (`gregor-consumer`): the high-level consumer, groups coordinated through
+//!   ZooKeeper.
+//! * [`admin`] (`gregor-admin`): topics, reassignment, elections, groups and lag, health.
 //! * [`serde`] (`gregor-serde`): encoders and decoders (string, bytes, Avro).
 //! * [`zk`] (`gregor-zk`): Kafka's ZooKeeper layout and a ZooKeeper client.
 //!
 #![doc = include_str!("../README.md")]
 
+pub use gregor_admin as admin;
+pub use gregor_consumer as consumer;
 pub use gregor_net as net;
 pub use gregor_producer as producer;
 pub use gregor_protocol as protocol;
