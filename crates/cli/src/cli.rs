@@ -1,13 +1,14 @@
 //! The command line: subcommands, flags and their help, and the parsers of flag values.
 
 use clap::builder::NonEmptyStringValueParser;
-use clap::{value_parser, Args, Parser, Subcommand, ValueEnum};
+use clap::{value_parser, ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use gregor_protocol::messages::{EARLIEST_TIME, LATEST_TIME};
 
-const ABOUT: &str = "Produce, fetch and look up offsets on Kafka 0.8.2 brokers";
+const ABOUT: &str = "Produce, fetch and consume on Kafka 0.8.2; administer topics, groups and replicas";
 
 const LONG_ABOUT: &str = "\
-Produce, fetch and look up offsets on Kafka 0.8.2 brokers, with gregor's own clients.
+Produce, fetch and consume on Kafka 0.8.2, with gregor's own clients; administer topics, \
+replicas, consumer groups and the cluster through ZooKeeper, as Kafka 0.8.2's own tools do.
 
 Exit codes: 0 on success, 1 on failure (the error and its causes on stderr), 2 on a usage \
 error (a bad flag, an invalid --property).";
@@ -16,7 +17,10 @@ const EXAMPLES: &str = "\
 Examples:
   printf 'k1:hello\\nk2:world\\n' | gregor produce --broker-list 127.0.0.1:9092 --topic events --key-separator :
   gregor fetch --broker-list 127.0.0.1:9092 --topic events --partition 0 --offset earliest --print-key
-  gregor offsets --broker-list 127.0.0.1:9092 --topic events --time -1";
+  gregor offsets --broker-list 127.0.0.1:9092 --topic events --time -1
+  gregor consume --zookeeper 127.0.0.1:2181 --group billing --topic events --from-beginning
+  gregor topics --zookeeper 127.0.0.1:2181 --create --topic events --partitions 6 --replication-factor 2
+  gregor groups --zookeeper 127.0.0.1:2181 --describe --group billing";
 
 /// The `gregor` command.
 #[derive(Debug, Parser)]
@@ -40,6 +44,100 @@ pub(crate) enum Command {
     /// Print partitions' offsets before a time, as Kafka's GetOffsetShell does (T:P:O1,O2)
     #[command(long_about = OFFSETS_ABOUT)]
     Offsets(OffsetsArgs),
+    /// Read topics as a member of a consumer group, one message value per line
+    #[command(long_about = CONSUME_ABOUT)]
+    Consume(ConsumeArgs),
+    /// Create, list, describe, alter and delete topics (kafka-topics.sh)
+    #[command(long_about = TOPICS_ABOUT)]
+    Topics(TopicsArgs),
+    /// List the registered brokers and the controller
+    Brokers(BrokersArgs),
+    /// List consumer groups, show their offsets and lag, reset their offsets
+    #[command(long_about = GROUPS_ABOUT)]
+    Groups(GroupsArgs),
+    /// Under-replicated and offline partitions, leaders and partitions per broker
+    Health(HealthArgs),
+    /// Move partitions to other brokers (kafka-reassign-partitions.sh)
+    #[command(long_about = REASSIGN_ABOUT)]
+    Reassign(ReassignArgs),
+    /// Move leadership back to the preferred replicas (kafka-preferred-replica-election.sh)
+    #[command(long_about = ELECT_ABOUT)]
+    ElectLeaders(ElectLeadersArgs),
+    /// Measure producer or consumer throughput and latency
+    #[command(subcommand)]
+    Perf(PerfCommand),
+}
+
+/// `gregor perf` subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum PerfCommand {
+    /// Send --messages messages of --message-size bytes; summary: messages/s, MB/s, p50/p99
+    /// of the time from send to delivery
+    Produce(PerfProduceArgs),
+    /// Read --messages messages of --topic from the beginning as a new group; summary:
+    /// messages/s, MB/s, p50/p99 of the wait per message
+    Consume(PerfConsumeArgs),
+}
+
+/// Flags of `gregor perf produce`.
+#[derive(Debug, Args)]
+pub(crate) struct PerfProduceArgs {
+    /// Brokers to bootstrap from, host:port[,host:port...]
+    #[arg(long, value_name = "HOST:PORT,...", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) broker_list: String,
+
+    /// Topic to send to
+    #[arg(long, value_name = "TOPIC", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) topic: String,
+
+    /// How many messages
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..))]
+    pub(crate) messages: u64,
+
+    /// Bytes per message value
+    #[arg(long, value_name = "BYTES", default_value_t = 100)]
+    pub(crate) message_size: usize,
+
+    /// A Kafka 0.8.2 producer property, repeatable (request.required.acks, compression.codec,
+    /// batch.num.messages, ...)
+    #[arg(long = "property", value_name = "KEY=VALUE", value_parser = parse_property)]
+    pub(crate) properties: Vec<(String, String)>,
+
+    /// table or json
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Table)]
+    pub(crate) output: OutputFormat,
+}
+
+/// Flags of `gregor perf consume`.
+#[derive(Debug, Args)]
+pub(crate) struct PerfConsumeArgs {
+    /// ZooKeeper of the cluster (zookeeper.connect)
+    #[arg(long, value_name = "HOST:PORT,...[/CHROOT]", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) zookeeper: String,
+
+    /// Topic to read
+    #[arg(long, value_name = "TOPIC", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) topic: String,
+
+    /// Stop after N messages
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..))]
+    pub(crate) messages: u64,
+
+    /// Consumer group (default: gregor-perf-PID; offsets are not committed)
+    #[arg(long, value_name = "GROUP", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) group: Option<String>,
+
+    /// Stop after MS milliseconds without a message
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub(crate) timeout_ms: u64,
+
+    /// A Kafka 0.8.2 consumer property, repeatable
+    #[arg(long = "property", value_name = "KEY=VALUE", value_parser = parse_property)]
+    pub(crate) properties: Vec<(String, String)>,
+
+    /// table or json
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Table)]
+    pub(crate) output: OutputFormat,
 }
 
 const PRODUCE_ABOUT: &str = "\
@@ -226,6 +324,433 @@ pub(crate) struct OffsetsArgs {
     /// refresh.leader.backoff.ms, refresh.leader.max.retries, ...)
     #[arg(long = "property", value_name = "KEY=VALUE", value_parser = parse_property)]
     pub(crate) properties: Vec<(String, String)>,
+}
+
+const CONSUME_ABOUT: &str = "\
+Read topics as a member of a consumer group (Kafka 0.8.2's ZooKeeper-coordinated high-level \
+consumer, as kafka-console-consumer.sh), one message value per line of stdout.
+
+Without --group a group of its own is used (gregor-console-<random>). --from-beginning sets \
+auto.offset.reset=smallest: a group without committed offsets starts at the oldest message \
+(a group with committed offsets resumes from them, as in Kafka). Without it a new group \
+starts at the log end and prints only messages produced from now on.
+
+The command stops after --max-messages messages, after --timeout-ms without a message \
+(consumer.timeout.ms), on Ctrl-C, or when stdout is closed (e.g. `| head`): in each case \
+quietly, with exit 0, after committing the offsets of the messages printed and leaving the \
+group. A null value prints as `null`; values that are not UTF-8 print lossily.";
+
+const TOPICS_ABOUT: &str = "\
+Create, list, describe, alter and delete topics through ZooKeeper, as kafka-topics.sh does; \
+the controller acts on what is written (brings new partitions online, deletes marked topics \
+when the brokers run with delete.topic.enable=true).
+
+Exactly one of --create, --list, --describe, --alter, --delete. Tables for people; \
+--output json for scripts.";
+
+const GROUPS_ABOUT: &str = "\
+Consumer groups of the ZooKeeper-coordinated consumer: --list the groups registered in \
+ZooKeeper; --describe a group's members and, per partition, its committed offset, the log \
+size, the lag and the owner (ConsumerOffsetChecker); --reset-offsets of an inactive group to \
+the earliest or latest offset of each partition, or to an offset.";
+
+const REASSIGN_ABOUT: &str = "\
+Move partitions between brokers, as kafka-reassign-partitions.sh does:
+  --generate proposes moving the topics of --topics-to-move-json-file \
+({\"topics\":[{\"topic\":\"t\"}],\"version\":1}) onto --broker-list (nothing is written);
+  --execute starts the moves of --reassignment-json-file \
+({\"version\":1,\"partitions\":[{\"topic\":\"t\",\"partition\":0,\"replicas\":[1,2]}]}) and \
+prints the current assignment to roll back with;
+  --verify tells, per partition of the file, whether its move completed, is in progress or \
+failed.";
+
+const ELECT_ABOUT: &str = "\
+Ask the controller to move leadership back to each partition's preferred (first) replica, \
+as kafka-preferred-replica-election.sh does: every partition of every topic, those of \
+--topic, or those of --path-to-json-file ({\"partitions\":[{\"topic\":\"t\",\"partition\":0}]}).";
+
+/// `--output`: for people or for scripts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub(crate) enum OutputFormat {
+    /// aligned tables and sentences
+    #[default]
+    Table,
+    /// one JSON document on stdout
+    Json,
+}
+
+/// The ZooKeeper flags of the admin and consumer commands.
+#[derive(Debug, Args)]
+pub(crate) struct ZkArgs {
+    /// ZooKeeper of the cluster, host:port[,host:port...] and an optional /chroot (Kafka's
+    /// zookeeper.connect)
+    #[arg(long, value_name = "HOST:PORT,...[/CHROOT]", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) zookeeper: String,
+
+    /// How long to wait for a ZooKeeper session (also its session timeout)
+    #[arg(long, value_name = "MS", default_value_t = 6000, value_parser = value_parser!(u64).range(1500..))]
+    pub(crate) zookeeper_timeout_ms: u64,
+}
+
+/// Flags of `gregor consume`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("subscription").required(true).args(["topic", "whitelist", "blacklist"])))]
+pub(crate) struct ConsumeArgs {
+    /// ZooKeeper of the cluster, host:port[,host:port...] and an optional /chroot
+    /// (zookeeper.connect)
+    #[arg(long, value_name = "HOST:PORT,...[/CHROOT]", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) zookeeper: String,
+
+    /// Consumer group (group.id). Default: gregor-console-NNNNN (random)
+    #[arg(long, value_name = "GROUP", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) group: Option<String>,
+
+    /// Topic to read (it must exist)
+    #[arg(long, value_name = "TOPIC", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) topic: Option<String>,
+
+    /// Read every topic whose whole name matches this regex (`,` means `|`); topics created
+    /// later are picked up
+    #[arg(long, value_name = "REGEX", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) whitelist: Option<String>,
+
+    /// Read every topic whose name does not match this regex
+    #[arg(long, value_name = "REGEX", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) blacklist: Option<String>,
+
+    /// Start at the oldest message when the group has no committed offset
+    /// (auto.offset.reset=smallest; default: largest, only new messages)
+    #[arg(long)]
+    pub(crate) from_beginning: bool,
+
+    /// Stop after printing N messages
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub(crate) max_messages: Option<u64>,
+
+    /// Stop after MS milliseconds without a message (consumer.timeout.ms). Default: wait
+    /// forever
+    #[arg(long, value_name = "MS", allow_negative_numbers = true)]
+    pub(crate) timeout_ms: Option<u64>,
+
+    /// A Kafka 0.8.2 consumer property, repeatable: auto.commit.interval.ms,
+    /// fetch.message.max.bytes, offsets.storage, partition.assignment.strategy, client.id,
+    /// ... The flags above win over the same property given here
+    #[arg(long = "property", value_name = "KEY=VALUE", value_parser = parse_property)]
+    pub(crate) properties: Vec<(String, String)>,
+}
+
+/// Flags of `gregor topics`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("action").required(true).args(["create", "list", "describe", "alter", "delete"])))]
+pub(crate) struct TopicsArgs {
+    #[command(flatten)]
+    pub(crate) zk: ZkArgs,
+
+    /// Create --topic with --partitions and --replication-factor (or --replica-assignment)
+    #[arg(long)]
+    pub(crate) create: bool,
+
+    /// List the topics
+    #[arg(long)]
+    pub(crate) list: bool,
+
+    /// Describe every topic, or --topic: leader, replicas and in-sync replicas per partition
+    #[arg(long)]
+    pub(crate) describe: bool,
+
+    /// Change --topic: add partitions (--partitions, the new total), set (--config) or
+    /// remove (--delete-config) configuration overrides
+    #[arg(long)]
+    pub(crate) alter: bool,
+
+    /// Mark --topic for deletion (the controller deletes it when the brokers run with
+    /// delete.topic.enable=true)
+    #[arg(long)]
+    pub(crate) delete: bool,
+
+    /// The topic
+    #[arg(long, value_name = "TOPIC", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) topic: Option<String>,
+
+    /// Partitions to create with, or (--alter) the new partition count
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = value_parser!(i32).range(1..))]
+    pub(crate) partitions: Option<i32>,
+
+    /// Replicas per partition (at most the number of live brokers)
+    #[arg(long, value_name = "R", allow_negative_numbers = true, value_parser = value_parser!(i32).range(1..))]
+    pub(crate) replication_factor: Option<i32>,
+
+    /// Explicit replicas, partitions separated by `,`, the brokers of one partition by `:`,
+    /// preferred leader first (`0:1,1:2,2:0`); with --alter --partitions, of the new ones
+    #[arg(long, value_name = "B:B,B:B,...", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) replica_assignment: Option<String>,
+
+    /// A topic configuration override (retention.ms, cleanup.policy, ...), repeatable
+    #[arg(long = "config", value_name = "KEY=VALUE", value_parser = parse_property)]
+    pub(crate) config: Vec<(String, String)>,
+
+    /// Remove a configuration override (--alter), repeatable
+    #[arg(long, value_name = "KEY", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) delete_config: Vec<String>,
+
+    /// --describe only the partitions with fewer in-sync replicas than replicas
+    #[arg(long)]
+    pub(crate) under_replicated_partitions: bool,
+
+    /// --describe only the partitions without a live leader
+    #[arg(long)]
+    pub(crate) unavailable_partitions: bool,
+
+    /// table or json
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Table)]
+    pub(crate) output: OutputFormat,
+}
+
+/// Flags of `gregor brokers`.
+#[derive(Debug, Args)]
+pub(crate) struct BrokersArgs {
+    #[command(flatten)]
+    pub(crate) zk: ZkArgs,
+
+    /// table or json
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Table)]
+    pub(crate) output: OutputFormat,
+}
+
+/// Flags of `gregor health`.
+#[derive(Debug, Args)]
+pub(crate) struct HealthArgs {
+    #[command(flatten)]
+    pub(crate) zk: ZkArgs,
+
+    /// table or json
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Table)]
+    pub(crate) output: OutputFormat,
+}
+
+/// `--offsets-storage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub(crate) enum Storage {
+    /// /consumers/G/offsets in ZooKeeper (offsets.storage=zookeeper)
+    #[default]
+    Zookeeper,
+    /// __consumer_offsets through the group's coordinator (offsets.storage=kafka)
+    Kafka,
+}
+
+/// `--to` of `groups --reset-offsets`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ResetTo {
+    /// The oldest offset of each partition.
+    Earliest,
+    /// The log end of each partition.
+    Latest,
+    /// This offset in every partition.
+    Offset(i64),
+}
+
+/// Flags of `gregor groups`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("action").required(true).args(["list", "describe", "reset_offsets"])))]
+pub(crate) struct GroupsArgs {
+    #[command(flatten)]
+    pub(crate) zk: ZkArgs,
+
+    /// List the groups registered in ZooKeeper
+    #[arg(long)]
+    pub(crate) list: bool,
+
+    /// Members, and per partition: committed offset, log size, lag, owner
+    #[arg(long, requires = "group")]
+    pub(crate) describe: bool,
+
+    /// Move the committed offsets of --topic for an inactive --group to --to
+    #[arg(long, requires_all = ["group", "topic", "to"])]
+    pub(crate) reset_offsets: bool,
+
+    /// The consumer group
+    #[arg(long, value_name = "GROUP", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) group: Option<String>,
+
+    /// The topic (--reset-offsets; with --describe, only its partitions: needed for a group
+    /// that keeps its offsets in Kafka only)
+    #[arg(long, value_name = "TOPIC", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) topic: Option<String>,
+
+    /// earliest, latest, or an offset
+    #[arg(long, value_name = "earliest|latest|OFFSET", value_parser = parse_reset)]
+    pub(crate) to: Option<ResetTo>,
+
+    /// Where the group keeps its offsets
+    #[arg(long, value_name = "STORAGE", value_enum, default_value_t = Storage::Zookeeper)]
+    pub(crate) offsets_storage: Storage,
+
+    /// Accepted for compatibility with ConsumerOffsetChecker's tooling; brokers are found in
+    /// ZooKeeper (/brokers/ids), as Kafka's tools find them
+    #[arg(long, value_name = "HOST:PORT,...", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) broker_list: Option<String>,
+
+    /// table or json
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Table)]
+    pub(crate) output: OutputFormat,
+}
+
+/// Flags of `gregor reassign`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("action").required(true).args(["generate", "execute", "verify"])))]
+pub(crate) struct ReassignArgs {
+    #[command(flatten)]
+    pub(crate) zk: ZkArgs,
+
+    /// Propose a plan moving the topics of --topics-to-move-json-file onto --broker-list
+    #[arg(long, requires_all = ["topics_to_move_json_file", "broker_list"])]
+    pub(crate) generate: bool,
+
+    /// Start the moves of --reassignment-json-file
+    #[arg(long, requires = "reassignment_json_file")]
+    pub(crate) execute: bool,
+
+    /// Check the moves of --reassignment-json-file
+    #[arg(long, requires = "reassignment_json_file")]
+    pub(crate) verify: bool,
+
+    /// {"topics":[{"topic":"t"}],"version":1}
+    #[arg(long, value_name = "FILE")]
+    pub(crate) topics_to_move_json_file: Option<std::path::PathBuf>,
+
+    /// The brokers to move onto, comma-separated ids (--generate)
+    #[arg(long, value_name = "ID,ID,...", value_delimiter = ',', value_parser = value_parser!(i32).range(0..))]
+    pub(crate) broker_list: Vec<i32>,
+
+    // (help as an attribute: rustdoc would read [1,2] as a link)
+    #[arg(
+        long,
+        value_name = "FILE",
+        help = r#"The moves: {"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}"#
+    )]
+    pub(crate) reassignment_json_file: Option<std::path::PathBuf>,
+
+    /// table or json
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Table)]
+    pub(crate) output: OutputFormat,
+}
+
+/// Flags of `gregor elect-leaders`.
+#[derive(Debug, Args)]
+pub(crate) struct ElectLeadersArgs {
+    #[command(flatten)]
+    pub(crate) zk: ZkArgs,
+
+    /// The partitions to elect for: {"partitions":[{"topic":"t","partition":0}]}. Default:
+    /// every partition
+    #[arg(long, value_name = "FILE", conflicts_with = "topic")]
+    pub(crate) path_to_json_file: Option<std::path::PathBuf>,
+
+    /// Only the partitions of this topic
+    #[arg(long, value_name = "TOPIC", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) topic: Option<String>,
+
+    /// table or json
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Table)]
+    pub(crate) output: OutputFormat,
+}
+
+/// `earliest`, `latest` or an offset (0 or more).
+fn parse_reset(s: &str) -> Result<ResetTo, String> {
+    match s.trim() {
+        x if x.eq_ignore_ascii_case("earliest") || x.eq_ignore_ascii_case("smallest") => Ok(ResetTo::Earliest),
+        x if x.eq_ignore_ascii_case("latest") || x.eq_ignore_ascii_case("largest") => Ok(ResetTo::Latest),
+        x => match x.parse::<i64>() {
+            Ok(n) if n >= 0 => Ok(ResetTo::Offset(n)),
+            _ => Err("expected earliest, latest or an offset (0 or more)".to_owned()),
+        },
+    }
+}
+
+/// Checks the flag combinations clap's attributes cannot express; the error is a usage error
+/// (exit 2).
+pub(crate) fn check(cli: &Cli) -> Result<(), clap::Error> {
+    use clap::error::ErrorKind;
+    use clap::CommandFactory;
+    let fail = |sub: &str, kind: ErrorKind, msg: String| {
+        let mut cmd = Cli::command();
+        let cmd = cmd.find_subcommand_mut(sub).map(|c| c.clone()).unwrap_or_else(Cli::command);
+        Err(cmd.bin_name(format!("gregor {sub}")).error(kind, msg))
+    };
+    match &cli.command {
+        Command::Topics(a) => {
+            let needs_topic = a.create || a.alter || a.delete;
+            if needs_topic && a.topic.is_none() {
+                return fail("topics", ErrorKind::MissingRequiredArgument, "--topic is required here".into());
+            }
+            if a.create && a.replica_assignment.is_none() && (a.partitions.is_none() || a.replication_factor.is_none())
+            {
+                return fail(
+                    "topics",
+                    ErrorKind::MissingRequiredArgument,
+                    "--create needs --partitions and --replication-factor (or --replica-assignment)".into(),
+                );
+            }
+            if a.create && a.replica_assignment.is_some() && (a.partitions.is_some() || a.replication_factor.is_some())
+            {
+                return fail(
+                    "topics",
+                    ErrorKind::ArgumentConflict,
+                    "--replica-assignment replaces --partitions and --replication-factor".into(),
+                );
+            }
+            if a.alter && a.partitions.is_none() && a.config.is_empty() && a.delete_config.is_empty() {
+                return fail(
+                    "topics",
+                    ErrorKind::MissingRequiredArgument,
+                    "--alter needs --partitions, --config or --delete-config".into(),
+                );
+            }
+            if a.alter && a.replication_factor.is_some() {
+                return fail(
+                    "topics",
+                    ErrorKind::ArgumentConflict,
+                    "--alter cannot change the replication factor: use `gregor reassign`".into(),
+                );
+            }
+            if a.alter && a.replica_assignment.is_some() && a.partitions.is_none() {
+                return fail(
+                    "topics",
+                    ErrorKind::MissingRequiredArgument,
+                    "--replica-assignment needs --partitions with --alter".into(),
+                );
+            }
+            if !a.create
+                && !a.alter
+                && (a.partitions.is_some()
+                    || a.replication_factor.is_some()
+                    || a.replica_assignment.is_some()
+                    || !a.config.is_empty())
+            {
+                return fail(
+                    "topics",
+                    ErrorKind::ArgumentConflict,
+                    "--partitions, --replication-factor, --replica-assignment and --config go with --create or --alter"
+                        .into(),
+                );
+            }
+            if !a.alter && !a.delete_config.is_empty() {
+                return fail("topics", ErrorKind::ArgumentConflict, "--delete-config goes with --alter".into());
+            }
+            if !a.describe && (a.under_replicated_partitions || a.unavailable_partitions) {
+                return fail(
+                    "topics",
+                    ErrorKind::ArgumentConflict,
+                    "--under-replicated-partitions and --unavailable-partitions go with --describe".into(),
+                );
+            }
+            Ok(())
+        }
+        Command::Consume(a) if a.max_messages == Some(0) => {
+            fail("consume", ErrorKind::InvalidValue, "--max-messages must be at least 1".into())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Where `fetch` starts.

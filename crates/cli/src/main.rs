@@ -9,7 +9,13 @@
 //!   [`SimpleConsumer`]; stops at `--max-messages`, at the high watermark, or after
 //!   `--timeout-ms` without a message;
 //! * `gregor offsets` — `getOffsetsBefore` per partition, printed as Kafka 0.8's
-//!   `GetOffsetShell` prints it: `topic:partition:offset[,offset...]`.
+//!   `GetOffsetShell` prints it: `topic:partition:offset[,offset...]`;
+//! * `gregor consume` — a member of a consumer group ([`ConsumerConnector`], ZooKeeper
+//!   coordinated), one message value per line, committing on exit (kafka-console-consumer);
+//! * `gregor topics`, `brokers`, `groups`, `health`, `reassign`, `elect-leaders` — cluster
+//!   administration through ZooKeeper with [`Admin`], as Kafka 0.8.2's shell tools; tables for
+//!   people, `--output json` for scripts;
+//! * `gregor perf produce|consume` — throughput and latency with a closing summary.
 //!
 //! ```text
 //!  stdin ─ lines ─► produce ─► AsyncProducer ─► leaders ─► delivery results ─► summary (stderr)
@@ -26,13 +32,19 @@
 //!
 //! [`AsyncProducer`]: gregor_producer::AsyncProducer
 //! [`SimpleConsumer`]: gregor_simple_consumer::SimpleConsumer
+//! [`ConsumerConnector`]: gregor_consumer::ConsumerConnector
+//! [`Admin`]: gregor_admin::Admin
 
+mod admin;
 mod cli;
+mod consume;
 mod error;
 mod fetch;
 mod offsets;
 mod output;
+mod perf;
 mod produce;
+mod table;
 
 use std::process::ExitCode;
 
@@ -44,6 +56,9 @@ use crate::error::CliError;
 fn main() -> ExitCode {
     // clap prints help/version (exit 0) and usage errors (exit 2) itself
     let cli = Cli::parse();
+    if let Err(e) = cli::check(&cli) {
+        e.exit();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return CliError::new("could not start the async runtime", e).report(),
@@ -53,6 +68,15 @@ fn main() -> ExitCode {
             Command::Produce(args) => produce::run(args).await,
             Command::Fetch(args) => fetch::run(args).await,
             Command::Offsets(args) => offsets::run(args).await,
+            Command::Consume(args) => consume::run(args).await,
+            Command::Topics(args) => admin::topics(args).await,
+            Command::Brokers(args) => admin::brokers(args).await,
+            Command::Groups(args) => admin::groups(args).await,
+            Command::Health(args) => admin::health(args).await,
+            Command::Reassign(args) => admin::reassign(args).await,
+            Command::ElectLeaders(args) => admin::elect_leaders(args).await,
+            Command::Perf(cli::PerfCommand::Produce(args)) => perf::produce(args).await,
+            Command::Perf(cli::PerfCommand::Consume(args)) => perf::consume(args).await,
         }
     });
     // a read of stdin may still be blocked on its thread: never wait for it

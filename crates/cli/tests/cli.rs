@@ -633,7 +633,7 @@ async fn bad_flags_exit_2_and_help_documents_every_flag() {
         (&["fetch", "--broker-list", "b:1", "--topic", "t", "--partition", "x", "--offset", "0"], "--partition"),
         (&["offsets", "--broker-list", "b:1", "--topic", "t", "--time", "yesterday"], "milliseconds since the epoch"),
         (&["offsets", "--broker-list", "b:1", "--topic", "t", "--time", "-1", "--max", "0"], "--max"),
-        (&["consume"], "unrecognized subcommand 'consume'"),
+        (&["bogus"], "unrecognized subcommand 'bogus'"),
         (&[], "Usage: gregor <COMMAND>"),
     ];
     for (args, needle) in usage {

@@ -1,0 +1,235 @@
+//! `gregor perf produce|consume`: throughput and latency, with a progress line on stderr (when
+//! stderr is a terminal) and a closing summary: messages/s, MB/s, p50/p99 latency.
+//!
+//! Latency of `produce`: from handing a message to the asynchronous producer to its delivery
+//! callback (batching included). Latency of `consume`: how long each `next()` of the consumer
+//! stream waited for its message.
+
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use gregor_consumer::{ConsumerConfig, ConsumerConnector, Error as ConsumerError};
+use gregor_producer::{AsyncProducer, ProducerConfig, Record};
+use gregor_serde::BytesEncoder;
+use serde_json::json;
+
+use crate::cli::{OutputFormat, PerfConsumeArgs, PerfProduceArgs};
+use crate::error::CliError;
+
+/// How often the progress line is redrawn.
+const PROGRESS_EVERY: Duration = Duration::from_millis(200);
+
+/// A progress line on stderr, drawn only when stderr is a terminal.
+#[derive(Debug)]
+struct Progress {
+    total: u64,
+    started: Instant,
+    last: Instant,
+    on: bool,
+}
+
+impl Progress {
+    fn new(total: u64) -> Progress {
+        let now = Instant::now();
+        Progress { total, started: now, last: now, on: std::io::stderr().is_terminal() }
+    }
+
+    fn tick(&mut self, done: u64) {
+        if !self.on || self.last.elapsed() < PROGRESS_EVERY {
+            return;
+        }
+        self.last = Instant::now();
+        let width = 30u64;
+        let filled = (done * width).checked_div(self.total).unwrap_or(0).min(width) as usize;
+        let rate = done as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
+        let _ = write!(
+            std::io::stderr(),
+            "\r[{}{}] {done}/{} ({rate:.0} msg/s)",
+            "#".repeat(filled),
+            "-".repeat(width as usize - filled),
+            self.total
+        );
+    }
+
+    fn finish(&self) {
+        if self.on {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
+    }
+}
+
+/// The closing numbers.
+#[derive(Debug)]
+struct Summary {
+    messages: u64,
+    bytes: u64,
+    failed: u64,
+    elapsed: Duration,
+    latencies_us: Vec<u64>,
+}
+
+impl Summary {
+    fn percentile(&self, p: f64) -> f64 {
+        if self.latencies_us.is_empty() {
+            return 0.0;
+        }
+        let mut v = self.latencies_us.clone();
+        v.sort_unstable();
+        let i = ((p / 100.0) * (v.len() - 1) as f64).round() as usize;
+        v[i.min(v.len() - 1)] as f64 / 1000.0
+    }
+
+    fn print(&self, what: &str, output: OutputFormat) -> Result<(), CliError> {
+        let secs = self.elapsed.as_secs_f64().max(1e-9);
+        let (msg_s, mb_s) = (self.messages as f64 / secs, self.bytes as f64 / secs / 1_000_000.0);
+        let (p50, p99) = (self.percentile(50.0), self.percentile(99.0));
+        let text = match output {
+            OutputFormat::Json => format!(
+                "{}\n",
+                serde_json::to_string_pretty(&json!({
+                    "messages": self.messages, "bytes": self.bytes, "failed": self.failed,
+                    "seconds": secs, "messages_per_second": msg_s, "mb_per_second": mb_s,
+                    "latency_p50_ms": p50, "latency_p99_ms": p99,
+                }))
+                .unwrap_or_default()
+            ),
+            OutputFormat::Table => format!(
+                "{what} {} messages ({:.2} MB) in {secs:.2} s: {msg_s:.0} messages/s, {mb_s:.2} MB/s, \
+                 latency p50 {p50:.2} ms, p99 {p99:.2} ms{}\n",
+                self.messages,
+                self.bytes as f64 / 1_000_000.0,
+                if self.failed > 0 { format!(", {} failed", self.failed) } else { String::new() }
+            ),
+        };
+        let _ = std::io::stdout().write_all(text.as_bytes());
+        let _ = std::io::stdout().flush();
+        if self.failed > 0 {
+            return Err(CliError::msg(format!(
+                "{} of {} messages were not delivered",
+                self.failed,
+                self.messages + self.failed
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs `gregor perf produce`.
+pub(crate) async fn produce(args: PerfProduceArgs) -> Result<(), CliError> {
+    let mut props: Vec<(String, String)> = vec![
+        ("producer.type".into(), "async".into()),
+        ("client.id".into(), "gregor-perf".into()),
+        ("request.required.acks".into(), "1".into()),
+        ("queue.buffering.max.ms".into(), "5".into()),
+        ("batch.num.messages".into(), "500".into()),
+    ];
+    props.extend(args.properties.iter().cloned());
+    props.push(("metadata.broker.list".into(), args.broker_list.clone()));
+    let config = ProducerConfig::from_properties(props).map_err(|e| CliError::usage("invalid producer settings", e))?;
+    let producer: AsyncProducer<Bytes, Bytes> = AsyncProducer::new(config, BytesEncoder, BytesEncoder)
+        .map_err(|e| CliError::usage("could not create the producer", e))?;
+    let payload = Bytes::from(vec![b'x'; args.message_size]);
+    let latencies = Arc::new(Mutex::new(Vec::with_capacity(args.messages as usize)));
+    let mut progress = Progress::new(args.messages);
+    let started = Instant::now();
+    for i in 0..args.messages {
+        let record = Record::new(args.topic.clone(), payload.clone());
+        let latencies = latencies.clone();
+        let sent_at = Instant::now();
+        let callback = move |r: gregor_producer::DeliveryResult| {
+            if r.is_ok() {
+                lock(&latencies).push(sent_at.elapsed().as_micros() as u64);
+            }
+        };
+        // a refused message counts as failed below (no delivery recorded)
+        let _ = producer.send_with_callback(record, callback).await;
+        progress.tick(i + 1);
+    }
+    producer.flush().await;
+    let elapsed = started.elapsed();
+    let _ = producer.close(Duration::from_secs(5)).await;
+    progress.finish();
+    let latencies_us = std::mem::take(&mut *lock(&latencies));
+    let delivered = latencies_us.len() as u64;
+    let failed = args.messages - delivered;
+    Summary { messages: delivered, bytes: delivered * args.message_size as u64, failed, elapsed, latencies_us }
+        .print("produced", args.output)
+}
+
+/// Runs `gregor perf consume`.
+pub(crate) async fn consume(args: PerfConsumeArgs) -> Result<(), CliError> {
+    let group = args.group.clone().unwrap_or_else(|| format!("gregor-perf-{}", std::process::id()));
+    let mut props: Vec<(String, String)> = vec![
+        ("client.id".into(), "gregor-perf".into()),
+        ("auto.offset.reset".into(), "smallest".into()),
+        ("auto.commit.enable".into(), "false".into()),
+    ];
+    props.extend(args.properties.iter().cloned());
+    props.push(("zookeeper.connect".into(), args.zookeeper.clone()));
+    props.push(("group.id".into(), group.clone()));
+    props.push(("consumer.timeout.ms".into(), args.timeout_ms.to_string()));
+    let config = ConsumerConfig::from_properties(props).map_err(|e| CliError::usage("invalid consumer settings", e))?;
+    let admin = crate::admin::connect_zk(&args.zookeeper, config.zookeeper_session_timeout).await?;
+    let exists = admin.describe_topic_config(&args.topic).await;
+    let _ = admin.close().await;
+    exists.map_err(|e| CliError::new(format!("cannot consume topic {:?}", args.topic), e))?;
+    let connector = ConsumerConnector::new(config)
+        .await
+        .map_err(|e| CliError::new(format!("could not join consumer group {group:?}"), e))?;
+    let streams = connector
+        .create_message_streams(HashMap::from([(args.topic.clone(), 1)]), Arc::new(gregor_serde::BytesDecoder))
+        .await;
+    let mut stream: gregor_consumer::KafkaStream<Bytes> =
+        match streams.map(|mut m| m.remove(&args.topic).unwrap_or_default()) {
+            Ok(mut s) if !s.is_empty() => s.remove(0),
+            Ok(_) => {
+                let _ = connector.shutdown().await;
+                return Err(CliError::msg("the consumer created no stream"));
+            }
+            Err(e) => {
+                let _ = connector.shutdown().await;
+                return Err(CliError::new(format!("could not subscribe consumer group {group:?}"), e));
+            }
+        };
+    let mut progress = Progress::new(args.messages);
+    let started = Instant::now();
+    let (mut messages, mut bytes) = (0u64, 0u64);
+    let mut latencies_us = Vec::with_capacity(args.messages as usize);
+    let mut last = started;
+    let mut error = None;
+    while messages < args.messages {
+        let asked = Instant::now();
+        let next = tokio::select! {
+            biased;
+            _ = tokio::signal::ctrl_c() => break,
+            n = stream.next() => n,
+        };
+        match next {
+            None | Some(Err(ConsumerError::ConsumerTimeout { .. })) => break,
+            Some(Err(e)) => {
+                error = Some(CliError::new("consuming failed", e));
+                break;
+            }
+            Some(Ok(m)) => {
+                messages += 1;
+                bytes += m.value.as_ref().map_or(0, |v| v.len() as u64);
+                latencies_us.push(asked.elapsed().as_micros() as u64);
+                last = Instant::now();
+                progress.tick(messages);
+            }
+        }
+    }
+    progress.finish();
+    let _ = connector.shutdown().await;
+    if let Some(e) = error {
+        return Err(e);
+    }
+    Summary { messages, bytes, failed: 0, elapsed: last - started, latencies_us }.print("consumed", args.output)
+}
