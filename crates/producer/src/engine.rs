@@ -191,6 +191,7 @@ impl Engine {
                 self.want_refresh(now);
             }
         }
+        self.keep_metadata_coming(now);
         self.maybe_refresh(now);
         self.acc.set_flushing(!self.flushes.is_empty() || self.closing.is_some() || !self.inbox_open);
         for round in self.acc.drain(now) {
@@ -300,6 +301,24 @@ impl Engine {
         self.acc.append(&tp, pending, enqueued_at);
     }
 
+    /// The liveness rule of metadata: while a record waits for metadata (held for its topic's
+    /// partitions, or queued for a partition without a leader), a refresh is running or
+    /// wanted. Only a refresh's end counts the metadata rounds that release such records, so
+    /// without one they would wait for the periodic refresh (10 minutes by default, or never).
+    /// Checked here, once per turn of the loop, rather than on every path that can leave a
+    /// record waiting (a record for a known topic whose partition has no leader, a leader
+    /// cleared by an error, a refresh that taught nothing new ...).
+    fn keep_metadata_coming(&mut self, now: Instant) {
+        if self.refresh.in_flight.is_some() || self.refresh.wanted.is_some() || !self.acc.waiting_for_metadata() {
+            return;
+        }
+        tracing::debug!(
+            backoff = ?self.config.retry_backoff(),
+            "records wait for metadata and no refresh is coming; asking for one"
+        );
+        self.want_refresh(now + self.config.retry_backoff());
+    }
+
     fn want_refresh(&mut self, at: Instant) {
         self.refresh.wanted = Some(self.refresh.wanted.map_or(at, |w| w.min(at)));
     }
@@ -354,7 +373,9 @@ impl Engine {
 
     fn on_metadata(&mut self, result: Result<(), gregor_net::Error>) {
         let now = Instant::now();
-        let topics = self.refresh.in_flight.take().unwrap_or_default();
+        // still "in flight" while its outcome is applied: records routed again below and held
+        // once more then ask for no refresh of their own; the end of this function decides
+        let topics = self.refresh.in_flight.clone().unwrap_or_default();
         match result {
             Ok(()) => {
                 self.refresh.last_error = None;
@@ -418,6 +439,14 @@ impl Engine {
             Err(e) => {
                 tracing::warn!(error = %e, "metadata refresh failed; records wait for the next one");
                 self.refresh.last_error = Some(Arc::new(e));
+                // a failed periodic refresh keeps the period (it is due again an interval on)
+                if self.refresh.periodic.is_none() {
+                    if let Some(interval) = self.config.topic_metadata_refresh_interval() {
+                        if !interval.is_zero() {
+                            self.refresh.periodic = Some(now + interval);
+                        }
+                    }
+                }
             }
         }
         let rounds = self.config.message_send_max_retries() + 1;
@@ -434,6 +463,7 @@ impl Engine {
             };
             self.fail_released(r, error);
         }
+        self.refresh.in_flight = None;
         if self.acc.waiting_for_metadata() {
             self.want_refresh(now + self.config.retry_backoff());
         }
@@ -660,6 +690,8 @@ impl Engine {
         tracing::warn!(records = self.acc.len(), "close timed out; failing what is left");
         self.tasks.abort_all();
         self.task_kinds.clear();
+        // its refresh was aborted too and will report nothing
+        self.refresh.in_flight = None;
         for round in rounds {
             self.acc.round_done(round.broker);
             for batch in round.batches {
@@ -711,5 +743,141 @@ async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The engine's metadata scheduling, driven by hand: no broker, no IO (a refresh task is
+    //! spawned but never polled; its outcome is fed to `on_metadata` directly), so the
+    //! decisions are checked deterministically.
+
+    use gregor_net::{ConnectionConfig, Pool};
+    use gregor_protocol::Message;
+
+    use super::*;
+    use crate::record::Slot;
+
+    fn engine() -> Engine {
+        let config = ProducerConfig::builder()
+            .metadata_broker_list("127.0.0.1:1")
+            .message_send_max_retries(2)
+            .retry_backoff(Duration::from_millis(30))
+            .build()
+            .unwrap();
+        let cache = MetadataCache::new(config.metadata_broker_list(), Pool::new(ConnectionConfig::default())).unwrap();
+        let (_tx, rx) = mpsc::unbounded_channel();
+        let permits = Arc::new(Semaphore::new(config.queue_buffering_max_messages()));
+        Engine::new(config, cache, rx, permits)
+    }
+
+    fn send(e: &mut Engine, partition: Option<i32>) -> oneshot::Receiver<crate::DeliveryResult> {
+        let (tx, rx) = oneshot::channel();
+        let pending = Pending {
+            seq: 0,
+            topic: "t".to_owned(),
+            partition,
+            message: Message::new(None, Some(bytes::Bytes::from_static(b"v"))),
+            slot: Some(Slot::Future(tx)),
+            enqueued_at: Instant::now(),
+        };
+        e.on_command(Command::Record(pending));
+        rx
+    }
+
+    fn refresh_coming(e: &Engine) -> bool {
+        e.refresh.in_flight.is_some() || e.refresh.wanted.is_some()
+    }
+
+    /// How the refreshes end in [`run_refreshes`].
+    #[derive(Clone, Copy)]
+    enum Outcome {
+        /// The cluster answers (and knows nothing of the topic).
+        Answered,
+        /// No broker answers.
+        NoBroker,
+    }
+    use Outcome::{Answered, NoBroker};
+
+    /// Runs the engine's steps, ending every refresh it starts as `outcome` says, until no
+    /// refresh is coming (at most 10); returns how many ran.
+    fn run_refreshes(e: &mut Engine, outcome: Outcome) -> usize {
+        let mut refreshes = 0;
+        let mut now = Instant::now();
+        e.step(now);
+        while refreshes < 10 {
+            if e.refresh.in_flight.is_some() {
+                refreshes += 1;
+                e.on_metadata(match outcome {
+                    Answered => Ok(()),
+                    NoBroker => Err(gregor_net::Error::NoBrokerAvailable { tried: Vec::new(), last: None }),
+                });
+            } else if let Some(at) = e.refresh.wanted {
+                now = now.max(at);
+            } else {
+                break;
+            }
+            e.step(now);
+        }
+        refreshes
+    }
+
+    fn failed(rx: &mut oneshot::Receiver<crate::DeliveryResult>) -> Error {
+        rx.try_recv().expect("the record has its result").expect_err("it failed").error
+    }
+
+    /// Regression (the CI hang of `a_topic_that_does_not_exist_fails_after_the_metadata_rounds`):
+    /// a record of a topic the engine already knew, queued for a partition without a leader,
+    /// asked for no refresh, so it waited for the periodic one (10 minutes).
+    #[tokio::test]
+    async fn a_record_for_a_known_topic_without_a_leader_gets_its_rounds() {
+        let mut e = engine();
+        let mut first = send(&mut e, Some(0));
+        assert_eq!(run_refreshes(&mut e, NoBroker), 3);
+        assert!(matches!(failed(&mut first), Error::TopicUnavailable { rounds: 3, .. }));
+        assert!(!refresh_coming(&e), "nothing waits: no refresh");
+
+        let mut second = send(&mut e, Some(0));
+        e.step(Instant::now());
+        assert!(refresh_coming(&e), "a record waits for a leader: a refresh must be coming");
+        assert_eq!(run_refreshes(&mut e, NoBroker), 3);
+        assert!(matches!(failed(&mut second), Error::TopicUnavailable { rounds: 3, .. }));
+        assert!(e.acc.is_empty());
+    }
+
+    /// The same for a record held for its topic's partitions, after successful refreshes that
+    /// do not know the topic; and the last of them leaves no spare refresh behind (the spare
+    /// one hid the bug above whenever the next record came before it ran).
+    #[tokio::test]
+    async fn held_records_get_their_rounds_and_leave_no_spare_refresh() {
+        let mut e = engine();
+        let mut first = send(&mut e, None);
+        assert_eq!(run_refreshes(&mut e, Answered), 3);
+        assert!(matches!(failed(&mut first), Error::TopicUnavailable { rounds: 3, .. }));
+        assert!(!refresh_coming(&e), "a spare refresh after the records failed");
+
+        let mut second = send(&mut e, None);
+        e.step(Instant::now());
+        assert!(refresh_coming(&e));
+        assert_eq!(run_refreshes(&mut e, Answered), 3);
+        assert!(matches!(failed(&mut second), Error::TopicUnavailable { rounds: 3, .. }));
+        let mut third = send(&mut e, Some(0));
+        assert_eq!(run_refreshes(&mut e, NoBroker), 3);
+        assert!(matches!(failed(&mut third), Error::TopicUnavailable { rounds: 3, .. }));
+    }
+
+    /// A flush waiting for such a record is answered once the record fails.
+    #[tokio::test]
+    async fn a_flush_behind_a_record_without_a_leader_ends() {
+        let mut e = engine();
+        let mut first = send(&mut e, Some(0));
+        run_refreshes(&mut e, NoBroker);
+        failed(&mut first);
+        let mut second = send(&mut e, Some(0));
+        let (reply, mut flushed) = oneshot::channel();
+        e.on_command(Command::Flush { reply });
+        assert_eq!(run_refreshes(&mut e, NoBroker), 3);
+        assert!(matches!(failed(&mut second), Error::TopicUnavailable { .. }));
+        assert_eq!(flushed.try_recv().expect("the flush is answered").failed.len(), 1);
     }
 }

@@ -25,7 +25,7 @@ fn metadata_requests(c: &FakeCluster) -> usize {
 }
 
 async fn warm(p: &AsyncProducer<String, String>, topic: &str) {
-    p.send(rec(topic, "warm")).await.unwrap().await.unwrap();
+    p.send(rec(topic, "warm")).await.unwrap().bounded().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -36,7 +36,7 @@ async fn not_leader_once_is_refreshed_retried_and_delivered() {
     warm(&p, "t").await;
     c.clear_requests();
     c.intercept(Intercept::new(ApiKey::Produce, Action::Error(ErrorCode::NotLeaderForPartition)).once());
-    let m = p.send(rec("t", "one")).await.unwrap().await.unwrap();
+    let m = p.send(rec("t", "one")).await.unwrap().bounded().await.unwrap();
     assert_eq!(m.offset, 1);
     assert_eq!(produce_requests(&c, "t").len(), 2, "sent, refused, sent again");
     assert!(metadata_requests(&c) >= 1, "metadata refreshed before the retry");
@@ -57,7 +57,7 @@ async fn retriable_errors_and_dropped_connections_are_retried() {
     ] {
         c.clear_requests();
         c.intercept(Intercept::new(ApiKey::Produce, action.clone()).once());
-        let m = p.send(rec("t", format!("{action:?}"))).await.unwrap().await;
+        let m = p.send(rec("t", format!("{action:?}"))).await.unwrap().bounded().await;
         assert!(m.is_ok(), "{action:?}: {m:?}");
         assert_eq!(produce_requests(&c, "t").len(), 2, "{action:?}");
     }
@@ -72,14 +72,14 @@ async fn retries_run_out_into_a_delivery_error() {
     warm(&p, "t").await;
     c.clear_requests();
     c.intercept(Intercept::new(ApiKey::Produce, Action::Error(ErrorCode::NotLeaderForPartition)).times(10));
-    let e = p.send(rec("t", "doomed")).await.unwrap().await.unwrap_err();
+    let e = p.send(rec("t", "doomed")).await.unwrap().bounded().await.unwrap_err();
     c.clear_intercepts();
     assert_eq!((e.topic.as_str(), e.partition, e.attempts), ("t", Some(0), 3), "{e:?}");
     assert_eq!(e.error.code(), Some(ErrorCode::NotLeaderForPartition));
     assert_eq!(e.value.as_deref(), Some(&b"doomed"[..]));
     assert_eq!(produce_requests(&c, "t").len(), 3, "message.send.max.retries=2: three sends");
     // the partition goes on
-    assert_eq!(p.send(rec("t", "next")).await.unwrap().await.unwrap().offset, 1);
+    assert_eq!(p.send(rec("t", "next")).await.unwrap().bounded().await.unwrap().offset, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -90,16 +90,16 @@ async fn message_size_too_large_fails_at_once() {
     warm(&p, "t").await;
     c.clear_requests();
     c.intercept(Intercept::new(ApiKey::Produce, Action::Error(ErrorCode::MessageSizeTooLarge)).once());
-    let e = p.send(rec("t", "refused")).await.unwrap().await.unwrap_err();
+    let e = p.send(rec("t", "refused")).await.unwrap().bounded().await.unwrap_err();
     assert_eq!(e.attempts, 1);
     assert_eq!(e.error.code(), Some(ErrorCode::MessageSizeTooLarge));
     assert_eq!(produce_requests(&c, "t").len(), 1, "not retried");
     // the broker's own check (message.max.bytes)
-    let e = p.send(rec("t", "x".repeat(20_000))).await.unwrap().await.unwrap_err();
+    let e = p.send(rec("t", "x".repeat(20_000))).await.unwrap().bounded().await.unwrap_err();
     assert!(matches!(e.error, Error::Broker { code: ErrorCode::MessageSizeTooLarge, .. }), "{e:?}");
     assert_eq!(e.attempts, 1);
     assert_eq!(produce_requests(&c, "t").len(), 2);
-    assert_eq!(p.send(rec("t", "small")).await.unwrap().await.unwrap().offset, 1);
+    assert_eq!(p.send(rec("t", "small")).await.unwrap().bounded().await.unwrap().offset, 1);
     assert_eq!(log_values(&c, "t", 0).await, ["warm", "small"]);
 }
 
@@ -143,7 +143,7 @@ async fn check_logs(c: &FakeCluster, topic: &str, sent: Vec<(i32, String, Delive
     let mut acked: BTreeMap<i32, Vec<String>> = BTreeMap::new();
     let mut failed = 0;
     for (partition, value, d) in sent {
-        match d.await {
+        match d.bounded().await {
             Ok(m) => {
                 assert_eq!(m.partition, partition);
                 acked.entry(partition).or_default().push(value);

@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use common::Bounded;
 use gregor_producer::{murmur2_partition, AsyncProducer, DeliveryFuture, PartitionerKind, Record};
 use gregor_protocol::Compression;
 use gregor_serde::BytesEncoder;
@@ -376,11 +377,11 @@ async fn produce_every_codec(c: &FakeCluster, prefix: &str) -> BTreeMap<String, 
         }
         let mut sent = Vec::new();
         for (i, (key, value, delivery)) in pending.into_iter().enumerate() {
-            let md = delivery.await.unwrap_or_else(|e| panic!("{topic}: record {i} not delivered: {e}"));
+            let md = delivery.bounded().await.unwrap_or_else(|e| panic!("{topic}: record {i} not delivered: {e}"));
             assert_eq!(md.topic, topic);
             sent.push(Msg { partition: md.partition, offset: md.offset, key, value: Some(value) });
         }
-        let report = producer.close(Duration::from_secs(5)).await;
+        let report = producer.close(Duration::from_secs(5)).bounded().await;
         assert!(report.is_ok(), "{topic}: close: {report:?}");
 
         // send order is offset order in each partition, offsets contiguous from 0
@@ -578,10 +579,10 @@ async fn murmur2_partitions_match_librdkafka() {
     }
     let mut by_gregor = BTreeMap::new();
     for (k, delivery) in keys.iter().zip(pending) {
-        let md = delivery.await.unwrap_or_else(|e| panic!("key {}: {e}", hex(k)));
+        let md = delivery.bounded().await.unwrap_or_else(|e| panic!("key {}: {e}", hex(k)));
         by_gregor.insert(k.clone(), md.partition);
     }
-    assert!(producer.close(Duration::from_secs(5)).await.is_ok());
+    assert!(producer.close(Duration::from_secs(5)).bounded().await.is_ok());
     // and kcat finds them where gregor's delivery results say
     let read_back = partitions_by_key(&bin, &bootstrap, "m2-gregor", keys.len()).await;
     assert_eq!(read_back, by_gregor, "m2-gregor read back by kcat vs gregor's delivery results");

@@ -33,7 +33,10 @@ async fn sync_sends_block_until_acknowledged() {
         assert!(p.close(Duration::from_secs(2)).is_ok());
         (one, offsets)
     });
-    let (one, offsets) = tokio::task::spawn_blocking(move || thread.join().unwrap()).await.unwrap();
+    // polled rather than joined on a blocking task: a stuck producer fails the test after
+    // LIVENESS instead of hanging it (and the runtime's shutdown, which waits for blocking tasks)
+    eventually("the sync producer's sends, flush and close", LIVENESS, || thread.is_finished()).await;
+    let (one, offsets) = thread.join().unwrap();
     assert_eq!((one.partition, one.offset), (0, 0));
     assert_eq!(offsets, (0..20).collect::<Vec<i64>>());
     assert_eq!(log_values(&c, "s", 0).await, ["one"]);

@@ -4,6 +4,10 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+use std::future::{Future, IntoFuture};
+use std::panic::Location;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use gregor_net::{BrokerConnection, ConnectionConfig};
@@ -153,5 +157,49 @@ pub async fn eventually(what: &str, within: Duration, mut ready: impl FnMut() ->
     while !ready() {
         assert!(Instant::now() < deadline, "{what} did not happen within {within:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// How long a test waits for a delivery, a flush or a close before it calls the producer
+/// stuck (far above anything a test needs, even on a loaded CI machine).
+pub const LIVENESS: Duration = Duration::from_secs(30);
+
+/// `.bounded()` on any future a test awaits from the producer (a [`DeliveryFuture`], a flush,
+/// a close): it panics after [`LIVENESS`], naming the line that waited, instead of letting a
+/// liveness bug hang the test run.
+///
+/// [`DeliveryFuture`]: gregor_producer::DeliveryFuture
+pub trait Bounded: IntoFuture + Sized {
+    /// This future, bounded by [`LIVENESS`].
+    #[track_caller]
+    fn bounded(self) -> BoundedFuture<Self::IntoFuture>;
+}
+
+impl<F: IntoFuture> Bounded for F {
+    #[track_caller]
+    fn bounded(self) -> BoundedFuture<F::IntoFuture> {
+        BoundedFuture { inner: Box::pin(tokio::time::timeout(LIVENESS, self.into_future())), at: Location::caller() }
+    }
+}
+
+/// See [`Bounded`].
+#[derive(Debug)]
+pub struct BoundedFuture<F> {
+    inner: Pin<Box<tokio::time::Timeout<F>>>,
+    at: &'static Location<'static>,
+}
+
+impl<F: Future> Future for BoundedFuture<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        match self.inner.as_mut().poll(cx) {
+            Poll::Ready(Ok(output)) => Poll::Ready(output),
+            Poll::Ready(Err(_)) => panic!(
+                "liveness: the producer gave no result within {LIVENESS:?} (awaited at {}); it is stuck",
+                self.at
+            ),
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
