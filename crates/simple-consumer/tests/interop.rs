@@ -21,29 +21,19 @@
 //! fail, naming the apt packages.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use gregor_protocol::messages::AnyRequest;
 use gregor_protocol::Compression;
 use gregor_simple_consumer::{FetchedMessage, SimpleConsumer, SimpleConsumerConfig};
+use gregor_testkit::tools::{self, kcat_or_skip, Finished};
 use gregor_testkit::zookeeper::ZooKeeperServer;
 use gregor_testkit::FakeCluster;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
-use tokio::sync::OnceCell;
 
 // ---------------------------------------------------------------------------------------------
 // external tools
 // ---------------------------------------------------------------------------------------------
-
-const INSTALL_KCAT: &str = "apt-get install kcat";
-const PYTHON: &str = "/usr/bin/python3";
-const INSTALL_PYTHON: &str = "apt-get install python3 python3-kafka python3-snappy python3-lz4 python3-xxhash";
-
-/// The options that put librdkafka in Kafka 0.8.2 mode.
-const MODE_0_8_2: [&str; 4] = ["-X", "api.version.request=false", "-X", "broker.version.fallback=0.8.2"];
 
 const CODECS: [(&str, Compression); 4] = [
     ("none", Compression::None),
@@ -55,126 +45,20 @@ const CODECS: [(&str, Compression); 4] = [
 const KCAT_LIMIT: Duration = Duration::from_secs(30);
 const PYTHON_LIMIT: Duration = Duration::from_secs(45);
 
-fn under_ci() -> bool {
-    std::env::var_os("CI").is_some()
-}
-
-/// The kcat executable, or `None` (after saying why) to skip; panics under CI.
-fn kcat_or_skip() -> Option<PathBuf> {
-    let found = std::env::var_os("KCAT").map(PathBuf::from).filter(|p| p.is_file()).or_else(|| {
-        std::env::var_os("PATH")
-            .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("kcat")).find(|p| p.is_file()))
-    });
-    match found {
-        Some(p) => Some(p),
-        None if under_ci() => {
-            panic!("kcat is not installed (not on PATH): install it with `{INSTALL_KCAT}` (CI is set, so this fails)")
-        }
-        None => {
-            eprintln!("skipping: kcat is not installed (not on PATH); install it with `{INSTALL_KCAT}`");
-            None
-        }
-    }
-}
-
-/// True when kafka-python can run; otherwise prints why and returns false, or fails under CI.
+/// True when kafka-python and its script can run; otherwise prints why and returns false, or
+/// fails under CI.
 async fn kafka_python_or_skip() -> bool {
-    static PROBE: OnceCell<Result<String, String>> = OnceCell::const_new();
-    match PROBE.get_or_init(probe_python).await {
-        Ok(_) => true,
-        Err(why) if under_ci() => panic!("{why}; CI needs kafka-python: `{INSTALL_PYTHON}`"),
-        Err(why) => {
-            eprintln!("skipping: {why} (to run this test: `{INSTALL_PYTHON}`)");
-            false
-        }
-    }
-}
-
-async fn probe_python() -> Result<String, String> {
-    if !Path::new(PYTHON).exists() {
-        return Err(format!("{PYTHON} is missing"));
-    }
     if !script().is_file() {
-        return Err(format!("{} is missing", script().display()));
+        return tools::unavailable::<()>(format!("{} is missing", script().display()), tools::INSTALL_KAFKA_PYTHON)
+            .is_some();
     }
-    let mut cmd = Command::new(PYTHON);
-    cmd.args(["-c", "import kafka, snappy, lz4.frame, xxhash; print(kafka.__version__)"]);
-    let out = run_bounded("python3 -c 'import kafka ...'", cmd, Vec::new(), Duration::from_secs(30)).await;
-    if !out.status.success() {
-        return Err(format!(
-            "`import kafka, snappy, lz4.frame, xxhash` fails under {PYTHON}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    let version = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    if version != "2.0.2" {
-        eprintln!("note: written against kafka-python 2.0.2, found {version}");
-    }
-    Ok(version)
+    tools::kafka_python_or_skip().await.is_some()
 }
 
 /// The kafka-python script lives with the producer's tests (it also reads what gregor's
 /// producer writes); this crate only runs its `produce` command.
 fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../producer/tests/python/interop_client.py")
-}
-
-/// What a finished child process left.
-#[derive(Debug)]
-struct Finished {
-    status: ExitStatus,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
-    elapsed: Duration,
-}
-
-fn tail(bytes: &[u8], n: usize) -> String {
-    String::from_utf8_lossy(&bytes[bytes.len().saturating_sub(n)..]).into_owned()
-}
-
-/// Runs `cmd` with `input` on its stdin (closed after it), in a child process that is killed,
-/// failing the test, when it has not exited within `limit`.
-async fn run_bounded(what: &str, mut cmd: Command, input: Vec<u8>, limit: Duration) -> Finished {
-    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-    let started = Instant::now();
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let mut stdout = child.stdout.take().expect("piped stdout");
-    let mut stderr = child.stderr.take().expect("piped stderr");
-    let writer = tokio::spawn(async move {
-        // the child may exit without reading everything: a broken pipe is fine
-        let _ = stdin.write_all(&input).await;
-        let _ = stdin.shutdown().await;
-    });
-    let out = tokio::spawn(async move {
-        let mut b = Vec::new();
-        let _ = stdout.read_to_end(&mut b).await;
-        b
-    });
-    let err = tokio::spawn(async move {
-        let mut b = Vec::new();
-        let _ = stderr.read_to_end(&mut b).await;
-        b
-    });
-    let status = tokio::time::timeout(limit, child.wait()).await;
-    writer.abort();
-    let status = match status {
-        Ok(status) => status.unwrap_or_else(|e| panic!("waiting for {what}: {e}")),
-        Err(_) => {
-            let _ = child.start_kill();
-            let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
-            let stderr = tokio::time::timeout(Duration::from_secs(5), err).await.ok().and_then(Result::ok);
-            panic!(
-                "{what} did not finish within {limit:?}: killed it; stderr tail:\n{}",
-                tail(&stderr.unwrap_or_default(), 4000)
-            );
-        }
-    };
-    let collect = |h: tokio::task::JoinHandle<Vec<u8>>| async move {
-        tokio::time::timeout(Duration::from_secs(5), h).await.ok().and_then(Result::ok).unwrap_or_default()
-    };
-    let (stdout, stderr) = (collect(out).await, collect(err).await);
-    Finished { status, stdout, stderr, elapsed: started.elapsed() }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -371,12 +255,7 @@ async fn kcat_produce(bin: PathBuf, bootstrap: String, topic: String, codec: &'s
         "-X",
         "batch.num.messages=40",
     ];
-    let what = format!("kcat -b {bootstrap} {} {}", MODE_0_8_2.join(" "), args.join(" "));
-    let mut cmd = Command::new(&bin);
-    cmd.arg("-b").arg(&bootstrap).args(MODE_0_8_2).args(args);
-    let run = run_bounded(&what, cmd, input, KCAT_LIMIT).await;
-    assert!(run.status.success(), "{what} exited with {}; stderr:\n{}", run.status, tail(&run.stderr, 4000));
-    run
+    tools::run_kcat(&bin, &bootstrap, &args, input, KCAT_LIMIT).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -452,22 +331,9 @@ async fn simple_consumer_reads_what_kafka_python_produced_with_every_codec() {
         c.create_topic(&topic, 3, 2).await.unwrap();
         cases.push(format!("{topic}:{name}"));
     }
-    let mut args = vec![script().to_string_lossy().into_owned(), "produce".into(), bootstrap.clone(), count];
-    args.extend(cases);
-    let what = format!("{PYTHON} interop_client.py {}", args[1..].join(" "));
-    let mut cmd = Command::new(PYTHON);
-    cmd.arg("-u").args(&args).env("PYTHONDONTWRITEBYTECODE", "1").env("PYTHONHASHSEED", "0");
-    let run = run_bounded(&what, cmd, Vec::new(), PYTHON_LIMIT).await;
-    assert!(
-        run.status.success(),
-        "{what} failed ({});\n--- stdout tail\n{}\n--- stderr tail\n{}",
-        run.status,
-        tail(&run.stdout, 4000),
-        tail(&run.stderr, 16000)
-    );
-    if !run.stderr.is_empty() {
-        eprintln!("{what} stderr:\n{}", tail(&run.stderr, 4000));
-    }
+    let mut args = vec!["produce", bootstrap.as_str(), count.as_str()];
+    args.extend(cases.iter().map(String::as_str));
+    let run = tools::run_python(&script(), &args, PYTHON_LIMIT).await;
     eprintln!("kafka-python produced in {:?}", run.elapsed);
 
     // what kafka-python's delivery results say, per topic and partition, in offset order

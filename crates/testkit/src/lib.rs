@@ -11,6 +11,10 @@
 //!   coordinate through the real ZooKeeper exactly as Kafka does (registration, controller,
 //!   topics, partition state, ISR, admin paths, consumer offsets), with fault hooks and a
 //!   request log.
+//! * [`wire`]: a tiny raw wire client (one connection, the codec, nothing else) and request
+//!   builders, to poke a broker exactly.
+//! * [`tools`]: kcat (in 0.8.2 mode) and kafka-python run in child processes bounded by a
+//!   timeout, skipped when missing except under `CI`.
 //! * the `gregor-testkit` binary, which runs a cluster outside tests.
 //!
 //! The testkit depends only on `gregor-protocol` and `gregor-zk`, never on a client crate, so
@@ -31,6 +35,8 @@
 
 pub mod cluster;
 pub mod proxy;
+pub mod tools;
+pub mod wire;
 pub mod zookeeper;
 
 pub use cluster::{Action, BrokerConfig, FakeCluster, FakeClusterBuilder, Intercept, LoggedRequest};
