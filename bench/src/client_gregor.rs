@@ -1,0 +1,76 @@
+//! gregor's AsyncProducer: one task sends as fast as `send` lets it (a full queue blocks it:
+//! queue.enqueue.timeout.ms=-1); every record carries a callback that records its latency.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use gregor_producer::{AsyncProducer, ProducerConfig, Record};
+use gregor_protocol::Compression;
+use gregor_serde::BytesEncoder;
+
+use crate::measure::{Pacer, Recorder};
+use crate::spec::{Codec, RunSpec};
+
+pub fn run(spec: &RunSpec, payloads: &[Vec<u8>], rec: Arc<Recorder>, current_thread: bool) -> Result<(), String> {
+    let runtime = if current_thread {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread().enable_all().build()
+    }
+    .map_err(|e| e.to_string())?;
+    runtime.block_on(async move {
+        let config = ProducerConfig::builder()
+            .metadata_broker_list(spec.brokers.clone())
+            .client_id("gregor-bench")
+            .producer_type(gregor_producer::ProducerType::Async)
+            .request_required_acks(spec.acks)
+            .compression_codec(match spec.codec {
+                Codec::None => Compression::None,
+                Codec::Snappy => Compression::Snappy,
+                Codec::Gzip => Compression::Gzip,
+            })
+            .batch_num_messages(spec.batch * spec.partitions_per_broker.max(1))
+            .queue_buffering_max(Duration::from_millis(spec.linger_ms))
+            .queue_buffering_max_messages(spec.queue)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let producer: AsyncProducer<Bytes, Bytes> =
+            AsyncProducer::new(config, BytesEncoder, BytesEncoder).map_err(|e| e.to_string())?;
+        let partitions = spec.partitions as usize;
+        let pacer = Pacer::new(spec.rate);
+        for i in 0..spec.messages {
+            if let Some(wait) = pacer.wait(i) {
+                tokio::time::sleep(wait).await;
+            }
+            // a fresh copy per message, as an application building its messages makes (and
+            // as librdkafka makes of the bytes it is given): no sharing of one buffer
+            let value = Bytes::copy_from_slice(&payloads[i % payloads.len()]);
+            let record = Record::new(spec.topic.as_str(), value).with_partition((i % partitions) as i32);
+            rec.sent(i);
+            let r = rec.clone();
+            producer
+                .send_with_callback(record, move |result| match result {
+                    Ok(_) => r.acked(i),
+                    Err(e) => r.failed(i, || e.to_string()),
+                })
+                .await
+                .map_err(|e| format!("send {i}: {e}"))?;
+        }
+        let report = producer.flush().await;
+        if !report.is_ok() {
+            eprintln!("gregor: flush reported {} undelivered", report.failed.len());
+        }
+        // callbacks run on the producer's task; wait until every one has run
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while rec.done() < spec.messages && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        crate::worker::mark_end();
+        let close = producer.close(Duration::from_secs(10)).await;
+        if !close.is_ok() {
+            eprintln!("gregor: close reported {} undelivered", close.undelivered.len());
+        }
+        Ok(())
+    })
+}

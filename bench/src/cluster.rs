@@ -1,0 +1,221 @@
+//! The cluster under the clients: the workspace's `gregor-testkit` binary (a real ZooKeeper
+//! and a 3-broker FakeCluster) in a process of its own, so the brokers' CPU is never counted
+//! against a client. Topics are created the way Kafka 0.8.2's admin tool does it (the
+//! assignment written to /brokers/topics/T in ZooKeeper; the cluster's controller does the
+//! rest) and verified with gregor's simple consumer (the sum of the high watermarks).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use gregor_simple_consumer::{SimpleConsumer, SimpleConsumerConfig};
+use gregor_zk::payloads::TopicAssignment;
+use gregor_zk::{paths, CreateMode, ZkClient};
+
+pub struct Cluster {
+    child: Child,
+    pub pid: u32,
+    pub brokers: String,
+    pub zookeeper: String,
+    pub broker_ids: Vec<i32>,
+    pub log: PathBuf,
+    zk: ZkClient,
+}
+
+/// The `gregor-testkit` binary: the one given, or the workspace's release build (built now,
+/// `cargo build --release -p gregor-testkit --bin gregor-testkit`, a no-op when up to date).
+pub fn testkit_binary(given: Option<PathBuf>) -> Result<PathBuf, String> {
+    if let Some(p) = given {
+        return if p.is_file() { Ok(p) } else { Err(format!("--testkit {}: no such file", p.display())) };
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("bench/ has a parent").to_path_buf();
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
+    let bin = target.join("release").join("gregor-testkit");
+    eprintln!(
+        "building the cluster: cargo build --release -p gregor-testkit --bin gregor-testkit (in {})",
+        root.display()
+    );
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "-p", "gregor-testkit", "--bin", "gregor-testkit", "--manifest-path"])
+        .arg(root.join("Cargo.toml"))
+        .status();
+    match status {
+        Ok(s) if s.success() => {}
+        other if bin.is_file() => {
+            eprintln!("warning: building gregor-testkit failed ({other:?}); using {}", bin.display())
+        }
+        other => return Err(format!("building gregor-testkit failed: {other:?}")),
+    }
+    if bin.is_file() {
+        Ok(bin)
+    } else {
+        Err(format!("{} not found after the build", bin.display()))
+    }
+}
+
+impl Cluster {
+    /// Starts `gregor-testkit --brokers N --delete-topic-enable` and waits for its ready line.
+    pub async fn start(binary: &Path, brokers: usize) -> Result<Cluster, String> {
+        let log = std::env::temp_dir().join(format!("gregor-bench-testkit-{}.log", std::process::id()));
+        let log_file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let mut child = Command::new(binary)
+            .args(["--brokers", &brokers.to_string(), "--delete-topic-enable"])
+            .stdin(Stdio::piped()) // it runs until its stdin closes: it dies with us
+            .stdout(Stdio::piped())
+            .stderr(log_file)
+            .spawn()
+            .map_err(|e| format!("{}: {e}", binary.display()))?;
+        let pid = child.id();
+        let stdout = child.stdout.take().expect("piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .map_err(|_| format!("gregor-testkit printed no ready line in 60 s; see {}", log.display()))?;
+        let mut brokers_s = None;
+        let mut zookeeper = None;
+        for part in line.split_whitespace() {
+            if let Some(v) = part.strip_prefix("brokers=") {
+                brokers_s = Some(v.to_owned());
+            } else if let Some(v) = part.strip_prefix("zookeeper=") {
+                zookeeper = Some(v.to_owned());
+            }
+        }
+        let (Some(brokers_s), Some(zookeeper)) = (brokers_s, zookeeper) else {
+            let _ = child.kill();
+            return Err(format!("unexpected ready line {line:?}; see {}", log.display()));
+        };
+        let zk = ZkClient::connect(&zookeeper, Duration::from_secs(10)).await.map_err(|e| format!("zookeeper: {e}"))?;
+        let mut broker_ids: Vec<i32> = zk
+            .children("/brokers/ids")
+            .await
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|s| s.parse().ok())
+            .collect();
+        broker_ids.sort_unstable();
+        if broker_ids.len() != brokers {
+            return Err(format!("{} brokers registered, wanted {brokers}", broker_ids.len()));
+        }
+        Ok(Cluster { child, pid, brokers: brokers_s, zookeeper, broker_ids, log, zk })
+    }
+
+    /// Creates `topic` with `partitions` partitions of `rf` replicas spread round robin over
+    /// the brokers (as kafka-topics.sh does) and waits until each has a leader.
+    pub async fn create_topic(&self, topic: &str, partitions: i32, rf: usize) -> Result<(), String> {
+        let n = self.broker_ids.len();
+        let assignment: BTreeMap<i32, Vec<i32>> =
+            (0..partitions).map(|p| (p, (0..rf).map(|r| self.broker_ids[(p as usize + r) % n]).collect())).collect();
+        self.zk
+            .create_all(&paths::topic(topic), &TopicAssignment::new(assignment).to_json(), CreateMode::Persistent)
+            .await
+            .map_err(|e| format!("create {topic}: {e}"))?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match self.leaders(topic, partitions).await {
+                Ok(()) => return Ok(()),
+                Err(e) if Instant::now() > deadline => return Err(format!("{topic}: no leaders after 30 s: {e}")),
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
+
+    async fn leaders(&self, topic: &str, partitions: i32) -> Result<(), String> {
+        let consumer = self.consumer()?;
+        let got = consumer.partitions(topic).await.map_err(|e| e.to_string())?;
+        if got.len() != partitions as usize {
+            return Err(format!("{} partitions", got.len()));
+        }
+        for p in got {
+            consumer.leader(topic, p).await.map_err(|e| e.to_string())?;
+        }
+        consumer.close().await;
+        Ok(())
+    }
+
+    fn consumer(&self) -> Result<SimpleConsumer, String> {
+        let config = SimpleConsumerConfig::builder()
+            .metadata_broker_list(self.brokers.clone())
+            .client_id("gregor-bench-verify")
+            .build()
+            .map_err(|e| e.to_string())?;
+        SimpleConsumer::new(config).map_err(|e| e.to_string())
+    }
+
+    /// The topic's high watermarks (log end offsets), per partition.
+    pub async fn high_watermarks(&self, topic: &str, partitions: i32) -> Result<Vec<i64>, String> {
+        let consumer = self.consumer()?;
+        let mut out = Vec::new();
+        for p in 0..partitions {
+            out.push(consumer.latest_offset(topic, p).await.map_err(|e| format!("{topic}/{p}: {e}"))?);
+        }
+        consumer.close().await;
+        Ok(out)
+    }
+
+    /// Asks the controller to delete the topic (so the cluster's memory does not grow run
+    /// after run); best effort.
+    /// Waits (up to 10 s) until the controller has done it, so the deletion does not run
+    /// during the next client's run.
+    pub async fn delete_topic(&self, topic: &str) {
+        if let Err(e) = self.zk.create_all(&paths::delete_topic(topic), b"", CreateMode::Persistent).await {
+            eprintln!("warning: delete {topic}: {e}");
+            return;
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            match self.zk.exists(&paths::topic(topic)).await {
+                Ok(None) => return,
+                Ok(Some(_)) => tokio::time::sleep(Duration::from_millis(20)).await,
+                Err(e) => {
+                    eprintln!("warning: delete {topic}: {e}");
+                    return;
+                }
+            }
+        }
+        eprintln!("warning: topic {topic} still exists 10 s after its deletion was asked for");
+    }
+
+    /// CPU seconds (user + system) the cluster process has used so far.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).ok()?;
+        // fields after the ")" closing the command name; utime and stime are fields 14 and 15
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let utime: f64 = fields.get(11)?.parse().ok()?;
+        let stime: f64 = fields.get(12)?.parse().ok()?;
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        Some((utime + stime) / hz)
+    }
+
+    /// The cluster's resident set size now, in KiB.
+    pub fn rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    }
+
+    pub async fn stop(mut self) {
+        let _ = self.zk.close().await;
+        drop(self.child.stdin.take()); // the testkit shuts down when its stdin closes
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
