@@ -602,3 +602,26 @@ async fn a_crashed_broker_keeps_its_registration_until_its_session_expires() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_request_log_keeps_at_most_its_capacity() {
+    let Some(zkc) = chroot("request-log") else { return };
+    let c = gregor_testkit::FakeCluster::builder(zkc).brokers(1).request_log_capacity(3).start().await.unwrap();
+    let mut conn = Conn::open(c.broker_addr(0).unwrap()).await;
+    for _ in 0..5 {
+        conn.call(0, &metadata(&["x"])).await;
+    }
+    let log = c.requests();
+    assert_eq!(log.len(), 3, "the oldest went first");
+    assert!(log.iter().all(|r| r.header.api_key == ApiKey::Metadata));
+    assert_eq!(log.last().unwrap().header.correlation_id, 5);
+    let off = gregor_testkit::FakeCluster::builder(chroot("request-log-off").unwrap())
+        .brokers(1)
+        .request_log_capacity(0)
+        .start()
+        .await
+        .unwrap();
+    let mut conn = Conn::open(off.broker_addr(0).unwrap()).await;
+    conn.call(0, &metadata(&[])).await;
+    assert!(off.requests().is_empty());
+}

@@ -4,6 +4,7 @@
 //! gregor-testkit --brokers 3 [--zookeeper HOST:PORT[/chroot]] [--port FIRST_PORT]
 //!                [--num-partitions N] [--default-replication-factor N]
 //!                [--offsets-topic-num-partitions N] [--delete-topic-enable]
+//!                [--request-log N]   (requests kept for inspection; default 1000, 0 = off)
 //! ```
 //!
 //! Prints exactly one line when ready,
@@ -17,7 +18,8 @@ use gregor_testkit::FakeCluster;
 use tokio::io::AsyncReadExt;
 
 const USAGE: &str = "usage: gregor-testkit [--brokers N] [--zookeeper HOST:PORT[/chroot]] [--port FIRST_PORT] \
-[--num-partitions N] [--default-replication-factor N] [--offsets-topic-num-partitions N] [--delete-topic-enable]";
+[--num-partitions N] [--default-replication-factor N] [--offsets-topic-num-partitions N] [--delete-topic-enable] \
+[--request-log N]";
 
 #[derive(Debug, Default)]
 struct Args {
@@ -28,10 +30,11 @@ struct Args {
     replication_factor: Option<i32>,
     offsets_partitions: Option<i32>,
     delete_topic_enable: bool,
+    request_log: usize,
 }
 
 fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
-    let mut args = Args { brokers: 3, ..Args::default() };
+    let mut args = Args { brokers: 3, request_log: 1000, ..Args::default() };
     while let Some(flag) = it.next() {
         let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
         match flag.as_str() {
@@ -48,6 +51,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                     Some(num(&value("--offsets-topic-num-partitions")?, "--offsets-topic-num-partitions")?)
             }
             "--delete-topic-enable" => args.delete_topic_enable = true,
+            "--request-log" => args.request_log = num(&value("--request-log")?, "--request-log")?,
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -85,7 +89,8 @@ async fn main() -> ExitCode {
             }
         },
     };
-    let mut builder = FakeCluster::builder(zookeeper.clone()).brokers(args.brokers);
+    let mut builder =
+        FakeCluster::builder(zookeeper.clone()).brokers(args.brokers).request_log_capacity(args.request_log);
     if let Some(p) = args.port {
         builder = builder.ports((0..args.brokers as u16).map(|i| p + i).collect());
     }

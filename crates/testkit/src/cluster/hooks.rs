@@ -70,16 +70,23 @@ pub struct LoggedRequest {
     pub request: AnyRequest,
 }
 
-/// Most requests the log keeps (the oldest go first).
+/// Most requests the log keeps by default (the oldest go first); see
+/// [`crate::FakeClusterBuilder::request_log_capacity`]. Logged Produce requests hold their
+/// message sets, so a long benchmark wants a small log.
 pub const REQUEST_LOG_CAPACITY: usize = 100_000;
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Hooks {
+    capacity: usize,
     intercepts: Mutex<Vec<Intercept>>,
     log: Mutex<VecDeque<LoggedRequest>>,
 }
 
 impl Hooks {
+    pub(crate) fn new(capacity: usize) -> Hooks {
+        Hooks { capacity, intercepts: Mutex::default(), log: Mutex::default() }
+    }
+
     pub(crate) fn add(&self, intercept: Intercept) {
         lock(&self.intercepts).push(intercept);
     }
@@ -103,8 +110,11 @@ impl Hooks {
     }
 
     pub(crate) fn record(&self, entry: LoggedRequest) {
+        if self.capacity == 0 {
+            return;
+        }
         let mut log = lock(&self.log);
-        if log.len() == REQUEST_LOG_CAPACITY {
+        while log.len() >= self.capacity {
             log.pop_front();
         }
         log.push_back(entry);

@@ -91,6 +91,7 @@ pub struct FakeClusterBuilder {
     config: BrokerConfig,
     zookeeper: String,
     ports: Vec<u16>,
+    request_log_capacity: usize,
 }
 
 impl FakeClusterBuilder {
@@ -118,6 +119,13 @@ impl FakeClusterBuilder {
         self
     }
 
+    /// How many requests the request log keeps (default [`REQUEST_LOG_CAPACITY`]; 0 turns it
+    /// off). Logged Produce requests hold their message sets: keep it small for long runs.
+    pub fn request_log_capacity(mut self, n: usize) -> Self {
+        self.request_log_capacity = n;
+        self
+    }
+
     /// Fixed ports for the brokers (default: free ports picked by the system).
     pub fn ports(mut self, ports: Vec<u16>) -> Self {
         self.ports = ports;
@@ -130,7 +138,7 @@ impl FakeClusterBuilder {
     ///
     /// [`Error::ZooKeeper`] when ZooKeeper is unreachable, [`Error::Bind`], [`Error::Timeout`].
     pub async fn start(self) -> Result<FakeCluster, Error> {
-        let shared = Shared::new(self.config.clone());
+        let shared = Shared::new(self.config.clone(), self.request_log_capacity);
         let admin = ZkClient::connect(&self.zookeeper, self.config.zookeeper_session_timeout).await?;
         for path in [
             paths::CONSUMERS,
@@ -242,6 +250,7 @@ impl FakeCluster {
             config: BrokerConfig::default(),
             zookeeper: zookeeper.into(),
             ports: vec![],
+            request_log_capacity: REQUEST_LOG_CAPACITY,
         }
     }
 
@@ -558,7 +567,8 @@ impl FakeCluster {
         self.shared.hooks.clear();
     }
 
-    /// The requests the brokers received, oldest first (at most [`REQUEST_LOG_CAPACITY`]).
+    /// The requests the brokers received, oldest first (at most
+    /// [`FakeClusterBuilder::request_log_capacity`] of them).
     pub fn requests(&self) -> Vec<LoggedRequest> {
         self.shared.hooks.requests()
     }

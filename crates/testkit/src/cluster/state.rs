@@ -116,12 +116,12 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(config: BrokerConfig) -> Arc<Shared> {
+    pub(crate) fn new(config: BrokerConfig, request_log_capacity: usize) -> Arc<Shared> {
         Arc::new(Shared {
             config,
             state: Mutex::new(State::default()),
             changed: Notify::new(),
-            hooks: Hooks::default(),
+            hooks: Hooks::new(request_log_capacity),
         })
     }
 
