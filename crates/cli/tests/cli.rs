@@ -18,19 +18,17 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::{cluster_with, run_program, spawn, Run, LIMIT};
 use gregor_producer::murmur2_partition;
 use gregor_protocol::messages::AnyRequest;
 use gregor_protocol::Compression;
-use gregor_testkit::zookeeper::ZooKeeperServer;
 use gregor_testkit::FakeCluster;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
-
-/// The longest any one command may take.
-const LIMIT: Duration = Duration::from_secs(30);
 
 /// How to install kcat (named in the failure under CI).
 const INSTALL_KCAT: &str = "apt-get install kcat";
@@ -45,77 +43,7 @@ const KCAT_0_8_2: [&str; 4] = ["-X", "api.version.request=false", "-X", "broker.
 /// A 3-broker cluster in a chroot of its own, topics created explicitly (auto-creation off, so
 /// an unknown topic stays unknown), or `None` to skip (never under CI).
 async fn cluster(test: &str) -> Option<FakeCluster> {
-    let zk = ZooKeeperServer::shared_or_skip()?;
-    gregor_testkit::init_tracing();
-    Some(
-        FakeCluster::builder(zk.unique_chroot(test))
-            .brokers(3)
-            .configure(|c| c.auto_create_topics_enable = false)
-            .start()
-            .await
-            .expect("the fake cluster starts"),
-    )
-}
-
-/// What a finished command left.
-#[derive(Debug)]
-struct Run {
-    what: String,
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn code(&self) -> Option<i32> {
-        self.status.code()
-    }
-
-    /// Asserts exit 0 and returns stdout.
-    fn ok(&self) -> &str {
-        assert!(self.status.success(), "{} failed ({}): {}", self.what, self.status, self.stderr);
-        &self.stdout
-    }
-
-    /// Asserts exit `code` and that stderr mentions `needle`.
-    fn fails(&self, code: i32, needle: &str) {
-        assert_eq!(self.code(), Some(code), "{}: exit code; stderr: {}", self.what, self.stderr);
-        assert!(self.stderr.contains(needle), "{}: stderr lacks {needle:?}: {}", self.what, self.stderr);
-    }
-}
-
-fn spawn(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Child {
-    Command::new(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the program starts")
-}
-
-/// Runs `program args` with `input` on stdin (closed after it), within [`LIMIT`].
-async fn run_program(program: impl AsRef<std::ffi::OsStr>, args: &[&str], input: &[u8]) -> Run {
-    let what = format!("{} {}", program.as_ref().to_string_lossy(), args.join(" "));
-    let mut child = spawn(program, args);
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let input = input.to_vec();
-    let writer = tokio::spawn(async move {
-        // a command that exits early closes the pipe: not this helper's business
-        let _ = stdin.write_all(&input).await;
-    });
-    let out = tokio::time::timeout(LIMIT, child.wait_with_output())
-        .await
-        .unwrap_or_else(|_| panic!("{what} did not finish within {LIMIT:?}"))
-        .expect("waits");
-    writer.await.unwrap();
-    Run {
-        what,
-        status: out.status,
-        stdout: String::from_utf8(out.stdout).expect("gregor prints UTF-8"),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    cluster_with(test, |_| {}).await
 }
 
 /// Runs `gregor args` with `input` on stdin.

@@ -14,95 +14,26 @@
 //! Without ZooKeeper (Debian's `zookeeper` package) the cluster tests skip.
 
 use std::collections::BTreeMap;
-use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use gregor_testkit::zookeeper::ZooKeeperServer;
+mod common;
+
+use common::{cluster_with, run_program, spawn, Run, LIMIT};
 use gregor_testkit::FakeCluster;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
 
-/// The longest any one command may take.
-const LIMIT: Duration = Duration::from_secs(30);
-
-async fn cluster_with(test: &str, delete_enable: bool) -> Option<FakeCluster> {
-    let zk = ZooKeeperServer::shared_or_skip()?;
-    gregor_testkit::init_tracing();
-    Some(
-        FakeCluster::builder(zk.unique_chroot(test))
-            .brokers(3)
-            .configure(|c| {
-                c.auto_create_topics_enable = false;
-                c.delete_topic_enable = delete_enable;
-            })
-            .start()
-            .await
-            .expect("the fake cluster starts"),
-    )
+async fn cluster_with_delete(test: &str, delete_enable: bool) -> Option<FakeCluster> {
+    cluster_with(test, |c| c.delete_topic_enable = delete_enable).await
 }
 
 async fn cluster(test: &str) -> Option<FakeCluster> {
-    cluster_with(test, false).await
-}
-
-#[derive(Debug)]
-struct Run {
-    what: String,
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn ok(&self) -> &str {
-        assert!(self.status.success(), "{} failed ({}): {}", self.what, self.status, self.stderr);
-        &self.stdout
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(self.ok()).unwrap_or_else(|e| panic!("{}: not JSON ({e}): {}", self.what, self.stdout))
-    }
-
-    /// Asserts exit `code`, that stderr mentions `needle` and that the error is the first
-    /// line of stderr.
-    fn fails(&self, code: i32, needle: &str) {
-        assert_eq!(self.status.code(), Some(code), "{}: exit code; stderr: {}", self.what, self.stderr);
-        assert!(self.stderr.contains(needle), "{}: stderr lacks {needle:?}: {}", self.what, self.stderr);
-        assert!(self.stderr.starts_with("error: "), "{}: {}", self.what, self.stderr);
-    }
-}
-
-fn spawn(args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_gregor"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("gregor starts")
+    cluster_with_delete(test, false).await
 }
 
 async fn gregor_in(args: &[&str], input: &[u8]) -> Run {
-    let what = format!("gregor {}", args.join(" "));
-    let mut child = spawn(args);
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let input = input.to_vec();
-    let writer = tokio::spawn(async move {
-        let _ = stdin.write_all(&input).await;
-    });
-    let out = tokio::time::timeout(LIMIT, child.wait_with_output())
-        .await
-        .unwrap_or_else(|_| panic!("{what} did not finish within {LIMIT:?}"))
-        .expect("waits");
-    writer.await.unwrap();
-    Run {
-        what,
-        status: out.status,
-        stdout: String::from_utf8(out.stdout).expect("UTF-8"),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    run_program(env!("CARGO_BIN_EXE_gregor"), args, input).await
 }
 
 async fn gregor(args: &[&str]) -> Run {
@@ -245,20 +176,20 @@ async fn consume_reads_what_produce_wrote_commits_and_groups_show_the_lag() {
     assert_eq!(total_lag(&describe), 0);
     zk_cmd(&c, "groups", &["--reset-offsets", "--group", "g1", "--topic", "c", "--to", "9999"])
         .await
-        .fails(1, "could not reset the offsets of consumer group \"g1\" on \"c\"");
+        .fails_with_error_line(1, "could not reset the offsets of consumer group \"g1\" on \"c\"");
     zk_cmd(&c, "groups", &["--reset-offsets", "--group", "g1", "--topic", "nope", "--to", "earliest"])
         .await
-        .fails(1, "topic \"nope\" does not exist");
+        .fails_with_error_line(1, "topic \"nope\" does not exist");
 
     // groups --list knows it; an unknown group is named
     assert!(zk_cmd(&c, "groups", &["--list"]).await.ok().lines().any(|l| l == "g1"));
     zk_cmd(&c, "groups", &["--describe", "--group", "nobody"])
         .await
-        .fails(1, "consumer group \"nobody\" does not exist");
+        .fails_with_error_line(1, "consumer group \"nobody\" does not exist");
 
     // an unknown topic is named at once
     let run = zk_cmd(&c, "consume", &["--group", "g2", "--topic", "nope", "--timeout-ms", "500"]).await;
-    run.fails(1, "cannot consume topic \"nope\"");
+    run.fails_with_error_line(1, "cannot consume topic \"nope\"");
     assert!(run.stderr.contains("topic \"nope\" does not exist"), "{}", run.stderr);
 }
 
@@ -281,7 +212,10 @@ async fn consume_by_whitelist_and_blacklist_and_stops_cleanly() {
 
     // without --from-beginning a new group reads only what comes after it joined; Ctrl-C
     // ends it with exit 0 and the commit
-    let mut child = spawn(&["consume", "--zookeeper", c.zookeeper(), "--group", "live", "--topic", "other"]);
+    let mut child = spawn(
+        env!("CARGO_BIN_EXE_gregor"),
+        &["consume", "--zookeeper", c.zookeeper(), "--group", "live", "--topic", "other"],
+    );
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     wait_until("the live consumer owns its partitions", Duration::from_secs(10), async || {
         let owned = c.zk().children("/consumers/live/owners/other").await.unwrap().unwrap_or_default();
@@ -307,16 +241,10 @@ async fn consume_by_whitelist_and_blacklist_and_stops_cleanly() {
     // a reader that closes stdout: exit 0, quietly
     let many: Vec<String> = (0..3000).map(|i| format!("many {i} {}", "x".repeat(100))).collect();
     produce(&c, "wl-a", &many).await;
-    let mut child = spawn(&[
-        "consume",
-        "--zookeeper",
-        c.zookeeper(),
-        "--topic",
-        "wl-a",
-        "--from-beginning",
-        "--timeout-ms",
-        "20000",
-    ]);
+    let mut child = spawn(
+        env!("CARGO_BIN_EXE_gregor"),
+        &["consume", "--zookeeper", c.zookeeper(), "--topic", "wl-a", "--from-beginning", "--timeout-ms", "20000"],
+    );
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut first = String::new();
     stdout.read_line(&mut first).await.unwrap();
@@ -333,7 +261,7 @@ async fn consume_by_whitelist_and_blacklist_and_stops_cleanly() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn topics_create_list_describe_alter_delete_and_the_controller_acts() {
-    let Some(c) = cluster_with("ops-topics", true).await else { return };
+    let Some(c) = cluster_with_delete("ops-topics", true).await else { return };
     let topics = |args: &'static [&'static str]| zk_cmd(&c, "topics", args);
 
     let run = topics(&[
@@ -416,21 +344,23 @@ async fn topics_create_list_describe_alter_delete_and_the_controller_acts() {
     // bad input: exit 1 naming the problem
     topics(&["--create", "--topic", "big", "--partitions", "1", "--replication-factor", "4"])
         .await
-        .fails(1, "replication factor 4 larger than the 3 available brokers");
+        .fails_with_error_line(1, "replication factor 4 larger than the 3 available brokers");
     topics(&["--create", "--topic", "t1", "--partitions", "1", "--replication-factor", "1"])
         .await
-        .fails(1, "topic \"t1\" already exists");
-    topics(&["--describe", "--topic", "nope"]).await.fails(1, "topic \"nope\" does not exist");
-    topics(&["--alter", "--topic", "nope", "--partitions", "9"]).await.fails(1, "topic \"nope\" does not exist");
-    topics(&["--delete", "--topic", "nope"]).await.fails(1, "topic \"nope\" does not exist");
+        .fails_with_error_line(1, "topic \"t1\" already exists");
+    topics(&["--describe", "--topic", "nope"]).await.fails_with_error_line(1, "topic \"nope\" does not exist");
+    topics(&["--alter", "--topic", "nope", "--partitions", "9"])
+        .await
+        .fails_with_error_line(1, "topic \"nope\" does not exist");
+    topics(&["--delete", "--topic", "nope"]).await.fails_with_error_line(1, "topic \"nope\" does not exist");
     topics(&["--alter", "--topic", "t1", "--partitions", "2"])
         .await
-        .fails(1, "could not add partitions to topic \"t1\"");
-    topics(&["--alter", "--topic", "t1", "--config", "no.such=1"]).await.fails(1, "no.such");
-    topics(&["--create", "--topic", "bad", "--replica-assignment", "0:7"]).await.fails(1, "7");
+        .fails_with_error_line(1, "could not add partitions to topic \"t1\"");
+    topics(&["--alter", "--topic", "t1", "--config", "no.such=1"]).await.fails_with_error_line(1, "no.such");
+    topics(&["--create", "--topic", "bad", "--replica-assignment", "0:7"]).await.fails_with_error_line(1, "7");
     topics(&["--create", "--topic", "bad", "--replica-assignment", "0:x"])
         .await
-        .fails(1, "invalid --replica-assignment");
+        .fails_with_error_line(1, "invalid --replica-assignment");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -525,24 +455,30 @@ async fn brokers_health_reassign_and_elect_leaders() {
     let bad = dir.join("bad.json");
     std::fs::write(&bad, "{\"version\":1,\"partitions\":[{\"topic\":\"r\"").unwrap();
     let bf = bad.to_str().unwrap();
-    zk_cmd(&c, "reassign", &["--execute", "--reassignment-json-file", bf]).await.fails(1, "invalid reassignment file");
-    zk_cmd(&c, "reassign", &["--verify", "--reassignment-json-file", bf]).await.fails(1, "invalid reassignment file");
+    zk_cmd(&c, "reassign", &["--execute", "--reassignment-json-file", bf])
+        .await
+        .fails_with_error_line(1, "invalid reassignment file");
+    zk_cmd(&c, "reassign", &["--verify", "--reassignment-json-file", bf])
+        .await
+        .fails_with_error_line(1, "invalid reassignment file");
     zk_cmd(&c, "reassign", &["--generate", "--topics-to-move-json-file", bf, "--broker-list", "0"])
         .await
-        .fails(1, "invalid topics-to-move file");
-    zk_cmd(&c, "elect-leaders", &["--path-to-json-file", bf]).await.fails(1, "invalid preferred replica election file");
+        .fails_with_error_line(1, "invalid topics-to-move file");
+    zk_cmd(&c, "elect-leaders", &["--path-to-json-file", bf])
+        .await
+        .fails_with_error_line(1, "invalid preferred replica election file");
     zk_cmd(&c, "reassign", &["--execute", "--reassignment-json-file", "/no/such/file.json"])
         .await
-        .fails(1, "could not read /no/such/file.json");
+        .fails_with_error_line(1, "could not read /no/such/file.json");
     let unknown_broker = dir.join("unknown.json");
     std::fs::write(&unknown_broker, r#"{"version":1,"partitions":[{"topic":"r","partition":0,"replicas":[7]}]}"#)
         .unwrap();
     zk_cmd(&c, "reassign", &["--execute", "--reassignment-json-file", unknown_broker.to_str().unwrap()])
         .await
-        .fails(1, "7");
+        .fails_with_error_line(1, "7");
     zk_cmd(&c, "reassign", &["--generate", "--topics-to-move-json-file", tf, "--broker-list", "9"])
         .await
-        .fails(1, "could not generate a reassignment");
+        .fails_with_error_line(1, "could not generate a reassignment");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -592,7 +528,7 @@ async fn perf_produce_and_consume_summarize_throughput_and_latency() {
     assert!(j["latency_p99_ms"].as_f64().unwrap() >= j["latency_p50_ms"].as_f64().unwrap(), "{j}");
     gregor(&["perf", "consume", "--zookeeper", c.zookeeper(), "--topic", "nope", "--messages", "1"])
         .await
-        .fails(1, "topic \"nope\" does not exist");
+        .fails_with_error_line(1, "topic \"nope\" does not exist");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -616,7 +552,7 @@ async fn unreachable_zookeeper_fails_with_exit_1_and_usage_errors_exit_2() {
         } else {
             args.extend(["--property", "zookeeper.session.timeout.ms=1500"]);
         }
-        gregor(&args).await.fails(1, "could not connect to zookeeper at 127.0.0.1:1");
+        gregor(&args).await.fails_with_error_line(1, "could not connect to zookeeper at 127.0.0.1:1");
     }
     assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
 

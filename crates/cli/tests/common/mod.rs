@@ -1,0 +1,106 @@
+//! Helpers shared by the CLI's integration tests: a FakeCluster per test and running the
+//! `gregor` binary (or another program) with input, bounded in time.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use gregor_testkit::zookeeper::ZooKeeperServer;
+use gregor_testkit::{BrokerConfig, FakeCluster};
+use tokio::io::AsyncWriteExt;
+use tokio::process::{Child, Command};
+
+/// The longest any one command may take.
+pub const LIMIT: Duration = Duration::from_secs(30);
+
+/// A 3-broker cluster in a chroot of its own with auto-creation off (so an unknown topic stays
+/// unknown) and `configure` applied, or `None` to skip (never under CI).
+pub async fn cluster_with(test: &str, configure: impl FnOnce(&mut BrokerConfig)) -> Option<FakeCluster> {
+    let zk = ZooKeeperServer::shared_or_skip()?;
+    gregor_testkit::init_tracing();
+    Some(
+        FakeCluster::builder(zk.unique_chroot(test))
+            .brokers(3)
+            .configure(|c| {
+                c.auto_create_topics_enable = false;
+                configure(c);
+            })
+            .start()
+            .await
+            .expect("the fake cluster starts"),
+    )
+}
+
+/// What a finished command left.
+#[derive(Debug)]
+pub struct Run {
+    pub what: String,
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    /// Asserts exit 0 and returns stdout.
+    pub fn ok(&self) -> &str {
+        assert!(self.status.success(), "{} failed ({}): {}", self.what, self.status, self.stderr);
+        &self.stdout
+    }
+
+    /// Asserts exit 0 and parses stdout as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(self.ok()).unwrap_or_else(|e| panic!("{}: not JSON ({e}): {}", self.what, self.stdout))
+    }
+
+    /// Asserts exit `code` and that stderr mentions `needle`.
+    pub fn fails(&self, code: i32, needle: &str) {
+        assert_eq!(self.code(), Some(code), "{}: exit code; stderr: {}", self.what, self.stderr);
+        assert!(self.stderr.contains(needle), "{}: stderr lacks {needle:?}: {}", self.what, self.stderr);
+    }
+
+    /// As [`Run::fails`], and the error is the first line of stderr.
+    pub fn fails_with_error_line(&self, code: i32, needle: &str) {
+        self.fails(code, needle);
+        assert!(self.stderr.starts_with("error: "), "{}: {}", self.what, self.stderr);
+    }
+}
+
+/// Starts `program args` with piped stdio, killed when dropped.
+pub fn spawn(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Child {
+    Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the program starts")
+}
+
+/// Runs `program args` with `input` on stdin (closed after it), within [`LIMIT`].
+pub async fn run_program(program: impl AsRef<std::ffi::OsStr>, args: &[&str], input: &[u8]) -> Run {
+    let what = format!("{} {}", program.as_ref().to_string_lossy(), args.join(" "));
+    let mut child = spawn(program, args);
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let input = input.to_vec();
+    let writer = tokio::spawn(async move {
+        // a command that exits early closes the pipe: not this helper's business
+        let _ = stdin.write_all(&input).await;
+    });
+    let out = tokio::time::timeout(LIMIT, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not finish within {LIMIT:?}"))
+        .expect("waits");
+    writer.await.unwrap();
+    Run {
+        what,
+        status: out.status,
+        stdout: String::from_utf8(out.stdout).expect("gregor prints UTF-8"),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
