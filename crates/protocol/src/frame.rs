@@ -151,13 +151,19 @@ pub trait Encode {
     /// for its length prefix.
     fn encode(&self, version: i16, buf: &mut BytesMut) -> Result<()>;
 
+    /// About how many bytes [`Encode::encode`] appends (a hint to size the buffer once, not a
+    /// bound; 0 when unknown). Produce requests give it, as their message sets make them large.
+    fn size_hint(&self) -> usize {
+        0
+    }
+
     /// The value's bytes for `version`, in a new buffer.
     ///
     /// # Errors
     ///
     /// As [`Encode::encode`].
     fn to_bytes(&self, version: i16) -> Result<Bytes> {
-        let mut buf = BytesMut::new();
+        let mut buf = BytesMut::with_capacity(self.size_hint());
         self.encode(version, &mut buf)?;
         Ok(buf.freeze())
     }

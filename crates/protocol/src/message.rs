@@ -342,12 +342,45 @@ impl MessageSet {
     ///
     /// As [`MessageSet::encode`] and [`MessageSet::wrap`].
     pub fn from_messages(messages: impl IntoIterator<Item = Message>, codec: Compression) -> Result<MessageSet> {
-        let entries: Vec<MessageAndOffset> =
-            messages.into_iter().zip(0..).map(|(m, o)| MessageAndOffset::new(o, m)).collect();
-        if codec == Compression::None || entries.is_empty() {
-            return MessageSet::encode(&entries);
+        let messages: Vec<Message> = messages.into_iter().collect();
+        MessageSet::from_message_refs(&messages, codec)
+    }
+
+    /// [`MessageSet::from_messages`] over borrowed messages: the same bytes, written straight
+    /// from the caller's messages (no message, key or value is cloned; one buffer for the set,
+    /// and one more for the compressed payload with a codec).
+    ///
+    /// # Errors
+    ///
+    /// As [`MessageSet::from_messages`].
+    pub fn from_message_refs<'a, I>(messages: I, codec: Compression) -> Result<MessageSet>
+    where
+        I: IntoIterator<Item = &'a Message>,
+        I::IntoIter: Clone,
+    {
+        let messages = messages.into_iter();
+        let size = messages.clone().map(|m| ENTRY_HEADER_SIZE + m.encoded_len()).sum();
+        let mut raw = BytesMut::with_capacity(size);
+        let mut count: i64 = 0;
+        for message in messages {
+            raw.put_i64(count);
+            let at = wire::begin_size(&mut raw);
+            message.encode(&mut raw)?;
+            wire::finish_size(&mut raw, at, "message_size")?;
+            count += 1;
         }
-        MessageSet::encode(&[MessageSet::wrap(&entries, codec)?])
+        if codec == Compression::None || count == 0 {
+            return Ok(MessageSet { bytes: raw.freeze() });
+        }
+        let last = count - 1;
+        let mut compressed = Vec::with_capacity(raw.len() / 2 + 64);
+        compression::compress(codec, &raw, &mut compressed).map_err(|source| Error::Compression {
+            location: MessageLocation { offset: last, ..MessageLocation::default() },
+            codec,
+            source,
+        })?;
+        let wrapper = Message { attributes: codec.attribute_bits(), key: None, value: Some(compressed.into()) };
+        MessageSet::encode(&[MessageAndOffset::new(last, wrapper)])
     }
 
     /// Walks the top-level entries: wrappers are returned as they are (compressed), CRCs and
@@ -524,6 +557,30 @@ mod tests {
 
     fn b(s: &str) -> Option<Bytes> {
         Some(Bytes::copy_from_slice(s.as_bytes()))
+    }
+
+    /// The borrowing builder writes what the entry-by-entry path (`encode` of offsets 0..n, or
+    /// of `wrap` of them) writes, for every codec, and decodes back to the messages.
+    #[test]
+    fn from_message_refs_equals_encoding_entry_by_entry() {
+        let messages: Vec<Message> = (0..50)
+            .map(|i| Message::new(if i % 3 == 0 { None } else { b(&format!("k{i}")) }, b(&format!("value {i}"))))
+            .collect();
+        let entries: Vec<MessageAndOffset> =
+            messages.iter().cloned().zip(0..).map(|(m, o)| MessageAndOffset::new(o, m)).collect();
+        for codec in [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4] {
+            let expected = if codec == Compression::None {
+                MessageSet::encode(&entries).unwrap()
+            } else {
+                MessageSet::encode(&[MessageSet::wrap(&entries, codec).unwrap()]).unwrap()
+            };
+            let built = MessageSet::from_message_refs(&messages, codec).unwrap();
+            assert_eq!(built.as_bytes(), expected.as_bytes(), "{codec:?}");
+            let decoded = built.decode(&DecodeOptions::default()).unwrap();
+            let back: Vec<Message> = decoded.messages.into_iter().map(|m| m.message).collect();
+            assert_eq!(back, messages, "{codec:?}");
+        }
+        assert!(MessageSet::from_message_refs(&[], Compression::Gzip).unwrap().as_bytes().is_empty());
     }
 
     #[test]

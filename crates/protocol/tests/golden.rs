@@ -237,6 +237,8 @@ fn produce_v0_request() {
         )],
     };
     assert_golden(&value, 0, &bytes);
+    // the size hint that sizes the request buffer is exact for a produce request
+    assert_eq!(value.size_hint(), bytes.len());
 }
 
 #[test]

@@ -75,6 +75,15 @@ impl Encode for ProduceRequest {
         buf.put_i32(self.timeout);
         encode_topics(&self.topics, version, buf)
     }
+
+    fn size_hint(&self) -> usize {
+        let entries: usize = self
+            .topics
+            .iter()
+            .map(|t| 2 + t.topic.len() + 4 + t.partitions.iter().map(|p| 8 + p.message_set.len()).sum::<usize>())
+            .sum();
+        2 + 4 + 4 + entries
+    }
 }
 
 impl Decode for ProduceRequest {
