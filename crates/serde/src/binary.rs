@@ -26,11 +26,19 @@ impl Encoder<Bytes> for BytesEncoder {
     fn encode(&self, value: &Bytes) -> Result<Bytes> {
         Ok(value.clone())
     }
+
+    fn encode_owned(&self, value: Bytes) -> std::result::Result<Bytes, (Bytes, crate::Error)> {
+        Ok(value)
+    }
 }
 
 impl Encoder<Vec<u8>> for BytesEncoder {
     fn encode(&self, value: &Vec<u8>) -> Result<Bytes> {
         Ok(Bytes::copy_from_slice(value))
+    }
+
+    fn encode_owned(&self, value: Vec<u8>) -> std::result::Result<Bytes, (Vec<u8>, crate::Error)> {
+        Ok(Bytes::from(value))
     }
 }
 
@@ -109,6 +117,14 @@ mod tests {
         let value = Bytes::from(vec![1u8, 2, 3, 4]);
         let encoded = BytesEncoder.encode(&value).unwrap();
         assert_eq!(encoded.as_ptr(), value.as_ptr());
+        // owned: the same buffer handed over, for Bytes and Vec alike
+        let at = value.as_ptr();
+        drop(encoded);
+        assert_eq!(BytesEncoder.encode_owned(value.clone()).unwrap().as_ptr(), at);
+        let vec = vec![5u8; 100];
+        let at = vec.as_ptr();
+        let encoded = Encoder::<Vec<u8>>::encode_owned(&BytesEncoder, vec).unwrap();
+        assert_eq!((encoded.as_ptr(), encoded.len()), (at, 100));
         let decoded: Bytes = BytesDecoder.decode_bytes(value.slice(1..)).unwrap();
         assert_eq!(decoded.as_ptr(), value[1..].as_ptr());
 

@@ -64,6 +64,10 @@ impl Encoder<String> for StringEncoder {
     fn encode(&self, value: &String) -> Result<Bytes> {
         Ok(Bytes::copy_from_slice(value.as_bytes()))
     }
+
+    fn encode_owned(&self, value: String) -> std::result::Result<Bytes, (String, crate::Error)> {
+        Ok(Bytes::from(value.into_bytes()))
+    }
 }
 
 /// Decodes UTF-8 bytes into a `String`; Kafka's `StringDecoder`.

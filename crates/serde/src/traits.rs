@@ -33,6 +33,23 @@ pub trait Encoder<T: ?Sized>: Send + Sync {
     /// Whatever the encoder cannot encode; for the encoders of this crate, a value that does
     /// not match an Avro schema ([`Error::SchemaMismatch`](crate::Error::SchemaMismatch)).
     fn encode(&self, value: &T) -> Result<Bytes>;
+
+    /// Encodes `value`, taking it: the producer calls this, so an encoder of owned bytes
+    /// (`Bytes`, `Vec<u8>`, `String`) hands the buffer over as it is, with no copy and no
+    /// reference count. The default encodes by reference.
+    ///
+    /// # Errors
+    ///
+    /// As [`Encoder::encode`], with the value given back.
+    fn encode_owned(&self, value: T) -> std::result::Result<Bytes, (T, crate::Error)>
+    where
+        T: Sized,
+    {
+        match self.encode(&value) {
+            Ok(bytes) => Ok(bytes),
+            Err(e) => Err((value, e)),
+        }
+    }
 }
 
 impl<T: ?Sized, F> Encoder<T> for F
