@@ -374,6 +374,33 @@ async fn a_paused_follower_leaves_the_isr_and_acks_all_times_out_while_it_is_in(
     }
 }
 
+/// Regression: a paused follower of an idle partition (its log end equal to the leader's) was
+/// put back in the ISR on every replication round, so the ISR never shrank. It must leave after
+/// replica.lag.time.max.ms and stay out while paused, as a follower that stops fetching does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_follower_of_an_idle_partition_leaves_the_isr_and_stays_out() {
+    let c = cluster_or_skip!("isr-idle", 2);
+    c.create_topic("idle", 1, 2).await.unwrap();
+    let (leader, replicas, _) = c.partition_info("idle", 0).unwrap();
+    let follower = *replicas.iter().find(|r| **r != leader).unwrap();
+    c.pause_broker(follower);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while c.partition_info("idle", 0).unwrap().2.contains(&follower) {
+        assert!(Instant::now() < deadline, "the paused follower never left the ISR");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(c.partition_info("idle", 0).unwrap().2, vec![leader], "back in the ISR while paused");
+    }
+    c.resume_broker(follower);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !c.partition_info("idle", 0).unwrap().2.contains(&follower) {
+        assert!(Instant::now() < deadline, "the follower never rejoined");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_offsets_v0_in_zookeeper_and_v1_at_the_coordinator() {
     let c = cluster_or_skip!("group-offsets", 3);

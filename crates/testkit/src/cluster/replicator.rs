@@ -79,8 +79,11 @@ pub(crate) fn step(st: &mut State, lag_max: Duration) -> (bool, Vec<(String, i32
             p.isr
                 .retain(|r| *r == leader || logs.get(r).is_some_and(|x| now.duration_since(x.caught_up_at) <= lag_max));
             for r in p.replicas.clone() {
-                if !p.isr.contains(&r) && live.contains(&r) && p.logs.get(&r).is_some_and(|x| x.log.leo() == leader_leo)
-                {
+                // back in only a follower that fetches (serving: running and not paused) and is
+                // registered, once caught up: a paused follower stays out, as one that stopped
+                // fetching for replica.lag.time.max.ms does in 0.8.2
+                let fetching = serving.contains(&r) && live.contains(&r);
+                if !p.isr.contains(&r) && fetching && p.logs.get(&r).is_some_and(|x| x.log.leo() == leader_leo) {
                     p.isr.push(r);
                 }
             }
