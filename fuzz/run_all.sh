@@ -24,7 +24,7 @@ mkdir -p logs
 run() {
     local t=$1
     # shellcheck disable=SC2086
-    cargo fuzz run ${CARGO_FUZZ_FLAGS:-} "$t" -- -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 \
+    cargo fuzz run ${CARGO_FUZZ_FLAGS:-} "$t" -- -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb="${MALLOC_LIMIT_MB:-64}" \
         -print_final_stats=1 >"logs/$t.log" 2>&1
     echo "$t exit $?" >>"logs/$t.log"
 }

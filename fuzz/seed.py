@@ -15,7 +15,15 @@ OUT_DIR/<target>/<fixture name>:
 * message_set_wrapped: codec selector byte + each of those sets (the target compresses it);
 * decompress: codec byte + value of every compressed wrapper in those sets, and byte 0 + set;
 * split_frame: selector byte 0xff (max frame 4080 bytes, chunks of 3) + a request frame followed
-  by its response frame.
+  by its response frame;
+* net_connection: a selector byte + Metadata v0 and Fetch v0 response frames whose correlation
+  ids are rewritten to 0, 1, ... (the ids the target's requests get);
+
+and, not from the fixtures, hand-made seeds for the other crates' parsers: avro_datum,
+avro_schema and avro_framed (datums of the schemas in fuzz/src/avro.rs, encoded here by a small
+Avro writer), zk_payloads (every znode document of DESIGN.md section 3, in Kafka's field order
+and another), admin_json (reassignment plans, topics-to-move lists, replica assignments, topic
+configs).
 
 Existing files in OUT_DIR are kept (libFuzzer adds what it finds there); standard library only.
 """
@@ -114,6 +122,163 @@ def wrapper_values(message_set):
     return out
 
 
+# --- hand-made seeds of the targets beyond gregor-protocol ------------------------------------
+
+
+def zz(n):
+    """An Avro long: zigzag, then a little-endian base-128 varint."""
+    n = (n << 1) ^ (n >> 63)
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def av_bytes(b):
+    return zz(len(b)) + b
+
+
+def av_str(s):
+    return av_bytes(s.encode())
+
+
+def avro_seeds():
+    """(name, writer index, datum) of each schema in fuzz/src/avro.rs."""
+    inner = zz(3) + zz(0)  # Inner {x: 3, c: RED}
+    all_ = (
+        b""  # n: null
+        + b"\x01"  # b: true
+        + zz(5)  # i
+        + zz(-300)  # l
+        + struct.pack("<f", 1.5)
+        + struct.pack("<d", -2.25)
+        + av_bytes(b"\x00\xff")
+        + av_str("h\u00e9llo")
+        + zz(2)  # e: BLUE
+        + b"abcd"  # fx
+        + zz(2) + zz(1) + zz(2) + zz(0)  # a: [1, 2]
+        + zz(1) + av_str("k") + av_str("v") + zz(0)  # m: {k: v}
+        + zz(1) + av_str("x")  # u: branch 1, string
+        + av_bytes(b"\x01\x00")  # dec: 2.56
+        + b"\x00" * 7 + b"\x2a"  # decf
+        + av_str("67e55044-10b1-426f-9247-bb680e5fe0c8")  # uuid
+        + zz(19000)  # date
+        + zz(3_600_000)  # time-millis
+        + zz(3_600_000_000)  # time-micros
+        + zz(1_427_000_000_000)  # timestamp-millis
+        + zz(1_427_000_000_000_000)  # timestamp-micros
+        + zz(1_427_000_000_000)  # local-timestamp-millis
+        + zz(1_427_000_000_000_000)  # local-timestamp-micros
+        + struct.pack("<III", 1, 2, 3)  # duration
+        + zz(1) + zz(1) + av_str("k") + zz(1) + inner + zz(0) + zz(0)  # nested: [{k: Inner}]
+    )
+    # the same array as one block with its byte size (a negative count)
+    all_sized = all_.replace(zz(2) + zz(1) + zz(2) + zz(0), zz(-2) + zz(2) + zz(1) + zz(2) + zz(0), 1)
+    node = zz(1) + zz(1) + zz(2) + zz(1) + zz(3) + zz(0)  # 1 -> 2 -> 3
+    tree = av_str("root") + zz(2) + av_str("a") + zz(0) + av_str("b") + zz(1) + av_str("c") + zz(0) + zz(0) + zz(0)
+    return [
+        ("all", 0, all_),
+        ("all-sized-block", 0, all_sized),
+        ("node", 1, node),
+        ("tree", 2, tree),
+        ("union-null", 3, zz(0)),
+        ("union-string", 3, zz(2) + av_str("hi")),
+        ("union-bytes-array", 3, zz(3) + zz(2) + av_bytes(b"a") + av_bytes(b"") + zz(0)),
+        ("union-map", 3, zz(4) + zz(1) + av_str("pi") + struct.pack("<d", 3.14) + zz(0)),
+        ("union-float", 3, zz(5) + struct.pack("<f", float("nan"))),
+        ("nulls", 4, zz(2) + zz(3) + zz(0) + zz(0) + zz(0)),
+        ("empties", 5, zz(3) + av_str("a") + zz(1) + av_str("b") + zz(2) + av_str("c") + zz(0) + zz(0)),
+        ("big", 6, av_bytes(av_bytes(b"\x01\x00") + zz(2)) + av_bytes(b"raw")),
+    ]
+
+
+def schema_texts():
+    """The writer and reader schemas of fuzz/src/avro.rs, from its raw string literals."""
+    import re
+
+    text = (ROOT / "fuzz" / "src" / "avro.rs").read_text()
+    literals = re.findall(r'r#"(.*?)"#', text, re.S)
+    half = len(literals) // 2
+    return literals[:half], literals[half:]
+
+
+ZK_DOCS = {
+    "broker": b'{"version":1,"host":"127.0.0.1","port":9092,"jmx_port":-1,"timestamp":"1427000000000"}',
+    "broker-kafka-order": b'{"jmx_port":-1,"timestamp":"1427000000000","host":"kafka1","version":1,"port":9092}',
+    "broker-number-timestamp": b'{"version":1,"host":"h","port":1,"jmx_port":9999,"timestamp":1427000000000}',
+    "topic": b'{"version":1,"partitions":{"0":[1,2],"1":[2,0],"2":[0,1]}}',
+    "state": b'{"version":1,"leader":1,"leader_epoch":3,"controller_epoch":2,"isr":[1,2]}',
+    "state-kafka-order": b'{"controller_epoch":2,"leader":-1,"version":1,"leader_epoch":0,"isr":[]}',
+    "controller": b'{"version":1,"brokerid":2,"timestamp":"1427000000000"}',
+    "topic-config": b'{"version":1,"config":{"retention.ms":"86400000","cleanup.policy":"compact"}}',
+    "config-change": b'"events"',
+    "reassign": b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]},'
+    b'{"topic":"t","partition":1,"replicas":[2,0]}]}',
+    "election": b'{"version":1,"partitions":[{"topic":"t","partition":0},{"topic":"u","partition":3}]}',
+    "consumer": b'{"version":1,"subscription":{"events":2},"pattern":"static","timestamp":"1427000000000"}',
+    "consumer-whitelist": b'{"pattern":"white_list","subscription":{"ev.*":1},"timestamp":"1","version":1}',
+    "offset": b"42",
+    "offset-negative": b"-1",
+    "epoch": b" 7\n",
+    "path": b"/brokers/topics/events/partitions/0/state",
+    "topic-name": b"my.topic_name-1",
+    "connect": b"zk1:2181,zk2:2182/kafka/prod",
+    "connect-ipv6": b"[::1]:2181,127.0.0.1/chroot",
+}
+
+ADMIN_DOCS = {
+    "plan": b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]},'
+    b'{"topic":"u","partition":3,"replicas":[0]}]}',
+    "plan-no-version": b'{"partitions":[{"replicas":[2,1],"partition":1,"topic":"t","extra":true}]}',
+    "topics-to-move": b'{"topics":[{"topic":"foo"},{"topic":"bar"}],"version":1}',
+    "replica-assignment": b"0:1,1:2,2:0",
+    "replica-assignment-spaces": b" 3 : 4 ",
+    "topic-config": b"retention.ms=86400000\nsegment.bytes=1073741824\nmin.cleanable.dirty.ratio=0.5\n"
+    b"cleanup.policy=compact\nunclean.leader.election.enable=false",
+}
+
+
+def add_new_target_seeds(add, frames):
+    writers, readers = schema_texts()
+    for name, index, datum in avro_seeds():
+        add("avro_datum", name, bytes([index]) + datum)
+        add("avro_datum", name + "-resolved", bytes([index | 0x80]) + datum)
+        add("avro_framed", name, b"\x00" + struct.pack(">i", index) + datum)
+        w, r = writers[index].encode(), readers[index].encode()
+        add("avro_schema", name, struct.pack(">H", len(w)) + w + struct.pack(">H", 0) + datum)
+        add("avro_schema", name + "-resolved", struct.pack(">H", len(w)) + w + struct.pack(">H", len(r)) + r + datum)
+    add("avro_framed", "unknown-id", b"\x00\x00\x00\x00\x63\x00")
+    add("avro_framed", "not-framed", "caf\u00e9".encode())
+    for name, doc in ZK_DOCS.items():
+        add("zk_payloads", name, doc)
+    for name, doc in ADMIN_DOCS.items():
+        add("admin_json", name, doc)
+    add("admin_json", "reassign-znode", ZK_DOCS["reassign"])
+
+    def with_id(frame, cid):
+        return frame[:4] + struct.pack(">i", cid) + frame[8:]
+
+    metadata = [p["resp"] for s, p in frames.items() if "-metadata_v0" in s and "resp" in p]
+    fetch = [p["resp"] for s, p in frames.items() if "-fetch_v0" in s and "resp" in p]
+    for i, md in enumerate(metadata[:6]):
+        # max frame 1 MiB, whole stream at once, one request
+        add("net_connection", f"metadata{i}", bytes([2 | 7 << 2]) + with_id(md, 0))
+        # max frame 64 bytes: too large
+        add("net_connection", f"metadata{i}-too-large", bytes([0 | 7 << 2]) + with_id(md, 0))
+    for i, (md, fe) in enumerate(zip(metadata, fetch[:6])):
+        # two requests, chunks of 16 bytes
+        add("net_connection", f"metadata-fetch{i}", bytes([2 | 3 << 2 | 1 << 5]) + with_id(md, 0) + with_id(fe, 1))
+        # four requests, one byte at a time, answered out of order
+        stream = with_id(fe, 1) + with_id(md, 0) + with_id(fe, 3) + with_id(md, 2)
+        add("net_connection", f"four{i}", bytes([2 | 0 << 2 | 3 << 5]) + stream)
+
+
 def main():
     out_dir = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "fuzz" / "corpus"
     files = []
@@ -157,6 +322,7 @@ def main():
                     add("decompress", f"{name}.set{i}.wrapper{j}", bytes([codec]) + value)
     for stem, pair in frames.items():
         add("split_frame", stem, b"\xff" + pair.get("req", b"") + pair.get("resp", b""))
+    add_new_target_seeds(add, frames)
 
     total = 0
     for target, named in sorted(seeds.items()):

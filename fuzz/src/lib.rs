@@ -1,8 +1,10 @@
-//! Helpers shared by the fuzz targets in `fuzz_targets/`.
+//! Helpers shared by the fuzz targets in `fuzz_targets/` ([`avro`]: those of `gregor-serde`).
 //!
 //! Every check here is an invariant of `gregor-protocol` that must hold for ANY input:
 //! decoding never panics, a decode that succeeds re-encodes to exactly the bytes it read,
 //! decompression respects its output bound and leaves `out` untouched on error.
+
+pub mod avro;
 
 use std::fmt::Debug;
 
