@@ -1,7 +1,10 @@
 //! Per-topic configuration overrides as Kafka 0.8.2's `LogConfig` knows them. Pure.
 //!
 //! Kafka's tools refuse a property `LogConfig` does not know ("Unknown configuration") and a
-//! value that does not parse as the property's type; so does [`validate_topic_config`].
+//! value that does not parse as the property's type; so does [`validate_topic_config`]. It also
+//! refuses values out of the range later Kafka versions' `LogConfig` enforce (0.8.2 checks only
+//! `min.insync.replicas`, and a broker given `segment.bytes=0` or `segment.ms=0` rolls a new
+//! segment for every message): see [`config_range`].
 
 use std::collections::BTreeMap;
 
@@ -48,6 +51,27 @@ pub fn config_type(property: &str) -> Option<ConfigType> {
     TOPIC_CONFIGS.iter().find(|(name, _)| *name == property).map(|(_, t)| *t)
 }
 
+/// The smallest value accepted for a numeric per-topic property (`None`: any value of its
+/// type), as later Kafka versions' `LogConfig` define them: a segment holds at least one
+/// message overhead (14 bytes) and lives at least 1 ms, an index at least one entry (4 bytes),
+/// a flush happens at least every message, `min.insync.replicas` is at least 1, and the other
+/// sizes and times are not negative. `retention.bytes` and `retention.ms` may be negative
+/// (no limit). `min.cleanable.dirty.ratio` is between 0 and 1.
+pub fn config_range(property: &str) -> Option<i64> {
+    Some(match property {
+        "segment.bytes" => 14,
+        "segment.ms" | "flush.messages" | "min.insync.replicas" => 1,
+        "segment.index.bytes" => 4,
+        "segment.jitter.ms"
+        | "flush.ms"
+        | "max.message.bytes"
+        | "index.interval.bytes"
+        | "delete.retention.ms"
+        | "file.delete.delay.ms" => 0,
+        _ => return None,
+    })
+}
+
 fn names() -> String {
     TOPIC_CONFIGS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
 }
@@ -61,12 +85,12 @@ pub fn validate_config_name(property: &str) -> Result<ConfigType> {
     config_type(property).ok_or_else(|| Error::InvalidConfig {
         property: property.to_owned(),
         value: None,
-        reason: format!("unknown topic config; Kafka 0.8.2 knows {}", names()),
+        reason: format!("Kafka 0.8.2 knows {}", names()),
     })
 }
 
 /// Checks one property and its value as `LogConfig.validate` does: a known name, a value of
-/// the property's type, and `min.insync.replicas` at least 1.
+/// the property's type, and (beyond 0.8.2) in the property's range ([`config_range`]).
 ///
 /// # Errors
 ///
@@ -78,18 +102,24 @@ pub fn validate_config(property: &str, value: &str) -> Result<()> {
         value: Some(value.to_owned()),
         reason: reason.to_owned(),
     };
+    let at_least = |v: i64| match config_range(property) {
+        Some(min) if v < min => Err(bad(&format!("must be at least {min}"))),
+        _ => Ok(()),
+    };
     match kind {
         ConfigType::Int => {
             let v = value.parse::<i32>().map_err(|_| bad("expected a 32-bit integer"))?;
-            if property == "min.insync.replicas" && v < 1 {
-                return Err(bad("min.insync.replicas must be at least 1"));
-            }
+            at_least(v.into())?;
         }
         ConfigType::Long => {
-            value.parse::<i64>().map_err(|_| bad("expected a 64-bit integer"))?;
+            let v = value.parse::<i64>().map_err(|_| bad("expected a 64-bit integer"))?;
+            at_least(v)?;
         }
         ConfigType::Double => {
-            value.trim().parse::<f64>().map_err(|_| bad("expected a number"))?;
+            let v = value.trim().parse::<f64>().map_err(|_| bad("expected a number"))?;
+            if property == "min.cleanable.dirty.ratio" && !(0.0..=1.0).contains(&v) {
+                return Err(bad("must be between 0 and 1"));
+            }
         }
         ConfigType::Boolean => {
             if !value.eq_ignore_ascii_case("true") && !value.eq_ignore_ascii_case("false") {
@@ -154,18 +184,16 @@ mod tests {
     fn refused_properties() {
         let err = validate_config("retention.hours", "1").unwrap_err();
         assert!(
-            err.to_string().starts_with(
-                "invalid topic config retention.hours: unknown topic config; Kafka 0.8.2 knows segment.bytes, "
-            ),
+            err.to_string().starts_with("unknown topic config \"retention.hours\": Kafka 0.8.2 knows segment.bytes, "),
             "{err}"
         );
         assert_eq!(
             validate_config("max.message.bytes", "3000000000").unwrap_err().to_string(),
-            "invalid topic config max.message.bytes=3000000000: expected a 32-bit integer"
+            "invalid value \"3000000000\" for topic config max.message.bytes: expected a 32-bit integer"
         );
         assert_eq!(
             validate_config("min.insync.replicas", "0").unwrap_err().to_string(),
-            "invalid topic config min.insync.replicas=0: min.insync.replicas must be at least 1"
+            "invalid value \"0\" for topic config min.insync.replicas: must be at least 1"
         );
         validate_config("unclean.leader.election.enable", "yes").unwrap_err();
         validate_config("cleanup.policy", "forever").unwrap_err();

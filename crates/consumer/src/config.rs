@@ -3,9 +3,26 @@
 //! Every property of 0.8.2's `kafka.consumer.ConsumerConfig` that the connector uses is here,
 //! spelled as Kafka spells it. Build one with [`ConsumerConfig::builder`] (setters are the
 //! property names with dots as underscores, `.ms` dropped when the setter takes a
-//! [`Duration`]) or from Kafka's property names with [`ConsumerConfig::from_properties`].
+//! [`Duration`]) or from Kafka's property names with [`ConsumerConfig::from_properties`];
+//! [`ConsumerConfig::to_properties`] writes them back.
+//!
+//! Validation: [`ConsumerConfigBuilder::build`] (which `from_properties` ends in) refuses every
+//! value that cannot work with a [`ConfigError`] naming the property and the reason, e.g.
+//! `invalid value "earliest" for auto.offset.reset: must be smallest or largest`. It applies
+//! Kafka 0.8.2's `ConsumerConfig.validate` (`group.id` and `client.id` of ASCII letters and
+//! digits, `.`, `_`, `-`; `auto.offset.reset`; `offsets.storage`; `socket.timeout.ms` at least
+//! `fetch.wait.max.ms`) and more where 0.8.2 accepts a value that cannot work: millisecond,
+//! count and size properties are Kafka `int`s (at most 2147483647), counts and sizes that size
+//! a queue at least 1, `fetch.message.max.bytes` at least [`MIN_FETCH_MESSAGE_MAX_BYTES`],
+//! `consumer.timeout.ms` -1 or more, `zookeeper.connect` a parseable
+//! `host:port[,host:port...][/chroot]`, `partition.assignment.strategy` `range` or `roundrobin`
+//! (0.8.2 silently uses range for anything else), `consumer.id` Kafka's characters (it becomes
+//! part of a znode name). An unknown property name is [`ConfigError::Unknown`], where Kafka
+//! 0.8.2 only logs a warning.
 
 use std::time::Duration;
+
+use gregor_protocol::message::{ENTRY_HEADER_SIZE, MESSAGE_V0_OVERHEAD};
 
 use crate::assignment::AssignmentStrategy;
 
@@ -57,6 +74,45 @@ pub const DEFAULT_OFFSETS_CHANNEL_SOCKET_TIMEOUT_MS: u64 = 10_000;
 pub const DEFAULT_OFFSETS_COMMIT_MAX_RETRIES: u32 = 5;
 /// `dual.commit.enabled` default: true (it only matters with `offsets.storage=kafka`).
 pub const DEFAULT_DUAL_COMMIT_ENABLED: bool = true;
+/// The smallest `fetch.message.max.bytes` accepted: an offset/size header and an empty
+/// Message v0 (26 bytes). Below it not even the size of the next message comes back.
+pub const MIN_FETCH_MESSAGE_MAX_BYTES: i32 = (ENTRY_HEADER_SIZE + MESSAGE_V0_OVERHEAD) as i32;
+
+/// Every property [`ConsumerConfig::from_properties`] knows: all of Kafka 0.8.2's
+/// `kafka.consumer.ConsumerConfig` (and its `ZKConfig`).
+pub const PROPERTIES: &[&str] = &[
+    "group.id",
+    "consumer.id",
+    "zookeeper.connect",
+    "zookeeper.session.timeout.ms",
+    "zookeeper.connection.timeout.ms",
+    "zookeeper.sync.time.ms",
+    "socket.timeout.ms",
+    "socket.receive.buffer.bytes",
+    "fetch.message.max.bytes",
+    "num.consumer.fetchers",
+    "auto.commit.enable",
+    "auto.commit.interval.ms",
+    "queued.max.message.chunks",
+    "rebalance.max.retries",
+    "rebalance.backoff.ms",
+    "refresh.leader.backoff.ms",
+    "fetch.min.bytes",
+    "fetch.wait.max.ms",
+    "auto.offset.reset",
+    "consumer.timeout.ms",
+    "exclude.internal.topics",
+    "partition.assignment.strategy",
+    "client.id",
+    "offsets.storage",
+    "offsets.channel.backoff.ms",
+    "offsets.channel.socket.timeout.ms",
+    "offsets.commit.max.retries",
+    "dual.commit.enabled",
+];
+
+/// The largest value of a Kafka `int` property (milliseconds, counts, sizes).
+const INT_MAX: i64 = i32::MAX as i64;
 
 /// `auto.offset.reset`: where to start when there is no committed offset, or it is out of range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +121,16 @@ pub enum AutoOffsetReset {
     Smallest,
     /// `largest`: the log end (only new messages).
     Largest,
+}
+
+impl AutoOffsetReset {
+    /// Kafka's name: `smallest` or `largest`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AutoOffsetReset::Smallest => "smallest",
+            AutoOffsetReset::Largest => "largest",
+        }
+    }
 }
 
 /// `offsets.storage`: where offsets are committed and read.
@@ -76,16 +142,28 @@ pub enum OffsetsStorage {
     Kafka,
 }
 
-/// Returned by [`ConsumerConfigBuilder::build`] and [`ConsumerConfig::from_properties`].
+impl OffsetsStorage {
+    /// Kafka's name: `zookeeper` or `kafka`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OffsetsStorage::Zookeeper => "zookeeper",
+            OffsetsStorage::Kafka => "kafka",
+        }
+    }
+}
+
+/// Returned by [`ConsumerConfigBuilder::build`] and [`ConsumerConfig::from_properties`]. Its
+/// messages are those of every gregor client crate's configuration error (see
+/// [`gregor_net::ConfigError`]).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
     /// Returned when a property has an impossible value or combination.
-    #[error("invalid {property}={value:?}: {reason}")]
+    #[error("invalid value {value:?} for {property}: {reason}")]
     Invalid {
         /// Kafka's property name.
         property: &'static str,
-        /// The value given.
+        /// The value given (values over 64 bytes are shortened).
         value: String,
         /// Why it is rejected, with the fix.
         reason: String,
@@ -96,12 +174,79 @@ pub enum ConfigError {
         /// Kafka's property name.
         property: &'static str,
     },
-    /// Returned by `from_properties` for a property the consumer does not know.
-    #[error("unknown consumer property {property:?}")]
+    /// Returned by `from_properties` for a property the consumer does not know (a typo, or a
+    /// property of another client). Kafka 0.8.2 logs a warning and goes on; gregor refuses, so
+    /// a typo cannot silently keep a default.
+    #[error("unknown consumer property {property:?}; known: {}", PROPERTIES.join(", "))]
     Unknown {
         /// The name given.
         property: String,
     },
+}
+
+fn invalid(property: &'static str, value: impl ToString, reason: impl Into<String>) -> ConfigError {
+    let value = value.to_string();
+    let value = if value.len() > 64 {
+        let mut end = 64;
+        while !value.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}... ({} bytes)", &value[..end], value.len())
+    } else {
+        value
+    };
+    ConfigError::Invalid { property, value, reason: reason.into() }
+}
+
+/// Parses an integer property and checks it lies in `min..=max`.
+fn parse_int(property: &'static str, value: &str, min: i64, max: i64) -> Result<i64, ConfigError> {
+    let n: i64 = value.parse().map_err(|_| invalid(property, value, format!("not an integer ({min} to {max})")))?;
+    if n < min || n > max {
+        return Err(invalid(property, value, format!("must be between {min} and {max}")));
+    }
+    Ok(n)
+}
+
+/// `true` or `false` in any case, as Kafka's `VerifiableProperties.getBoolean` (Scala's
+/// `toBoolean`) reads them.
+fn parse_bool(property: &'static str, value: &str) -> Result<bool, ConfigError> {
+    if value.eq_ignore_ascii_case("true") {
+        Ok(true)
+    } else if value.eq_ignore_ascii_case("false") {
+        Ok(false)
+    } else {
+        Err(invalid(property, value, "must be true or false"))
+    }
+}
+
+/// Checks a duration set through the builder: `min_ms` to 2147483647 ms (a Kafka `int`).
+fn check_ms(property: &'static str, d: Duration, min_ms: u128) -> Result<(), ConfigError> {
+    let ms = d.as_millis();
+    if ms < min_ms || ms > INT_MAX as u128 {
+        return Err(invalid(property, ms, format!("must be between {min_ms} and {INT_MAX}")));
+    }
+    Ok(())
+}
+
+/// Checks a count or size set through the builder: `min` to 2147483647 (a Kafka `int`).
+fn check_count(property: &'static str, n: i64, min: i64) -> Result<(), ConfigError> {
+    if n < min || n > INT_MAX {
+        return Err(invalid(property, n, format!("must be between {min} and {INT_MAX}")));
+    }
+    Ok(())
+}
+
+/// Kafka 0.8.2's `Config.validateChars` for `group.id`, `client.id` (and, here, `consumer.id`):
+/// only ASCII letters and digits, `.`, `_` and `-`.
+fn check_chars(property: &'static str, value: &str) -> Result<(), ConfigError> {
+    match value.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
+        Some(c) => Err(invalid(
+            property,
+            value,
+            format!("contains {c:?}: only ASCII letters and digits, '.', '_' and '-' are allowed"),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Kafka 0.8.2's high-level consumer configuration. See each builder setter for the
@@ -172,13 +317,16 @@ impl ConsumerConfig {
         ConsumerConfigBuilder::default()
     }
 
-    /// Reads Kafka's property names (`group.id`, `zookeeper.connect`, ...).
+    /// Reads Kafka's property names ([`PROPERTIES`]); values are trimmed, durations are in
+    /// milliseconds, booleans and `offsets.storage` are read in any case (as Kafka does),
+    /// `consumer.timeout.ms=-1` blocks forever.
     ///
     /// # Errors
     ///
     /// [`ConfigError::Unknown`] for a name the consumer does not know, [`ConfigError::Invalid`]
     /// for a value that does not parse or is impossible, [`ConfigError::Missing`] without
-    /// `group.id` or `zookeeper.connect`.
+    /// `group.id` or `zookeeper.connect`, and everything [`ConsumerConfigBuilder::build`]
+    /// refuses.
     pub fn from_properties<I, K, V>(properties: I) -> Result<ConsumerConfig, ConfigError>
     where
         I: IntoIterator<Item = (K, V)>,
@@ -187,108 +335,102 @@ impl ConsumerConfig {
     {
         let mut b = ConsumerConfig::builder();
         for (k, v) in properties {
-            let (k, v) = (k.as_ref(), v.as_ref().trim());
-            macro_rules! num {
-                ($prop:literal, $ty:ty) => {
-                    v.parse::<$ty>().map_err(|e| ConfigError::Invalid {
-                        property: $prop,
-                        value: v.to_owned(),
-                        reason: format!("not a number: {e}"),
-                    })?
-                };
-            }
-            macro_rules! ms {
-                ($prop:literal) => {
-                    Duration::from_millis(num!($prop, u64))
-                };
-            }
-            macro_rules! boolean {
-                ($prop:literal) => {
-                    match v {
-                        "true" => true,
-                        "false" => false,
-                        _ => {
-                            return Err(ConfigError::Invalid {
-                                property: $prop,
-                                value: v.to_owned(),
-                                reason: "expected true or false".into(),
-                            })
-                        }
-                    }
-                };
-            }
-            b = match k {
+            let (k, v) = (k.as_ref().trim(), v.as_ref().trim());
+            let Some(p) = PROPERTIES.iter().copied().find(|p| *p == k) else {
+                return Err(ConfigError::Unknown { property: k.to_owned() });
+            };
+            let int = |min: i64| parse_int(p, v, min, INT_MAX);
+            let ms = |min: i64| parse_int(p, v, min, INT_MAX).map(|n| Duration::from_millis(n as u64));
+            b = match p {
                 "group.id" => b.group_id(v),
                 "consumer.id" => b.consumer_id(v),
                 "zookeeper.connect" => b.zookeeper_connect(v),
-                "zookeeper.session.timeout.ms" => b.zookeeper_session_timeout(ms!("zookeeper.session.timeout.ms")),
-                "zookeeper.connection.timeout.ms" => {
-                    b.zookeeper_connection_timeout(ms!("zookeeper.connection.timeout.ms"))
-                }
-                "zookeeper.sync.time.ms" => b.zookeeper_sync_time(ms!("zookeeper.sync.time.ms")),
-                "socket.timeout.ms" => b.socket_timeout(ms!("socket.timeout.ms")),
-                "socket.receive.buffer.bytes" => {
-                    b.socket_receive_buffer_bytes(num!("socket.receive.buffer.bytes", usize))
-                }
-                "fetch.message.max.bytes" => b.fetch_message_max_bytes(num!("fetch.message.max.bytes", i32)),
-                "num.consumer.fetchers" => b.num_consumer_fetchers(num!("num.consumer.fetchers", usize)),
-                "auto.commit.enable" => b.auto_commit_enable(boolean!("auto.commit.enable")),
-                "auto.commit.interval.ms" => b.auto_commit_interval(ms!("auto.commit.interval.ms")),
-                "queued.max.message.chunks" => b.queued_max_message_chunks(num!("queued.max.message.chunks", usize)),
-                "rebalance.max.retries" => b.rebalance_max_retries(num!("rebalance.max.retries", u32)),
-                "rebalance.backoff.ms" => b.rebalance_backoff(ms!("rebalance.backoff.ms")),
-                "refresh.leader.backoff.ms" => b.refresh_leader_backoff(ms!("refresh.leader.backoff.ms")),
-                "fetch.min.bytes" => b.fetch_min_bytes(num!("fetch.min.bytes", i32)),
-                "fetch.wait.max.ms" => b.fetch_wait_max(ms!("fetch.wait.max.ms")),
+                "zookeeper.session.timeout.ms" => b.zookeeper_session_timeout(ms(0)?),
+                "zookeeper.connection.timeout.ms" => b.zookeeper_connection_timeout(ms(0)?),
+                "zookeeper.sync.time.ms" => b.zookeeper_sync_time(ms(0)?),
+                "socket.timeout.ms" => b.socket_timeout(ms(0)?),
+                "socket.receive.buffer.bytes" => b.socket_receive_buffer_bytes(int(1)? as usize),
+                "fetch.message.max.bytes" => b.fetch_message_max_bytes(int(i32::MIN as i64)? as i32),
+                "num.consumer.fetchers" => b.num_consumer_fetchers(int(1)? as usize),
+                "auto.commit.enable" => b.auto_commit_enable(parse_bool(p, v)?),
+                "auto.commit.interval.ms" => b.auto_commit_interval(ms(0)?),
+                "queued.max.message.chunks" => b.queued_max_message_chunks(int(1)? as usize),
+                "rebalance.max.retries" => b.rebalance_max_retries(int(0)? as u32),
+                "rebalance.backoff.ms" => b.rebalance_backoff(ms(0)?),
+                "refresh.leader.backoff.ms" => b.refresh_leader_backoff(ms(0)?),
+                "fetch.min.bytes" => b.fetch_min_bytes(int(i32::MIN as i64)? as i32),
+                "fetch.wait.max.ms" => b.fetch_wait_max(ms(0)?),
                 "auto.offset.reset" => b.auto_offset_reset(match v {
                     "smallest" => AutoOffsetReset::Smallest,
                     "largest" => AutoOffsetReset::Largest,
-                    _ => {
-                        return Err(ConfigError::Invalid {
-                            property: "auto.offset.reset",
-                            value: v.to_owned(),
-                            reason: "expected smallest or largest".into(),
-                        })
-                    }
+                    _ => return Err(invalid(p, v, "must be smallest or largest")),
                 }),
-                "consumer.timeout.ms" => {
-                    let n = num!("consumer.timeout.ms", i64);
-                    b.consumer_timeout(if n < 0 { None } else { Some(Duration::from_millis(n as u64)) })
-                }
-                "exclude.internal.topics" => b.exclude_internal_topics(boolean!("exclude.internal.topics")),
+                "consumer.timeout.ms" => match parse_int(p, v, -1, INT_MAX)
+                    .map_err(|_| invalid(p, v, "must be -1 (block forever) or 0 to 2147483647"))?
+                {
+                    -1 => b.consumer_timeout(None),
+                    n => b.consumer_timeout(Some(Duration::from_millis(n as u64))),
+                },
+                "exclude.internal.topics" => b.exclude_internal_topics(parse_bool(p, v)?),
                 "partition.assignment.strategy" => b.partition_assignment_strategy(match v {
                     "range" => AssignmentStrategy::Range,
                     "roundrobin" => AssignmentStrategy::RoundRobin,
-                    _ => {
-                        return Err(ConfigError::Invalid {
-                            property: "partition.assignment.strategy",
-                            value: v.to_owned(),
-                            reason: "expected range or roundrobin".into(),
-                        })
-                    }
+                    _ => return Err(invalid(p, v, "must be range or roundrobin")),
                 }),
                 "client.id" => b.client_id(v),
-                "offsets.storage" => b.offsets_storage(match v {
+                "offsets.storage" => b.offsets_storage(match v.to_ascii_lowercase().as_str() {
                     "zookeeper" => OffsetsStorage::Zookeeper,
                     "kafka" => OffsetsStorage::Kafka,
-                    _ => {
-                        return Err(ConfigError::Invalid {
-                            property: "offsets.storage",
-                            value: v.to_owned(),
-                            reason: "expected zookeeper or kafka".into(),
-                        })
-                    }
+                    _ => return Err(invalid(p, v, "must be zookeeper or kafka")),
                 }),
-                "offsets.channel.backoff.ms" => b.offsets_channel_backoff(ms!("offsets.channel.backoff.ms")),
-                "offsets.channel.socket.timeout.ms" => {
-                    b.offsets_channel_socket_timeout(ms!("offsets.channel.socket.timeout.ms"))
-                }
-                "offsets.commit.max.retries" => b.offsets_commit_max_retries(num!("offsets.commit.max.retries", u32)),
-                "dual.commit.enabled" => b.dual_commit_enabled(boolean!("dual.commit.enabled")),
-                other => return Err(ConfigError::Unknown { property: other.to_owned() }),
+                "offsets.channel.backoff.ms" => b.offsets_channel_backoff(ms(0)?),
+                "offsets.channel.socket.timeout.ms" => b.offsets_channel_socket_timeout(ms(0)?),
+                "offsets.commit.max.retries" => b.offsets_commit_max_retries(int(0)? as u32),
+                "dual.commit.enabled" => b.dual_commit_enabled(parse_bool(p, v)?),
+                _ => unreachable!("every name of PROPERTIES is handled"),
             };
         }
         b.build()
+    }
+
+    /// Every property of [`PROPERTIES`] with its value, in [`ConsumerConfig::from_properties`]'s
+    /// syntax (`consumer.id` only when set): to log the settings in effect, or to read them
+    /// back.
+    pub fn to_properties(&self) -> Vec<(&'static str, String)> {
+        let ms = |d: Duration| d.as_millis().to_string();
+        let mut props = vec![("group.id", self.group_id.clone())];
+        if let Some(id) = &self.consumer_id {
+            props.push(("consumer.id", id.clone()));
+        }
+        props.extend([
+            ("zookeeper.connect", self.zookeeper_connect.clone()),
+            ("zookeeper.session.timeout.ms", ms(self.zookeeper_session_timeout)),
+            ("zookeeper.connection.timeout.ms", ms(self.zookeeper_connection_timeout)),
+            ("zookeeper.sync.time.ms", ms(self.zookeeper_sync_time)),
+            ("socket.timeout.ms", ms(self.socket_timeout)),
+            ("socket.receive.buffer.bytes", self.socket_receive_buffer_bytes.to_string()),
+            ("fetch.message.max.bytes", self.fetch_message_max_bytes.to_string()),
+            ("num.consumer.fetchers", self.num_consumer_fetchers.to_string()),
+            ("auto.commit.enable", self.auto_commit_enable.to_string()),
+            ("auto.commit.interval.ms", ms(self.auto_commit_interval)),
+            ("queued.max.message.chunks", self.queued_max_message_chunks.to_string()),
+            ("rebalance.max.retries", self.rebalance_max_retries.to_string()),
+            ("rebalance.backoff.ms", ms(self.rebalance_backoff)),
+            ("refresh.leader.backoff.ms", ms(self.refresh_leader_backoff)),
+            ("fetch.min.bytes", self.fetch_min_bytes.to_string()),
+            ("fetch.wait.max.ms", ms(self.fetch_wait_max)),
+            ("auto.offset.reset", self.auto_offset_reset.as_str().to_owned()),
+            ("consumer.timeout.ms", self.consumer_timeout.map_or("-1".to_owned(), ms)),
+            ("exclude.internal.topics", self.exclude_internal_topics.to_string()),
+            ("partition.assignment.strategy", self.partition_assignment_strategy.as_str().to_owned()),
+            ("client.id", self.client_id.clone()),
+            ("offsets.storage", self.offsets_storage.as_str().to_owned()),
+            ("offsets.channel.backoff.ms", ms(self.offsets_channel_backoff)),
+            ("offsets.channel.socket.timeout.ms", ms(self.offsets_channel_socket_timeout)),
+            ("offsets.commit.max.retries", self.offsets_commit_max_retries.to_string()),
+            ("dual.commit.enabled", self.dual_commit_enabled.to_string()),
+        ]);
+        props
     }
 }
 
@@ -430,8 +572,9 @@ impl ConsumerConfigBuilder {
     );
     setter!(
         /// `fetch.message.max.bytes`, default [`DEFAULT_FETCH_MESSAGE_MAX_BYTES`]: bytes asked
-        /// per partition per fetch; a larger message is an error on its stream. Cost: up to
-        /// this many bytes per queued chunk.
+        /// per partition per fetch; a larger message is an error on its stream, repeated while
+        /// its partition stays stuck on it (as in Kafka 0.8.2) until a connector with a larger
+        /// value reads it. Cost: up to this many bytes per queued chunk.
         fetch_message_max_bytes: i32
     );
     setter!(
@@ -452,7 +595,10 @@ impl ConsumerConfigBuilder {
     );
     setter!(
         /// `queued.max.message.chunks`, default [`DEFAULT_QUEUED_MAX_MESSAGE_CHUNKS`]: fetched
-        /// chunks buffered across ALL partitions (memory ~ this x `fetch.message.max.bytes`).
+        /// chunks (one partition's messages from one fetch) buffered per stream, as Java's
+        /// per-stream queue. Cost: up to `(streams x this + owned partitions) x
+        /// fetch.message.max.bytes` of prefetched data in all (a chunk waiting for room is held
+        /// by its fetcher, one per partition at most).
         queued_max_message_chunks: usize
     );
     setter!(
@@ -516,67 +662,94 @@ impl ConsumerConfigBuilder {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::Missing`] without `group.id` or `zookeeper.connect`;
-    /// [`ConfigError::Invalid`] for impossible values (as 0.8.2's `ConsumerConfig.validate`).
+    /// [`ConfigError::Missing`] without `group.id` or `zookeeper.connect` (or with only spaces
+    /// in `zookeeper.connect`); [`ConfigError::Invalid`] for impossible values, as the
+    /// [module docs](self) list them.
     pub fn build(self) -> Result<ConsumerConfig, ConfigError> {
         let group_id = self.group_id.ok_or(ConfigError::Missing { property: "group.id" })?;
-        let invalid = |property: &'static str, value: String, reason: &str| ConfigError::Invalid {
-            property,
-            value,
-            reason: reason.to_owned(),
-        };
-        if group_id.is_empty() || !group_id.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
-            return Err(invalid("group.id", group_id, "must be non-empty ASCII alphanumerics, '.', '_' or '-'"));
+        if group_id.is_empty() {
+            return Err(invalid("group.id", "", "must not be empty"));
         }
-        let zookeeper_connect = self.zookeeper_connect.ok_or(ConfigError::Missing { property: "zookeeper.connect" })?;
-        if zookeeper_connect.trim().is_empty() {
-            return Err(invalid("zookeeper.connect", zookeeper_connect, "must be host:port[,host:port][/chroot]"));
-        }
-        let c = self.c;
-        if c.fetch_wait_max > c.socket_timeout {
-            return Err(invalid(
-                "fetch.wait.max.ms",
-                c.fetch_wait_max.as_millis().to_string(),
-                "socket.timeout.ms should always be at least fetch.wait.max.ms to prevent unnecessary socket timeouts",
-            ));
-        }
-        if c.fetch_message_max_bytes <= 0 {
-            return Err(invalid("fetch.message.max.bytes", c.fetch_message_max_bytes.to_string(), "must be positive"));
-        }
-        if c.fetch_min_bytes < 0 {
-            return Err(invalid("fetch.min.bytes", c.fetch_min_bytes.to_string(), "must not be negative"));
-        }
-        if c.num_consumer_fetchers == 0 {
-            return Err(invalid("num.consumer.fetchers", "0".into(), "must be at least 1"));
-        }
-        if c.queued_max_message_chunks == 0 {
-            return Err(invalid("queued.max.message.chunks", "0".into(), "must be at least 1"));
-        }
-        if c.auto_commit_enable && c.auto_commit_interval.is_zero() {
-            return Err(invalid(
-                "auto.commit.interval.ms",
-                "0".into(),
-                "must be positive when auto.commit.enable=true",
-            ));
-        }
-        if c.zookeeper_session_timeout < gregor_zk::MIN_SESSION_TIMEOUT {
-            return Err(invalid(
-                "zookeeper.session.timeout.ms",
-                c.zookeeper_session_timeout.as_millis().to_string(),
-                "below the minimum session timeout of 1500 ms",
-            ));
-        }
-        let client_id = self.client_id.unwrap_or_else(|| group_id.clone());
-        if client_id.is_empty() || !client_id.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
-            return Err(invalid("client.id", client_id, "must be ASCII alphanumerics, '.', '_' or '-'"));
-        }
+        check_chars("group.id", &group_id)?;
         if let Some(id) = &self.consumer_id {
             if id.is_empty() {
-                return Err(invalid("consumer.id", id.clone(), "must not be empty"));
+                return Err(invalid("consumer.id", "", "must not be empty (leave it unset for a generated id)"));
             }
+            check_chars("consumer.id", id)?;
         }
+        let zookeeper_connect = match self.zookeeper_connect {
+            Some(connect) if !connect.trim().is_empty() => connect,
+            _ => return Err(ConfigError::Missing { property: "zookeeper.connect" }),
+        };
+        gregor_zk::validate_connect_string(&zookeeper_connect).map_err(|e| match e {
+            gregor_zk::Error::InvalidConnectString { reason, .. } => {
+                invalid("zookeeper.connect", &zookeeper_connect, reason)
+            }
+            other => invalid("zookeeper.connect", &zookeeper_connect, other.to_string()),
+        })?;
+        let c = self.c;
+        let min_session = gregor_zk::MIN_SESSION_TIMEOUT.as_millis();
+        check_ms("zookeeper.session.timeout.ms", c.zookeeper_session_timeout, min_session)?;
+        check_ms("zookeeper.connection.timeout.ms", c.zookeeper_connection_timeout, 1)?;
+        check_ms("zookeeper.sync.time.ms", c.zookeeper_sync_time, 0)?;
+        check_ms("socket.timeout.ms", c.socket_timeout, 1)?;
+        check_count("socket.receive.buffer.bytes", c.socket_receive_buffer_bytes as i64, 1)?;
+        check_count("fetch.message.max.bytes", c.fetch_message_max_bytes.into(), MIN_FETCH_MESSAGE_MAX_BYTES.into())
+            .map_err(|_| {
+                invalid(
+                    "fetch.message.max.bytes",
+                    c.fetch_message_max_bytes,
+                    format!(
+                        "must be at least {MIN_FETCH_MESSAGE_MAX_BYTES} bytes, the smallest message with its offset \
+                         and size"
+                    ),
+                )
+            })?;
+        check_count("num.consumer.fetchers", c.num_consumer_fetchers as i64, 1)?;
+        check_ms("auto.commit.interval.ms", c.auto_commit_interval, 0)?;
+        if c.auto_commit_enable && c.auto_commit_interval.is_zero() {
+            return Err(invalid("auto.commit.interval.ms", 0, "must be at least 1 when auto.commit.enable=true"));
+        }
+        check_count("queued.max.message.chunks", c.queued_max_message_chunks as i64, 1)?;
+        check_count("rebalance.max.retries", c.rebalance_max_retries.into(), 0)?;
+        if let Some(backoff) = self.rebalance_backoff {
+            check_ms("rebalance.backoff.ms", backoff, 0)?;
+        }
+        check_ms("refresh.leader.backoff.ms", c.refresh_leader_backoff, 0)?;
+        check_count("fetch.min.bytes", c.fetch_min_bytes.into(), 0)?;
+        check_ms("fetch.wait.max.ms", c.fetch_wait_max, 0)?;
+        if c.socket_timeout < c.fetch_wait_max {
+            return Err(invalid(
+                "socket.timeout.ms",
+                c.socket_timeout.as_millis(),
+                format!(
+                    "must be at least fetch.wait.max.ms ({} ms), or every long poll times out",
+                    c.fetch_wait_max.as_millis()
+                ),
+            ));
+        }
+        if let Some(timeout) = c.consumer_timeout {
+            check_ms("consumer.timeout.ms", timeout, 0)?;
+        }
+        let client_id = self.client_id.unwrap_or_else(|| group_id.clone());
+        gregor_net::config::validate_client_id(&client_id).map_err(|e| match e {
+            gregor_net::ConfigError::Invalid { property, value, reason } => {
+                ConfigError::Invalid { property, value, reason }
+            }
+            other => invalid("client.id", &client_id, other.to_string()),
+        })?;
+        check_ms("offsets.channel.backoff.ms", c.offsets_channel_backoff, 0)?;
+        check_ms("offsets.channel.socket.timeout.ms", c.offsets_channel_socket_timeout, 1)?;
+        check_count("offsets.commit.max.retries", c.offsets_commit_max_retries.into(), 0)?;
         if c.rebalance_max_retries == 0 {
             tracing::warn!("rebalance.max.retries=0: a single conflict leaves the consumer without partitions until the next change");
+        }
+        if c.fetch_min_bytes > c.fetch_message_max_bytes && !c.fetch_wait_max.is_zero() {
+            tracing::warn!(
+                fetch_min_bytes = c.fetch_min_bytes,
+                fetch_message_max_bytes = c.fetch_message_max_bytes,
+                "fetch.min.bytes exceeds fetch.message.max.bytes: a fetch of one partition always waits fetch.wait.max.ms"
+            );
         }
         Ok(ConsumerConfig {
             group_id,
@@ -745,7 +918,7 @@ mod tests {
         ));
         assert!(matches!(
             with("fetch.wait.max.ms", "40000"),
-            Err(ConfigError::Invalid { property: "fetch.wait.max.ms", .. })
+            Err(ConfigError::Invalid { property: "socket.timeout.ms", .. })
         ));
         assert!(matches!(with("offsets.storage", "db"), Err(ConfigError::Invalid { property: "offsets.storage", .. })));
         assert!(matches!(with("partition.assignment.strategy", "sticky"), Err(ConfigError::Invalid { .. })));
@@ -761,6 +934,10 @@ mod tests {
             Err(ConfigError::Missing { property: "group.id" })
         ));
         let e = with("fetch.wait.max.ms", "40000").unwrap_err().to_string();
-        assert!(e.starts_with("invalid fetch.wait.max.ms=\"40000\""), "{e}");
+        assert_eq!(
+            e,
+            "invalid value \"30000\" for socket.timeout.ms: must be at least fetch.wait.max.ms (40000 ms), or every \
+             long poll times out"
+        );
     }
 }

@@ -296,8 +296,8 @@ pub fn parse_broker_list(list: &str) -> Result<Vec<String>, ConfigError> {
         if host.is_empty() {
             return Err(invalid(format!("{entry} has no host")));
         }
-        if port.parse::<u16>().is_err() {
-            return Err(invalid(format!("{entry} has no valid port")));
+        if !matches!(port.parse::<u16>(), Ok(p) if p != 0) {
+            return Err(invalid(format!("{entry} has no valid port (1 to 65535)")));
         }
         if !addrs.iter().any(|a| a == entry) {
             addrs.push(entry.to_owned());
@@ -684,7 +684,7 @@ mod tests {
         assert!(parse_broker_list("a").is_err());
         assert!(parse_broker_list("a:x").is_err());
         let e = parse_broker_list(":9092").unwrap_err();
-        assert_eq!(e.to_string(), "invalid metadata.broker.list=:9092: :9092 has no host");
+        assert_eq!(e.to_string(), "invalid value \":9092\" for metadata.broker.list: :9092 has no host");
         assert_eq!(Broker { id: 1, host: "::1".into(), port: 9 }.addr(), "[::1]:9");
     }
 }

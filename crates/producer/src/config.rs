@@ -20,10 +20,20 @@
 //! | [`partitioner`](ProducerConfigBuilder::partitioner) | `partitioner.class` | `kafka.producer.DefaultPartitioner` = [`PartitionerKind::Default08`] |
 //! | — (encoders are values given to the producer) | `serializer.class`, `key.serializer.class` | `kafka.serializer.DefaultEncoder` |
 //!
-//! [`ProducerConfig::from_properties`] reads these names exactly (an unknown name is an error);
-//! [`ProducerConfig::builder`] sets them with typed values. Both end in the same checks:
-//! impossible values and combinations are [`ConfigError::Invalid`], legal but suspicious ones
+//! [`ProducerConfig::from_properties`] reads these names exactly; [`ProducerConfig::builder`]
+//! sets them with typed values; [`ProducerConfig::to_properties`] writes them back. Both ways
+//! in end in the same checks: impossible values and combinations are [`ConfigError::Invalid`]
+//! naming the property and the reason (`invalid value "2" for request.required.acks: must be
+//! -1 (all in-sync replicas), 0 (no response) or 1 (the leader)`), legal but suspicious ones
 //! are logged with `tracing::warn!`.
+//!
+//! The checks are Kafka 0.8.2's (`ProducerConfig.validate`: `client.id` characters,
+//! `batch.num.messages` at most `queue.buffering.max.messages`, `producer.type`; the ranges of
+//! `request.required.acks` and `request.timeout.ms`) and more where 0.8.2 accepts a value that
+//! cannot work: millisecond, count and size properties are Kafka `int`s (at most 2147483647),
+//! sizes and capacities at least 1, `queue.enqueue.timeout.ms` -1 or more, `compressed.topics`
+//! legal topic names. An unknown property is [`ConfigError::UnknownProperty`], where Kafka 0.8.2
+//! only logs a warning and goes on with the default.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -92,31 +102,67 @@ pub const PROPERTIES: &[&str] = &[
     "key.serializer.class",
 ];
 
-/// A setting that cannot work.
+/// The largest value of a Kafka `int` property (milliseconds, counts, sizes).
+const INT_MAX: i64 = i32::MAX as i64;
+
+/// A setting that cannot work. Its messages are those of every gregor client crate's
+/// configuration error (see [`gregor_net::ConfigError`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
     /// Returned when [`ProducerConfig::from_properties`] meets a property Kafka 0.8.2's producer
     /// does not have (a typo, or a property of the new Java producer or of the consumer).
+    /// Kafka 0.8.2 logs a warning and goes on; gregor refuses, so a typo cannot silently keep a
+    /// default.
     #[error("unknown producer property {property:?}; known: {}", PROPERTIES.join(", "))]
     UnknownProperty {
         /// The name as given.
         property: String,
     },
     /// Returned when a property has a value that cannot work, alone or with another one.
-    #[error("invalid {property}={value}: {reason}")]
+    #[error("invalid value {value:?} for {property}: {reason}")]
     Invalid {
         /// The Kafka property.
         property: &'static str,
-        /// The value given.
+        /// The value given (values over 64 bytes are shortened).
         value: String,
         /// Why it cannot work (and, where there is one, the fix).
         reason: String,
     },
+    /// Returned when a required property (`metadata.broker.list`) is not set.
+    #[error("missing required property {property}")]
+    Missing {
+        /// The Kafka property.
+        property: &'static str,
+    },
 }
 
 fn invalid(property: &'static str, value: impl fmt::Display, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid { property, value: value.to_string(), reason: reason.into() }
+    let value = value.to_string();
+    let value = if value.len() > 64 {
+        let mut end = 64;
+        while !value.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}... ({} bytes)", &value[..end], value.len())
+    } else {
+        value
+    };
+    ConfigError::Invalid { property, value, reason: reason.into() }
+}
+
+impl From<gregor_net::ConfigError> for ConfigError {
+    /// The same error, for a check done by `gregor-net` (`metadata.broker.list`, `client.id`).
+    fn from(e: gregor_net::ConfigError) -> Self {
+        match e {
+            gregor_net::ConfigError::Invalid { property, value, reason } => {
+                ConfigError::Invalid { property, value, reason }
+            }
+            gregor_net::ConfigError::Missing { property } => ConfigError::Missing { property },
+            gregor_net::ConfigError::UnknownProperty { property, .. } => ConfigError::UnknownProperty { property },
+            other => invalid("?", "", other.to_string()),
+        }
+    }
 }
 
 /// `producer.type`: whether `send` waits for the broker (`sync`) or queues (`async`).
@@ -178,15 +224,17 @@ impl EnqueueTimeout {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::Invalid`] below -1.
+    /// [`ConfigError::Invalid`] below -1 or above 2147483647.
     pub fn from_ms(ms: i64) -> Result<EnqueueTimeout, ConfigError> {
         match ms {
             -1 => Ok(EnqueueTimeout::Block),
             0 => Ok(EnqueueTimeout::FailFast),
-            ms if ms > 0 => Ok(EnqueueTimeout::Wait(Duration::from_millis(ms as u64))),
-            ms => {
-                Err(invalid("queue.enqueue.timeout.ms", ms, "must be -1 (block), 0 (fail at once) or a positive wait"))
-            }
+            ms if ms > 0 && ms <= INT_MAX => Ok(EnqueueTimeout::Wait(Duration::from_millis(ms as u64))),
+            ms => Err(invalid(
+                "queue.enqueue.timeout.ms",
+                ms,
+                "must be -1 (block), 0 (fail at once) or a wait of 1 to 2147483647 ms",
+            )),
         }
     }
 
@@ -286,18 +334,20 @@ impl ProducerConfig {
 
     /// Reads Kafka 0.8.2 producer properties by their exact names (see [`PROPERTIES`]);
     /// properties not given keep their defaults. Values are trimmed; `compressed.topics` is a
-    /// comma-separated list; `compression.codec` takes a name or Kafka's number (0 to 3);
-    /// `partitioner.class` takes `kafka.producer.DefaultPartitioner` (or `default`), `murmur2`
-    /// (or the Java client's `org.apache.kafka.clients.producer.internals.DefaultPartitioner`)
-    /// and `round_robin`. `serializer.class` and `key.serializer.class` accept Kafka's
-    /// `DefaultEncoder`, `StringEncoder` and (keys only) `NullEncoder`; they are only recorded:
-    /// the encoders are the values given to the producer's constructor.
+    /// comma-separated list; `compression.codec` takes a name (any case) or Kafka's number (0 to
+    /// 3); `topic.metadata.refresh.interval.ms` takes a negative value for "only after
+    /// failures"; `partitioner.class` takes `kafka.producer.DefaultPartitioner` (or `default`),
+    /// `murmur2` (or the Java client's
+    /// `org.apache.kafka.clients.producer.internals.DefaultPartitioner`) and `round_robin`.
+    /// `serializer.class` and `key.serializer.class` accept Kafka's `DefaultEncoder`,
+    /// `StringEncoder` and (keys only) `NullEncoder`; they are only recorded: the encoders are
+    /// the values given to the producer's constructor.
     ///
     /// # Errors
     ///
     /// [`ConfigError::UnknownProperty`] naming the first unknown property,
-    /// [`ConfigError::Invalid`] for a value that does not parse, and everything
-    /// [`ProducerConfigBuilder::build`] rejects.
+    /// [`ConfigError::Invalid`] for a value that does not parse or is out of range, and
+    /// everything [`ProducerConfigBuilder::build`] rejects.
     pub fn from_properties<I, K, V>(properties: I) -> Result<ProducerConfig, ConfigError>
     where
         I: IntoIterator<Item = (K, V)>,
@@ -307,50 +357,84 @@ impl ProducerConfig {
         let mut b = ProducerConfig::builder();
         for (key, value) in properties {
             let (key, value) = (key.as_ref().trim(), value.as_ref().trim());
-            b = match key {
+            let Some(property) = PROPERTIES.iter().copied().find(|p| *p == key) else {
+                return Err(ConfigError::UnknownProperty { property: key.to_owned() });
+            };
+            let int = |min: i64| parse_int(property, value, min, INT_MAX);
+            let ms = |min: i64| parse_int(property, value, min, INT_MAX).map(|n| Duration::from_millis(n as u64));
+            b = match property {
                 "metadata.broker.list" => b.metadata_broker_list(value),
                 "producer.type" => b.producer_type(value.parse()?),
-                "request.required.acks" => b.request_required_acks(parse_int(key_name(key), value)?),
-                "request.timeout.ms" => b.request_timeout(parse_ms(key_name(key), value, 1)?),
-                "queue.buffering.max.ms" => b.queue_buffering_max(parse_ms(key_name(key), value, 0)?),
-                "queue.buffering.max.messages" => b.queue_buffering_max_messages(parse_count(key_name(key), value, 1)?),
+                "request.required.acks" => b.request_required_acks(parse_acks(value)?),
+                "request.timeout.ms" => b.request_timeout(ms(1)?),
+                "queue.buffering.max.ms" => b.queue_buffering_max(ms(0)?),
+                "queue.buffering.max.messages" => b.queue_buffering_max_messages(int(1)? as usize),
                 "queue.enqueue.timeout.ms" => {
-                    b.queue_enqueue_timeout(EnqueueTimeout::from_ms(parse_int(key_name(key), value)?)?)
+                    let n: i64 = value.parse().map_err(|_| {
+                        invalid(property, value, "not an integer (-1 to block, 0 to fail at once, or a wait in ms)")
+                    })?;
+                    b.queue_enqueue_timeout(EnqueueTimeout::from_ms(n)?)
                 }
-                "batch.num.messages" => b.batch_num_messages(parse_count(key_name(key), value, 1)?),
-                "message.send.max.retries" => {
-                    b.message_send_max_retries(parse_count(key_name(key), value, 0)?.min(u32::MAX as usize) as u32)
-                }
-                "retry.backoff.ms" => b.retry_backoff(parse_ms(key_name(key), value, 0)?),
+                "batch.num.messages" => b.batch_num_messages(int(1)? as usize),
+                "message.send.max.retries" => b.message_send_max_retries(int(0)? as u32),
+                "retry.backoff.ms" => b.retry_backoff(ms(0)?),
                 "topic.metadata.refresh.interval.ms" => {
-                    let ms: i64 = parse_int(key_name(key), value)?;
-                    b.topic_metadata_refresh_interval(u64::try_from(ms).ok().map(Duration::from_millis))
+                    let n = parse_int(property, value, i32::MIN as i64, INT_MAX)?;
+                    b.topic_metadata_refresh_interval(u64::try_from(n).ok().map(Duration::from_millis))
                 }
-                "compression.codec" => {
-                    b.compression_codec(value.parse().map_err(|_| {
-                        invalid("compression.codec", value, "must be none, gzip, snappy, lz4 or 0 to 3")
-                    })?)
-                }
+                "compression.codec" => b.compression_codec(value.parse().map_err(|_| {
+                    invalid(property, value, "must be none, gzip, snappy or lz4 (any case), or 0 to 3")
+                })?),
                 "compressed.topics" => {
                     b.compressed_topics(value.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned))
                 }
                 "client.id" => b.client_id(value),
-                "send.buffer.bytes" => b.send_buffer_bytes(parse_count(key_name(key), value, 1)?),
+                "send.buffer.bytes" => b.send_buffer_bytes(int(1)? as usize),
                 "partitioner.class" => b.partitioner(PartitionerKind::from_class_name(value)?),
                 "serializer.class" => {
-                    check_serializer("serializer.class", value, false)?;
+                    check_serializer(property, value, false)?;
                     b.config.serializer_class = Some(value.to_owned());
                     b
                 }
                 "key.serializer.class" => {
-                    check_serializer("key.serializer.class", value, true)?;
+                    check_serializer(property, value, true)?;
                     b.config.key_serializer_class = Some(value.to_owned());
                     b
                 }
-                other => return Err(ConfigError::UnknownProperty { property: other.to_owned() }),
+                _ => unreachable!("every name of PROPERTIES is handled"),
             };
         }
         b.build()
+    }
+
+    /// Every property of [`PROPERTIES`] with its value, in [`ProducerConfig::from_properties`]'s
+    /// syntax: to log the settings in effect, or to read them back. `partitioner.class` of a
+    /// [`PartitionerKind::Custom`] is `custom`, which `from_properties` refuses (a custom
+    /// partitioner is a value, not a name); `serializer.class` and `key.serializer.class` are
+    /// the recorded names, else Kafka's defaults.
+    pub fn to_properties(&self) -> Vec<(&'static str, String)> {
+        let ms = |d: Duration| d.as_millis().to_string();
+        let serializer = self.serializer_class.as_deref().unwrap_or(DEFAULT_SERIALIZER_CLASS);
+        vec![
+            ("metadata.broker.list", self.metadata_broker_list.clone()),
+            ("producer.type", self.producer_type.to_string()),
+            ("request.required.acks", self.request_required_acks.to_string()),
+            ("request.timeout.ms", ms(self.request_timeout)),
+            ("queue.buffering.max.ms", ms(self.queue_buffering_max)),
+            ("queue.buffering.max.messages", self.queue_buffering_max_messages.to_string()),
+            ("queue.enqueue.timeout.ms", self.queue_enqueue_timeout.as_ms().to_string()),
+            ("batch.num.messages", self.batch_num_messages.to_string()),
+            ("message.send.max.retries", self.message_send_max_retries.to_string()),
+            ("retry.backoff.ms", ms(self.retry_backoff)),
+            ("topic.metadata.refresh.interval.ms", self.topic_metadata_refresh_interval.map_or("-1".to_owned(), ms)),
+            ("compression.codec", self.compression_codec.to_string()),
+            ("compressed.topics", self.compressed_topics.iter().map(String::as_str).collect::<Vec<_>>().join(",")),
+            ("client.id", self.client_id.clone()),
+            ("send.buffer.bytes", self.send_buffer_bytes.to_string()),
+            ("partitioner.class", self.partitioner.class_name().to_owned()),
+            ("serializer.class", serializer.to_owned()),
+            ("key.serializer.class", self.key_serializer_class.as_deref().unwrap_or(serializer).to_owned()),
+        ]
     }
 
     /// `metadata.broker.list`.
@@ -465,28 +549,61 @@ impl ProducerConfig {
     }
 }
 
-fn key_name(key: &str) -> &'static str {
-    PROPERTIES.iter().find(|p| **p == key).copied().unwrap_or("?")
-}
-
-fn parse_int<T: FromStr>(property: &'static str, value: &str) -> Result<T, ConfigError> {
-    value.parse().map_err(|_| invalid(property, value, "not an integer in range"))
-}
-
-fn parse_count(property: &'static str, value: &str, min: i64) -> Result<usize, ConfigError> {
-    let n: i64 = parse_int(property, value)?;
-    if n < min {
-        return Err(invalid(property, value, format!("must be at least {min}")));
+/// Parses an integer property and checks it lies in `min..=max`.
+fn parse_int(property: &'static str, value: &str, min: i64, max: i64) -> Result<i64, ConfigError> {
+    let n: i64 = value.parse().map_err(|_| invalid(property, value, format!("not an integer ({min} to {max})")))?;
+    if n < min || n > max {
+        return Err(invalid(property, value, format!("must be between {min} and {max}")));
     }
-    usize::try_from(n).map_err(|_| invalid(property, value, "too large"))
+    Ok(n)
 }
 
-fn parse_ms(property: &'static str, value: &str, min: i64) -> Result<Duration, ConfigError> {
-    let n: i64 = parse_int(property, value)?;
-    if n < min {
-        return Err(invalid(property, value, format!("must be at least {min} ms")));
+fn parse_acks(value: &str) -> Result<i16, ConfigError> {
+    match value {
+        "-1" => Ok(-1),
+        "0" => Ok(0),
+        "1" => Ok(1),
+        _ => Err(invalid("request.required.acks", value, ACKS_REASON)),
     }
-    Ok(Duration::from_millis(n as u64))
+}
+
+const ACKS_REASON: &str = "must be -1 (all in-sync replicas), 0 (no response) or 1 (the leader)";
+
+/// Checks a duration set through the builder: `min_ms` to 2147483647 ms (a Kafka `int`).
+fn check_ms(property: &'static str, d: Duration, min_ms: u128) -> Result<(), ConfigError> {
+    let ms = d.as_millis();
+    if ms < min_ms || ms > INT_MAX as u128 {
+        return Err(invalid(property, ms, format!("must be between {min_ms} and {INT_MAX}")));
+    }
+    Ok(())
+}
+
+/// Checks a count or size set through the builder: `min` to 2147483647 (a Kafka `int`).
+fn check_count(property: &'static str, n: u64, min: u64) -> Result<(), ConfigError> {
+    if n < min || n > INT_MAX as u64 {
+        return Err(invalid(property, n, format!("must be between {min} and {INT_MAX}")));
+    }
+    Ok(())
+}
+
+/// Kafka 0.8.2's topic name rule (`Topic.validate`): 1 to 255 of `[a-zA-Z0-9._-]`, not `.` or
+/// `..`. `None` when legal, else why not.
+fn topic_name_problem(topic: &str) -> Option<String> {
+    if topic.is_empty() {
+        return Some("contains an empty topic name".to_owned());
+    }
+    if topic == "." || topic == ".." {
+        return Some(format!("{topic:?} is not a legal topic name"));
+    }
+    if topic.len() > 255 {
+        return Some(format!("topic name of {} bytes is longer than 255", topic.len()));
+    }
+    if let Some(c) = topic.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
+        return Some(format!(
+            "topic {topic:?} contains {c:?}: topic names have only ASCII letters and digits, '.', '_' and '-'"
+        ));
+    }
+    None
 }
 
 fn check_serializer(property: &'static str, value: &str, key: bool) -> Result<(), ConfigError> {
@@ -672,56 +789,51 @@ impl ProducerConfigBuilder {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::Invalid`] for a missing or malformed `metadata.broker.list`, acks other
-    /// than -1, 0 and 1, a zero or over-`i32` request timeout, a zero queue capacity, a zero
-    /// `batch.num.messages` or one above `queue.buffering.max.messages`, a zero
-    /// `send.buffer.bytes`, a `client.id` over 32767 bytes, or an empty topic name in
-    /// `compressed.topics`.
+    /// [`ConfigError::Missing`] without `metadata.broker.list`; [`ConfigError::Invalid`] for a
+    /// malformed `metadata.broker.list` (every entry `host:port`, port 1 to 65535), acks other
+    /// than -1, 0 and 1, a `request.timeout.ms` of zero, a duration over 2147483647 ms, a zero
+    /// queue capacity, `batch.num.messages` or `send.buffer.bytes`, a count over 2147483647, a
+    /// `batch.num.messages` above `queue.buffering.max.messages`, a `client.id` that
+    /// [`gregor_net::config::validate_client_id`] refuses (Kafka's characters, at most 32767
+    /// bytes), or an illegal topic name in `compressed.topics`.
     pub fn build(self) -> Result<ProducerConfig, ConfigError> {
         let c = self.config;
         if c.metadata_broker_list.trim().is_empty() {
-            return Err(invalid("metadata.broker.list", "", "required: host:port of one or more brokers"));
+            return Err(ConfigError::Missing { property: "metadata.broker.list" });
         }
-        gregor_net::parse_broker_list(&c.metadata_broker_list).map_err(|e| match e {
-            gregor_net::ConfigError::Invalid { value, reason, .. } => invalid("metadata.broker.list", value, reason),
-            other => invalid("metadata.broker.list", &c.metadata_broker_list, other.to_string()),
-        })?;
+        gregor_net::parse_broker_list(&c.metadata_broker_list)?;
         if !matches!(c.request_required_acks, -1..=1) {
-            return Err(invalid(
-                "request.required.acks",
-                c.request_required_acks,
-                "must be -1 (all in-sync replicas), 0 (no response) or 1 (the leader)",
-            ));
+            return Err(invalid("request.required.acks", c.request_required_acks, ACKS_REASON));
         }
-        let timeout_ms = c.request_timeout.as_millis();
-        if timeout_ms == 0 || timeout_ms > i32::MAX as u128 {
-            return Err(invalid("request.timeout.ms", timeout_ms, "must be between 1 and 2147483647"));
+        check_ms("request.timeout.ms", c.request_timeout, 1)?;
+        check_ms("queue.buffering.max.ms", c.queue_buffering_max, 0)?;
+        check_count("queue.buffering.max.messages", c.queue_buffering_max_messages as u64, 1)?;
+        if let EnqueueTimeout::Wait(d) = c.queue_enqueue_timeout {
+            check_ms("queue.enqueue.timeout.ms", d, 0)?;
         }
-        if c.queue_buffering_max_messages == 0 {
-            return Err(invalid("queue.buffering.max.messages", 0, "must be at least 1"));
-        }
-        if c.batch_num_messages == 0 {
-            return Err(invalid("batch.num.messages", 0, "must be at least 1"));
-        }
+        check_count("batch.num.messages", c.batch_num_messages as u64, 1)?;
         if c.batch_num_messages > c.queue_buffering_max_messages {
             return Err(invalid(
                 "batch.num.messages",
                 c.batch_num_messages,
                 format!(
-                    "exceeds queue.buffering.max.messages={}: a batch could never fill; lower it or raise the queue",
+                    "must not exceed queue.buffering.max.messages ({}): a batch could never fill; lower it or \
+                     raise the queue",
                     c.queue_buffering_max_messages
                 ),
             ));
         }
-        if c.send_buffer_bytes == 0 {
-            return Err(invalid("send.buffer.bytes", 0, "must be at least 1"));
+        check_count("message.send.max.retries", c.message_send_max_retries.into(), 0)?;
+        check_ms("retry.backoff.ms", c.retry_backoff, 0)?;
+        if let Some(d) = c.topic_metadata_refresh_interval {
+            check_ms("topic.metadata.refresh.interval.ms", d, 0)?;
         }
-        if c.client_id.len() > i16::MAX as usize {
-            return Err(invalid("client.id", format!("<{} bytes>", c.client_id.len()), "longer than 32767 bytes"));
+        if let Some(problem) = c.compressed_topics.iter().find_map(|t| topic_name_problem(t)) {
+            let list = c.compressed_topics.iter().map(String::as_str).collect::<Vec<_>>().join(",");
+            return Err(invalid("compressed.topics", list, problem));
         }
-        if c.compressed_topics.iter().any(|t| t.is_empty()) {
-            return Err(invalid("compressed.topics", "", "contains an empty topic name"));
-        }
+        gregor_net::config::validate_client_id(&c.client_id)?;
+        check_count("send.buffer.bytes", c.send_buffer_bytes as u64, 1)?;
         warn_suspicious(&c);
         Ok(c)
     }
@@ -905,7 +1017,6 @@ mod tests {
             (&[("partitioner.class", "com.example.Mine")], "partitioner.class", "com.example.Mine"),
             (&[("serializer.class", "com.example.AvroEncoder")], "serializer.class", "com.example.AvroEncoder"),
             (&[("metadata.broker.list", "nohost")], "metadata.broker.list", "nohost"),
-            (&[("metadata.broker.list", " ")], "metadata.broker.list", ""),
         ];
         for (props, property, value) in cases {
             let (p, v, reason) = invalid_property(props);
@@ -913,11 +1024,9 @@ mod tests {
             assert!(!reason.is_empty());
         }
         let e = ProducerConfig::builder().build().unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "invalid metadata.broker.list=: required: host:port of one or more brokers",
-            "the list is required"
-        );
+        assert_eq!(e.to_string(), "missing required property metadata.broker.list", "the list is required");
+        let e = ProducerConfig::from_properties([("metadata.broker.list", " ")]).unwrap_err();
+        assert_eq!(e, ConfigError::Missing { property: "metadata.broker.list" });
         let e = ProducerConfig::builder()
             .metadata_broker_list("a:1")
             .queue_buffering_max_messages(10)
@@ -926,8 +1035,8 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             e.to_string(),
-            "invalid batch.num.messages=20: exceeds queue.buffering.max.messages=10: a batch could never fill; \
-             lower it or raise the queue"
+            "invalid value \"20\" for batch.num.messages: must not exceed queue.buffering.max.messages (10): a \
+             batch could never fill; lower it or raise the queue"
         );
     }
 

@@ -15,6 +15,14 @@
 //!
 //! The properties marked (gregor) do not exist in Kafka 0.8.2: its `SimpleConsumer` does not
 //! retry at all, and its high-level consumer retries leader lookups forever.
+//!
+//! Validation: [`SimpleConsumerConfigBuilder::build`] (which
+//! [`SimpleConsumerConfig::from_properties`] ends in) refuses every value that cannot work with a
+//! [`ConfigError`] naming the property and the reason, e.g. `invalid value "10" for
+//! fetch.message.max.bytes: must be at least 26 bytes, ...`. Millisecond and count properties
+//! are Kafka `int`s: at most 2147483647. `client.id` follows Kafka's rule (ASCII letters and
+//! digits, `.`, `_`, `-`). An unknown property name is an error
+//! ([`ConfigError::UnknownProperty`]), where Kafka only logs a warning.
 
 use std::time::Duration;
 
@@ -48,8 +56,41 @@ pub const DEFAULT_FETCH_MESSAGE_AUTO_GROW_MAX_BYTES: Option<i32> = None;
 /// Message v0 (26 bytes). Below it not even the size of the next message comes back.
 pub const MIN_FETCH_MESSAGE_MAX_BYTES: i32 = (ENTRY_HEADER_SIZE + MESSAGE_V0_OVERHEAD) as i32;
 
+/// Every property [`SimpleConsumerConfig::from_properties`] knows, in the order of the module
+/// table.
+pub const PROPERTIES: &[&str] = &[
+    "metadata.broker.list",
+    "client.id",
+    "socket.timeout.ms",
+    "fetch.message.max.bytes",
+    "fetch.min.bytes",
+    "fetch.wait.max.ms",
+    "refresh.leader.backoff.ms",
+    "refresh.leader.backoff.max.ms",
+    "refresh.leader.max.retries",
+    "fetch.message.auto.grow.max.bytes",
+];
+
+/// The largest value of a Kafka `int` property (milliseconds, bytes, counts).
+const INT_MAX: i64 = i32::MAX as i64;
+
 fn invalid(property: &'static str, value: impl ToString, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid { property, value: value.to_string(), reason: reason.into() }
+    let value = value.to_string();
+    let value = if value.len() > 64 {
+        let mut end = 64;
+        while !value.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}... ({} bytes)", &value[..end], value.len())
+    } else {
+        value
+    };
+    ConfigError::Invalid { property, value, reason: reason.into() }
+}
+
+/// The property `key` as its `&'static` name in [`PROPERTIES`].
+fn known(key: &str) -> Option<&'static str> {
+    PROPERTIES.iter().copied().find(|p| *p == key)
 }
 
 /// How a [`crate::SimpleConsumer`] talks to the cluster. Cheap to clone.
@@ -112,8 +153,9 @@ impl SimpleConsumerConfig {
     }
 
     /// Reads Kafka's property names (`metadata.broker.list`, `fetch.message.max.bytes`, ...,
-    /// and the gregor ones of the [module table](self)); durations are in milliseconds, as in
-    /// Kafka.
+    /// and the gregor ones of the [module table](self), all in [`PROPERTIES`]); durations are in
+    /// milliseconds, as in Kafka; values are trimmed. `fetch.message.auto.grow.max.bytes=0`
+    /// leaves auto-grow off (the default).
     ///
     /// ```
     /// use gregor_simple_consumer::SimpleConsumerConfig;
@@ -129,7 +171,8 @@ impl SimpleConsumerConfig {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::Invalid`] for an unknown property, a value that does not parse, and what
+    /// [`ConfigError::UnknownProperty`] for a name not in [`PROPERTIES`],
+    /// [`ConfigError::Invalid`] for a value that does not parse or is out of range, and what
     /// [`SimpleConsumerConfigBuilder::build`] rejects.
     pub fn from_properties<I, K, V>(properties: I) -> Result<SimpleConsumerConfig, ConfigError>
     where
@@ -139,34 +182,51 @@ impl SimpleConsumerConfig {
     {
         let mut b = SimpleConsumerConfig::builder();
         for (key, value) in properties {
-            let (key, value) = (key.as_ref(), value.as_ref().trim());
-            b = match key {
+            let (key, value) = (key.as_ref().trim(), value.as_ref().trim());
+            let Some(property) = known(key) else {
+                return Err(ConfigError::UnknownProperty {
+                    client: "simple-consumer",
+                    property: key.to_owned(),
+                    known: PROPERTIES,
+                });
+            };
+            let int = |min: i64| parse_int(property, value, min, INT_MAX);
+            let ms = |min: i64| parse_int(property, value, min, INT_MAX).map(|n| Duration::from_millis(n as u64));
+            b = match property {
                 "metadata.broker.list" => b.metadata_broker_list(value),
                 "client.id" => b.client_id(value),
-                "socket.timeout.ms" => b.socket_timeout(parse_ms("socket.timeout.ms", value)?),
-                "fetch.message.max.bytes" => b.fetch_message_max_bytes(parse("fetch.message.max.bytes", value)?),
-                "fetch.min.bytes" => b.fetch_min_bytes(parse("fetch.min.bytes", value)?),
-                "fetch.wait.max.ms" => b.fetch_wait_max(parse_ms("fetch.wait.max.ms", value)?),
-                "refresh.leader.backoff.ms" => b.refresh_leader_backoff(parse_ms("refresh.leader.backoff.ms", value)?),
-                "refresh.leader.backoff.max.ms" => {
-                    b.refresh_leader_backoff_max(parse_ms("refresh.leader.backoff.max.ms", value)?)
-                }
-                "refresh.leader.max.retries" => {
-                    b.refresh_leader_max_retries(parse("refresh.leader.max.retries", value)?)
-                }
-                "fetch.message.auto.grow.max.bytes" => {
-                    b.fetch_message_auto_grow_max_bytes(Some(parse("fetch.message.auto.grow.max.bytes", value)?))
-                }
-                other => {
-                    return Err(ConfigError::Invalid {
-                        property: "property",
-                        value: other.to_owned(),
-                        reason: "not a simple-consumer property".to_owned(),
-                    })
-                }
+                "socket.timeout.ms" => b.socket_timeout(ms(1)?),
+                "fetch.message.max.bytes" => b.fetch_message_max_bytes(int(MIN_FETCH_MESSAGE_MAX_BYTES as i64)? as i32),
+                "fetch.min.bytes" => b.fetch_min_bytes(int(0)? as i32),
+                "fetch.wait.max.ms" => b.fetch_wait_max(ms(0)?),
+                "refresh.leader.backoff.ms" => b.refresh_leader_backoff(ms(0)?),
+                "refresh.leader.backoff.max.ms" => b.refresh_leader_backoff_max(ms(0)?),
+                "refresh.leader.max.retries" => b.refresh_leader_max_retries(int(0)? as u32),
+                "fetch.message.auto.grow.max.bytes" => match int(0)? {
+                    0 => b.fetch_message_auto_grow_max_bytes(None),
+                    n => b.fetch_message_auto_grow_max_bytes(Some(n as i32)),
+                },
+                _ => unreachable!("every name of PROPERTIES is handled"),
             };
         }
         b.build()
+    }
+
+    /// Every property of [`PROPERTIES`] with its value, as [`SimpleConsumerConfig::from_properties`]
+    /// reads it back (auto-grow off is `0`): to log the settings in effect, or to round-trip them.
+    pub fn to_properties(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("metadata.broker.list", self.metadata_broker_list.clone()),
+            ("client.id", self.client_id.clone()),
+            ("socket.timeout.ms", self.socket_timeout.as_millis().to_string()),
+            ("fetch.message.max.bytes", self.fetch_message_max_bytes.to_string()),
+            ("fetch.min.bytes", self.fetch_min_bytes.to_string()),
+            ("fetch.wait.max.ms", self.fetch_wait_max.as_millis().to_string()),
+            ("refresh.leader.backoff.ms", self.refresh_leader_backoff.as_millis().to_string()),
+            ("refresh.leader.backoff.max.ms", self.refresh_leader_backoff_max.as_millis().to_string()),
+            ("refresh.leader.max.retries", self.refresh_leader_max_retries.to_string()),
+            ("fetch.message.auto.grow.max.bytes", self.fetch_message_auto_grow_max_bytes.unwrap_or(0).to_string()),
+        ]
     }
 
     /// `metadata.broker.list`: the brokers asked for metadata first (`host:port,host:port`).
@@ -244,13 +304,22 @@ impl SimpleConsumerConfig {
     }
 }
 
-fn parse<T: std::str::FromStr>(property: &'static str, value: &str) -> Result<T, ConfigError> {
-    value.parse().map_err(|_| invalid(property, value, "not a number"))
+/// Parses an integer property and checks it lies in `min..=max`.
+fn parse_int(property: &'static str, value: &str, min: i64, max: i64) -> Result<i64, ConfigError> {
+    let n: i64 = value.parse().map_err(|_| invalid(property, value, format!("not an integer ({min} to {max})")))?;
+    if n < min || n > max {
+        return Err(invalid(property, value, format!("must be between {min} and {max}")));
+    }
+    Ok(n)
 }
 
-fn parse_ms(property: &'static str, value: &str) -> Result<Duration, ConfigError> {
-    let ms: u64 = value.parse().map_err(|_| invalid(property, value, "not a number of milliseconds"))?;
-    Ok(Duration::from_millis(ms))
+/// Checks a duration property set through the builder: `min_ms` to 2147483647 ms (a Kafka `int`).
+fn check_ms(property: &'static str, d: Duration, min_ms: u128) -> Result<(), ConfigError> {
+    let ms = d.as_millis();
+    if ms < min_ms || ms > INT_MAX as u128 {
+        return Err(invalid(property, ms, format!("must be between {min_ms} and {INT_MAX}")));
+    }
+    Ok(())
 }
 
 /// Builds a [`SimpleConsumerConfig`]; [`SimpleConsumerConfigBuilder::build`] checks it.
@@ -365,21 +434,25 @@ impl SimpleConsumerConfigBuilder {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::Invalid`] for a missing or malformed `metadata.broker.list`, a
-    /// `socket.timeout.ms` not above `fetch.wait.max.ms`, a `fetch.wait.max.ms` over
-    /// `i32::MAX` ms, a `fetch.message.max.bytes` below [`MIN_FETCH_MESSAGE_MAX_BYTES`], a
-    /// negative `fetch.min.bytes`, a `refresh.leader.backoff.max.ms` below
-    /// `refresh.leader.backoff.ms`, an auto-grow limit not above `fetch.message.max.bytes`, and
-    /// a `client.id` over 32767 bytes.
+    /// [`ConfigError::Missing`] without `metadata.broker.list`; [`ConfigError::Invalid`] for a
+    /// malformed `metadata.broker.list` (every entry must be `host:port`), a `client.id` that
+    /// [`gregor_net::config::validate_client_id`] refuses, a zero `socket.timeout.ms` or one
+    /// not above `fetch.wait.max.ms`, a duration over `i32::MAX` ms, a
+    /// `fetch.message.max.bytes` below [`MIN_FETCH_MESSAGE_MAX_BYTES`], a negative
+    /// `fetch.min.bytes`, a `refresh.leader.max.retries` over `i32::MAX`, a
+    /// `refresh.leader.backoff.max.ms` below `refresh.leader.backoff.ms`, and an auto-grow limit
+    /// not above `fetch.message.max.bytes`.
     pub fn build(self) -> Result<SimpleConsumerConfig, ConfigError> {
         let c = self.config;
         if c.metadata_broker_list.trim().is_empty() {
-            return Err(invalid("metadata.broker.list", "", "required: host:port of at least one broker"));
+            return Err(ConfigError::Missing { property: "metadata.broker.list" });
         }
         gregor_net::parse_broker_list(&c.metadata_broker_list)?;
-        if c.fetch_wait_max.as_millis() > i32::MAX as u128 {
-            return Err(invalid("fetch.wait.max.ms", c.fetch_wait_max.as_millis(), "above 2147483647 ms"));
-        }
+        gregor_net::config::validate_client_id(&c.client_id)?;
+        check_ms("socket.timeout.ms", c.socket_timeout, 1)?;
+        check_ms("fetch.wait.max.ms", c.fetch_wait_max, 0)?;
+        check_ms("refresh.leader.backoff.ms", c.refresh_leader_backoff, 0)?;
+        check_ms("refresh.leader.backoff.max.ms", c.refresh_leader_backoff_max, 0)?;
         if c.socket_timeout <= c.fetch_wait_max {
             return Err(invalid(
                 "socket.timeout.ms",
@@ -391,17 +464,26 @@ impl SimpleConsumerConfigBuilder {
             return Err(invalid(
                 "fetch.message.max.bytes",
                 c.fetch_message_max_bytes,
-                format!("below {MIN_FETCH_MESSAGE_MAX_BYTES} bytes, the smallest message with its offset and size"),
+                format!(
+                    "must be at least {MIN_FETCH_MESSAGE_MAX_BYTES} bytes, the smallest message with its offset and size"
+                ),
             ));
         }
         if c.fetch_min_bytes < 0 {
-            return Err(invalid("fetch.min.bytes", c.fetch_min_bytes, "must not be negative"));
+            return Err(invalid("fetch.min.bytes", c.fetch_min_bytes, format!("must be between 0 and {INT_MAX}")));
+        }
+        if c.refresh_leader_max_retries > i32::MAX as u32 {
+            return Err(invalid(
+                "refresh.leader.max.retries",
+                c.refresh_leader_max_retries,
+                format!("must be between 0 and {INT_MAX}"),
+            ));
         }
         if c.refresh_leader_backoff_max < c.refresh_leader_backoff {
             return Err(invalid(
                 "refresh.leader.backoff.max.ms",
                 c.refresh_leader_backoff_max.as_millis(),
-                format!("below refresh.leader.backoff.ms ({} ms)", c.refresh_leader_backoff.as_millis()),
+                format!("must be at least refresh.leader.backoff.ms ({} ms)", c.refresh_leader_backoff.as_millis()),
             ));
         }
         if let Some(max) = c.fetch_message_auto_grow_max_bytes {
@@ -409,7 +491,7 @@ impl SimpleConsumerConfigBuilder {
                 return Err(invalid(
                     "fetch.message.auto.grow.max.bytes",
                     max,
-                    format!("must exceed fetch.message.max.bytes ({})", c.fetch_message_max_bytes),
+                    format!("must exceed fetch.message.max.bytes ({}), or be 0 (off)", c.fetch_message_max_bytes),
                 ));
             }
         }
@@ -458,17 +540,18 @@ mod tests {
     #[test]
     fn build_rejects_what_cannot_work() {
         let e = SimpleConsumerConfig::builder().build().unwrap_err();
-        assert_eq!(e.to_string(), "invalid metadata.broker.list=: required: host:port of at least one broker");
+        assert_eq!(e.to_string(), "missing required property metadata.broker.list");
         assert!(SimpleConsumerConfig::builder().metadata_broker_list("nohost").build().is_err());
         let e = base().socket_timeout(Duration::from_millis(100)).build().unwrap_err();
         assert_eq!(
             e.to_string(),
-            "invalid socket.timeout.ms=100: must exceed fetch.wait.max.ms (100 ms), or long polls time out"
+            "invalid value \"100\" for socket.timeout.ms: must exceed fetch.wait.max.ms (100 ms), or long polls time out"
         );
         let e = base().fetch_message_max_bytes(25).build().unwrap_err();
         assert_eq!(
             e.to_string(),
-            "invalid fetch.message.max.bytes=25: below 26 bytes, the smallest message with its offset and size"
+            "invalid value \"25\" for fetch.message.max.bytes: must be at least 26 bytes, the smallest message with \
+             its offset and size"
         );
         assert!(base().fetch_min_bytes(-1).build().is_err());
         assert!(base().fetch_wait_max(Duration::from_secs(1 << 40)).build().is_err());
@@ -476,7 +559,8 @@ mod tests {
         let e = base().fetch_message_auto_grow_max_bytes(Some(1024)).build().unwrap_err();
         assert_eq!(
             e.to_string(),
-            "invalid fetch.message.auto.grow.max.bytes=1024: must exceed fetch.message.max.bytes (1048576)"
+            "invalid value \"1024\" for fetch.message.auto.grow.max.bytes: must exceed fetch.message.max.bytes \
+             (1048576), or be 0 (off)"
         );
         assert!(base().client_id("x".repeat(40_000)).build().is_err());
         let ok = base().fetch_message_max_bytes(10_240).fetch_message_auto_grow_max_bytes(Some(1 << 20)).build();
@@ -509,8 +593,11 @@ mod tests {
         assert_eq!(c.fetch_message_auto_grow_max_bytes(), Some(65_536));
         assert_eq!(c.to_builder().client_id("other").build().unwrap().client_id(), "other");
         let e = SimpleConsumerConfig::from_properties([("group.id", "g")]).unwrap_err();
-        assert_eq!(e.to_string(), "invalid property=group.id: not a simple-consumer property");
+        assert!(
+            e.to_string().starts_with("unknown simple-consumer property \"group.id\"; known: metadata.broker.list, "),
+            "{e}"
+        );
         let e = SimpleConsumerConfig::from_properties([("fetch.wait.max.ms", "soon")]).unwrap_err();
-        assert_eq!(e.to_string(), "invalid fetch.wait.max.ms=soon: not a number of milliseconds");
+        assert_eq!(e.to_string(), "invalid value \"soon\" for fetch.wait.max.ms: not an integer (0 to 2147483647)");
     }
 }

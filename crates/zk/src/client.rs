@@ -412,6 +412,17 @@ fn parse_connect(connect: &str) -> Result<ConnectString> {
     Ok(ConnectString { hosts, chroot })
 }
 
+/// Checks a `zookeeper.connect` string (`host:port[,host:port...][/chroot]`, port 2181 when
+/// missing, IPv6 hosts in brackets, a chroot a valid znode path) as [`ZkClient::connect`] parses
+/// it, without connecting.
+///
+/// # Errors
+///
+/// [`Error::InvalidConnectString`] saying what is wrong.
+pub fn validate_connect_string(connect: &str) -> Result<()> {
+    parse_connect(connect).map(|_| ())
+}
+
 /// Resolves every host (all of its addresses, as ZooKeeper's `StaticHostProvider` does) into
 /// the IP list handed to zookeeper-async, which resolves with blocking calls otherwise.
 async fn resolve(hosts: &[(String, u16)]) -> Result<String> {

@@ -51,7 +51,7 @@ pub mod payloads;
 
 mod client;
 
-pub use client::{CreateMode, SessionEvent, Stat, Watch, ZkClient, MIN_SESSION_TIMEOUT};
+pub use client::{validate_connect_string, CreateMode, SessionEvent, Stat, Watch, ZkClient, MIN_SESSION_TIMEOUT};
 
 /// zookeeper-async's error code, carried by [`Error::Zk`] for the codes without a variant of
 /// their own.
