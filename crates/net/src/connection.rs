@@ -6,7 +6,7 @@
 //!        │                                  │
 //!        │                        writer task ──► socket
 //!        │                                              │
-//!        └──◄── oneshot ◄── reader task ◄── split_frame ◄┘   (match by correlation id;
+//!        └──◄── oneshot ◄── reader task ◄── next_frame ◄─┘   (match by correlation id;
 //!                              │                              an unknown id poisons)
 //!                              └── request deadlines: the oldest unanswered request past
 //!                                  request_timeout poisons the connection
@@ -23,8 +23,8 @@ use std::io;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use gregor_protocol::frame::{decode_response, encode_request, split_frame, ApiKey, RequestHeader};
+use bytes::{Buf, Bytes, BytesMut};
+use gregor_protocol::frame::{decode_response, encode_request, ApiKey, RequestHeader};
 use gregor_protocol::Request;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream, ToSocketAddrs};
@@ -365,7 +365,8 @@ impl BrokerConnection {
             correlation_id: 0,
             client_id: Some(self.shared().config.client_id().to_owned()),
         };
-        let mut frame = BytesMut::new();
+        // sized once: a Produce request's message sets are copied in without regrowing
+        let mut frame = BytesMut::with_capacity(4 + 10 + self.shared().config.client_id().len() + request.size_hint());
         encode_request(&header, request, &mut frame).map_err(|source| Error::Encode {
             api: R::KEY,
             version,
@@ -682,23 +683,24 @@ async fn read_loop<R: AsyncRead + Unpin>(mut read: R, shared: Arc<Shared>) {
     let max = shared.config.max_frame_size();
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     loop {
-        loop {
-            match split_frame(&mut buf, max) {
-                Ok(Some(frame)) => {
+        let missing = loop {
+            match next_frame(&mut buf, max) {
+                Framing::Frame(frame) => {
                     if !shared.dispatch(frame) {
                         return;
                     }
                 }
-                Ok(None) => break,
-                Err(_) => {
-                    let size = i64::from(i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]));
+                Framing::Missing(n) => break n,
+                Framing::TooLarge(size) => {
                     shared.poison(PoisonReason::FrameTooLarge { size, max }, None);
                     return;
                 }
             }
-        }
+        };
         if buf.capacity() - buf.len() < READ_CHUNK / 2 {
-            buf.reserve(READ_CHUNK);
+            // room for the rest of the frame, but never more than has arrived so far: memory
+            // follows the bytes received (at most doubling), not a size prefix a broker sent
+            buf.reserve(missing.clamp(READ_CHUNK, buf.len().max(READ_CHUNK)));
         }
         let deadline = shared.next_deadline();
         tokio::select! {
@@ -719,6 +721,35 @@ async fn read_loop<R: AsyncRead + Unpin>(mut read: R, shared: Arc<Shared>) {
             () = shared.deadline_added.notified() => {}
         }
     }
+}
+
+/// What the front of the reader's buffer holds.
+#[derive(Debug, PartialEq, Eq)]
+enum Framing {
+    /// A whole frame (without its size prefix), taken off the buffer.
+    Frame(Bytes),
+    /// An incomplete frame (or size prefix): this many more bytes are needed.
+    Missing(usize),
+    /// A size prefix that is negative or above the max frame size.
+    TooLarge(i64),
+}
+
+/// Takes the frame at the front of `buf` when it is whole. Unlike
+/// [`gregor_protocol::frame::split_frame`], never reserves room for a frame that has not
+/// arrived: a size prefix alone must not make the client allocate what it announces.
+fn next_frame(buf: &mut BytesMut, max: usize) -> Framing {
+    if buf.len() < 4 {
+        return Framing::Missing(4 - buf.len());
+    }
+    let size = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
+    let Some(size) = usize::try_from(size).ok().filter(|s| *s <= max) else {
+        return Framing::TooLarge(i64::from(size));
+    };
+    if buf.len() < 4 + size {
+        return Framing::Missing(4 + size - buf.len());
+    }
+    buf.advance(4);
+    Framing::Frame(buf.split_to(size).freeze())
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(mut write: W, mut queue: mpsc::Receiver<Outgoing>, shared: Arc<Shared>) {
@@ -772,7 +803,7 @@ async fn write_batch<W: AsyncWrite + Unpin>(write: &mut W, batch: &[Outgoing]) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gregor_protocol::frame::encode_response;
+    use gregor_protocol::frame::{encode_response, split_frame};
     use gregor_protocol::messages::{
         MetadataRequest, MetadataResponse, ProducePartition, ProduceRequest, TopicMetadata, TopicPartitions,
     };
@@ -1214,6 +1245,38 @@ mod tests {
         let err = conn.request(3, &md("a")).await.unwrap_err();
         assert!(matches!(err, Error::Encode { api: ApiKey::Metadata, version: 3, .. }), "{err:?}");
         assert!(!conn.is_poisoned());
+    }
+
+    #[test]
+    fn next_frame_takes_whole_frames_and_reserves_nothing_for_missing_ones() {
+        let mut buf = BytesMut::new();
+        let stream = [&b"\x00\x00\x00\x03abc"[..], b"\x00\x00\x00\x00", b"\x00\x00\x00\x01z"].concat();
+        let mut got = Vec::new();
+        for byte in stream {
+            buf.extend_from_slice(&[byte]);
+            loop {
+                match next_frame(&mut buf, 16) {
+                    Framing::Frame(f) => got.push(f),
+                    Framing::Missing(n) => {
+                        assert!(n >= 1);
+                        break;
+                    }
+                    Framing::TooLarge(size) => panic!("{size}"),
+                }
+            }
+        }
+        assert_eq!(got, [Bytes::from_static(b"abc"), Bytes::new(), Bytes::from_static(b"z")]);
+        // a size prefix within the max, and nothing else: no room is made for it
+        let mut buf = BytesMut::from(&100_000_000i32.to_be_bytes()[..]);
+        let capacity = buf.capacity();
+        assert_eq!(next_frame(&mut buf, 1 << 30), Framing::Missing(100_000_000));
+        assert_eq!(buf.capacity(), capacity);
+        // too large, negative
+        let mut buf = BytesMut::from(&17i32.to_be_bytes()[..]);
+        assert_eq!(next_frame(&mut buf, 16), Framing::TooLarge(17));
+        let mut buf = BytesMut::from(&(-1i32).to_be_bytes()[..]);
+        assert_eq!(next_frame(&mut buf, 16), Framing::TooLarge(-1));
+        assert_eq!(buf.len(), 4, "nothing consumed");
     }
 
     #[test]

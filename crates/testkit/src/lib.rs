@@ -34,6 +34,7 @@
 //! ```
 
 pub mod cluster;
+pub mod hostile;
 pub mod proxy;
 pub mod tools;
 pub mod wire;
