@@ -4,7 +4,7 @@
 //!  ZooKeeper watches ──► coordinator task ──► plan (assignment.rs, pure)
 //!  (ids, topics,          │  claim /owners (all or nothing), read offsets
 //!   partitions,           ▼
-//!   session events)   fetcher tasks ──chunks (global semaphore)──► KafkaStream queues
+//!   session events)   fetcher tasks ──chunks (room per stream)──► KafkaStream queues
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
@@ -12,21 +12,22 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use gregor_net::{ConnectionConfig, MetadataCache, Pool};
+use gregor_net::{ConnectionConfig, Pool};
 use gregor_serde::{BytesDecoder, Decoder};
 use gregor_zk::payloads::{ConsumerRegistration, TopicAssignment, PATTERN_STATIC};
 use gregor_zk::{paths, CreateMode, SessionEvent, ZkClient};
 use rand::Rng;
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::assignment::{self, GroupState, ThreadId};
+use crate::brokers::Brokers;
 use crate::config::ConsumerConfig;
 use crate::error::{self, Error, Result};
 use crate::fetcher::{run_fetchers, FetchTarget};
 use crate::filter::TopicFilter;
 use crate::offsets::OffsetStore;
-use crate::stream::{Chunk, KafkaStream, PartitionState};
+use crate::stream::{Chunk, KafkaStream, PartitionState, Prefetch, StreamQueue};
 
 /// Lag of one owned partition.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,6 +81,17 @@ pub struct ConnectorStats {
     pub failed_rebalances: u64,
     /// ZooKeeper session expirations seen (each followed by re-registration and a rebalance).
     pub session_expirations: u64,
+    /// Chunks (one partition's messages from one fetch) in the streams' queues, including the
+    /// chunk each stream is handing out. At most `queued.max.message.chunks` per stream.
+    pub queued_chunks: u64,
+    /// Wire bytes of the message sets of those chunks: at most
+    /// `streams x queued.max.message.chunks x fetch.message.max.bytes`.
+    pub queued_bytes: u64,
+    /// Chunks fetched and decoded but waiting in a fetcher for room in their stream's queue
+    /// (and stuck partitions' errors waiting to be queued): at most one per owned partition.
+    pub held_chunks: u64,
+    /// Wire bytes of those: at most `owned partitions x fetch.message.max.bytes`.
+    pub held_bytes: u64,
 }
 
 /// Kafka 0.8.2's `ZookeeperConsumerConnector`: a member of a consumer group coordinated
@@ -89,11 +101,12 @@ pub struct ConsumerConnector {
     config: ConsumerConfig,
     consumer_id: String,
     zk: ZkClient,
-    metadata: MetadataCache,
+    brokers: Brokers,
     store: OffsetStore,
     owned: Arc<Mutex<Owned>>,
     generation: Arc<AtomicU64>,
     stats: Arc<Stats>,
+    prefetch: Arc<Prefetch>,
     commands: Mutex<Option<mpsc::Sender<Command>>>,
     task: Mutex<Option<JoinHandle<()>>>,
 }
@@ -131,34 +144,25 @@ impl ConsumerConnector {
         let zk = ZkClient::connect(&config.zookeeper_connect, config.zookeeper_session_timeout)
             .await
             .map_err(error::zk(format!("connecting to {}", config.zookeeper_connect)))?;
-        let ids = zk.children(paths::BROKER_IDS).await.map_err(error::zk("listing brokers"))?.unwrap_or_default();
-        let mut addrs = Vec::new();
-        for id in ids {
-            if let Ok(Some((data, _))) = zk.get(&paths::join(paths::BROKER_IDS, &id)).await {
-                if let Ok(b) = gregor_zk::payloads::BrokerRegistration::from_json(&data) {
-                    addrs.push(format!("{}:{}", b.host, b.port));
-                }
-            }
-        }
         let conn_config = ConnectionConfig::builder()
             .client_id(config.client_id.clone())
             .request_timeout(config.socket_timeout)
             .build()
             .map_err(|e| Error::InvalidSubscription(e.to_string()))?;
         let pool = Pool::new(conn_config);
-        let metadata = MetadataCache::new(&addrs.join(","), pool.clone())
-            .map_err(error::net("no broker registered in zookeeper"))?;
+        let brokers = Brokers::connect(zk.clone(), pool.clone()).await?;
         let consumer_id = make_consumer_id(&config.group_id, config.consumer_id.as_deref());
-        let store = OffsetStore { config: config.clone(), zk: zk.clone(), pool, bootstrap: addrs };
+        let store = OffsetStore { config: config.clone(), zk: zk.clone(), pool, brokers: brokers.clone() };
         Ok(ConsumerConnector {
             config,
             consumer_id,
             zk,
-            metadata,
+            brokers,
             store,
             owned: Arc::default(),
             generation: Arc::new(AtomicU64::new(0)),
             stats: Arc::default(),
+            prefetch: Arc::default(),
             commands: Mutex::new(None),
             task: Mutex::new(None),
         })
@@ -264,7 +268,10 @@ impl ConsumerConnector {
         for (key, n) in keys {
             for _ in 0..n {
                 let (tx, rx) = mpsc::channel(cap);
-                senders.entry(key.clone()).or_default().push(tx);
+                senders
+                    .entry(key.clone())
+                    .or_default()
+                    .push(StreamQueue::new(tx, self.config.queued_max_message_chunks));
                 let s = KafkaStream::new(
                     rx,
                     Arc::clone(&self.generation),
@@ -292,14 +299,14 @@ impl ConsumerConnector {
             config: self.config.clone(),
             consumer_id: self.consumer_id.clone(),
             zk: self.zk.clone(),
-            metadata: self.metadata.clone(),
+            brokers: self.brokers.clone(),
             store: self.store.clone(),
             owned: Arc::clone(&self.owned),
             generation: Arc::clone(&self.generation),
             stats: Arc::clone(&self.stats),
             kept: BTreeMap::new(),
             conflict_watch: None,
-            semaphore: Arc::new(Semaphore::new(self.config.queued_max_message_chunks)),
+            prefetch: Arc::clone(&self.prefetch),
             sub,
             senders,
             fetchers: Vec::new(),
@@ -329,7 +336,10 @@ impl ConsumerConnector {
         rx.await.map_err(|_| Error::Shutdown)?
     }
 
-    /// Lag of every owned partition, from the high watermark of each fetch.
+    /// Lag of every owned partition: the high watermark of the partition's last fetch minus
+    /// the next offset the app gets. A partition waiting for room in its stream is still named
+    /// in every fetch (with `max_bytes` 0) and probed at least every `fetch.wait.max.ms`, so its
+    /// high watermark stays current while the app falls behind or stops reading.
     pub fn lag(&self) -> Vec<PartitionLag> {
         let owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
         owned
@@ -356,7 +366,22 @@ impl ConsumerConnector {
             rebalances: self.stats.rebalances.load(Ordering::Acquire),
             failed_rebalances: self.stats.failed_rebalances.load(Ordering::Acquire),
             session_expirations: self.stats.session_expirations.load(Ordering::Acquire),
+            queued_chunks: self.prefetch.queued_chunks.load(Ordering::Acquire),
+            queued_bytes: self.prefetch.queued_bytes.load(Ordering::Acquire),
+            held_chunks: self.prefetch.held_chunks.load(Ordering::Acquire),
+            held_bytes: self.prefetch.held_bytes.load(Ordering::Acquire),
         }
+    }
+
+    /// Wire bytes of fetched message sets this connector holds now: queued in its streams or
+    /// waiting in its fetchers for room (see [`ConnectorStats::queued_bytes`] and
+    /// [`ConnectorStats::held_bytes`]). Bounded by
+    /// `(streams x queued.max.message.chunks + owned partitions) x fetch.message.max.bytes`,
+    /// whatever the app's pace (compressed sets are held decompressed, which can take more
+    /// memory than these wire bytes).
+    pub fn buffered_bytes(&self) -> u64 {
+        let p = &self.prefetch;
+        p.queued_bytes.load(Ordering::Acquire) + p.held_bytes.load(Ordering::Acquire)
     }
 
     /// The partitions this member owns now, with their thread ids.
@@ -389,20 +414,20 @@ impl ConsumerConnector {
             let _ = task.await;
         }
         let _ = self.zk.close().await;
-        self.metadata.pool().close().await;
+        self.brokers.pool().close().await;
         result
     }
 }
 
 const WILDCARD: &str = "*";
-type Senders = BTreeMap<String, Vec<mpsc::Sender<Chunk>>>;
+type Senders = BTreeMap<String, Vec<StreamQueue>>;
 type NamedStreams<T, K> = Vec<(String, KafkaStream<T, K>)>;
 
 struct Coordinator {
     config: ConsumerConfig,
     consumer_id: String,
     zk: ZkClient,
-    metadata: MetadataCache,
+    brokers: Brokers,
     store: OffsetStore,
     owned: Arc<Mutex<Owned>>,
     generation: Arc<AtomicU64>,
@@ -412,7 +437,7 @@ struct Coordinator {
     kept: BTreeMap<(String, i32), Arc<PartitionState>>,
     /// After giving up: a watch on the owner znode that blocked the claim.
     conflict_watch: Option<JoinHandle<()>>,
-    semaphore: Arc<Semaphore>,
+    prefetch: Arc<Prefetch>,
     sub: Subscription,
     senders: Senders,
     fetchers: Vec<JoinHandle<()>>,
@@ -636,7 +661,7 @@ impl Coordinator {
         let e = Error::RebalanceFailed { group: self.config.group_id.clone(), attempts, reason: reason.clone() };
         tracing::error!(error = %e, "giving up; the watches stay armed and the next change retries");
         for s in self.senders.values().flatten() {
-            let _ = s.try_send(Chunk::Error(Error::RebalanceFailed {
+            let _ = s.tx.try_send(Chunk::error(Error::RebalanceFailed {
                 group: self.config.group_id.clone(),
                 attempts,
                 reason: reason.clone(),
@@ -796,15 +821,15 @@ impl Coordinator {
                     Subscription::Filter(..) => self.senders.get(WILDCARD).and_then(|v| v.get(stream)),
                 };
                 let Some(queue) = queue else { continue };
-                targets.push(FetchTarget { part: st, offset, queue: queue.clone() });
+                targets.push(FetchTarget::new(st, offset, queue.clone()));
             }
         }
         tracing::info!(owned = mine.len(), "rebalance done");
         if !targets.is_empty() {
             self.fetchers.push(tokio::spawn(run_fetchers(
                 self.config.clone(),
-                self.metadata.clone(),
-                Arc::clone(&self.semaphore),
+                self.brokers.clone(),
+                Arc::clone(&self.prefetch),
                 generation,
                 targets,
             )));

@@ -37,8 +37,13 @@ pub enum Error {
         code: gregor_protocol::ErrorCode,
     },
     /// Returned (as a stream item) when a fetched message set cannot be decoded, e.g. a message
-    /// larger than `fetch.message.max.bytes`; the partition stops fetching until the next
-    /// rebalance: raise `fetch.message.max.bytes`.
+    /// larger than `fetch.message.max.bytes` (the source is then
+    /// [`gregor_protocol::Error::MessageLargerThanFetch`]). As in Kafka 0.8.2 the partition
+    /// stays stuck at that offset — nothing is skipped or committed past it — and the error
+    /// comes again each time the partition is fetched (`refresh.leader.backoff.ms` after the
+    /// app has taken the previous one), while the other partitions keep
+    /// flowing. It moves on when a connector with a larger `fetch.message.max.bytes` reads it,
+    /// or when the message is gone from the log (offset out of range: `auto.offset.reset`).
     #[error(
         "fetching {topic}/{partition} at offset {offset} (raise fetch.message.max.bytes if the message is larger)"
     )]

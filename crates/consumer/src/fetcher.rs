@@ -2,50 +2,136 @@
 //! leaders (Kafka's `ConsumerFetcherManager` with its `LeaderFinderThread`).
 //!
 //! ```text
-//!  supervisor ── refresh metadata, auto.offset.reset, group by leader ──► broker task (one per leader)
+//!  supervisor ── /brokers/ids, metadata, auto.offset.reset, group by leader ──► broker task (one per leader)
 //!      ▲                                                                    │ Fetch (long poll)
 //!      └──── partitions handed back (leader moved, broker gone, 1 OffsetOutOfRange) ◄─┘
 //! ```
 //!
 //! A broker task owns its partitions and sends one Fetch for all of them per round. A leader
-//! error (or a dead connection) hands the partition, with its next offset, back to the
-//! supervisor, which refreshes the metadata after `refresh.leader.backoff.ms` and gives it to
-//! the new leader's task: no offset is skipped and no other partition waits. A message larger
-//! than `fetch.message.max.bytes` is an error item on the partition's stream and that
-//! partition alone is parked until the next rebalance (the others keep flowing).
+//! error (or a dead connection) hands the partition, with its next offset and anything fetched
+//! but not yet queued, back to the supervisor, which re-reads the registered brokers (a broker
+//! may be back on another port), refreshes the metadata after `refresh.leader.backoff.ms` and
+//! gives it to the new leader's task: no offset is skipped and no other partition waits.
+//!
+//! **Prefetch bound.** Each stream has room for `queued.max.message.chunks` chunks (one
+//! partition's messages from one fetch, at most `fetch.message.max.bytes` on the wire), as each
+//! stream of Java's connector has a queue of that many. A chunk that finds its stream full
+//! waits in the broker task, and its partition is not fetched again until the chunk is queued;
+//! the other partitions of the broker keep flowing (Java's fetcher thread would block on the
+//! full queue and stall them all). So a connector holds at most
+//! `(streams x queued.max.message.chunks + owned partitions) x fetch.message.max.bytes` of
+//! message sets — the same as Java, whose blocked fetcher holds its whole last response.
+//! While a partition waits, the fetch requests still name it with `max_bytes` 0, so its high
+//! watermark (and the connector's `lag()`) stays current; when nothing can be fetched at all,
+//! such a probe goes out every `fetch.wait.max.ms`.
+//!
+//! **A message larger than `fetch.message.max.bytes`** (or a set that cannot be decoded) leaves
+//! its partition stuck at that offset, as in Java 0.8.2: the error is put on the partition's
+//! stream, and the partition is fetched again — and the error delivered again —
+//! `refresh.leader.backoff.ms` after the app has taken the previous one, until the message can
+//! be read (a connector with a larger `fetch.message.max.bytes`) or is gone (retention: offset
+//! out of range, `auto.offset.reset`). Nothing is skipped and the other partitions keep flowing.
+//! (Java's fetcher enqueues the oversized chunk on every round, its iterator throws
+//! `MessageSizeTooLargeException` for each, and then stays in a failed state.)
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
+use bytes::Bytes;
 use gregor_net::MetadataCache;
+use gregor_protocol::message::DecodeOptions;
 use gregor_protocol::messages::{
     FetchPartition, FetchRequest, OffsetsPartition, OffsetsRequest, TopicPartitions, CONSUMER_REPLICA_ID,
     EARLIEST_TIME, LATEST_TIME,
 };
-use gregor_protocol::ErrorCode;
-use tokio::sync::{mpsc, Semaphore};
+use gregor_protocol::{ErrorCode, MessageSet};
+use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 
+use crate::brokers::Brokers;
 use crate::config::{AutoOffsetReset, ConsumerConfig};
 use crate::error::Error;
-use crate::stream::{Chunk, PartitionState};
+use crate::stream::{Charge, Chunk, PartitionState, Prefetch, StreamQueue};
 
-/// One partition handed to a fetcher.
-#[derive(Debug, Clone)]
+/// One partition handed to a fetcher, with what its fetcher keeps about it.
+#[derive(Debug)]
 pub(crate) struct FetchTarget {
     pub(crate) part: Arc<PartitionState>,
     /// -1: no committed offset, reset with auto.offset.reset.
     pub(crate) offset: i64,
-    pub(crate) queue: mpsc::Sender<Chunk>,
+    queue: StreamQueue,
+    /// Fetched and decoded, waiting for room in the stream's queue (meanwhile the partition is
+    /// only probed for its high watermark).
+    pending: Option<Chunk>,
+    /// Stuck on a set that cannot be decoded; fetched again once the app has taken the error.
+    stuck: Option<Stuck>,
+    /// The stream is gone (the app dropped it): not fetched any more.
+    closed: bool,
+}
+
+/// A stuck partition's last error: its token is dropped when the app takes the error.
+#[derive(Debug)]
+struct Stuck {
+    token: Arc<()>,
+    /// When the fetcher first saw the error taken.
+    taken: Option<Instant>,
+}
+
+impl FetchTarget {
+    pub(crate) fn new(part: Arc<PartitionState>, offset: i64, queue: StreamQueue) -> FetchTarget {
+        FetchTarget { part, offset, queue, pending: None, stuck: None, closed: false }
+    }
+
+    /// When the partition may be fetched for data: now, later (a stuck partition whose error
+    /// was taken), or not until something changes (`None`).
+    fn fetchable_at(&mut self, now: Instant, backoff: Duration) -> Option<Instant> {
+        if self.closed || self.pending.is_some() {
+            return None;
+        }
+        match &mut self.stuck {
+            None => Some(now),
+            // taken: again after the backoff
+            Some(s) if Arc::strong_count(&s.token) == 1 => Some(*s.taken.get_or_insert(now) + backoff),
+            Some(_) => None, // the error is still in the queue
+        }
+    }
+
+    /// Queues the pending chunk if its stream has room.
+    fn flush(&mut self) {
+        let Some(mut chunk) = self.pending.take() else { return };
+        if let Some(charge) = chunk.charge_mut() {
+            if !charge.is_queued() {
+                match Arc::clone(&self.queue.room).try_acquire_owned() {
+                    Ok(permit) => charge.queue(permit),
+                    Err(_) => {
+                        self.pending = Some(chunk);
+                        return;
+                    }
+                }
+            }
+        }
+        match self.queue.tx.try_send(chunk) {
+            Ok(()) => {}
+            // only unread connector errors can fill the channel beyond the room: try later
+            Err(TrySendError::Full(chunk)) => self.pending = Some(chunk),
+            Err(TrySendError::Closed(_)) => {
+                tracing::debug!(topic = %self.part.topic, partition = self.part.partition, "stream dropped: partition no longer fetched");
+                self.closed = true;
+            }
+        }
+    }
 }
 
 /// Everything the fetch tasks of one generation share.
 #[derive(Clone)]
 struct Ctx {
     config: ConsumerConfig,
-    metadata: MetadataCache,
-    semaphore: Arc<Semaphore>,
+    brokers: Brokers,
+    prefetch: Arc<Prefetch>,
     generation: u64,
 }
 
@@ -53,12 +139,12 @@ struct Ctx {
 /// with it).
 pub(crate) async fn run_fetchers(
     config: ConsumerConfig,
-    metadata: MetadataCache,
-    semaphore: Arc<Semaphore>,
+    brokers: Brokers,
+    prefetch: Arc<Prefetch>,
     generation: u64,
     targets: Vec<FetchTarget>,
 ) {
-    let ctx = Ctx { config, metadata, semaphore, generation };
+    let ctx = Ctx { config, brokers, prefetch, generation };
     let (back_tx, mut back_rx) = mpsc::unbounded_channel::<FetchTarget>();
     let mut workers: BTreeMap<i32, mpsc::UnboundedSender<FetchTarget>> = BTreeMap::new();
     let mut tasks = JoinSet::new();
@@ -81,14 +167,16 @@ pub(crate) async fn run_fetchers(
         let mut topics: Vec<String> = pending.iter().map(|t| t.part.topic.clone()).collect();
         topics.sort();
         topics.dedup();
-        if let Err(e) = ctx.metadata.refresh(&topics).await {
+        // as Java's leader finder: the brokers registered now, not those of the start
+        let metadata = ctx.brokers.refresh().await;
+        if let Err(e) = metadata.refresh(&topics).await {
             tracing::warn!(error = %e, "metadata refresh failed: retrying after refresh.leader.backoff.ms");
             continue;
         }
         let mut still = Vec::new();
         for mut t in pending.drain(..) {
             if t.offset < 0 {
-                match reset_offset(&ctx.config, &ctx.metadata, &t.part.topic, t.part.partition).await {
+                match reset_offset(&ctx.config, &metadata, &t.part.topic, t.part.partition).await {
                     Ok(o) => {
                         t.offset = o;
                         t.part.consumed.fetch_max(o, Ordering::AcqRel);
@@ -100,7 +188,7 @@ pub(crate) async fn run_fetchers(
                     }
                 }
             }
-            let Some(leader) = ctx.metadata.leader(&t.part.topic, t.part.partition) else {
+            let Some(leader) = metadata.leader(&t.part.topic, t.part.partition) else {
                 still.push(t);
                 continue;
             };
@@ -125,8 +213,14 @@ async fn broker_fetcher(
     back: mpsc::UnboundedSender<FetchTarget>,
 ) {
     let config = &ctx.config;
+    let backoff = config.refresh_leader_backoff;
     let mut targets: Vec<FetchTarget> = Vec::new();
+    let mut last_request: Option<Instant> = None;
     loop {
+        // armed before looking, so that room freed meanwhile is not missed
+        let room = ctx.prefetch.room.notified();
+        tokio::pin!(room);
+        room.as_mut().enable();
         if targets.is_empty() {
             match add.recv().await {
                 Some(t) => targets.push(t),
@@ -136,33 +230,81 @@ async fn broker_fetcher(
         while let Ok(t) = add.try_recv() {
             targets.push(t);
         }
+        for t in &mut targets {
+            t.flush();
+        }
+        targets.retain(|t| !t.closed);
+        if targets.is_empty() {
+            continue;
+        }
+        let now = Instant::now();
+        let ready: Vec<Option<Instant>> = targets.iter_mut().map(|t| t.fetchable_at(now, backoff)).collect();
+        let full: Vec<bool> = ready.iter().map(|r| r.is_some_and(|at| at <= now)).collect();
+        let any_full = full.contains(&true);
+        if !any_full {
+            // nothing to fetch for data: wait for room, a new partition, a stuck partition's
+            // retry, or the next high-watermark probe
+            let probe_at = last_request.map_or(now, |at| at + config.fetch_wait_max);
+            if probe_at > now {
+                let wake = ready.iter().flatten().copied().fold(probe_at, Instant::min);
+                tokio::select! {
+                    _ = &mut room => {}
+                    t = add.recv() => match t {
+                        Some(t) => targets.push(t),
+                        None => return,
+                    },
+                    _ = tokio::time::sleep_until(wake) => {}
+                }
+                continue;
+            }
+        }
         let mut topics: BTreeMap<&str, Vec<FetchPartition>> = BTreeMap::new();
-        for t in &targets {
+        for (t, &full) in targets.iter().zip(&full) {
             topics.entry(&t.part.topic).or_default().push(FetchPartition {
                 partition: t.part.partition,
                 fetch_offset: t.offset,
-                max_bytes: config.fetch_message_max_bytes,
+                // 0: a probe for the high watermark only (0.8.2 answers an empty set)
+                max_bytes: if full { config.fetch_message_max_bytes } else { 0 },
             });
         }
         let request = FetchRequest {
             replica_id: CONSUMER_REPLICA_ID,
-            max_wait_time: config.fetch_wait_max.as_millis() as i32,
+            max_wait_time: if any_full { config.fetch_wait_max.as_millis() as i32 } else { 0 },
             min_bytes: config.fetch_min_bytes,
             topics: topics.into_iter().map(|(t, p)| TopicPartitions::new(t, p)).collect(),
         };
-        let response = match ctx.metadata.pool().get(broker).await {
-            Ok(conn) => match tokio::time::timeout(config.socket_timeout, conn.request(0, &request)).await {
-                Ok(r) => r.map_err(|e| e.to_string()),
-                Err(_) => Err(format!("no answer within socket.timeout.ms ({:?})", config.socket_timeout)),
-            },
+        last_request = Some(now);
+        let response = match ctx.brokers.pool().get(broker).await {
+            Ok(conn) => {
+                let call = tokio::time::timeout(config.socket_timeout, conn.request(0, &request));
+                tokio::pin!(call);
+                // while the long poll is out, queue what finds room
+                let answer = loop {
+                    let room = ctx.prefetch.room.notified();
+                    tokio::pin!(room);
+                    room.as_mut().enable();
+                    for t in &mut targets {
+                        t.flush();
+                    }
+                    tokio::select! {
+                        r = &mut call => break r,
+                        _ = &mut room => {}
+                    }
+                };
+                match answer {
+                    Ok(r) => r.map_err(|e| e.to_string()),
+                    Err(_) => Err(format!("no answer within socket.timeout.ms ({:?})", config.socket_timeout)),
+                }
+            }
             Err(e) => Err(e.to_string()),
         };
         let response = match response {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(broker, error = %e, "fetch failed: handing the partitions back to find their leaders");
+                let metadata = ctx.brokers.metadata();
                 for t in targets.drain(..) {
-                    ctx.metadata.invalidate(&t.part.topic);
+                    metadata.invalidate(&t.part.topic);
                     let _ = back.send(t);
                 }
                 continue;
@@ -176,57 +318,78 @@ async fn broker_fetcher(
                     continue;
                 };
                 let t = &mut targets[i];
+                if !full[i] {
+                    // a probe: only the high watermark counts (errors show on the next fetch)
+                    if rp.error().is_none() && rp.high_watermark >= 0 {
+                        t.part.high_watermark.store(rp.high_watermark, Ordering::Release);
+                    }
+                    continue;
+                }
                 match rp.error() {
                     None => {}
                     Some(ErrorCode::OffsetOutOfRange) => {
                         tracing::warn!(topic = %rt.topic, partition = rp.partition, offset = t.offset, "offset out of range: auto.offset.reset");
                         t.offset = -1;
+                        t.stuck = None;
                         keep[i] = false;
                         continue;
                     }
                     Some(code) => {
                         tracing::warn!(broker, topic = %rt.topic, partition = rp.partition, %code, "fetch error: finding the leader again");
-                        ctx.metadata.invalidate(&rt.topic);
+                        ctx.brokers.metadata().invalidate(&rt.topic);
                         keep[i] = false;
                         continue;
                     }
                 }
                 t.part.high_watermark.store(rp.high_watermark, Ordering::Release);
-                match rp.messages(&rt.topic, t.offset) {
+                if rp.message_set.is_empty() {
+                    continue;
+                }
+                // a copy of its own: the set is a slice of the connection's read buffer, which
+                // holds the whole response (and more), and a chunk may wait a long time
+                let set = MessageSet::from_bytes(Bytes::copy_from_slice(rp.message_set.as_bytes()));
+                match set.decode(&DecodeOptions::fetched(&rt.topic, rp.partition, t.offset)) {
                     Ok(decoded) => {
+                        if t.stuck.take().is_some() {
+                            tracing::info!(topic = %rt.topic, partition = rp.partition, offset = t.offset, "partition readable again");
+                        }
                         let Some(next) = decoded.next_offset() else { continue };
-                        let Ok(permit) = ctx.semaphore.clone().acquire_owned().await else { return };
-                        let chunk = Chunk::Messages {
+                        t.pending = Some(Chunk::Messages {
                             generation: ctx.generation,
                             part: t.part.clone(),
                             messages: decoded.messages,
-                            permit,
-                        };
-                        if t.queue.send(chunk).await.is_err() {
-                            return;
-                        }
+                            charge: Charge::held(&ctx.prefetch, set.len(), None),
+                        });
                         t.offset = next;
                     }
                     Err(source) => {
                         let e =
                             Error::Fetch { topic: rt.topic.clone(), partition: rp.partition, offset: t.offset, source };
-                        tracing::error!(error = %e, "this partition is parked until the next rebalance; the others go on");
-                        let _ = t.queue.send(Chunk::Error(e)).await;
-                        t.offset = i64::MIN; // parked
-                        keep[i] = false;
+                        if t.stuck.is_none() {
+                            tracing::error!(error = %e, "this partition is stuck at this offset (the others go on): the error is repeated on its stream until the message can be read");
+                        }
+                        let token = Arc::new(());
+                        t.pending = Some(Chunk::Error {
+                            error: e,
+                            generation: Some(ctx.generation),
+                            charge: Some(Charge::held(&ctx.prefetch, 0, Some(Arc::clone(&token)))),
+                        });
+                        t.stuck = Some(Stuck { token, taken: None });
                     }
                 }
             }
         }
-        let mut i = 0;
-        targets.retain(|t| {
-            let k = keep[i];
-            i += 1;
-            if !k && t.offset != i64::MIN {
-                let _ = back.send(t.clone());
+        drop(response);
+        let mut kept = Vec::with_capacity(targets.len());
+        for (mut t, k) in targets.drain(..).zip(keep) {
+            if k {
+                t.flush();
+                kept.push(t);
+            } else {
+                let _ = back.send(t);
             }
-            k
-        });
+        }
+        targets = kept;
     }
 }
 

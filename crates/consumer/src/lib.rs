@@ -9,9 +9,15 @@
 //! - [`TopicFilter`]: whitelist / blacklist subscriptions (Java regexes, `,` as `|`).
 //!
 //! Fetching: one task per leader broker, all concurrent (`num.consumer.fetchers` is accepted
-//! for compatibility but the broker count decides), a supervisor finding new leaders.
+//! for compatibility but the broker count decides), a supervisor finding new leaders among the
+//! brokers registered in ZooKeeper at that moment. Prefetch memory is bounded by
+//! `(streams x queued.max.message.chunks + owned partitions) x fetch.message.max.bytes` (see
+//! [`ConsumerConnector::buffered_bytes`]); [`ConsumerConnector::lag`] stays current while the
+//! app falls behind; a message larger than `fetch.message.max.bytes` holds its partition (only)
+//! with a repeated [`Error::Fetch`].
 
 pub mod assignment;
+mod brokers;
 pub mod config;
 mod connector;
 mod error;

@@ -11,6 +11,7 @@ use gregor_protocol::messages::{
 use gregor_protocol::ErrorCode;
 use gregor_zk::{paths, payloads, ZkClient};
 
+use crate::brokers::Brokers;
 use crate::config::{ConsumerConfig, OffsetsStorage};
 use crate::error::{self, Error, Result};
 
@@ -20,7 +21,8 @@ pub(crate) struct OffsetStore {
     pub(crate) config: ConsumerConfig,
     pub(crate) zk: ZkClient,
     pub(crate) pool: Pool,
-    pub(crate) bootstrap: Vec<String>,
+    /// Whom to ask for the coordinator: the brokers registered in ZooKeeper.
+    pub(crate) brokers: Brokers,
 }
 
 fn is_coordinator_error(code: ErrorCode) -> bool {
@@ -93,7 +95,7 @@ impl OffsetStore {
 
     async fn coordinator(&self) -> Result<BrokerConnection> {
         let mut last = None;
-        for addr in &self.bootstrap {
+        for addr in &self.brokers.addresses() {
             let conn = match self.pool.get_addr(addr).await {
                 Ok(c) => c,
                 Err(e) => {
@@ -114,6 +116,9 @@ impl OffsetStore {
             let addr = format!("{}:{}", r.coordinator_host, r.coordinator_port);
             return self.pool.get_addr(&addr).await.map_err(error::net(format!("connecting to coordinator {addr}")));
         }
+        // none answered: read the registered brokers again for the next attempt (one may be
+        // back on another port)
+        self.brokers.refresh().await;
         Err(last.unwrap_or(Error::InvalidSubscription("no broker to ask for the offset coordinator".into())))
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use gregor_protocol::MessageAndOffset;
 use gregor_serde::Decoder;
-use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::error::{Error, Result};
 
@@ -42,19 +42,118 @@ impl PartitionState {
     }
 }
 
+/// The prefetch accounting of one connector, shared by its fetchers and its streams.
+///
+/// Every chunk of fetched data is counted from the moment it is decoded until the stream has
+/// handed out its last message (or dropped it as stale): first as *held* (decoded, waiting in
+/// a fetcher for room in its stream's queue), then as *queued* (in the queue, or the stream's
+/// current chunk). Bytes are the wire bytes of the partition's message set, which
+/// `fetch.message.max.bytes` bounds.
+#[derive(Debug, Default)]
+pub(crate) struct Prefetch {
+    /// Woken (all waiters) whenever a stream frees room or takes an error.
+    pub(crate) room: Notify,
+    pub(crate) queued_chunks: AtomicU64,
+    pub(crate) queued_bytes: AtomicU64,
+    pub(crate) held_chunks: AtomicU64,
+    pub(crate) held_bytes: AtomicU64,
+}
+
+/// One stream's queue: the channel and its room, `queued.max.message.chunks` permits (Java's
+/// `LinkedBlockingQueue(queued.max.message.chunks)` of each stream).
+#[derive(Debug, Clone)]
+pub(crate) struct StreamQueue {
+    pub(crate) tx: mpsc::Sender<Chunk>,
+    pub(crate) room: Arc<Semaphore>,
+}
+
+impl StreamQueue {
+    pub(crate) fn new(tx: mpsc::Sender<Chunk>, chunks: usize) -> StreamQueue {
+        StreamQueue { tx, room: Arc::new(Semaphore::new(chunks)) }
+    }
+}
+
+/// What one chunk costs: counted as held, then as queued once it has a permit of its stream's
+/// room. Dropping it uncounts it, releases the permit and wakes the fetchers.
+#[derive(Debug)]
+pub(crate) struct Charge {
+    prefetch: Arc<Prefetch>,
+    bytes: u64,
+    permit: Option<OwnedSemaphorePermit>,
+    /// A fetch error's token: the fetcher re-fetches a stuck partition once the app has taken
+    /// (dropped) the error that carries it.
+    token: Option<Arc<()>>,
+}
+
+impl Charge {
+    /// A chunk of `bytes`, held by a fetcher.
+    pub(crate) fn held(prefetch: &Arc<Prefetch>, bytes: usize, token: Option<Arc<()>>) -> Charge {
+        prefetch.held_chunks.fetch_add(1, Ordering::AcqRel);
+        prefetch.held_bytes.fetch_add(bytes as u64, Ordering::AcqRel);
+        Charge { prefetch: Arc::clone(prefetch), bytes: bytes as u64, permit: None, token }
+    }
+
+    /// True once the chunk has its place in its stream's room.
+    pub(crate) fn is_queued(&self) -> bool {
+        self.permit.is_some()
+    }
+
+    /// Moves the chunk from held to queued, with the permit of its stream's room.
+    pub(crate) fn queue(&mut self, permit: OwnedSemaphorePermit) {
+        if self.permit.is_none() {
+            let p = &self.prefetch;
+            p.held_chunks.fetch_sub(1, Ordering::AcqRel);
+            p.held_bytes.fetch_sub(self.bytes, Ordering::AcqRel);
+            p.queued_chunks.fetch_add(1, Ordering::AcqRel);
+            p.queued_bytes.fetch_add(self.bytes, Ordering::AcqRel);
+        }
+        self.permit = Some(permit);
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        let p = &self.prefetch;
+        let (chunks, bytes) = match self.permit {
+            Some(_) => (&p.queued_chunks, &p.queued_bytes),
+            None => (&p.held_chunks, &p.held_bytes),
+        };
+        chunks.fetch_sub(1, Ordering::AcqRel);
+        bytes.fetch_sub(self.bytes, Ordering::AcqRel);
+        // release first, then wake: a fetcher woken now finds the room
+        let freed = self.permit.take().is_some() | self.token.take().is_some();
+        if freed {
+            p.room.notify_waiters();
+        }
+    }
+}
+
 /// What fetchers put into a stream's queue.
 #[derive(Debug)]
 pub(crate) enum Chunk {
-    /// Messages of one partition from one fetch, holding one permit of the global
-    /// `queued.max.message.chunks` semaphore until the stream has handed them all out.
-    Messages {
-        generation: u64,
-        part: Arc<PartitionState>,
-        messages: Vec<MessageAndOffset>,
-        permit: OwnedSemaphorePermit,
-    },
-    /// An error for the app.
-    Error(Error),
+    /// Messages of one partition from one fetch, holding one permit of the stream's room
+    /// (`queued.max.message.chunks`) until the stream has handed them all out.
+    Messages { generation: u64, part: Arc<PartitionState>, messages: Vec<MessageAndOffset>, charge: Charge },
+    /// An error for the app. A fetch error (a message larger than `fetch.message.max.bytes`)
+    /// carries the generation it belongs to (dropped when stale) and its charge, so that it
+    /// takes a place in the queue as Java's empty chunk does, and its partition is fetched
+    /// again only after the app has taken it.
+    Error { error: Error, generation: Option<u64>, charge: Option<Charge> },
+}
+
+impl Chunk {
+    /// An error of the connector itself (not tied to a fetch).
+    pub(crate) fn error(error: Error) -> Chunk {
+        Chunk::Error { error, generation: None, charge: None }
+    }
+
+    /// The chunk's charge.
+    pub(crate) fn charge_mut(&mut self) -> Option<&mut Charge> {
+        match self {
+            Chunk::Messages { charge, .. } => Some(charge),
+            Chunk::Error { charge, .. } => charge.as_mut(),
+        }
+    }
 }
 
 /// One message as the app sees it (`K`: the key type of the stream's key decoder; raw
@@ -77,12 +176,19 @@ pub struct MessageAndMetadata<T, K = Bytes> {
 /// One consumer stream (a thread id `<consumerId>-<n>` of Kafka's connector).
 ///
 /// `next().await` yields messages of the partitions the rebalance gives to this stream, errors
-/// the app must see (a message larger than `fetch.message.max.bytes`, a rebalance that gave
-/// up), `Err(ConsumerTimeout)` when `consumer.timeout.ms` passes without a message, and `None`
-/// after `shutdown()`.
+/// the app must see (a message larger than `fetch.message.max.bytes`, repeated while its
+/// partition is stuck on it: see [`Error::Fetch`]; a rebalance that gave up),
+/// `Err(ConsumerTimeout)` when `consumer.timeout.ms` passes without a message, and `None`
+/// after `shutdown()`. The stream stays usable after any error (Java's iterator is left in a
+/// failed state by `MessageSizeTooLargeException`).
+///
+/// Each stream buffers at most `queued.max.message.chunks` chunks (one partition's messages
+/// from one fetch, at most `fetch.message.max.bytes` on the wire each), counting the one it is
+/// handing out; a stream the app does not read holds its partitions back without stalling the
+/// other streams.
 pub struct KafkaStream<T, K = Bytes> {
     rx: mpsc::Receiver<Chunk>,
-    current: Option<(u64, Arc<PartitionState>, VecDeque<MessageAndOffset>, OwnedSemaphorePermit)>,
+    current: Option<(u64, Arc<PartitionState>, VecDeque<MessageAndOffset>, Charge)>,
     generation: Arc<AtomicU64>,
     decoder: Arc<dyn Decoder<T>>,
     key_decoder: Arc<dyn Decoder<K>>,
@@ -159,7 +265,7 @@ impl<T: Send + 'static, K: Send + 'static> KafkaStream<T, K> {
                         value,
                     }));
                 }
-                self.current = None; // releases the permit
+                self.current = None; // releases the permit (its charge)
             }
             let chunk = match self.timeout {
                 None => self.rx.recv().await,
@@ -169,9 +275,15 @@ impl<T: Send + 'static, K: Send + 'static> KafkaStream<T, K> {
                 },
             };
             match chunk? {
-                Chunk::Error(e) => return Some(Err(e)),
-                Chunk::Messages { generation, part, messages, permit } => {
-                    self.current = Some((generation, part, messages.into(), permit));
+                Chunk::Error { error, generation, charge } => {
+                    drop(charge); // taken: frees its place and lets its partition be fetched again
+                    if generation.is_some_and(|g| g != self.generation.load(Ordering::Acquire)) {
+                        continue; // about a partition of an older generation
+                    }
+                    return Some(Err(error));
+                }
+                Chunk::Messages { generation, part, messages, charge } => {
+                    self.current = Some((generation, part, messages.into(), charge));
                 }
             }
         }
@@ -215,5 +327,55 @@ impl<T: Send + 'static, K: Send + 'static> Iterator for BlockingIter<T, K> {
     fn next(&mut self) -> Option<Self::Item> {
         let stream = &mut self.stream;
         self.rt.block_on(stream.next())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(p: &Prefetch) -> [u64; 4] {
+        [&p.held_chunks, &p.held_bytes, &p.queued_chunks, &p.queued_bytes].map(|a| a.load(Ordering::Acquire))
+    }
+
+    #[tokio::test]
+    async fn a_charge_is_held_then_queued_then_frees_its_room_and_wakes_the_fetchers() {
+        let prefetch = Arc::new(Prefetch::default());
+        let room = Arc::new(Semaphore::new(1));
+        let mut a = Charge::held(&prefetch, 100, None);
+        let b = Charge::held(&prefetch, 50, None);
+        assert_eq!(counts(&prefetch), [2, 150, 0, 0]);
+        a.queue(Arc::clone(&room).try_acquire_owned().unwrap());
+        assert!(a.is_queued() && !b.is_queued());
+        assert_eq!(counts(&prefetch), [1, 50, 1, 100]);
+        assert!(Arc::clone(&room).try_acquire_owned().is_err(), "one chunk of room, taken");
+        let woken = prefetch.room.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        drop(a);
+        tokio::time::timeout(Duration::from_secs(1), woken).await.expect("the fetchers are woken");
+        assert_eq!(counts(&prefetch), [1, 50, 0, 0]);
+        assert!(Arc::clone(&room).try_acquire_owned().is_ok(), "the room is free again");
+        drop(b);
+        assert_eq!(counts(&prefetch), [0, 0, 0, 0]);
+    }
+
+    #[tokio::test]
+    async fn an_error_taken_drops_its_token_and_wakes_the_fetchers() {
+        let prefetch = Arc::new(Prefetch::default());
+        let token = Arc::new(());
+        let chunk = Chunk::Error {
+            error: Error::Shutdown,
+            generation: Some(0),
+            charge: Some(Charge::held(&prefetch, 0, Some(Arc::clone(&token)))),
+        };
+        assert_eq!(Arc::strong_count(&token), 2);
+        let woken = prefetch.room.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        drop(chunk);
+        tokio::time::timeout(Duration::from_secs(1), woken).await.expect("the fetchers are woken");
+        assert_eq!(Arc::strong_count(&token), 1);
+        assert_eq!(counts(&prefetch), [0, 0, 0, 0]);
     }
 }

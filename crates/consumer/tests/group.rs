@@ -764,7 +764,10 @@ async fn oversized_message_does_not_block_other_partitions() {
             produce_n(&cluster, "ob", 2, 3, "n").await; // p1 keeps flowing after the error
         }
     }
-    assert_eq!(errors, [("ob".to_string(), 0, 0)], "one error naming the partition and offset");
+    // the error names the partition and offset; it comes again (after refresh.leader.backoff.ms)
+    // while the partition stays stuck, as Java's iterator throws on every oversized chunk
+    assert!(!errors.is_empty(), "at least one error");
+    assert!(errors.iter().all(|e| *e == ("ob".to_string(), 0, 0)), "{errors:?}");
     assert!(values.iter().all(|(p, _)| *p == 1), "{values:?}");
     assert_eq!(
         values.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>(),

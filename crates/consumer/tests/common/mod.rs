@@ -32,3 +32,37 @@ pub async fn cluster(test: &str, n: usize) -> Option<FakeCluster> {
 
 /// The raw wire client and request builders live in the testkit itself.
 pub use gregor_testkit::wire::{fetch, metadata, msg, produce, Conn};
+
+/// Appends `values` (null keys, no compression, acks=1) to `topic/partition` at its leader.
+pub async fn produce_values(cluster: &FakeCluster, topic: &str, partition: i32, values: &[String]) {
+    let leader = cluster.leader(topic, partition).expect("a leader");
+    let mut c = Conn::open(cluster.broker_addr(leader).expect("its address")).await;
+    let msgs = values.iter().map(|v| msg(None, v)).collect();
+    let r = c.call(0, &produce(topic, partition, 1, msgs, gregor_protocol::Compression::None)).await;
+    assert_eq!(r.topics[0].partitions[0].error_code, 0, "produce to {topic}/{partition}");
+}
+
+/// `/consumers/G/owners/T/*`: partition -> owning thread id.
+pub async fn owners(cluster: &FakeCluster, group: &str, topic: &str) -> std::collections::BTreeMap<i32, String> {
+    let zk = cluster.zk();
+    let mut out = std::collections::BTreeMap::new();
+    for p in zk.children(&format!("/consumers/{group}/owners/{topic}")).await.unwrap().unwrap_or_default() {
+        if let Some((d, _)) = zk.get(&format!("/consumers/{group}/owners/{topic}/{p}")).await.unwrap() {
+            out.insert(p.parse().unwrap(), String::from_utf8(d).unwrap());
+        }
+    }
+    out
+}
+
+/// Waits until `check` holds (polling every 50 ms), or panics with `what`.
+pub async fn eventually<F, Fut>(within: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + within;
+    while !check().await {
+        assert!(tokio::time::Instant::now() < deadline, "timed out after {within:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

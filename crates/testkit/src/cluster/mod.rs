@@ -531,6 +531,33 @@ impl FakeCluster {
         self.wait_for(&format!("broker {id} registered"), STARTUP_TIMEOUT, |st| st.is_live(id)).await
     }
 
+    /// Restarts a killed broker as [`FakeCluster::restart_broker`] does, but on a new port
+    /// picked by the system (a broker moved to another listener): it registers its new address
+    /// in `/brokers/ids/N` and Metadata names it; the old port is closed. Returns the new
+    /// address.
+    ///
+    /// # Errors
+    ///
+    /// As [`FakeCluster::restart_broker`].
+    pub async fn restart_broker_on_new_port(&self, id: i32) -> Result<SocketAddr, Error> {
+        match self.shared.state().brokers.get(&id) {
+            Some(b) if !b.running => {}
+            Some(_) => return Err(Error::Invalid(format!("broker {id} is running"))),
+            None => return Err(Error::Invalid(format!("no broker {id}"))),
+        }
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|source| Error::Bind { addr: "127.0.0.1:0".into(), source })?;
+        let addr = listener.local_addr().map_err(|source| Error::Bind { addr: "127.0.0.1:0".into(), source })?;
+        if let Some(b) = self.shared.state().brokers.get_mut(&id) {
+            b.port = addr.port();
+        }
+        self.crashed.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.launch(id, listener).await?;
+        self.wait_for(&format!("broker {id} registered"), STARTUP_TIMEOUT, |st| st.is_live(id)).await?;
+        Ok(addr)
+    }
+
     /// Pauses a broker: it keeps its connections and its ZooKeeper session but answers nothing
     /// and stops replicating, so clients time out and its followers drop out of ISRs.
     pub fn pause_broker(&self, id: i32) {
