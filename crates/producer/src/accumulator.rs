@@ -30,6 +30,7 @@
 //!   handed back by `done`, a failed `retry`, or a release, in flight included.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 use gregor_protocol::MessageSet;
@@ -38,19 +39,53 @@ use tokio::time::Instant;
 /// A broker id.
 pub type BrokerId = i32;
 
-/// A topic and one of its partitions.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A topic and one of its partitions. Equality and order are the topic name's and the
+/// partition's; two keys sharing one topic allocation compare without reading the names.
+#[derive(Debug, Clone)]
 pub struct TopicPartition {
-    /// The topic.
-    pub topic: String,
+    /// The topic (shared, so a key costs a reference count, not a copy).
+    pub topic: Arc<str>,
     /// The partition.
     pub partition: i32,
 }
 
 impl TopicPartition {
     /// `topic`/`partition`.
-    pub fn new(topic: impl Into<String>, partition: i32) -> TopicPartition {
+    pub fn new(topic: impl Into<Arc<str>>, partition: i32) -> TopicPartition {
         TopicPartition { topic: topic.into(), partition }
+    }
+}
+
+impl PartialEq for TopicPartition {
+    fn eq(&self, other: &Self) -> bool {
+        self.partition == other.partition && (Arc::ptr_eq(&self.topic, &other.topic) || self.topic == other.topic)
+    }
+}
+
+impl Eq for TopicPartition {}
+
+impl std::hash::Hash for TopicPartition {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // the name's hash, as equality compares names
+        (*self.topic).hash(state);
+        self.partition.hash(state);
+    }
+}
+
+impl PartialOrd for TopicPartition {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for TopicPartition {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let topics = if Arc::ptr_eq(&self.topic, &other.topic) {
+            std::cmp::Ordering::Equal
+        } else {
+            self.topic.cmp(&other.topic)
+        };
+        topics.then(self.partition.cmp(&other.partition))
     }
 }
 
@@ -106,7 +141,7 @@ pub struct Round<T> {
 #[derive(Debug)]
 pub struct Released<T> {
     /// The record's topic.
-    pub topic: String,
+    pub topic: Arc<str>,
     /// Its partition, when it had been given one.
     pub partition: Option<i32>,
     /// How many times it was sent.
@@ -168,7 +203,7 @@ struct Held<T> {
 pub struct Accumulator<T> {
     config: AccumulatorConfig,
     partitions: BTreeMap<TopicPartition, PartitionQueue<T>>,
-    held: BTreeMap<String, Held<T>>,
+    held: BTreeMap<Arc<str>, Held<T>>,
     busy: BTreeSet<BrokerId>,
     /// The partition each broker's last round started after (round-robin fairness).
     cursor: BTreeMap<BrokerId, TopicPartition>,
@@ -274,11 +309,28 @@ impl<T> Accumulator<T> {
         self.len += 1;
     }
 
+    /// Queues a record for a partition that has a queue (see [`Accumulator::knows`]); gives it
+    /// back otherwise. One lookup where `knows` then `append` take two.
+    ///
+    /// # Errors
+    ///
+    /// The record, when the partition has no queue.
+    pub fn try_append(&mut self, tp: &TopicPartition, record: T, enqueued_at: Instant) -> Result<(), T> {
+        match self.partitions.get_mut(tp) {
+            Some(q) => {
+                q.queued.push_back((record, enqueued_at));
+                self.len += 1;
+                Ok(())
+            }
+            None => Err(record),
+        }
+    }
+
     /// Holds a record that has no partition yet (its topic's metadata is unknown).
-    pub fn hold(&mut self, topic: &str, record: T, enqueued_at: Instant) {
+    pub fn hold(&mut self, topic: &Arc<str>, record: T, enqueued_at: Instant) {
         let held = match self.held.get_mut(topic) {
             Some(h) => h,
-            None => self.held.entry(topic.to_owned()).or_insert_with(|| Held { records: VecDeque::new(), rounds: 0 }),
+            None => self.held.entry(topic.clone()).or_insert_with(|| Held { records: VecDeque::new(), rounds: 0 }),
         };
         held.records.push_back((record, enqueued_at));
         self.len += 1;
@@ -291,7 +343,7 @@ impl<T> Accumulator<T> {
     }
 
     /// Topics with held records.
-    pub fn held_topics(&self) -> Vec<String> {
+    pub fn held_topics(&self) -> Vec<Arc<str>> {
         self.held.iter().filter(|(_, h)| !h.records.is_empty()).map(|(t, _)| t.clone()).collect()
     }
 
@@ -442,7 +494,7 @@ impl<T> Accumulator<T> {
     /// topics still without a leader, and every topic still holding records, counts one more
     /// round; past `message.send.max.retries + 1` rounds their records are released, to be
     /// failed.
-    pub fn end_metadata_round(&mut self, topics: &[String]) -> Vec<Released<T>> {
+    pub fn end_metadata_round(&mut self, topics: &[Arc<str>]) -> Vec<Released<T>> {
         let max = self.config.max_retries;
         let mut released = Vec::new();
         for (tp, q) in self.partitions.iter_mut() {
@@ -732,11 +784,11 @@ mod tests {
         assert!(a.waiting_for_metadata());
         assert!(a.drain(t0).is_empty());
         assert_eq!(a.next_wakeup(t0), None);
-        let topics = vec!["t".to_owned()];
+        let topics = vec![Arc::<str>::from("t")];
         assert!(a.end_metadata_round(&topics).is_empty());
         assert!(a.end_metadata_round(&topics).is_empty());
         // a round of another topic does not count
-        assert!(a.end_metadata_round(&["u".to_owned()]).is_empty());
+        assert!(a.end_metadata_round(&[Arc::<str>::from("u")]).is_empty());
         // a leader resets the count
         a.set_leader(&tp(0), Some(0));
         a.set_leader(&tp(0), None);
@@ -755,19 +807,19 @@ mod tests {
     fn held_records_wait_for_their_topic_and_expire_after_the_rounds() {
         let t0 = Instant::now();
         let mut a: Accumulator<u32> = Accumulator::new(config());
-        a.hold("new", 1, t0);
-        a.hold("new", 2, t0);
+        a.hold(&"new".into(), 1, t0);
+        a.hold(&"new".into(), 2, t0);
         assert!(a.has_held("new") && a.waiting_for_metadata());
-        assert_eq!(a.held_topics(), ["new"]);
+        assert_eq!(a.held_topics(), [Arc::<str>::from("new")]);
         assert_eq!(a.len(), 2);
-        let topics = vec!["new".to_owned()];
+        let topics = vec![Arc::<str>::from("new")];
         assert!(a.end_metadata_round(&topics).is_empty());
         // partitioned: taken, appended elsewhere
         let taken = a.take_held("new");
         assert_eq!(taken.iter().map(|(r, _)| *r).collect::<Vec<_>>(), [1, 2]);
         assert_eq!(a.len(), 0);
         for (r, at) in taken {
-            a.hold("new", r, at); // still no partition: held again, the round count kept
+            a.hold(&"new".into(), r, at); // still no partition: held again, the round count kept
         }
         assert!(a.end_metadata_round(&topics).is_empty());
         let released = a.end_metadata_round(&topics);
@@ -783,7 +835,7 @@ mod tests {
         let in_flight = a.drain(t0);
         a.append(&tp(0), 2, t0);
         a.append(&tp(1), 3, t0);
-        a.hold("u", 4, t0);
+        a.hold(&"u".into(), 4, t0);
         let released = a.remove_partition(&tp(1));
         assert_eq!(released.iter().map(|r| r.record).collect::<Vec<_>>(), [3]);
         assert!(!a.knows(&tp(1)));
@@ -957,7 +1009,7 @@ mod proptests {
                         m.next += 1;
                         // records of a partition follow the held ones, as the producer does
                         if m.acc.has_held("t") {
-                            m.acc.hold("t", r, m.now);
+                            m.acc.hold(&"t".into(), r, m.now);
                         } else {
                             m.append(p, r);
                         }
@@ -965,7 +1017,7 @@ mod proptests {
                     Op::Hold => {
                         let r = m.next;
                         m.next += 1;
-                        m.acc.hold("t", r, m.now);
+                        m.acc.hold(&"t".into(), r, m.now);
                     }
                     Op::Partition => {
                         for (r, _) in m.acc.take_held("t") {
@@ -983,7 +1035,7 @@ mod proptests {
                     Op::FailFatal(i) => m.settle(i, 2),
                     Op::Leader(p, l) => m.acc.set_leader(&TopicPartition::new("t", p), l),
                     Op::MetadataRound => {
-                        for r in m.acc.end_metadata_round(&["t".to_owned()]) {
+                        for r in m.acc.end_metadata_round(&[Arc::<str>::from("t")]) {
                             m.outcome(r.record, false);
                         }
                     }

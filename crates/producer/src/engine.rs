@@ -12,20 +12,21 @@
 //!                          retry ──► front of its partition, after retry.backoff.ms
 //! ```
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
 use gregor_net::{MetadataCache, MetadataSnapshot};
 use gregor_protocol::messages::{ProducePartition, ProduceRequest, ProduceResponse, TopicPartitions};
 use gregor_protocol::{ErrorCode, MessageSet};
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{oneshot, Semaphore};
 use tokio::task::{Id, JoinError, JoinSet};
 use tokio::time::Instant;
 
 use crate::accumulator::{Accumulator, AccumulatorConfig, Batch, Released, Round, TopicPartition};
 use crate::config::ProducerConfig;
 use crate::error::{DeliveryError, Error};
+use crate::inbox::InboxReceiver;
 use crate::partitioner::{Choice, PartitionerState};
 use crate::record::{CloseReport, FlushReport, Pending, RecordMetadata};
 
@@ -78,7 +79,7 @@ struct TopicParts {
 /// Metadata refresh bookkeeping.
 struct Refresh {
     /// The topics being refreshed right now.
-    in_flight: Option<Vec<String>>,
+    in_flight: Option<Vec<Arc<str>>>,
     /// A refresh is wanted, not before this.
     wanted: Option<Instant>,
     /// When the periodic refresh is due (`topic.metadata.refresh.interval.ms`).
@@ -94,8 +95,12 @@ pub(crate) struct Engine {
     cache: MetadataCache,
     snapshot: Arc<MetadataSnapshot>,
     parts: HashMap<String, TopicParts>,
-    topics: BTreeSet<String>,
-    inbox: mpsc::UnboundedReceiver<Command>,
+    topics: BTreeSet<Arc<str>>,
+    /// The last record's topic (an element of `topics`).
+    last_topic: Option<Arc<str>>,
+    inbox: InboxReceiver,
+    /// Commands taken from the inbox, not yet handled.
+    incoming: VecDeque<Command>,
     inbox_open: bool,
     permits: Arc<Semaphore>,
     tasks: JoinSet<Completion>,
@@ -107,13 +112,15 @@ pub(crate) struct Engine {
     flushes: Vec<FlushWaiter>,
     closing: Option<Closing>,
     done: bool,
+    /// Audit (crates/producer/src/audit.rs): `Some` when the producer publishes audit records.
+    pub(crate) audit: Option<crate::audit::Auditor>,
 }
 
 impl Engine {
     pub(crate) fn new(
         config: ProducerConfig,
         cache: MetadataCache,
-        inbox: mpsc::UnboundedReceiver<Command>,
+        inbox: InboxReceiver,
         permits: Arc<Semaphore>,
     ) -> Engine {
         let acc = Accumulator::new(AccumulatorConfig {
@@ -131,7 +138,9 @@ impl Engine {
             cache,
             parts: HashMap::new(),
             topics: BTreeSet::new(),
+            last_topic: None,
             inbox,
+            incoming: VecDeque::new(),
             inbox_open: true,
             permits,
             tasks: JoinSet::new(),
@@ -143,36 +152,39 @@ impl Engine {
             flushes: Vec::new(),
             closing: None,
             done: false,
+            audit: None,
         }
     }
 
     /// Runs until closed, or until every handle is dropped and every record has its result.
     pub(crate) async fn run(mut self) {
         loop {
-            let now = Instant::now();
+            let mut now = Instant::now();
+            if !self.incoming.is_empty() {
+                // one clock reading for the burst: it stamps the records' arrival (their linger
+                // starts here) and orders the timers
+                for _ in 0..INBOX_BURST {
+                    let Some(command) = self.incoming.pop_front() else { break };
+                    self.on_command(command, now);
+                }
+                now = Instant::now();
+            }
             self.step(now);
             if self.done {
                 break;
             }
             let wake = self.next_wakeup(now);
+            let more = !self.incoming.is_empty();
             tokio::select! {
                 biased;
                 Some(joined) = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => self.on_joined(joined),
-                command = self.inbox.recv(), if self.inbox_open => match command {
-                    Some(command) => {
-                        self.on_command(command);
-                        for _ in 0..INBOX_BURST {
-                            match self.inbox.try_recv() {
-                                Ok(command) => self.on_command(command),
-                                Err(_) => break,
-                            }
-                        }
-                    }
-                    None => {
+                received = self.inbox.recv_many(&mut self.incoming), if self.inbox_open && !more => {
+                    if !received {
                         tracing::debug!(queued = self.acc.len(), "every producer handle dropped; sending what is queued");
                         self.inbox_open = false;
                     }
-                },
+                }
+                () = std::future::ready(()), if more => {}
                 () = sleep_until(wake) => {}
             }
         }
@@ -193,13 +205,25 @@ impl Engine {
         }
         self.keep_metadata_coming(now);
         self.maybe_refresh(now);
+        // audit (crates/producer/src/audit.rs): the audit records that are due join the queue; a
+        // closing (or dropped) producer's last window goes once nothing else is held
+        let last = (self.closing.is_some() || !self.inbox_open) && self.acc.is_empty() && self.rounds.is_empty();
+        let due = self.audit.as_mut().map(|a| a.step(now, last)).unwrap_or_default();
+        for pending in due {
+            self.on_command(Command::Record(pending), now);
+        }
         self.acc.set_flushing(!self.flushes.is_empty() || self.closing.is_some() || !self.inbox_open);
         for round in self.acc.drain(now) {
             self.send_round(round);
         }
         self.finish_flushes();
         self.finish_close();
-        if !self.inbox_open && self.closing.is_none() && self.acc.is_empty() && self.rounds.is_empty() {
+        if !self.inbox_open
+            && self.closing.is_none()
+            && self.incoming.is_empty()
+            && self.acc.is_empty()
+            && self.rounds.is_empty()
+        {
             self.done = true;
         }
     }
@@ -216,20 +240,18 @@ impl Engine {
         }
         consider(self.refresh.periodic);
         consider(self.closing.as_ref().map(|c| c.deadline));
+        consider(self.audit.as_ref().and_then(|a| a.next_wakeup())); // audit (audit.rs)
         next
     }
 
-    fn on_command(&mut self, command: Command) {
+    fn on_command(&mut self, command: Command, now: Instant) {
         match command {
             Command::Record(mut pending) => {
                 pending.seq = self.next_seq;
                 self.next_seq += 1;
-                let now = Instant::now();
-                if self.topics.insert(pending.topic.clone()) {
-                    self.want_refresh(now);
-                }
-                let enqueued_at = pending.enqueued_at;
-                self.route(pending, enqueued_at, now);
+                self.canonical_topic(&mut pending.topic, now);
+                // its linger starts when the task takes it
+                self.route(pending, now, now);
             }
             Command::Flush { reply } => {
                 if self.acc.is_empty() {
@@ -256,6 +278,29 @@ impl Engine {
         }
     }
 
+    /// Makes `topic` the engine's own allocation of that name (learning the topic, and asking
+    /// for its metadata, the first time), so the queues' keys compare by pointer; the last
+    /// topic seen is checked first, without a lookup.
+    fn canonical_topic(&mut self, topic: &mut Arc<str>, now: Instant) {
+        if let Some(last) = &self.last_topic {
+            if Arc::ptr_eq(last, topic) {
+                return;
+            }
+            if **last == **topic {
+                *topic = last.clone();
+                return;
+            }
+        }
+        match self.topics.get(&**topic) {
+            Some(known) => *topic = known.clone(),
+            None => {
+                self.topics.insert(topic.clone());
+                self.want_refresh(now);
+            }
+        }
+        self.last_topic = Some(topic.clone());
+    }
+
     /// Puts a record in its partition's queue, or holds it until its topic's metadata comes.
     fn route(&mut self, pending: Pending, enqueued_at: Instant, now: Instant) {
         let topic = pending.topic.clone();
@@ -267,7 +312,7 @@ impl Engine {
                     self.acc.hold(&topic, pending, enqueued_at);
                     return;
                 }
-                let parts = self.parts.get(&topic);
+                let parts = self.parts.get(&*topic);
                 let (all, available) = parts.map_or((&[][..], &[][..]), |p| (&p.all[..], &p.available[..]));
                 let key = pending.message.key.as_deref();
                 match self.partitioner.choose(&topic, key, all, available, &mut || rand::random::<u32>() as usize) {
@@ -281,23 +326,26 @@ impl Engine {
                     }
                     Choice::Invalid(p) => {
                         let partitions = all.len();
-                        self.fail(pending, Some(p), 0, Error::InvalidPartition { topic, partition: p, partitions });
+                        let error = Error::InvalidPartition { topic: topic.to_string(), partition: p, partitions };
+                        self.fail(pending, Some(p), 0, error);
                         return;
                     }
                 }
             }
         };
         let tp = TopicPartition { topic, partition };
-        if let Some(parts) = self.parts.get(&tp.topic) {
+        // the common case: the partition has a queue, so it was checked when the queue was made
+        // (and a refresh that finds it gone removes the queue)
+        let Err(pending) = self.acc.try_append(&tp, pending, enqueued_at) else { return };
+        if let Some(parts) = self.parts.get(&*tp.topic) {
             if parts.error.is_none() && !parts.all.is_empty() && !parts.all.contains(&partition) {
-                let error = Error::InvalidPartition { topic: tp.topic.clone(), partition, partitions: parts.all.len() };
+                let error =
+                    Error::InvalidPartition { topic: tp.topic.to_string(), partition, partitions: parts.all.len() };
                 self.fail(pending, Some(partition), 0, error);
                 return;
             }
         }
-        if !self.acc.knows(&tp) {
-            self.acc.set_leader(&tp, self.snapshot.leader(&tp.topic, partition));
-        }
+        self.acc.set_leader(&tp, self.snapshot.leader(&tp.topic, partition));
         self.acc.append(&tp, pending, enqueued_at);
     }
 
@@ -334,11 +382,12 @@ impl Engine {
             return;
         }
         self.refresh.wanted = None;
-        let topics: Vec<String> = self.topics.iter().cloned().collect();
-        self.refresh.in_flight = Some(topics.clone());
+        let topics: Vec<Arc<str>> = self.topics.iter().cloned().collect();
+        let names: Vec<String> = topics.iter().map(|t| t.to_string()).collect();
+        self.refresh.in_flight = Some(topics);
         let cache = self.cache.clone();
-        tracing::debug!(topics = topics.len(), "refreshing metadata");
-        let handle = self.tasks.spawn(async move { Completion::Metadata { result: cache.refresh(&topics).await } });
+        tracing::debug!(topics = names.len(), "refreshing metadata");
+        let handle = self.tasks.spawn(async move { Completion::Metadata { result: cache.refresh(&names).await } });
         self.task_kinds.insert(handle.id(), TaskKind::Metadata);
     }
 
@@ -400,14 +449,14 @@ impl Engine {
                     }
                     let missing = self
                         .parts
-                        .get(&tp.topic)
+                        .get(&*tp.topic)
                         .filter(|p| p.error.is_none() && !p.all.is_empty() && !p.all.contains(&tp.partition))
                         .map(|p| p.all.len());
                     match missing {
                         Some(partitions) => {
                             for r in self.acc.remove_partition(&tp) {
                                 let error = Error::InvalidPartition {
-                                    topic: tp.topic.clone(),
+                                    topic: tp.topic.to_string(),
                                     partition: tp.partition,
                                     partitions,
                                 };
@@ -451,12 +500,12 @@ impl Engine {
         }
         let rounds = self.config.message_send_max_retries() + 1;
         for r in self.acc.end_metadata_round(&topics) {
-            let topic_known = self.parts.get(&r.topic).is_some_and(|p| !p.all.is_empty());
+            let topic_known = self.parts.get(&*r.topic).is_some_and(|p| !p.all.is_empty());
             let error = match r.partition {
-                Some(partition) if topic_known => Error::NoLeader { topic: r.topic.clone(), partition, rounds },
+                Some(partition) if topic_known => Error::NoLeader { topic: r.topic.to_string(), partition, rounds },
                 _ => Error::TopicUnavailable {
-                    topic: r.topic.clone(),
-                    code: self.parts.get(&r.topic).and_then(|p| p.error),
+                    topic: r.topic.to_string(),
+                    code: self.parts.get(&*r.topic).and_then(|p| p.error),
                     rounds,
                     source: self.refresh.last_error.clone(),
                 },
@@ -481,14 +530,14 @@ impl Engine {
                 Some(set) => set,
                 None => {
                     let codec = self.config.compression_for(&batch.tp.topic);
-                    match MessageSet::from_messages(batch.records.iter().map(|p| p.message.clone()), codec) {
+                    match MessageSet::from_message_refs(batch.records.iter().map(|p| &p.message), codec) {
                         Ok(set) => {
                             batch.encoded = Some(set.clone());
                             set
                         }
                         Err(e) => {
                             let error = Error::Encode {
-                                topic: batch.tp.topic.clone(),
+                                topic: batch.tp.topic.to_string(),
                                 partition: batch.tp.partition,
                                 source: Arc::new(e),
                             };
@@ -500,9 +549,9 @@ impl Engine {
             };
             records += batch.records.len();
             let entry = ProducePartition { partition: batch.tp.partition, message_set: set };
-            match topics.iter_mut().find(|t| t.topic == batch.tp.topic) {
+            match topics.iter_mut().find(|t| *t.topic == *batch.tp.topic) {
                 Some(t) => t.partitions.push(entry),
-                None => topics.push(TopicPartitions::new(batch.tp.topic.clone(), vec![entry])),
+                None => topics.push(TopicPartitions::new(batch.tp.topic.to_string(), vec![entry])),
             }
             batches.push(batch);
         }
@@ -552,14 +601,14 @@ impl Engine {
                     let answer = response
                         .topics
                         .iter()
-                        .filter(|t| t.topic == batch.tp.topic)
+                        .filter(|t| *t.topic == *batch.tp.topic)
                         .flat_map(|t| &t.partitions)
                         .find(|p| p.partition == batch.tp.partition);
                     match answer {
                         None => {
                             let error = Error::MissingFromResponse {
                                 broker,
-                                topic: batch.tp.topic.clone(),
+                                topic: batch.tp.topic.to_string(),
                                 partition: batch.tp.partition,
                             };
                             self.want_refresh(now);
@@ -629,12 +678,28 @@ impl Engine {
         }
     }
 
+    /// A batch's records are delivered: accounted one by one, their queue places given back
+    /// in one go (one semaphore update per batch, not per record), then their results handed
+    /// out — places first, so an application that sends again on a result finds room.
+    // the results' error side carries the record's bytes on purpose (see DeliveryError)
+    #[allow(clippy::result_large_err)]
     fn succeed(&mut self, batch: Batch<Pending>, base_offset: i64) {
         let tp = batch.tp.clone();
-        for (i, pending) in self.acc.done(batch).into_iter().enumerate() {
+        let records = self.acc.done(batch);
+        let result = |i: usize| {
             let offset = if base_offset >= 0 { base_offset + i as i64 } else { -1 };
-            let metadata = RecordMetadata { topic: tp.topic.clone(), partition: tp.partition, offset };
-            self.finish(pending, Ok(metadata));
+            Ok(RecordMetadata { topic: tp.topic.clone(), partition: tp.partition, offset })
+        };
+        let mut places = 0;
+        for (i, pending) in records.iter().enumerate() {
+            if self.account(pending, &result(i)) {
+                places += 1;
+            }
+        }
+        self.permits.add_permits(places);
+        for (i, mut pending) in records.into_iter().enumerate() {
+            // a record the accounting kept (the auditor's own) has no slot: a no-op
+            pending.deliver(result(i));
         }
     }
 
@@ -657,19 +722,39 @@ impl Engine {
     /// A record's one result: counted for flushes and close, its queue place given back, then
     /// handed to its future or callback.
     fn finish(&mut self, mut pending: Pending, result: crate::DeliveryResult) {
+        if self.account(&pending, &result) {
+            self.permits.add_permits(1);
+            pending.deliver(result);
+        }
+    }
+
+    /// Counts a record's result for flushes, close and the audit; false for a record that
+    /// takes no queue place and gets no delivery (the auditor's own).
+    fn account(&mut self, pending: &Pending, result: &crate::DeliveryResult) -> bool {
+        // audit (crates/producer/src/audit.rs): count the result; the auditor's own records
+        // count for flushes only: no queue place, no report, no delivery slot
+        if let Some(audit) = &mut self.audit {
+            if audit.observe(pending, result) {
+                for flush in &mut self.flushes {
+                    if pending.seq < flush.below {
+                        flush.remaining = flush.remaining.saturating_sub(1);
+                    }
+                }
+                return false;
+            }
+        }
         for flush in &mut self.flushes {
             if pending.seq < flush.below {
                 flush.remaining = flush.remaining.saturating_sub(1);
-                if let Err(e) = &result {
+                if let Err(e) = result {
                     flush.failed.push(e.clone());
                 }
             }
         }
-        if let (Some(closing), Err(e)) = (&mut self.closing, &result) {
+        if let (Some(closing), Err(e)) = (&mut self.closing, result) {
             closing.undelivered.push(e.clone());
         }
-        self.permits.add_permits(1);
-        pending.deliver(result);
+        true
     }
 
     fn finish_flushes(&mut self) {
@@ -705,12 +790,12 @@ impl Engine {
 
     fn finish_close(&mut self) {
         let Some(closing) = &self.closing else { return };
-        if !self.acc.is_empty() || !self.rounds.is_empty() || closing.reply.is_none() {
+        if !self.incoming.is_empty() || !self.acc.is_empty() || !self.rounds.is_empty() || closing.reply.is_none() {
             return;
         }
         // records sent while the close command was on its way
         self.inbox.close();
-        while let Ok(command) = self.inbox.try_recv() {
+        while let Some(command) = self.inbox.try_recv() {
             match command {
                 Command::Record(mut pending) => {
                     pending.seq = self.next_seq;
@@ -766,7 +851,7 @@ mod tests {
             .build()
             .unwrap();
         let cache = MetadataCache::new(config.metadata_broker_list(), Pool::new(ConnectionConfig::default())).unwrap();
-        let (_tx, rx) = mpsc::unbounded_channel();
+        let (_tx, rx) = crate::inbox::inbox();
         let permits = Arc::new(Semaphore::new(config.queue_buffering_max_messages()));
         Engine::new(config, cache, rx, permits)
     }
@@ -775,13 +860,12 @@ mod tests {
         let (tx, rx) = oneshot::channel();
         let pending = Pending {
             seq: 0,
-            topic: "t".to_owned(),
+            topic: "t".into(),
             partition,
             message: Message::new(None, Some(bytes::Bytes::from_static(b"v"))),
             slot: Some(Slot::Future(tx)),
-            enqueued_at: Instant::now(),
         };
-        e.on_command(Command::Record(pending));
+        e.on_command(Command::Record(pending), Instant::now());
         rx
     }
 
@@ -875,7 +959,7 @@ mod tests {
         failed(&mut first);
         let mut second = send(&mut e, Some(0));
         let (reply, mut flushed) = oneshot::channel();
-        e.on_command(Command::Flush { reply });
+        e.on_command(Command::Flush { reply }, Instant::now());
         assert_eq!(run_refreshes(&mut e, NoBroker), 3);
         assert!(matches!(failed(&mut second), Error::TopicUnavailable { .. }));
         assert_eq!(flushed.try_recv().expect("the flush is answered").failed.len(), 1);

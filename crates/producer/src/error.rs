@@ -154,7 +154,7 @@ impl Error {
 #[error("record for {topic}{} not delivered after {attempts} attempt(s)", partition_suffix(.partition))]
 pub struct DeliveryError {
     /// The record's topic.
-    pub topic: String,
+    pub topic: Arc<str>,
     /// Its partition, when one had been chosen.
     pub partition: Option<i32>,
     /// How many times its batch was sent (0: never).

@@ -77,14 +77,17 @@
 //! timeouts. No subscriber is installed.
 
 pub mod accumulator;
+pub mod audit;
 pub mod config;
 mod engine;
 mod error;
+mod inbox;
 pub mod partitioner;
 mod producer;
 mod record;
 mod sync;
 
+pub use audit::AuditConfig;
 pub use config::{
     ConfigError, EnqueueTimeout, ProducerConfig, ProducerConfigBuilder, ProducerType, RESPONSE_TIMEOUT_MARGIN,
 };

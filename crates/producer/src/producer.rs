@@ -9,13 +9,14 @@ use std::time::Duration;
 use gregor_net::{ConnectionConfig, MetadataCache, MetadataConfig, Pool};
 use gregor_protocol::Message;
 use gregor_serde::Encoder;
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{oneshot, Semaphore};
 use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::config::{EnqueueTimeout, ProducerConfig};
 use crate::engine::{Command, Engine};
 use crate::error::{Error, SendError};
+use crate::inbox::{inbox, InboxSender};
 use crate::record::{Callback, CloseReport, DeliveryFuture, DeliveryResult, FlushReport, Pending, Record, Slot};
 
 /// How long [`AsyncProducer::close`] waits past its bound for the background task's report
@@ -25,7 +26,7 @@ const CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// The application's side, shared by every clone of a producer.
 struct Shared {
     config: ProducerConfig,
-    inbox: mpsc::UnboundedSender<Command>,
+    inbox: InboxSender,
     permits: Arc<Semaphore>,
     closed: AtomicBool,
 }
@@ -103,7 +104,19 @@ where
         key_encoder: impl Encoder<K> + 'static,
         value_encoder: impl Encoder<V> + 'static,
     ) -> Result<AsyncProducer<K, V>, Error> {
+        AsyncProducer::start(config, None, key_encoder, value_encoder)
+    }
+
+    /// [`AsyncProducer::new`], with audit on when `audit` is given (audit: see audit.rs).
+    pub(crate) fn start(
+        config: ProducerConfig,
+        audit: Option<crate::audit::AuditConfig>,
+        key_encoder: impl Encoder<K> + 'static,
+        value_encoder: impl Encoder<V> + 'static,
+    ) -> Result<AsyncProducer<K, V>, Error> {
         let handle = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        // audit (crates/producer/src/audit.rs): its settings are checked before anything starts
+        let auditor = audit.map(|a| crate::audit::Auditor::new(a, &config)).transpose()?;
         let connection = ConnectionConfig::builder()
             .client_id(config.client_id())
             .request_timeout(config.response_timeout())
@@ -124,9 +137,10 @@ where
                 other => Error::Internal { reason: other.to_string() },
             })?;
         let permits = Arc::new(Semaphore::new(config.queue_buffering_max_messages()));
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = inbox();
         let span = tracing::debug_span!("producer", client_id = %config.client_id());
-        let engine = Engine::new(config.clone(), cache, rx, permits.clone());
+        let mut engine = Engine::new(config.clone(), cache, rx, permits.clone());
+        engine.audit = auditor; // audit (crates/producer/src/audit.rs)
         handle.spawn(engine.run().instrument(span));
         Ok(AsyncProducer {
             shared: Arc::new(Shared { config, inbox: tx, permits, closed: AtomicBool::new(false) }),
@@ -137,7 +151,8 @@ where
 
     /// Queues `record` and returns a future of its delivery result.
     ///
-    /// Encodes the key and value, then takes a place in the queue: with
+    /// Encodes the key, takes a place in the queue, then encodes the value (taking it, so a
+    /// `Bytes` or `Vec<u8>` value is handed over without a copy): with
     /// `queue.enqueue.timeout.ms` -1 it waits for one, with 0 it fails at once when the queue
     /// is full, with more it waits that long. Once this returns `Ok`, the record *will* get
     /// exactly one result, whether or not the future is awaited.
@@ -190,11 +205,6 @@ where
             },
             None => None,
         };
-        let value = match self.value_encoder.encode(&record.value) {
-            Ok(bytes) => bytes,
-            Err(e) => return Err(SendError::Encode { record, what: "value", source: Arc::new(e) }),
-        };
-        let started = Instant::now();
         let permits = &self.shared.permits;
         let capacity = self.shared.config.queue_buffering_max_messages();
         let permit = match self.shared.config.queue_enqueue_timeout() {
@@ -206,22 +216,39 @@ where
                 }
                 Err(tokio::sync::TryAcquireError::Closed) => None,
             },
-            EnqueueTimeout::Wait(wait) => match tokio::time::timeout(wait, permits.acquire()).await {
-                Ok(p) => p.ok(),
-                Err(_) => return Err(SendError::QueueFull { record, capacity, waited: started.elapsed() }),
+            EnqueueTimeout::Wait(wait) => match permits.try_acquire() {
+                Ok(p) => Some(p),
+                Err(tokio::sync::TryAcquireError::Closed) => None,
+                Err(tokio::sync::TryAcquireError::NoPermits) => {
+                    let started = Instant::now();
+                    match tokio::time::timeout(wait, permits.acquire()).await {
+                        Ok(p) => p.ok(),
+                        Err(_) => return Err(SendError::QueueFull { record, capacity, waited: started.elapsed() }),
+                    }
+                }
             },
         };
         let Some(permit) = permit else {
             return Err(SendError::Closed { record });
         };
+        // the value last, taken (a Bytes or Vec value is handed over, not copied), once the
+        // record has its place: a refusal above could still give the record back whole
         let Record { topic, key: k, value: v, partition } = record;
+        let value = match self.value_encoder.encode_owned(v) {
+            Ok(bytes) => bytes,
+            Err((value, e)) => {
+                let record = Record { topic, key: k, value, partition };
+                return Err(SendError::Encode { record, what: "value", source: Arc::new(e) });
+            }
+        };
         let pending = Pending {
             seq: 0,
             topic,
             partition,
             message: Message::new(key, Some(value)),
+            // no clock reading here: the background task stamps the records' arrival, once per
+            // burst of records it takes
             slot: Some(slot),
-            enqueued_at: Instant::now(),
         };
         match self.shared.inbox.send(Command::Record(pending)) {
             Ok(()) => {
@@ -229,11 +256,12 @@ where
                 permit.forget();
                 Ok(())
             }
-            Err(mpsc::error::SendError(command)) => {
-                let Command::Record(mut pending) = command else { unreachable!("a record was sent") };
-                pending.disarm();
-                let record = Record { topic: std::mem::take(&mut pending.topic), key: k, value: v, partition };
-                Err(SendError::Closed { record })
+            // the background task is gone (it closed its inbox after a close, or its runtime
+            // stopped): the value was taken, so the record cannot be given back; dropping it
+            // delivers Closed through its future or callback, its one result
+            Err(command) => {
+                drop(command);
+                Ok(())
             }
         }
     }

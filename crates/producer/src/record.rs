@@ -2,15 +2,19 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use gregor_protocol::Message;
 use tokio::sync::oneshot;
-use tokio::time::Instant;
 
 use crate::error::{DeliveryError, Error};
 
 /// A record to send: a value, an optional key, a topic, and optionally the partition.
+///
+/// The topic is an `Arc<str>`: `Record::new("events", v)` or `Record::new(string, v)` allocate
+/// it once, and an application sending many records to one topic can keep an `Arc<str>` and
+/// pass clones of it, so no record allocates its topic (the producer never copies it either).
 ///
 /// ```
 /// use gregor_producer::Record;
@@ -23,7 +27,7 @@ use crate::error::{DeliveryError, Error};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record<K, V> {
     /// The topic.
-    pub topic: String,
+    pub topic: Arc<str>,
     /// The key: placed by the partitioner, stored with the message; `None` is the null key.
     pub key: Option<K>,
     /// The value.
@@ -34,7 +38,7 @@ pub struct Record<K, V> {
 
 impl<K, V> Record<K, V> {
     /// A record without key or explicit partition.
-    pub fn new(topic: impl Into<String>, value: V) -> Record<K, V> {
+    pub fn new(topic: impl Into<Arc<str>>, value: V) -> Record<K, V> {
         Record { topic: topic.into(), key: None, value, partition: None }
     }
 
@@ -54,8 +58,8 @@ impl<K, V> Record<K, V> {
 /// Where a delivered record went.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RecordMetadata {
-    /// The topic.
-    pub topic: String,
+    /// The topic (shared with the record's, not a copy).
+    pub topic: Arc<str>,
     /// The partition.
     pub partition: i32,
     /// The record's offset in the partition; -1 with `request.required.acks=0` (the broker
@@ -87,7 +91,7 @@ impl Future for DeliveryFuture {
             r.unwrap_or_else(|_| {
                 // unreachable in practice: a record that is dropped delivers Closed first
                 Err(DeliveryError {
-                    topic: String::new(),
+                    topic: Arc::from(""),
                     partition: None,
                     attempts: 0,
                     error: Error::Closed { in_flight: false },
@@ -114,12 +118,11 @@ pub(crate) enum Slot {
 pub(crate) struct Pending {
     /// Order of arrival at the background task (set there).
     pub(crate) seq: u64,
-    pub(crate) topic: String,
+    pub(crate) topic: Arc<str>,
     /// The partition the application asked for.
     pub(crate) partition: Option<i32>,
     pub(crate) message: Message,
     pub(crate) slot: Option<Slot>,
-    pub(crate) enqueued_at: Instant,
 }
 
 impl std::fmt::Debug for Pending {
@@ -153,18 +156,13 @@ impl Pending {
                 let _ = tx.send(result);
             }
             Some(Slot::Callback(callback)) => {
-                let topic = self.topic.clone();
-                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(result))).is_err() {
-                    tracing::error!(%topic, "a delivery callback panicked");
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(result)));
+                if outcome.is_err() {
+                    tracing::error!(topic = %self.topic, "a delivery callback panicked");
                 }
             }
             None => {}
         }
-    }
-
-    /// Takes the slot out without delivering (a send that is refused after all).
-    pub(crate) fn disarm(&mut self) {
-        self.slot = None;
     }
 }
 

@@ -54,6 +54,16 @@ where
         key_encoder: impl Encoder<K> + 'static,
         value_encoder: impl Encoder<V> + 'static,
     ) -> Result<SyncProducer<K, V>, Error> {
+        SyncProducer::start(config, None, key_encoder, value_encoder)
+    }
+
+    /// [`SyncProducer::new`], with audit on when `audit` is given (audit: see audit.rs).
+    pub(crate) fn start(
+        config: ProducerConfig,
+        audit: Option<crate::audit::AuditConfig>,
+        key_encoder: impl Encoder<K> + 'static,
+        value_encoder: impl Encoder<V> + 'static,
+    ) -> Result<SyncProducer<K, V>, Error> {
         let config = config
             .to_builder()
             .queue_buffering_max(Duration::ZERO)
@@ -67,7 +77,7 @@ where
             .map_err(|e| Error::Runtime(Arc::new(e)))?;
         let producer = {
             let _entered = runtime.enter();
-            AsyncProducer::new(config, key_encoder, value_encoder)?
+            AsyncProducer::start(config, audit, key_encoder, value_encoder)?
         };
         Ok(SyncProducer { producer, runtime: Some(runtime) })
     }

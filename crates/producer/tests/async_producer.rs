@@ -626,7 +626,7 @@ async fn a_topic_that_does_not_exist_fails_after_the_metadata_rounds() {
     let started = Instant::now();
     let e = p.send(rec("missing", "v").with_key("k".to_owned())).await.unwrap().bounded().await.unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(3));
-    assert_eq!((e.topic.as_str(), e.partition, e.attempts), ("missing", None, 0));
+    assert_eq!((&*e.topic, e.partition, e.attempts), ("missing", None, 0));
     match &e.error {
         Error::TopicUnavailable { code, rounds, .. } => {
             assert_eq!((*code, *rounds), (Some(gregor_protocol::ErrorCode::UnknownTopicOrPartition), 3));

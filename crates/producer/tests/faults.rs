@@ -74,7 +74,7 @@ async fn retries_run_out_into_a_delivery_error() {
     c.intercept(Intercept::new(ApiKey::Produce, Action::Error(ErrorCode::NotLeaderForPartition)).times(10));
     let e = p.send(rec("t", "doomed")).await.unwrap().bounded().await.unwrap_err();
     c.clear_intercepts();
-    assert_eq!((e.topic.as_str(), e.partition, e.attempts), ("t", Some(0), 3), "{e:?}");
+    assert_eq!((&*e.topic, e.partition, e.attempts), ("t", Some(0), 3), "{e:?}");
     assert_eq!(e.error.code(), Some(ErrorCode::NotLeaderForPartition));
     assert_eq!(e.value.as_deref(), Some(&b"doomed"[..]));
     assert_eq!(produce_requests(&c, "t").len(), 3, "message.send.max.retries=2: three sends");
@@ -187,7 +187,12 @@ async fn a_leader_moved_mid_stream_with_acks_all_loses_nothing_and_keeps_order()
     .await;
     let (acked, failed, duplicates) = check_logs(&c, "moved", sent).await;
     assert_eq!((acked, failed), (900, 0));
-    assert_eq!(duplicates, 0, "NotLeaderForPartition means not appended: nothing to duplicate");
+    // usually 0, but not always: a leader that appended a set and replicated it to the new
+    // leader before moving answers its waiting acks=-1 request with 6 (as 0.8.2's
+    // DelayedProduce does), and the retry stores the set again — Kafka 0.8 has no idempotence.
+    // Seen once in a loaded run; bounded by the batches in flight when each leader moved.
+    assert!(duplicates <= 90, "{duplicates} duplicates: more than one request's worth");
+    eprintln!("leader moved: {duplicates} duplicates");
     let refused = produce_requests(&c, "moved").len();
     assert!(refused > 0);
 }

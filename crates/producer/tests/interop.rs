@@ -236,7 +236,7 @@ async fn produce_every_codec(c: &FakeCluster, prefix: &str) -> BTreeMap<String, 
         let mut sent = Vec::new();
         for (i, (key, value, delivery)) in pending.into_iter().enumerate() {
             let md = delivery.bounded().await.unwrap_or_else(|e| panic!("{topic}: record {i} not delivered: {e}"));
-            assert_eq!(md.topic, topic);
+            assert_eq!(*md.topic, *topic);
             sent.push(Msg { partition: md.partition, offset: md.offset, key, value: Some(value) });
         }
         let report = producer.close(Duration::from_secs(5)).bounded().await;

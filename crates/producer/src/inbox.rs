@@ -1,0 +1,207 @@
+//! The way from the application's side to the background task: a queue of commands that the
+//! task takes in whole batches.
+//!
+//! Why not `tokio::sync::mpsc::unbounded_channel`: it allocates a block per 32 commands and
+//! moves each command in and out of it with a few atomic operations. Here a send is one
+//! uncontended lock and a push into a `VecDeque` that keeps its capacity; the task swaps the
+//! whole deque with its own (empty) one under the lock, so it takes everything queued with one
+//! lock. A wake-up is sent only when the queue goes from empty to not empty (the task, which
+//! empties it on every take, is asleep or about to look). The queue holds no more than the
+//! producer's records (each `send` holds a place of `queue.buffering.max.messages` first) plus
+//! a few flush/close commands.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::Notify;
+
+use crate::engine::Command;
+
+/// After a take, a deque keeping more room than this gives it back (a burst that filled the
+/// queue does not hold its memory for the producer's lifetime).
+const KEEP_CAPACITY: usize = 16 * 1024;
+
+struct State {
+    commands: VecDeque<Command>,
+    /// The sender is gone (every producer handle dropped).
+    sender_gone: bool,
+    /// The receiver closed the queue: sends fail.
+    closed: bool,
+}
+
+struct Queue {
+    state: Mutex<State>,
+    wake: Notify,
+}
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // a panic while holding the lock leaves the state consistent (pushes and swaps only)
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A new inbox: the application side and the task side.
+pub(crate) fn inbox() -> (InboxSender, InboxReceiver) {
+    let queue = Arc::new(Queue {
+        state: Mutex::new(State { commands: VecDeque::new(), sender_gone: false, closed: false }),
+        wake: Notify::new(),
+    });
+    (InboxSender { queue: queue.clone() }, InboxReceiver { queue })
+}
+
+/// The application side (one per producer, shared by its clones). Dropping it tells the task
+/// that no more commands will come.
+pub(crate) struct InboxSender {
+    queue: Arc<Queue>,
+}
+
+impl InboxSender {
+    /// Queues a command; gives it back when the task has closed the inbox.
+    #[allow(clippy::result_large_err)] // a record, moved back on the rare refusal
+    pub(crate) fn send(&self, command: Command) -> Result<(), Command> {
+        let mut state = self.queue.lock();
+        if state.closed {
+            return Err(command);
+        }
+        state.commands.push_back(command);
+        let first = state.commands.len() == 1;
+        drop(state);
+        if first {
+            self.queue.wake.notify_one();
+        }
+        Ok(())
+    }
+}
+
+impl Drop for InboxSender {
+    fn drop(&mut self) {
+        self.queue.lock().sender_gone = true;
+        self.queue.wake.notify_one();
+    }
+}
+
+/// The task side.
+pub(crate) struct InboxReceiver {
+    queue: Arc<Queue>,
+}
+
+impl InboxReceiver {
+    /// Waits until commands are queued and moves all of them to the end of `into` (which
+    /// should be empty: it is swapped with the queue's deque when it is); false once the
+    /// sender is gone and nothing is left. Cancel safe: commands move only when it returns.
+    pub(crate) async fn recv_many(&mut self, into: &mut VecDeque<Command>) -> bool {
+        loop {
+            {
+                let mut state = self.queue.lock();
+                if !state.commands.is_empty() {
+                    if into.is_empty() {
+                        std::mem::swap(into, &mut state.commands);
+                        if state.commands.capacity() > KEEP_CAPACITY {
+                            state.commands.shrink_to(KEEP_CAPACITY);
+                        }
+                    } else {
+                        into.extend(state.commands.drain(..));
+                    }
+                    return true;
+                }
+                if state.sender_gone {
+                    return false;
+                }
+            }
+            // a send between the unlock and this wait stored its wake-up in the Notify
+            self.queue.wake.notified().await;
+        }
+    }
+
+    /// Takes one queued command, without waiting.
+    pub(crate) fn try_recv(&mut self) -> Option<Command> {
+        self.queue.lock().commands.pop_front()
+    }
+
+    /// Refuses further sends; what is queued can still be taken.
+    pub(crate) fn close(&mut self) {
+        self.queue.lock().closed = true;
+    }
+}
+
+impl Drop for InboxReceiver {
+    fn drop(&mut self) {
+        // commands left behind (the task stopped) deliver Closed when dropped; do it here,
+        // outside the lock, and refuse later sends
+        let left = {
+            let mut state = self.queue.lock();
+            state.closed = true;
+            std::mem::take(&mut state.commands)
+        };
+        drop(left);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::record::FlushReport;
+
+    fn flush() -> (Command, tokio::sync::oneshot::Receiver<FlushReport>) {
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        (Command::Flush { reply }, rx)
+    }
+
+    #[tokio::test]
+    async fn takes_everything_queued_in_order_and_wakes_on_the_first_send() {
+        let (tx, mut rx) = inbox();
+        let mut got = VecDeque::new();
+        let waiter = tokio::spawn(async move {
+            let mut got = VecDeque::new();
+            assert!(rx.recv_many(&mut got).await);
+            (rx, got.len())
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let mut replies = Vec::new();
+        for _ in 0..3 {
+            let (c, r) = flush();
+            replies.push(r);
+            assert!(tx.send(c).is_ok());
+        }
+        let (mut rx, first) = tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap();
+        assert!((1..=3).contains(&first), "took {first}");
+        if first < 3 {
+            assert!(tokio::time::timeout(Duration::from_secs(5), rx.recv_many(&mut got)).await.unwrap());
+            assert_eq!(first + got.len(), 3);
+        }
+        drop(tx);
+        got.clear();
+        assert!(!tokio::time::timeout(Duration::from_secs(5), rx.recv_many(&mut got)).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_closed_inbox_gives_commands_back_and_drops_what_is_left() {
+        let (tx, mut rx) = inbox();
+        let (c, mut left) = flush();
+        assert!(tx.send(c).is_ok());
+        rx.close();
+        let (c, _) = flush();
+        assert!(tx.send(c).is_err(), "a closed inbox refuses");
+        assert!(rx.try_recv().is_some(), "what was queued can still be taken");
+        let (c, _) = flush();
+        assert!(tx.send(c).is_err());
+        drop(rx);
+        // the taken command was dropped above: its reply channel is closed
+        assert!(left.try_recv().is_err());
+    }
+
+    #[tokio::test]
+    async fn the_sender_gone_ends_the_wait() {
+        let (tx, mut rx) = inbox();
+        let waiter = tokio::spawn(async move {
+            let mut got = VecDeque::new();
+            rx.recv_many(&mut got).await
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        drop(tx);
+        assert!(!tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap());
+    }
+}
