@@ -158,9 +158,17 @@ pub enum Error {
         given: usize,
     },
 
-    /// Returned when a topic config property is unknown to Kafka 0.8.2 (`LogConfig`) or its value
-    /// does not parse as the property's type.
-    #[error("invalid topic config {property}{}: {reason}", value.as_ref().map(|v| format!("={v}")).unwrap_or_default())]
+    /// Returned when a topic config property is unknown to Kafka 0.8.2 (`LogConfig`; `value` is
+    /// `None`) or its value does not parse as the property's type or is out of its range. The
+    /// message has the shape of every gregor configuration error: `invalid value "soon" for
+    /// topic config retention.ms: ...`, `unknown topic config "retention.hours": ...`.
+    #[error(
+        "{}",
+        match value {
+            Some(v) => format!("invalid value {v:?} for topic config {property}: {reason}"),
+            None => format!("unknown topic config {property:?}: {reason}"),
+        }
+    )]
     InvalidConfig {
         /// The property name.
         property: String,
@@ -265,6 +273,25 @@ pub enum Error {
         last: Option<Box<Error>>,
     },
 
+    /// Returned when a topic could not be read through the simple consumer (audit: the audit
+    /// topic).
+    #[error("{context}")]
+    Consumer {
+        /// What was read.
+        context: String,
+        /// The consumer's error.
+        #[source]
+        source: Arc<gregor_simple_consumer::Error>,
+    },
+
+    /// Returned when an audit record is not one a producer with audit writes (see
+    /// [`crate::audit`]).
+    #[error("invalid audit record: {reason}")]
+    InvalidAuditRecord {
+        /// What is wrong.
+        reason: String,
+    },
+
     /// Returned when an offset to reset to lies outside what the partition holds.
     #[error(
         "offset {offset} is out of range for {topic}/{partition}: the partition holds offsets \
@@ -347,7 +374,7 @@ mod tests {
                     value: Some("soon".into()),
                     reason: "expected a 64-bit integer".into(),
                 },
-                "invalid topic config retention.ms=soon: expected a 64-bit integer",
+                "invalid value \"soon\" for topic config retention.ms: expected a 64-bit integer",
             ),
             (
                 Error::OffsetOutOfRange { topic: "t".into(), partition: 1, offset: 99, earliest: 0, latest: 10 },

@@ -23,6 +23,7 @@
 //! | brokers | [`list_brokers`](Admin::list_brokers), [`controller`](Admin::controller) |
 //! | consumer groups | [`list_groups`](Admin::list_groups), [`describe_group`](Admin::describe_group), [`group_offsets`](Admin::group_offsets), [`reset_offsets`](Admin::reset_offsets) |
 //! | health | [`health`](Admin::health) |
+//! | audit (producers with audit on: produced against seen per topic and window) | [`audit`](Admin::audit), see [`audit`](mod@audit) |
 //!
 //! Replica placement ([`placement`]) and topic config rules ([`config`]) are pure functions,
 //! usable without a cluster.
@@ -59,6 +60,7 @@ use gregor_protocol::ErrorCode;
 use gregor_zk::payloads::{BrokerRegistration, PartitionState, TopicAssignment};
 use gregor_zk::{paths, ZkClient};
 
+pub mod audit;
 pub mod config;
 mod error;
 pub mod placement;
@@ -69,6 +71,7 @@ mod health;
 mod reassign;
 mod topics;
 
+pub use audit::{AuditOptions, AuditReport};
 pub use brokers::{BrokerInfo, BrokerList};
 pub use error::{Error, Result};
 pub use groups::{

@@ -66,6 +66,50 @@ pub(crate) enum Command {
     /// Measure producer or consumer throughput and latency
     #[command(subcommand)]
     Perf(PerfCommand),
+    /// Check the audit: per topic and window, messages produced (by producers with audit on)
+    /// against messages still in the log
+    #[command(long_about = AUDIT_ABOUT)]
+    Audit(AuditArgs),
+}
+
+const AUDIT_ABOUT: &str = "\
+Check the audit (LinkedIn's pattern): per topic and window, the messages producers with audit \
+on had acknowledged against the messages still in the log, so loss is detected.
+
+Producers with audit on (gregor_producer::audit) publish, at the end of each window, the \
+partitions, offset ranges and fingerprints of what they had acknowledged to an audit topic. \
+This reads every audit record, then each claimed offset of each audited partition from its \
+leader, and prints per topic and window: produced, seen, missing (absent from the log, or \
+replaced by other messages after a truncation), failed (deliveries the producer saw fail: \
+known losses, not missing), unverified (acknowledged with acks=0: no offsets), expired \
+(deleted by retention) and the completeness; per partition also the messages no audit record \
+accounts for (unaudited: producers without audit).
+
+Exit codes: 0 when nothing is missing, 1 when anything is missing or a partition could not be \
+read (or on failure), 2 on a usage error.";
+
+/// Flags of `gregor audit`.
+#[derive(Debug, Args)]
+pub(crate) struct AuditArgs {
+    #[command(flatten)]
+    pub(crate) zk: ZkArgs,
+
+    /// The topic producers publish audit records to
+    #[arg(long, value_name = "TOPIC", default_value = "__gregor_audit", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) audit_topic: String,
+
+    /// Check only this topic (repeatable or comma-separated; reported even without audit
+    /// records). Default: every topic the audit records name
+    #[arg(long, value_name = "TOPIC", value_delimiter = ',', value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) topic: Vec<String>,
+
+    /// Bytes per fetch (fetch.message.max.bytes); a larger message grows the fetch
+    #[arg(long, value_name = "BYTES", value_parser = value_parser!(i32).range(1024..))]
+    pub(crate) fetch_max_bytes: Option<i32>,
+
+    /// table or json
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Table)]
+    pub(crate) output: OutputFormat,
 }
 
 /// `gregor perf` subcommands.

@@ -15,7 +15,9 @@
 //! * `gregor topics`, `brokers`, `groups`, `health`, `reassign`, `elect-leaders` — cluster
 //!   administration through ZooKeeper with [`Admin`], as Kafka 0.8.2's shell tools; tables for
 //!   people, `--output json` for scripts;
-//! * `gregor perf produce|consume` — throughput and latency with a closing summary.
+//! * `gregor perf produce|consume` — throughput and latency with a closing summary;
+//! * `gregor audit` — produced against seen per topic and window, from the audit records of
+//!   producers with audit on (exit 1 when anything is missing).
 //!
 //! ```text
 //!  stdin ─ lines ─► produce ─► AsyncProducer ─► leaders ─► delivery results ─► summary (stderr)
@@ -36,6 +38,7 @@
 //! [`Admin`]: gregor_admin::Admin
 
 mod admin;
+mod audit;
 mod cli;
 mod consume;
 mod error;
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
             Command::ElectLeaders(args) => admin::elect_leaders(args).await,
             Command::Perf(cli::PerfCommand::Produce(args)) => perf::produce(args).await,
             Command::Perf(cli::PerfCommand::Consume(args)) => perf::consume(args).await,
+            Command::Audit(args) => audit::run(args).await,
         }
     });
     // a read of stdin may still be blocked on its thread: never wait for it
