@@ -6,11 +6,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use gregor_producer::{AsyncProducer, ProducerConfig, Record};
-use gregor_protocol::Compression;
 use gregor_serde::BytesEncoder;
 
 use crate::measure::{Pacer, Recorder};
-use crate::spec::{Codec, RunSpec};
+use crate::spec::RunSpec;
 
 pub fn run(spec: &RunSpec, payloads: &[Vec<u8>], rec: Arc<Recorder>, current_thread: bool) -> Result<(), String> {
     let runtime = if current_thread {
@@ -25,11 +24,7 @@ pub fn run(spec: &RunSpec, payloads: &[Vec<u8>], rec: Arc<Recorder>, current_thr
             .client_id("gregor-bench")
             .producer_type(gregor_producer::ProducerType::Async)
             .request_required_acks(spec.acks)
-            .compression_codec(match spec.codec {
-                Codec::None => Compression::None,
-                Codec::Snappy => Compression::Snappy,
-                Codec::Gzip => Compression::Gzip,
-            })
+            .compression_codec(spec.codec.gregor())
             .batch_num_messages(spec.batch * spec.partitions_per_broker.max(1))
             .queue_buffering_max(Duration::from_millis(spec.linger_ms))
             .queue_buffering_max_messages(spec.queue)
@@ -38,6 +33,9 @@ pub fn run(spec: &RunSpec, payloads: &[Vec<u8>], rec: Arc<Recorder>, current_thr
         let producer: AsyncProducer<Bytes, Bytes> =
             AsyncProducer::new(config, BytesEncoder, BytesEncoder).map_err(|e| e.to_string())?;
         let partitions = spec.partitions as usize;
+        // the topic name allocated once and shared by every record, as librdkafka's topic
+        // handle and kafka-rust's &str are (Record's topic is an Arc<str>)
+        let topic: std::sync::Arc<str> = spec.topic.as_str().into();
         let pacer = Pacer::new(spec.rate);
         for i in 0..spec.messages {
             if let Some(wait) = pacer.wait(i) {
@@ -46,7 +44,7 @@ pub fn run(spec: &RunSpec, payloads: &[Vec<u8>], rec: Arc<Recorder>, current_thr
             // a fresh copy per message, as an application building its messages makes (and
             // as librdkafka makes of the bytes it is given): no sharing of one buffer
             let value = Bytes::copy_from_slice(&payloads[i % payloads.len()]);
-            let record = Record::new(spec.topic.as_str(), value).with_partition((i % partitions) as i32);
+            let record = Record::new(topic.clone(), value).with_partition((i % partitions) as i32);
             rec.sent(i);
             let r = rec.clone();
             producer

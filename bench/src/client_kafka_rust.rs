@@ -29,6 +29,7 @@ pub fn run(spec: &RunSpec, payloads: &[Vec<u8>], rec: Arc<Recorder>) -> Result<(
             Codec::None => Compression::NONE,
             Codec::Snappy => Compression::SNAPPY,
             Codec::Gzip => Compression::GZIP,
+            Codec::Lz4 => return Err(spec.client.unsupported(spec.codec).unwrap_or("no lz4").to_owned()),
         })
         .create()
         .map_err(|e| format!("create: {e}"))?;

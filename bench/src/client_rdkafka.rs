@@ -45,6 +45,7 @@ pub fn properties(spec: &RunSpec) -> Vec<(&'static str, String)> {
                 Codec::None => "none",
                 Codec::Snappy => "snappy",
                 Codec::Gzip => "gzip",
+                Codec::Lz4 => "lz4",
             }
             .into(),
         ),
@@ -71,6 +72,9 @@ fn drain(producer: &BaseProducer<Ctx>, rec: &Recorder) {
 pub fn run(spec: &RunSpec, payloads: &[Vec<u8>], rec: Arc<Recorder>) -> Result<(), String> {
     let mut config = ClientConfig::new();
     for (k, v) in properties(spec) {
+        config.set(k, v);
+    }
+    for (k, v) in &spec.librdkafka {
         config.set(k, v);
     }
     let producer: BaseProducer<Ctx> =

@@ -163,14 +163,18 @@ impl Cluster {
     /// Asks the controller to delete the topic (so the cluster's memory does not grow run
     /// after run); best effort.
     /// Waits (up to 10 s) until the controller has done it, so the deletion does not run
-    /// during the next client's run.
+    /// during the next client's run. On a loaded machine the controller now and then does not
+    /// act on a deletion request (seen twice in ~100 runs); a request still there after 2 s is
+    /// made again (its znode deleted and recreated, a new child event).
     pub async fn delete_topic(&self, topic: &str) {
-        if let Err(e) = self.zk.create_all(&paths::delete_topic(topic), b"", CreateMode::Persistent).await {
+        let request = paths::delete_topic(topic);
+        if let Err(e) = self.zk.create_all(&request, b"", CreateMode::Persistent).await {
             eprintln!("warning: delete {topic}: {e}");
             return;
         }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
+        let start = Instant::now();
+        let mut poked = false;
+        while start.elapsed() < Duration::from_secs(10) {
             match self.zk.exists(&paths::topic(topic)).await {
                 Ok(None) => return,
                 Ok(Some(_)) => tokio::time::sleep(Duration::from_millis(20)).await,
@@ -178,6 +182,12 @@ impl Cluster {
                     eprintln!("warning: delete {topic}: {e}");
                     return;
                 }
+            }
+            if !poked && start.elapsed() > Duration::from_secs(2) {
+                poked = true;
+                eprintln!("note: topic {topic} not deleted 2 s after the request; asking again");
+                let _ = self.zk.delete(&request, None).await;
+                let _ = self.zk.create_all(&request, b"", CreateMode::Persistent).await;
             }
         }
         eprintln!("warning: topic {topic} still exists 10 s after its deletion was asked for");

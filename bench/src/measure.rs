@@ -133,20 +133,131 @@ impl Recorder {
         self.first_error.lock().unwrap().clone()
     }
 
-    /// p50 and p99 (µs) of the recorded latencies, and how many there were.
-    pub fn percentiles(&self, only_first: Option<usize>) -> (Option<f64>, Option<f64>, usize) {
-        let n = only_first.unwrap_or(self.latency_us.len()).min(self.latency_us.len());
+    /// p50, p99 and p99.9 (µs) of the recorded latencies (nearest rank).
+    pub fn percentiles(&self) -> Percentiles {
         let mut v: Vec<u32> =
-            self.latency_us[..n].iter().map(|a| a.load(Ordering::Relaxed)).filter(|&x| x != u32::MAX).collect();
+            self.latency_us.iter().map(|a| a.load(Ordering::Relaxed)).filter(|&x| x != u32::MAX).collect();
         if v.is_empty() {
-            return (None, None, 0);
+            return Percentiles::default();
         }
         v.sort_unstable();
         let pick = |q: f64| {
             let idx = ((v.len() as f64 * q).ceil() as usize).clamp(1, v.len()) - 1;
-            v[idx] as f64
+            Some(v[idx] as f64)
         };
-        (Some(pick(0.50)), Some(pick(0.99)), v.len())
+        Percentiles { p50: pick(0.50), p99: pick(0.99), p999: pick(0.999) }
+    }
+}
+
+/// Latency percentiles in µs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Percentiles {
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    pub p999: Option<f64>,
+}
+
+/// A cheap fingerprint of one value: its length and its first and last 8 bytes, mixed.
+/// Consumers add them up (wrapping), so the sum does not depend on the order of delivery;
+/// the 4096 distinct random payloads of the pool all fingerprint differently.
+#[inline]
+pub fn fingerprint(value: &[u8]) -> u64 {
+    let word = |b: &[u8]| {
+        let mut w = [0u8; 8];
+        let n = b.len().min(8);
+        w[..n].copy_from_slice(&b[..n]);
+        u64::from_le_bytes(w)
+    };
+    let head = word(value);
+    let tail = word(&value[value.len().saturating_sub(8)..]);
+    (head ^ tail.rotate_left(29) ^ value.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5851_F42D_4C95_7F2D
+}
+
+/// The fingerprint sum of the bench's messages 0..n (message i carries payload i mod pool).
+pub fn expected_fingerprint(payloads: &[Vec<u8>], n: usize) -> u64 {
+    let per: Vec<u64> = payloads.iter().map(|p| fingerprint(p)).collect();
+    let (full, rest) = (n / per.len(), n % per.len());
+    let all = per.iter().fold(0u64, |a, f| a.wrapping_add(*f));
+    let head = per[..rest].iter().fold(0u64, |a, f| a.wrapping_add(*f));
+    all.wrapping_mul(full as u64).wrapping_add(head)
+}
+
+/// What a consumer read, checked as it goes: per partition the next offset expected (so a
+/// redelivered offset counts as a duplicate and a skipped one as a gap), the count, the value
+/// bytes and the fingerprint sum. One per reading thread or task; [`Tally::merge`] adds them.
+#[derive(Debug, Clone)]
+pub struct Tally {
+    next: Vec<i64>,
+    end: Vec<i64>,
+    pub messages: u64,
+    pub bytes: u64,
+    pub duplicates: u64,
+    pub gaps: u64,
+    pub fingerprint: u64,
+}
+
+impl Tally {
+    /// Reading partitions `0..end.len()` from offset 0 to `end[p]`.
+    pub fn new(end: &[i64]) -> Tally {
+        Tally {
+            next: vec![0; end.len()],
+            end: end.to_vec(),
+            messages: 0,
+            bytes: 0,
+            duplicates: 0,
+            gaps: 0,
+            fingerprint: 0,
+        }
+    }
+
+    /// One message; true when it is the last one of its partition (the partition is done).
+    #[inline]
+    pub fn record(&mut self, partition: i32, offset: i64, value: Option<&[u8]>) -> bool {
+        let Some(next) = self.next.get_mut(partition as usize) else {
+            self.gaps += 1; // a partition that does not exist: count it as wrong
+            return false;
+        };
+        if offset < *next {
+            self.duplicates += 1;
+            return false;
+        }
+        if offset > *next {
+            self.gaps += (offset - *next) as u64;
+        }
+        *next = offset + 1;
+        self.messages += 1;
+        if let Some(v) = value {
+            self.bytes += v.len() as u64;
+            self.fingerprint = self.fingerprint.wrapping_add(fingerprint(v));
+        }
+        *next == self.end[partition as usize]
+    }
+
+    /// True when every partition has reached its end offset.
+    pub fn done(&self) -> bool {
+        self.next.iter().zip(&self.end).all(|(n, e)| n >= e)
+    }
+
+    /// The next offset to read of a partition.
+    pub fn next_offset(&self, partition: usize) -> i64 {
+        self.next[partition]
+    }
+
+    /// Partitions not read to their end yet.
+    pub fn unfinished(&self) -> impl Iterator<Item = usize> + '_ {
+        self.next.iter().zip(&self.end).enumerate().filter(|(_, (n, e))| n < e).map(|(p, _)| p)
+    }
+
+    /// Adds another reader's tally (a partition is read by one of them only).
+    pub fn merge(&mut self, other: &Tally) {
+        for (a, b) in self.next.iter_mut().zip(&other.next) {
+            *a = (*a).max(*b);
+        }
+        self.messages += other.messages;
+        self.bytes += other.bytes;
+        self.duplicates += other.duplicates;
+        self.gaps += other.gaps;
+        self.fingerprint = self.fingerprint.wrapping_add(other.fingerprint);
     }
 }
 
@@ -188,5 +299,80 @@ impl Pacer {
         let npm = self.nanos_per_message?;
         let due = self.start + Duration::from_nanos((i as f64 * npm) as u64);
         due.checked_duration_since(Instant::now()).filter(|d| *d >= Duration::from_millis(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expected_fingerprint_is_the_sum_over_the_messages_in_any_order() {
+        let pool = payloads(100, 4096);
+        for n in [0, 1, 4095, 4096, 4097, 10_000] {
+            let direct = (0..n).fold(0u64, |a, i| a.wrapping_add(fingerprint(&pool[i % pool.len()])));
+            assert_eq!(expected_fingerprint(&pool, n), direct, "n={n}");
+        }
+        // the pool's payloads fingerprint differently, so a wrong value is noticed
+        let mut all: Vec<u64> = pool.iter().map(|p| fingerprint(p)).collect();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), pool.len());
+        // short values too
+        assert_ne!(fingerprint(b""), fingerprint(b"A"));
+        assert_ne!(fingerprint(b"AB"), fingerprint(b"BA"));
+    }
+
+    #[test]
+    fn tally_counts_in_order_messages_and_flags_duplicates_and_gaps() {
+        let pool = payloads(10, 4);
+        let mut t = Tally::new(&[3, 0, 2]);
+        assert!(!t.done());
+        assert_eq!(t.unfinished().collect::<Vec<_>>(), [0, 2]);
+        assert!(!t.record(0, 0, Some(&pool[0])));
+        assert!(!t.record(0, 0, Some(&pool[0]))); // again: a duplicate, not counted
+        assert!(!t.record(2, 0, Some(&pool[1])));
+        assert!(t.record(2, 1, Some(&pool[2]))); // partition 2 done
+        assert!(!t.record(0, 1, Some(&pool[3])));
+        assert!(t.record(0, 2, Some(&pool[0])));
+        assert!(t.done());
+        assert_eq!((t.messages, t.duplicates, t.gaps, t.bytes), (5, 1, 0, 50));
+        let fp = [0, 1, 2, 3, 0].iter().fold(0u64, |a, i| a.wrapping_add(fingerprint(&pool[*i])));
+        assert_eq!(t.fingerprint, fp);
+
+        let mut g = Tally::new(&[5]);
+        g.record(0, 0, Some(b"x"));
+        g.record(0, 3, Some(b"y")); // offsets 1 and 2 skipped
+        assert_eq!((g.messages, g.gaps, g.next_offset(0)), (2, 2, 4));
+        assert!(!g.record(7, 0, Some(b"z"))); // no such partition: counted as wrong
+        assert_eq!(g.gaps, 3);
+    }
+
+    #[test]
+    fn tallies_of_separate_readers_merge() {
+        let mut a = Tally::new(&[2, 2]);
+        let mut b = Tally::new(&[2, 2]);
+        a.record(0, 0, Some(b"a"));
+        a.record(0, 1, Some(b"b"));
+        b.record(1, 0, Some(b"c"));
+        b.record(1, 1, Some(b"d"));
+        assert!(!a.done() && !b.done());
+        a.merge(&b);
+        assert!(a.done());
+        assert_eq!((a.messages, a.bytes), (4, 4));
+        let fp = [b"a", b"b", b"c", b"d"].iter().fold(0u64, |x, v| x.wrapping_add(fingerprint(*v)));
+        assert_eq!(a.fingerprint, fp);
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let r = Recorder::new(1000);
+        for i in 0..1000 {
+            r.sent_ns[i].store(0, Ordering::Relaxed);
+            r.acked_at(i, (i as u64 + 1) * 1000);
+        }
+        let p = r.percentiles();
+        assert_eq!((p.p50, p.p99, p.p999), (Some(500.0), Some(990.0), Some(999.0)));
+        assert_eq!(Recorder::new(3).percentiles().p50, None);
     }
 }

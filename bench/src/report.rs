@@ -1,234 +1,670 @@
-//! The report: a table per run and the ratios gregor/librdkafka and gregor/kafka-rust per
-//! config (Markdown, readable as plain text).
+//! The report (Markdown, readable as plain text): a header saying where and how it was
+//! measured, then a table per suite with the ratios gregor ÷ peer.
 
 use std::fmt::Write;
 
-use crate::spec::{Client, RunResult};
-use crate::Row;
+use crate::run::{disturbed_consume, disturbed_run, ConsumeRow, Outcome, ProduceRow, Results};
+use crate::spec::{Client, Codec, ConsumerClient, RunResult};
+use crate::Args;
 
-pub struct Context<'a> {
-    pub command: String,
-    pub messages: usize,
-    pub message_size: usize,
-    pub partitions: i32,
-    pub rf: usize,
-    pub batch: usize,
-    pub gregor_batch: usize,
-    pub linger_ms: u64,
-    pub queue: usize,
-    pub repeat: usize,
-    pub rate: Option<f64>,
-    pub cluster_rss_kib: Option<u64>,
-    pub load: (String, String),
-    pub max_other: f64,
-    pub rows: &'a [Row],
+/// Where the benchmark ran.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    pub cpu: String,
+    pub cpus: usize,
+    pub memory: String,
+    pub kernel: String,
+    pub date: String,
+    pub gregor: String,
+    pub rustc: String,
 }
 
-fn rate(r: &RunResult) -> f64 {
-    r.acked as f64 / r.elapsed_s
+fn command_output(program: &str, args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new(program).args(args).current_dir(crate::repo_root()).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
-fn cpu_us_per_msg(r: &RunResult) -> f64 {
-    (r.cpu_user_s + r.cpu_sys_s) * 1e6 / r.acked.max(1) as f64
+impl Machine {
+    pub fn read() -> Machine {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu = cpuinfo
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, v)| v.trim().to_owned())
+            })
+            .unwrap_or_else(|| "unknown CPU".into());
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let memory = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map_or("unknown".into(), |kib| format!("{:.1} GiB", kib / 1024.0 / 1024.0));
+        let kernel =
+            std::fs::read_to_string("/proc/sys/kernel/osrelease").map_or("unknown".into(), |s| s.trim().into());
+        let date = command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or_else(|| "unknown".into());
+        let gregor = match command_output("git", &["rev-parse", "--short", "HEAD"]) {
+            Some(commit) => {
+                let dirty = command_output("git", &["status", "--porcelain", "--untracked-files=no"])
+                    .is_some_and(|s| !s.is_empty());
+                if dirty {
+                    format!("commit {commit} plus uncommitted changes (the crates as they were on disk)")
+                } else {
+                    format!("commit {commit}")
+                }
+            }
+            None => "the crates as they were on disk (no git)".into(),
+        };
+        let rustc = command_output("rustc", &["-V"]).unwrap_or_else(|| "unknown".into());
+        Machine {
+            cpu,
+            cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            memory,
+            kernel,
+            date,
+            gregor,
+            rustc,
+        }
+    }
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1}", kib as f64 / 1024.0)
 }
 
 fn ms(us: Option<f64>) -> String {
-    us.map_or("-".into(), |v| format!("{:.1}", v / 1000.0))
+    us.map_or("-".into(), |v| format!("{:.2}", v / 1000.0))
 }
 
-pub fn render(cx: &Context<'_>) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "## Producer benchmark: gregor vs librdkafka vs kafka-rust\n");
-    let _ = writeln!(s, "command: `{}`\n", cx.command);
-    let (_, rdkafka_version) = rdkafka::util::get_rdkafka_version();
-    let _ = writeln!(
-        s,
-        "clients: gregor (this workspace, AsyncProducer), librdkafka {rdkafka_version} (rdkafka crate, BaseProducer, \
-         api.version.request=false, broker.version.fallback=0.8.2), kafka-rust (kafka crate 0.10, Producer).\n"
-    );
-    let _ = writeln!(
-        s,
-        "{} messages of {} bytes per run, each run on a fresh topic of {} partitions × replication factor {} \
-         (messages spread evenly: message i goes to partition i mod {}), 3-broker FakeCluster + real ZooKeeper \
-         (gregor-testkit, its own process). Batching: librdkafka batch.num.messages={} linger.ms={} \
-         queue.buffering.max.messages={}; gregor batch.num.messages={} (per broker request) \
-         queue.buffering.max.ms={} queue.buffering.max.messages={}; kafka-rust send_all of {} messages. \
-         {}Each client runs in its own process; CPU = user+sys of that process from producer creation \
-         to the last ack; peak RSS = its VmHWM. Every run verified: all N acknowledged and the topic's \
-         high watermarks sum to N.\n",
-        cx.messages,
-        cx.message_size,
-        cx.partitions,
-        cx.rf,
-        cx.partitions,
-        cx.batch,
-        cx.linger_ms,
-        cx.queue,
-        cx.gregor_batch,
-        cx.linger_ms,
-        cx.queue,
-        cx.batch * cx.partitions as usize,
-        if cx.repeat > 1 {
-            format!("{} runs per cell, the median by throughput shown (range in brackets). ", cx.repeat)
-        } else {
-            String::new()
-        },
-    );
-    let _ = writeln!(
-        s,
-        "{} gregor on tokio's multi-thread runtime (gregor-ct: current-thread); librdkafka's \
-         BaseProducer polled by the sending thread.\n",
-        match cx.rate {
-            Some(r) => format!("Messages handed over at {r:.0} msg/s (--rate)."),
-            None =>
-                "Messages handed over as fast as each client takes them (a full queue blocks or is polled).".to_owned(),
-        },
-    );
-    let _ = writeln!(
-        s,
-        "| acks | codec | client | msg/s | MB/s | p50 ms | p99 ms | CPU µs/msg | CPU s (user+sys) | peak RSS MiB | cluster CPU s | other CPU s | HW sum |"
-    );
-    let _ = writeln!(s, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for row in cx.rows {
-        match &row.result {
-            Ok(r) => {
-                let spread = if row.all_rates.len() > 1 {
-                    let lo = row.all_rates.iter().copied().fold(f64::INFINITY, f64::min);
-                    let hi = row.all_rates.iter().copied().fold(0.0, f64::max);
-                    format!(" ({lo:.0}–{hi:.0})")
-                } else {
-                    String::new()
-                };
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {} | {:.0}{} | {:.1} | {} | {} | {:.2} | {:.2} | {:.1} | {} | {} | {} |",
-                    row.acks,
-                    row.codec.name(),
-                    row.client.name(),
-                    rate(r),
-                    spread,
-                    rate(r) * cx.message_size as f64 / 1e6,
-                    ms(r.p50_us),
-                    ms(r.p99_us),
-                    cpu_us_per_msg(r),
-                    r.cpu_user_s + r.cpu_sys_s,
-                    r.peak_rss_kib as f64 / 1024.0,
-                    r.cluster_cpu_s.map_or("-".into(), |c| format!("{c:.1}")),
-                    r.other_cpu_s.map_or("-".into(), |c| {
-                        let flag = if crate::disturbance(r).unwrap_or(0.0) > cx.max_other { " !" } else { "" };
-                        format!("{c:.1}{flag}")
-                    }),
-                    r.high_watermark_sum.map_or("-".into(), |h| h.to_string()),
-                );
-            }
-            Err(e) => {
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {} | FAILED: {} | | | | | | | | | |",
-                    row.acks,
-                    row.codec.name(),
-                    row.client.name(),
-                    e.replace('|', "/")
-                );
-            }
-        }
-    }
-    let _ = writeln!(
-        s,
-        "\nLatency: from the moment the benchmark hands a message to the client (before `send` / \
-         `produce` returns, so time spent waiting for room in a full queue counts) to its \
-         acknowledgement: gregor's delivery callback, librdkafka's delivery report; kafka-rust is \
-         synchronous, so its messages are acknowledged when the `send_all` carrying them returns \
-         (one request per leader, one broker after the other). {}\n",
-        if cx.rate.is_some() {
-            "Paced run: latencies are the clients' own."
-        } else {
-            "Unpaced run: the queue fills, so gregor's and librdkafka's latencies are mostly time \
-             spent in their 100,000-message queues (Little's law: queue / throughput); compare \
-             latencies in a run with --rate."
-        }
-    );
-    let _ = writeln!(
-        s,
-        "cluster CPU s: CPU the gregor-testkit process (3 brokers) used during the run. other CPU s: \
-         the rest of the machine's busy CPU during the run (anything else running on its {} cores). A run where that exceeded {:.0}% of the machine's CPU \
-         was done again (up to --redo times) and the least disturbed attempt kept; `!` marks one \
-         still above it. \
-         Load average at the start: {}; at the end: {}.{}\n",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        cx.max_other * 100.0,
-        cx.load.0,
-        cx.load.1,
-        cx.cluster_rss_kib.map_or(String::new(), |k| format!(" Cluster RSS at the end: {:.0} MiB.", k as f64 / 1024.0)),
-    );
+fn opt1(v: Option<f64>) -> String {
+    v.map_or("-".into(), |c| format!("{c:.1}"))
+}
 
-    // ratios
-    let mut seen = Vec::new();
-    for row in cx.rows {
-        if !seen.contains(&(row.acks, row.codec)) {
-            seen.push((row.acks, row.codec));
-        }
+/// CPU seconds per million messages (= µs per message).
+fn cpu_per_m(user: f64, sys: f64, messages: f64) -> f64 {
+    (user + sys) * 1e6 / messages.max(1.0)
+}
+
+fn produce_cpu(r: &RunResult) -> f64 {
+    cpu_per_m(r.cpu_user_s, r.cpu_sys_s, r.acked as f64)
+}
+
+fn spread(rates: &[f64]) -> String {
+    if rates.len() < 2 {
+        return String::new();
     }
-    let present = |c: Client| cx.rows.iter().any(|r| r.client == c && r.result.is_ok());
-    let peers: Vec<Client> = [Client::Librdkafka, Client::KafkaRust].into_iter().filter(|c| present(*c)).collect();
-    let mut summary = Vec::new();
-    for gregor in [Client::Gregor, Client::GregorCt].into_iter().filter(|c| present(*c)) {
+    let lo = rates.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = rates.iter().copied().fold(0.0, f64::max);
+    format!(" ({lo:.0}–{hi:.0})")
+}
+
+fn geomean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp())
+}
+
+fn ratio(a: f64, b: f64) -> String {
+    if b > 0.0 && a.is_finite() {
+        format!("{:.2}", a / b)
+    } else {
+        "-".into()
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('|', "/").replace('\n', " ")
+}
+
+pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String {
+    let mut s = String::new();
+    let (_, rdkafka_version) = rdkafka::util::get_rdkafka_version();
+    let _ = writeln!(s, "# Benchmarks: gregor vs librdkafka vs kafka-rust on Kafka 0.8.2\n");
+    let _ = writeln!(
+        s,
+        "Written by the benchmark harness in `bench/` (method, fairness settings and options: \
+         `bench/README.md`). Numbers from one machine and one run: compare the clients within \
+         this file, not with other machines.\n"
+    );
+    let args_only: Vec<&str> = command.split(' ').skip(1).collect();
+    let _ = writeln!(s, "| | |\n|---|---|");
+    let _ = writeln!(s, "| machine | {}, {} CPUs (nproc), {} RAM, Linux {} |", m.cpu, m.cpus, m.memory, m.kernel);
+    let _ = writeln!(
+        s,
+        "| date | {}; the run took {:.1} min{} |",
+        m.date,
+        res.elapsed.as_secs_f64() / 60.0,
+        if res.complete { "" } else { " so far (INCOMPLETE: interrupted or still running)" }
+    );
+    let _ = writeln!(
+        s,
+        "| command | `cargo run --release --manifest-path bench/Cargo.toml{}{}` |",
+        if args_only.is_empty() { "" } else { " -- " },
+        args_only.join(" ")
+    );
+    let _ = writeln!(s, "| gregor | {} |", m.gregor);
+    let overrides: Vec<String> = args.librdkafka.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
+    let _ = writeln!(
+        s,
+        "| peers | librdkafka {rdkafka_version} (rdkafka crate 0.37, `api.version.request=false`, \
+         `broker.version.fallback=0.8.2`{}); kafka-rust (kafka crate 0.10) |",
+        if overrides.is_empty() { String::new() } else { format!("; set with --librdkafka: {}", overrides.join(", ")) }
+    );
+    let _ = writeln!(s, "| compiler | {} (release, `debug = 1`) |", m.rustc);
+    let _ = writeln!(
+        s,
+        "| cluster | 3-broker FakeCluster + real ZooKeeper (`gregor-testkit`, a process of its own); \
+         every topic replication factor {}{} |",
+        args.rf,
+        res.cluster_rss_kib.map_or(String::new(), |k| format!("; cluster RSS at the end {} MiB", mib(k)))
+    );
+    let _ = writeln!(
+        s,
+        "| load average | at the start {}; at the end {} |\n",
+        res.load_start,
+        if res.load_end.is_empty() { "-" } else { &res.load_end }
+    );
+    if args.quick || args.messages < 1_000_000 {
         let _ = writeln!(
             s,
-            "### Ratios {0} ÷ peer (throughput > 1: {0} is faster; CPU, p99, RSS < 1: {0} uses less)\n",
-            gregor.name()
+            "**Smoke run**{}: {} messages per run, {} run(s) per cell. It shows the harness works; \
+             the benchmark's figures come from the default run (1,000,000 messages, 3 runs per cell) \
+             on an otherwise idle machine.\n",
+            if args.quick { " (`--quick`)" } else { "" },
+            args.messages,
+            args.repeat
         );
-        let _ = writeln!(s, "| acks | codec | peer | throughput | CPU per msg | p99 latency | peak RSS |");
-        let _ = writeln!(s, "|---|---|---|---:|---:|---:|---:|");
-        let mut geo: Vec<(Client, Vec<f64>)> = peers.iter().map(|p| (*p, Vec::new())).collect();
-        for &(acks, codec) in &seen {
-            let find = |c: Client| {
-                cx.rows
-                    .iter()
-                    .find(|r| r.acks == acks && r.codec == codec && r.client == c)
-                    .and_then(|r| r.result.as_ref().ok())
-            };
-            for (peer, list) in geo.iter_mut() {
-                let (Some(g), Some(p)) = (find(gregor), find(*peer)) else {
-                    let _ = writeln!(s, "| {acks} | {} | {} | n/a | n/a | n/a | n/a |", codec.name(), peer.name());
-                    continue;
-                };
-                let tp = rate(g) / rate(p);
-                list.push(tp);
-                let p99 = match (g.p99_us, p.p99_us) {
-                    (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
-                    _ => "-".into(),
-                };
-                let _ = writeln!(
-                    s,
-                    "| {acks} | {} | {} | {:.2} | {:.2} | {} | {:.2} |",
-                    codec.name(),
-                    peer.name(),
-                    tp,
-                    cpu_us_per_msg(g) / cpu_us_per_msg(p),
-                    p99,
-                    g.peak_rss_kib as f64 / p.peak_rss_kib.max(1) as f64,
-                );
-            }
-        }
-        let _ = writeln!(s);
-        for (peer, list) in &geo {
-            if !list.is_empty() {
-                let gm = (list.iter().map(|x| x.ln()).sum::<f64>() / list.len() as f64).exp();
-                summary.push(format!(
-                    "Throughput {} ÷ {}: geometric mean {:.2} over {} configs (min {:.2}, max {:.2}).",
+    }
+    summary(&mut s, res);
+    if args.suites.producer {
+        producer_section(&mut s, args, res);
+    }
+    if args.suites.latency {
+        latency_section(&mut s, args, res);
+    }
+    if args.suites.consumer {
+        consumer_section(&mut s, args, res);
+    }
+    if args.suites.codec {
+        codec_section(&mut s, args, res);
+    }
+    notes_section(&mut s, args, res);
+    s
+}
+
+/// Geometric means of gregor ÷ peer over the configs both ran.
+fn summary(s: &mut String, res: &Results) {
+    let mut lines = Vec::new();
+    for gregor in [Client::Gregor, Client::GregorCt] {
+        for peer in [Client::Librdkafka, Client::KafkaRust] {
+            let pairs = produce_pairs(&res.throughput, gregor, peer);
+            let tp: Vec<f64> = pairs.iter().map(|(g, p)| g.rate() / p.rate()).collect();
+            let cpu: Vec<f64> = pairs.iter().map(|(g, p)| produce_cpu(g) / produce_cpu(p)).collect();
+            if let (Some(t), Some(c)) = (geomean(&tp), geomean(&cpu)) {
+                lines.push(format!(
+                    "producer throughput {} ÷ {}: {t:.2} (CPU per message {c:.2}) over {} configs",
                     gregor.name(),
                     peer.name(),
-                    gm,
-                    list.len(),
-                    list.iter().copied().fold(f64::INFINITY, f64::min),
-                    list.iter().copied().fold(0.0, f64::max)
+                    tp.len()
+                ));
+            }
+            let lat = produce_pairs(&res.latency, gregor, peer);
+            let p99: Vec<f64> = lat.iter().filter_map(|(g, p)| Some(g.p99_us? / p.p99_us?.max(1.0))).collect();
+            let p999: Vec<f64> = lat.iter().filter_map(|(g, p)| Some(g.p999_us? / p.p999_us?.max(1.0))).collect();
+            if let (Some(a), Some(b)) = (geomean(&p99), geomean(&p999)) {
+                lines.push(format!(
+                    "produce latency {} ÷ {} at a fixed rate: p99 {a:.2}, p99.9 {b:.2} over {} configs",
+                    gregor.name(),
+                    peer.name(),
+                    p99.len()
                 ));
             }
         }
     }
-    for line in summary {
-        let _ = writeln!(s, "{line}\n");
+    for gregor in [ConsumerClient::GregorSimple, ConsumerClient::GregorGroup] {
+        for peer in [ConsumerClient::Librdkafka, ConsumerClient::KafkaRust] {
+            let pairs = consume_pairs(&res.consumer, gregor, peer);
+            let tp: Vec<f64> = pairs.iter().map(|(g, p)| g.rate() / p.rate()).collect();
+            let cpu: Vec<f64> = pairs
+                .iter()
+                .map(|(g, p)| {
+                    cpu_per_m(g.cpu_user_s, g.cpu_sys_s, g.messages as f64)
+                        / cpu_per_m(p.cpu_user_s, p.cpu_sys_s, p.messages as f64)
+                })
+                .collect();
+            if let (Some(t), Some(c)) = (geomean(&tp), geomean(&cpu)) {
+                lines.push(format!(
+                    "consumer throughput {} ÷ {}: {t:.2} (CPU per message {c:.2}) over {} configs",
+                    gregor.name(),
+                    peer.name(),
+                    tp.len()
+                ));
+            }
+        }
     }
-    s
+    if !lines.is_empty() {
+        let _ = writeln!(s, "Summary (geometric means of the ratios gregor ÷ peer; throughput > 1: gregor is faster; CPU and latency < 1: gregor uses less):\n");
+        for l in lines {
+            let _ = writeln!(s, "* {l}");
+        }
+        let _ = writeln!(s);
+    }
+}
+
+fn produce_pairs(rows: &[ProduceRow], gregor: Client, peer: Client) -> Vec<(&RunResult, &RunResult)> {
+    rows.iter()
+        .filter(|r| r.client == gregor)
+        .filter_map(|g| {
+            let p = rows
+                .iter()
+                .find(|r| r.client == peer && r.partitions == g.partitions && r.acks == g.acks && r.codec == g.codec)?;
+            Some((g.outcome.ok()?, p.outcome.ok()?))
+        })
+        .collect()
+}
+
+fn consume_pairs(
+    rows: &[ConsumeRow],
+    gregor: ConsumerClient,
+    peer: ConsumerClient,
+) -> Vec<(&crate::spec::ConsumeResult, &crate::spec::ConsumeResult)> {
+    rows.iter()
+        .filter(|r| r.client == gregor)
+        .filter_map(|g| {
+            let p = rows.iter().find(|r| r.client == peer && r.partitions == g.partitions && r.codec == g.codec)?;
+            Some((g.outcome.ok()?, p.outcome.ok()?))
+        })
+        .collect()
+}
+
+fn producer_section(s: &mut String, args: &Args, res: &Results) {
+    let _ = writeln!(s, "## Producer throughput\n");
+    let _ = writeln!(
+        s,
+        "{} messages of {} bytes per run (random uppercase letters from a pool of 4096, null key), \
+         message i to partition i mod partitions, each run on a fresh topic; {} run(s) per cell, the median by \
+         throughput shown (range in brackets). Batching: librdkafka batch.num.messages={} linger.ms={} \
+         queue.buffering.max.messages={}; gregor batch.num.messages={} × the partitions each broker leads \
+         (it counts per request) queue.buffering.max.ms={} queue.buffering.max.messages={}; kafka-rust \
+         send_all slices of {} × partitions. Messages handed over as fast as each client takes them. \
+         CPU = user+sys of the client's process from producer creation to the last acknowledgement, \
+         per million messages; peak RSS = its VmHWM. Every run verified: all acknowledged, the topic's \
+         high watermarks sum to N.\n",
+        args.messages,
+        args.message_size,
+        args.repeat,
+        args.batch,
+        args.linger_ms,
+        args.queue,
+        args.batch,
+        args.linger_ms,
+        args.queue,
+        args.batch
+    );
+    let _ = writeln!(
+        s,
+        "| partitions | acks | codec | client | msg/s | MB/s | CPU s/M msgs | peak RSS MiB | cluster CPU s | other CPU s |"
+    );
+    let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|");
+    for row in &res.throughput {
+        let head = format!("| {} | {} | {} | {} ", row.partitions, row.acks, row.codec.name(), row.client.name());
+        match &row.outcome {
+            Outcome::Ok(r) => {
+                let _ = writeln!(
+                    s,
+                    "{head}| {:.0}{} | {:.1} | {:.2} | {} | {} | {}{} |",
+                    r.rate(),
+                    spread(&row.all_rates),
+                    r.rate() * args.message_size as f64 / 1e6,
+                    produce_cpu(r),
+                    mib(r.peak_rss_kib),
+                    opt1(r.cluster_cpu_s),
+                    opt1(r.other_cpu_s),
+                    if disturbed_run(r, args.max_other) { " !" } else { "" }
+                );
+            }
+            Outcome::Failed(e) => {
+                let _ = writeln!(s, "{head}| FAILED: {} | | | | | |", escape(e));
+            }
+            Outcome::Na(why) => {
+                let _ = writeln!(s, "{head}| n/a: {} | | | | | |", escape(why));
+            }
+        }
+    }
+    let _ = writeln!(s);
+    produce_ratios(s, &res.throughput, false);
+}
+
+fn produce_ratios(s: &mut String, rows: &[ProduceRow], latency: bool) {
+    let present = |c: Client| rows.iter().any(|r| r.client == c && r.outcome.ok().is_some());
+    for gregor in [Client::Gregor, Client::GregorCt].into_iter().filter(|c| present(*c)) {
+        let peers: Vec<Client> = [Client::Librdkafka, Client::KafkaRust]
+            .into_iter()
+            .filter(|c| rows.iter().any(|r| r.client == *c))
+            .collect();
+        if peers.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            "Ratios {0} ÷ peer ({1}):\n",
+            gregor.name(),
+            if latency {
+                "latency and CPU < 1: gregor is lower"
+            } else {
+                "throughput > 1: gregor is faster; CPU and RSS < 1: gregor uses less"
+            }
+        );
+        if latency {
+            let _ = writeln!(s, "| partitions | acks | codec | peer | p50 | p99 | p99.9 | CPU per msg |");
+            let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|");
+        } else {
+            let _ = writeln!(s, "| partitions | acks | codec | peer | throughput | CPU per msg | peak RSS |");
+            let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|");
+        }
+        for g in rows.iter().filter(|r| r.client == gregor) {
+            for &peer in &peers {
+                let Some(p) = rows.iter().find(|r| {
+                    r.client == peer && r.partitions == g.partitions && r.acks == g.acks && r.codec == g.codec
+                }) else {
+                    continue;
+                };
+                let head = format!("| {} | {} | {} | {} ", g.partitions, g.acks, g.codec.name(), peer.name());
+                let (gr, pr) = match (&g.outcome, &p.outcome) {
+                    (Outcome::Ok(a), Outcome::Ok(b)) => (a, b),
+                    (_, Outcome::Na(_)) => {
+                        let _ = writeln!(s, "{head}| n/a | n/a | n/a |{}", if latency { " n/a |" } else { "" });
+                        continue;
+                    }
+                    _ => {
+                        let _ = writeln!(s, "{head}| - | - | - |{}", if latency { " - |" } else { "" });
+                        continue;
+                    }
+                };
+                if latency {
+                    let r = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                        (Some(a), Some(b)) => ratio(a, b.max(1.0)),
+                        _ => "-".into(),
+                    };
+                    let _ = writeln!(
+                        s,
+                        "{head}| {} | {} | {} | {} |",
+                        r(gr.p50_us, pr.p50_us),
+                        r(gr.p99_us, pr.p99_us),
+                        r(gr.p999_us, pr.p999_us),
+                        ratio(produce_cpu(gr), produce_cpu(pr))
+                    );
+                } else {
+                    let _ = writeln!(
+                        s,
+                        "{head}| {} | {} | {} |",
+                        ratio(gr.rate(), pr.rate()),
+                        ratio(produce_cpu(gr), produce_cpu(pr)),
+                        ratio(gr.peak_rss_kib as f64, pr.peak_rss_kib as f64)
+                    );
+                }
+            }
+        }
+        let _ = writeln!(s);
+    }
+}
+
+fn latency_section(s: &mut String, args: &Args, res: &Results) {
+    let _ = writeln!(s, "## Produce latency at a fixed rate\n");
+    let _ = writeln!(
+        s,
+        "Each config paced at {} for {} s (messages = rate × {} s, at least 1000), {} run(s) per cell. \
+         Latency runs from the moment the benchmark hands a message to the client to its \
+         acknowledgement: gregor's delivery callback, librdkafka's delivery report; kafka-rust is \
+         synchronous, so its messages are acknowledged when the `send_all` carrying them returns (it \
+         collects up to linger.ms={} of messages per slice). Pacing sleeps in whole milliseconds (a \
+         message due within the next millisecond goes at once), the same for every client. Same \
+         batching settings as the throughput runs. \"(behind)\": the client delivered less than 95% of \
+         the offered rate, so its latencies include a growing backlog.\n",
+        match args.rate {
+            Some(r) => format!("{r:.0} msg/s (--rate)"),
+            None => "half the slowest client's median throughput in the same config of this run".into(),
+        },
+        args.latency_seconds,
+        args.latency_seconds,
+        args.latency_repeat,
+        args.linger_ms
+    );
+    let _ = writeln!(
+        s,
+        "| partitions | acks | codec | offered msg/s | client | p50 ms | p99 ms | p99.9 ms | achieved msg/s | CPU s/M msgs | peak RSS MiB | other CPU s |"
+    );
+    let _ = writeln!(s, "|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    for row in &res.latency {
+        let head = format!(
+            "| {} | {} | {} | {} | {} ",
+            row.partitions,
+            row.acks,
+            row.codec.name(),
+            row.paced.map_or("-".into(), |r| format!("{r:.0}")),
+            row.client.name()
+        );
+        match &row.outcome {
+            Outcome::Ok(r) => {
+                let behind = row.paced.is_some_and(|offered| r.rate() < 0.95 * offered);
+                let _ = writeln!(
+                    s,
+                    "{head}| {} | {} | {} | {:.0}{} | {:.2} | {} | {}{} |",
+                    ms(r.p50_us),
+                    ms(r.p99_us),
+                    ms(r.p999_us),
+                    r.rate(),
+                    if behind { " (behind)" } else { "" },
+                    produce_cpu(r),
+                    mib(r.peak_rss_kib),
+                    opt1(r.other_cpu_s),
+                    if disturbed_run(r, args.max_other) { " !" } else { "" }
+                );
+            }
+            Outcome::Failed(e) => {
+                let _ = writeln!(s, "{head}| FAILED: {} | | | | | | |", escape(e));
+            }
+            Outcome::Na(why) => {
+                let _ = writeln!(s, "{head}| n/a: {} | | | | | | |", escape(why));
+            }
+        }
+    }
+    let _ = writeln!(s);
+    produce_ratios(s, &res.latency, true);
+}
+
+fn consumer_section(s: &mut String, args: &Args, res: &Results) {
+    let _ = writeln!(s, "## Consumer throughput\n");
+    let written_by = res
+        .consumer
+        .iter()
+        .find_map(|r| r.outcome.ok().map(|c| c.spec.written_by.clone()))
+        .unwrap_or_else(|| "gregor".into());
+    let _ = writeln!(
+        s,
+        "Each consumer reads, from offset 0, the topic of one producer run of the throughput suite \
+         (written by {written_by}: {} messages, the same topic for every consumer of a config) until \
+         every partition reaches its high watermark; {} run(s) per cell, the median shown. Every run \
+         verified: each partition's offsets read in order with no gap and no duplicate, the count, and a \
+         fingerprint of every value (length, first and last 8 bytes) summed and compared with what was \
+         produced. msg/s, MB/s (of values) and CPU over the whole read, from creating the consumer to its \
+         last message (start-up included: connecting, metadata, the group's registration and \
+         rebalance); start-up ms = creating the consumer to its first message handed to the app. \
+         fetch.message.max.bytes={} and fetch.wait.max.ms={} for every client, CRCs checked by every \
+         client (librdkafka: check.crcs=true).\n\n\
+         * gregor-simple: `SimpleConsumer::fetch` of every unfinished partition per round (one Fetch \
+         per leader, all leaders at once).\n\
+         * gregor-group: the ZooKeeper high-level consumer, one member of a fresh group with {}, a task per stream on tokio's multi-thread runtime, auto.commit.enable=false, \
+         auto.offset.reset=smallest, queued.max.message.chunks at its default.\n\
+         * librdkafka: BaseConsumer, `assign()` of every partition at offset 0, no offset store or \
+         commit, one `poll` per message, its prefetching (queued.min.messages) at its defaults.\n\
+         * kafka-rust: `Consumer` of every partition, no group, no offset storage, from the earliest \
+         offset; synchronous `poll()`.\n",
+        args.messages,
+        args.consumer_repeat,
+        args.fetch_max_bytes,
+        args.fetch_wait_ms,
+        args.streams.map_or("one stream per partition".into(), |n| format!("{n} stream(s)"))
+    );
+    let _ = writeln!(
+        s,
+        "| partitions | codec | client | msg/s | MB/s | CPU s/M msgs | peak RSS MiB | start-up ms | cluster CPU s | other CPU s |"
+    );
+    let _ = writeln!(s, "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    for row in &res.consumer {
+        let head = format!("| {} | {} | {} ", row.partitions, row.codec.name(), row.client.name());
+        match &row.outcome {
+            Outcome::Ok(r) => {
+                let _ = writeln!(
+                    s,
+                    "{head}| {:.0}{} | {:.1} | {:.2} | {} | {:.0} | {} | {}{} |",
+                    r.rate(),
+                    spread(&row.all_rates),
+                    r.bytes as f64 / r.elapsed_s.max(1e-9) / 1e6,
+                    cpu_per_m(r.cpu_user_s, r.cpu_sys_s, r.messages as f64),
+                    mib(r.peak_rss_kib),
+                    r.startup_s * 1e3,
+                    opt1(r.cluster_cpu_s),
+                    opt1(r.other_cpu_s),
+                    if disturbed_consume(r, args.max_other) { " !" } else { "" }
+                );
+            }
+            Outcome::Failed(e) => {
+                let _ = writeln!(s, "{head}| FAILED: {} | | | | | | |", escape(e));
+            }
+            Outcome::Na(why) => {
+                let _ = writeln!(s, "{head}| n/a: {} | | | | | | |", escape(why));
+            }
+        }
+    }
+    let _ = writeln!(s);
+    let present = |c: ConsumerClient| res.consumer.iter().any(|r| r.client == c && r.outcome.ok().is_some());
+    let peers: Vec<ConsumerClient> = [ConsumerClient::Librdkafka, ConsumerClient::KafkaRust]
+        .into_iter()
+        .filter(|c| res.consumer.iter().any(|r| r.client == *c))
+        .collect();
+    for gregor in [ConsumerClient::GregorSimple, ConsumerClient::GregorGroup].into_iter().filter(|c| present(*c)) {
+        if peers.is_empty() {
+            break;
+        }
+        let _ = writeln!(
+            s,
+            "Ratios {} ÷ peer (throughput > 1: gregor is faster; CPU and RSS < 1: gregor uses less):\n",
+            gregor.name()
+        );
+        let _ = writeln!(s, "| partitions | codec | peer | throughput | CPU per msg | peak RSS |");
+        let _ = writeln!(s, "|---:|---|---|---:|---:|---:|");
+        for g in res.consumer.iter().filter(|r| r.client == gregor) {
+            for &peer in &peers {
+                let Some(p) = res
+                    .consumer
+                    .iter()
+                    .find(|r| r.client == peer && r.partitions == g.partitions && r.codec == g.codec)
+                else {
+                    continue;
+                };
+                let head = format!("| {} | {} | {} ", g.partitions, g.codec.name(), peer.name());
+                match (&g.outcome, &p.outcome) {
+                    (Outcome::Ok(a), Outcome::Ok(b)) => {
+                        let _ = writeln!(
+                            s,
+                            "{head}| {} | {} | {} |",
+                            ratio(a.rate(), b.rate()),
+                            ratio(
+                                cpu_per_m(a.cpu_user_s, a.cpu_sys_s, a.messages as f64),
+                                cpu_per_m(b.cpu_user_s, b.cpu_sys_s, b.messages as f64)
+                            ),
+                            ratio(a.peak_rss_kib as f64, b.peak_rss_kib as f64)
+                        );
+                    }
+                    (_, Outcome::Na(_)) => {
+                        let _ = writeln!(s, "{head}| n/a | n/a | n/a |");
+                    }
+                    _ => {
+                        let _ = writeln!(s, "{head}| - | - | - |");
+                    }
+                }
+            }
+        }
+        let _ = writeln!(s);
+    }
+}
+
+fn codec_section(s: &mut String, args: &Args, res: &Results) {
+    let _ = writeln!(s, "## Codec micro-benchmarks (gregor-protocol)\n");
+    let _ = writeln!(
+        s,
+        "One thread, a process of its own, before the cluster starts. A set = 1000 messages of {} \
+         bytes (the producer runs' payloads, null keys). crc32: CRC-32 of each message's magic..value \
+         (crc32fast, what gregor-protocol calls); encode: `MessageSet::from_messages` (CRCs, and the \
+         compressed wrapper); decode: `MessageSet::decode` (CRC checks, decompression, the wrapper \
+         expanded); compress/decompress: the codec alone on the uncompressed set's bytes. Median of \
+         {} samples of at least {} ms each (range in brackets); MB/s of message payload.\n",
+        args.message_size, args.codec_samples, args.codec_sample_ms
+    );
+    match &res.codec {
+        None => {
+            let _ = writeln!(s, "Not run yet.\n");
+        }
+        Some(Err(e)) => {
+            let _ = writeln!(s, "FAILED: {}\n", escape(e));
+        }
+        Some(Ok(list)) => {
+            let _ = writeln!(s, "| operation | codec | ns/msg | M msg/s | MB/s | bytes in → out |");
+            let _ = writeln!(s, "|---|---|---:|---:|---:|---:|");
+            for r in list {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {:.1} ({:.1}–{:.1}) | {:.2} | {:.0} | {} → {} |",
+                    r.op,
+                    if r.op == "crc32" { "-" } else { r.codec.name() },
+                    r.ns_per_msg,
+                    r.min_ns,
+                    r.max_ns,
+                    1e3 / r.ns_per_msg,
+                    r.payload_bytes_per_msg * 1e3 / r.ns_per_msg,
+                    r.input_bytes,
+                    r.output_bytes
+                );
+            }
+            let _ = writeln!(s);
+        }
+    }
+}
+
+fn notes_section(s: &mut String, args: &Args, res: &Results) {
+    let _ = writeln!(s, "## Notes\n");
+    let mut na: Vec<String> = Vec::new();
+    for c in &args.clients {
+        for codec in &args.codecs {
+            if let Some(why) = c.unsupported(*codec) {
+                na.push(format!("producer {} with {}: n/a, {why}.", c.name(), codec.name()));
+            }
+        }
+    }
+    for c in &args.consumers {
+        for codec in &args.codecs {
+            if let Some(why) = c.unsupported(*codec) {
+                na.push(format!("consumer {} of {} topics: n/a, {why}.", c.name(), codec.name()));
+            }
+        }
+    }
+    for line in na.iter().chain(&res.notes) {
+        let _ = writeln!(s, "* {line}");
+    }
+    if args.consumers.contains(&ConsumerClient::KafkaRust) && args.codecs.iter().any(|c| *c != Codec::None) {
+        let _ = writeln!(
+            s,
+            "* kafka-rust 0.10's fetch decoder returns the inner messages of the first compressed \
+             wrapper of a partition's data and drops the rest of it (`protocol/fetch.rs`), so it reads \
+             one compressed message set per partition per Fetch."
+        );
+    }
+    let _ = writeln!(
+        s,
+        "* cluster CPU s: CPU the gregor-testkit process used during the run. other CPU s: the rest \
+         of the machine's busy CPU during the run (anything else on its {} cores). A run where that \
+         exceeded {:.0}% of the machine's CPU was done again (up to {} times) and the least disturbed \
+         attempt kept; `!` marks one still above it.\n",
+        crate::run::cores(),
+        args.max_other * 100.0,
+        args.redo
+    );
 }

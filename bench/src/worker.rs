@@ -1,17 +1,28 @@
 //! A worker: one client, one run, in its own process (so getrusage(RUSAGE_SELF) and VmHWM
 //! are that client's alone, and the cluster's CPU, in another process, is not counted).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use crate::measure::{payloads, proc_status_kib, Cpu, Recorder};
-use crate::spec::{Client, RunResult, RunSpec};
+use crate::measure::{expected_fingerprint, payloads, proc_status_kib, Cpu, Recorder, Tally};
+use crate::spec::{Client, ConsumeResult, ConsumeSpec, ConsumerClient, RunResult, RunSpec};
 
 static END: OnceLock<(Instant, Cpu)> = OnceLock::new();
 
-/// The client calls this once the last acknowledgement has come in (before closing).
+/// The client calls this once the last acknowledgement (or the last message) has come in
+/// (before closing).
 pub fn mark_end() {
     let _ = END.set((Instant::now(), Cpu::now()));
+}
+
+static FIRST: OnceLock<Instant> = OnceLock::new();
+
+/// A consumer calls this for its first message (later calls are no-ops).
+#[inline]
+pub fn mark_first() {
+    if FIRST.get().is_none() {
+        let _ = FIRST.set(Instant::now());
+    }
 }
 
 pub fn run(spec: RunSpec) -> Result<RunResult, String> {
@@ -32,20 +43,66 @@ pub fn run(spec: RunSpec) -> Result<RunResult, String> {
     outcome?;
     let total = Cpu::now();
     let cpu = cpu1.since(cpu0);
-    let (p50_us, p99_us, _) = rec.percentiles(None);
+    let pct = rec.percentiles();
     Ok(RunResult {
         acked: rec.acked.load(std::sync::atomic::Ordering::Acquire),
         failed: rec.failed.load(std::sync::atomic::Ordering::Acquire),
         first_error: rec.first_error(),
         elapsed_s: (t1 - t0).as_secs_f64(),
-        p50_us,
-        p99_us,
+        p50_us: pct.p50,
+        p99_us: pct.p99,
+        p999_us: pct.p999,
         cpu_user_s: cpu.user.as_secs_f64(),
         cpu_sys_s: cpu.sys.as_secs_f64(),
         process_cpu_s: (total.user + total.sys).as_secs_f64(),
         peak_rss_kib,
         baseline_rss_kib,
         high_watermark_sum: None,
+        high_watermarks: Vec::new(),
+        cluster_cpu_s: None,
+        other_cpu_s: None,
+        attempt: 0,
+        spec,
+    })
+}
+
+/// Where a consumer puts what it read: its [`Tally`] (merged from every reading task).
+pub type Sink = Arc<Mutex<Option<Tally>>>;
+
+pub fn consume(spec: ConsumeSpec) -> Result<ConsumeResult, String> {
+    let expected = expected_fingerprint(&payloads(spec.message_size, 4096), spec.messages);
+    let sink: Sink = Arc::default();
+    let baseline_rss_kib = proc_status_kib("VmHWM");
+    let cpu0 = Cpu::now();
+    let t0 = Instant::now();
+    let outcome = match spec.client {
+        ConsumerClient::GregorSimple => crate::consume_gregor::simple(&spec, sink.clone()),
+        ConsumerClient::GregorGroup => crate::consume_gregor::group(&spec, sink.clone()),
+        ConsumerClient::Librdkafka => crate::consume_rdkafka::run(&spec, sink.clone()),
+        ConsumerClient::KafkaRust => crate::consume_kafka_rust::run(&spec, sink.clone()),
+    };
+    mark_end();
+    let (t1, cpu1) = *END.get().expect("set above");
+    let peak_rss_kib = proc_status_kib("VmHWM");
+    outcome?;
+    let total = Cpu::now();
+    let cpu = cpu1.since(cpu0);
+    let tally = sink.lock().unwrap().take().ok_or("the consumer reported nothing")?;
+    let first = FIRST.get().copied().unwrap_or(t1);
+    Ok(ConsumeResult {
+        messages: tally.messages,
+        bytes: tally.bytes,
+        duplicates: tally.duplicates,
+        gaps: tally.gaps,
+        fingerprint: tally.fingerprint,
+        expected_fingerprint: expected,
+        startup_s: (first.max(t0) - t0).as_secs_f64(),
+        elapsed_s: (t1 - t0).as_secs_f64(),
+        cpu_user_s: cpu.user.as_secs_f64(),
+        cpu_sys_s: cpu.sys.as_secs_f64(),
+        process_cpu_s: (total.user + total.sys).as_secs_f64(),
+        peak_rss_kib,
+        baseline_rss_kib,
         cluster_cpu_s: None,
         other_cpu_s: None,
         attempt: 0,

@@ -1,0 +1,711 @@
+//! The coordinator: starts the cluster, runs every worker (one process per run), redoes runs
+//! other work on the machine disturbed, takes medians, and writes the report as it goes.
+//!
+//! Order, per partition count and codec: the producer cells of each acks (every client,
+//! alternating, `--repeat` times), right after each the latency cell of that config (paced at
+//! half the slowest client's median throughput just measured), then the consumer cells on the
+//! topic gregor's first acks run wrote (kept for them, deleted after). The codec
+//! micro-benchmarks run first, before the cluster starts.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::cluster::Cluster;
+use crate::measure;
+use crate::spec::{
+    Client, Codec, CodecResult, CodecSpec, ConsumeResult, ConsumeSpec, ConsumerClient, RunResult, RunSpec, WorkerSpec,
+};
+use crate::Args;
+
+const BROKERS: usize = 3;
+
+/// A cell's result: measured, failed, or not applicable to the client (with the reason).
+#[derive(Debug, Clone)]
+pub enum Outcome<T> {
+    Ok(T),
+    Failed(String),
+    Na(String),
+}
+
+impl<T> Outcome<T> {
+    pub fn ok(&self) -> Option<&T> {
+        match self {
+            Outcome::Ok(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// A producer cell (throughput, or latency when `paced`).
+#[derive(Debug, Clone)]
+pub struct ProduceRow {
+    pub client: Client,
+    pub partitions: i32,
+    pub acks: i16,
+    pub codec: Codec,
+    pub outcome: Outcome<RunResult>,
+    /// Every repeat's throughput, msg/s.
+    pub all_rates: Vec<f64>,
+    /// The offered rate of a latency cell.
+    pub paced: Option<f64>,
+}
+
+/// A consumer cell.
+#[derive(Debug, Clone)]
+pub struct ConsumeRow {
+    pub client: ConsumerClient,
+    pub partitions: i32,
+    pub codec: Codec,
+    pub outcome: Outcome<ConsumeResult>,
+    pub all_rates: Vec<f64>,
+}
+
+/// Everything measured so far.
+#[derive(Debug, Default)]
+pub struct Results {
+    pub throughput: Vec<ProduceRow>,
+    pub latency: Vec<ProduceRow>,
+    pub consumer: Vec<ConsumeRow>,
+    pub codec: Option<Result<Vec<CodecResult>, String>>,
+    /// Things the report should say (a latency cell skipped, a fill that failed).
+    pub notes: Vec<String>,
+    pub cluster_rss_kib: Option<u64>,
+    pub load_start: String,
+    pub load_end: String,
+    pub elapsed: Duration,
+    pub complete: bool,
+}
+
+impl Results {
+    pub fn all_ok(&self) -> bool {
+        let failed_produce =
+            self.throughput.iter().chain(&self.latency).any(|r| matches!(r.outcome, Outcome::Failed(_)));
+        let failed_consume = self.consumer.iter().any(|r| matches!(r.outcome, Outcome::Failed(_)));
+        !failed_produce && !failed_consume && !matches!(self.codec, Some(Err(_)))
+    }
+}
+
+/// What the redo logic and the medians need of a result.
+trait Measured: Clone + Serialize {
+    fn rate(&self) -> f64;
+    /// The window the disturbance is measured against, seconds.
+    fn window_s(&self) -> f64;
+    fn other_cpu_s(&self) -> Option<f64>;
+    fn set_attempt(&mut self, attempt: usize);
+    fn summary(&self) -> String;
+}
+
+impl Measured for RunResult {
+    fn rate(&self) -> f64 {
+        RunResult::rate(self)
+    }
+    fn window_s(&self) -> f64 {
+        self.elapsed_s
+    }
+    fn other_cpu_s(&self) -> Option<f64> {
+        self.other_cpu_s
+    }
+    fn set_attempt(&mut self, attempt: usize) {
+        self.attempt = attempt;
+    }
+    fn summary(&self) -> String {
+        let lat = match (self.spec.rate, self.p99_us, self.p999_us) {
+            (Some(_), Some(p99), Some(p999)) => format!("  p99 {:.1} ms p99.9 {:.1} ms", p99 / 1e3, p999 / 1e3),
+            _ => String::new(),
+        };
+        format!(
+            "{:>9.0} msg/s  cpu {:.2}s  rss {:.0} MiB  hw={:?}{lat}",
+            self.rate(),
+            self.cpu_user_s + self.cpu_sys_s,
+            self.peak_rss_kib as f64 / 1024.0,
+            self.high_watermark_sum
+        )
+    }
+}
+
+impl Measured for ConsumeResult {
+    fn rate(&self) -> f64 {
+        ConsumeResult::rate(self)
+    }
+    fn window_s(&self) -> f64 {
+        self.elapsed_s
+    }
+    fn other_cpu_s(&self) -> Option<f64> {
+        self.other_cpu_s
+    }
+    fn set_attempt(&mut self, attempt: usize) {
+        self.attempt = attempt;
+    }
+    fn summary(&self) -> String {
+        format!(
+            "{:>9.0} msg/s  cpu {:.2}s  rss {:.0} MiB  start-up {:.0} ms  read {}",
+            self.rate(),
+            self.cpu_user_s + self.cpu_sys_s,
+            self.peak_rss_kib as f64 / 1024.0,
+            self.startup_s * 1e3,
+            self.messages
+        )
+    }
+}
+
+/// The share of the machine's CPU (window × cores) that other work took during a run; 0
+/// below 0.1 s, /proc/stat's resolution (10 ms ticks) being too coarse for short runs.
+fn disturbance<T: Measured>(r: &T) -> Option<f64> {
+    r.other_cpu_s().map(|o| if o < 0.1 { 0.0 } else { o / (r.window_s().max(1e-3) * cores()) })
+}
+
+pub fn cores() -> f64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get()) as f64
+}
+
+/// Public for the report's `!` marks.
+pub fn disturbed_run(r: &RunResult, max_other: f64) -> bool {
+    disturbance(r).unwrap_or(0.0) > max_other
+}
+
+pub fn disturbed_consume(r: &ConsumeResult, max_other: f64) -> bool {
+    disturbance(r).unwrap_or(0.0) > max_other
+}
+
+/// Runs `f(attempt)` until a run is not disturbed by other work on the machine (at most
+/// `--redo` more times, 3 s apart) and keeps the least disturbed one; a failure is kept as it
+/// is (it is not noise).
+async fn with_redo<T, F, Fut>(args: &Args, label: &str, json: &mut Vec<String>, mut f: F) -> Result<T, String>
+where
+    T: Measured,
+    F: FnMut(usize) -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let mut best: Option<Result<T, String>> = None;
+    for attempt in 0..=args.redo {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+        }
+        let mut result = f(attempt).await;
+        if let Ok(r) = &mut result {
+            r.set_attempt(attempt);
+        }
+        let disturbed = match &result {
+            Ok(r) => {
+                eprintln!("  {label:<40} {}", r.summary());
+                json.push(serde_json::to_string(r).unwrap());
+                let d = disturbance(r).unwrap_or(0.0);
+                if d > args.max_other {
+                    eprintln!(
+                        "  {:<40} other work on the machine took {:.0}% of its CPU during this run",
+                        "",
+                        d * 100.0
+                    );
+                }
+                d > args.max_other
+            }
+            Err(e) => {
+                eprintln!("  {label:<40} FAILED: {e}");
+                json.push(serde_json::json!({ "run": label, "error": e }).to_string());
+                false
+            }
+        };
+        let better = match (&best, &result) {
+            (None, _) => true,
+            (Some(Ok(b)), Ok(r)) => disturbance(r).unwrap_or(0.0) < disturbance(b).unwrap_or(0.0),
+            _ => false,
+        };
+        if better {
+            best = Some(result);
+        }
+        if !disturbed {
+            break;
+        }
+    }
+    best.expect("at least one attempt")
+}
+
+/// The median (by throughput) of a cell's repeats, and every successful repeat's
+/// throughput. A failed repeat fails the cell: a client that fails now and then is not fine.
+fn median<T: Measured>(results: Vec<Result<T, String>>) -> (Outcome<T>, Vec<f64>) {
+    let total = results.len();
+    let mut oks = Vec::new();
+    let mut first_error = None;
+    for r in results {
+        match r {
+            Ok(t) => oks.push(t),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    let rates: Vec<f64> = oks.iter().map(Measured::rate).collect();
+    match first_error {
+        Some(e) if oks.is_empty() => (Outcome::Failed(e), rates),
+        Some(e) => (Outcome::Failed(format!("{} of {total} runs failed: {e}", total - oks.len())), rates),
+        None if oks.is_empty() => (Outcome::Failed("no run".into()), rates),
+        None => {
+            oks.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
+            (Outcome::Ok(oks.swap_remove(oks.len() / 2)), rates)
+        }
+    }
+}
+
+/// A topic a producer run filled and left for the consumers.
+#[derive(Debug, Clone)]
+struct Fill {
+    topic: String,
+    end_offsets: Vec<i64>,
+    written_by: String,
+}
+
+struct Coordinator {
+    args: Args,
+    cluster: Cluster,
+    stamp: u64,
+    seq: usize,
+    json: Vec<String>,
+}
+
+pub async fn coordinate(args: Args) -> Result<bool, String> {
+    let started = Instant::now();
+    let mut results = Results { load_start: measure::loadavg(), ..Results::default() };
+    let machine = crate::report::Machine::read();
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut json = Vec::new();
+    let write = |results: &Results, json: &[String]| -> Result<(), String> {
+        let text = crate::report::render(&args, &machine, &command, results);
+        if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        std::fs::write(&args.out, &text).map_err(|e| format!("{}: {e}", args.out.display()))?;
+        if let Some(path) = &args.json {
+            std::fs::write(path, json.join("\n") + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        Ok(())
+    };
+
+    if args.suites.codec {
+        eprintln!("codec micro-benchmarks (gregor-protocol)");
+        let spec = CodecSpec {
+            messages: 1000,
+            message_size: args.message_size,
+            samples: args.codec_samples,
+            sample_ms: args.codec_sample_ms,
+        };
+        let outcome = spawn_worker(&WorkerSpec::Codec(spec), args.timeout, &[])
+            .await
+            .and_then(|j| serde_json::from_str::<Vec<CodecResult>>(&j).map_err(|e| format!("codec result: {e}")));
+        match &outcome {
+            Ok(list) => {
+                for r in list {
+                    eprintln!("  {:<10} {:<6} {:>8.1} ns/msg", r.op, r.codec.name(), r.ns_per_msg);
+                    json.push(serde_json::to_string(r).unwrap());
+                }
+            }
+            Err(e) => eprintln!("  FAILED: {e}"),
+        }
+        results.codec = Some(outcome);
+        write(&results, &json)?;
+    }
+
+    if args.suites.producer || args.suites.latency || args.suites.consumer {
+        let binary = crate::cluster::testkit_binary(args.testkit.clone())?;
+        let t = Instant::now();
+        let cluster = Cluster::start(&binary, BROKERS).await?;
+        eprintln!(
+            "cluster: {} (zookeeper {}, pid {}, log {}) up in {:.1?}",
+            cluster.brokers,
+            cluster.zookeeper,
+            cluster.pid,
+            cluster.log.display(),
+            t.elapsed()
+        );
+        let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        let mut co = Coordinator { args: args.clone(), cluster, stamp, seq: 0, json: std::mem::take(&mut json) };
+        for &partitions in &args.partitions {
+            for &codec in &args.codecs {
+                co.config_block(partitions, codec, &mut results).await;
+                results.elapsed = started.elapsed();
+                write(&results, &co.json)?;
+            }
+        }
+        results.cluster_rss_kib = co.cluster.rss_kib();
+        json = std::mem::take(&mut co.json);
+        co.cluster.stop().await;
+    }
+    results.load_end = measure::loadavg();
+    results.elapsed = started.elapsed();
+    results.complete = true;
+    write(&results, &json)?;
+    println!("{}", crate::report::render(&args, &machine, &command, &results));
+    eprintln!("report written to {} ({:.1} min)", args.out.display(), started.elapsed().as_secs_f64() / 60.0);
+    Ok(results.all_ok())
+}
+
+impl Coordinator {
+    fn topic(&mut self, what: &str, partitions: i32, codec: Codec, acks: Option<i16>) -> String {
+        self.seq += 1;
+        format!(
+            "bench-{}-{}-{what}-p{partitions}-{}{}",
+            self.stamp,
+            self.seq,
+            codec.name(),
+            acks.map_or(String::new(), |a| if a == -1 { "-acksall".into() } else { format!("-acks{a}") })
+        )
+    }
+
+    fn run_spec(&mut self, client: Client, partitions: i32, codec: Codec, acks: i16, rate: Option<f64>) -> RunSpec {
+        let messages = match rate {
+            Some(r) => ((r * self.args.latency_seconds).round() as usize).max(1000),
+            None => self.args.messages,
+        };
+        RunSpec {
+            client,
+            brokers: self.cluster.brokers.clone(),
+            topic: self.topic(client.name(), partitions, codec, Some(acks)),
+            partitions,
+            acks,
+            codec,
+            messages,
+            message_size: self.args.message_size,
+            batch: self.args.batch,
+            linger_ms: self.args.linger_ms,
+            queue: self.args.queue,
+            rate,
+            partitions_per_broker: (partitions as usize).div_ceil(BROKERS),
+            librdkafka: self.args.librdkafka.clone(),
+        }
+    }
+
+    /// Every measurement of one partition count and codec.
+    async fn config_block(&mut self, partitions: i32, codec: Codec, results: &mut Results) {
+        let args = self.args.clone();
+        // the topic the consumers read: gregor's (else the first client's) first acks run
+        let fill_client =
+            args.clients.iter().copied().filter(|c| c.unsupported(codec).is_none()).min_by_key(|c| !c.is_gregor());
+        let mut fill: Option<Fill> = None;
+        for (ai, &acks) in args.acks.iter().enumerate() {
+            if args.suites.producer {
+                let keep = if args.suites.consumer && ai == 0 { fill_client } else { None };
+                let rows = self.producer_cell(partitions, codec, acks, None, args.repeat, keep, &mut fill).await;
+                results.throughput.extend(rows);
+            }
+            if args.suites.latency && args.latency_partitions.contains(&partitions) {
+                let slowest = results
+                    .throughput
+                    .iter()
+                    .filter(|r| r.partitions == partitions && r.codec == codec && r.acks == acks)
+                    .filter_map(|r| r.outcome.ok().map(RunResult::rate))
+                    .fold(f64::INFINITY, f64::min);
+                let rate = args.rate.or((slowest.is_finite()).then_some(slowest / 2.0));
+                match rate {
+                    Some(rate) => {
+                        let rows = self
+                            .producer_cell(partitions, codec, acks, Some(rate), args.latency_repeat, None, &mut None)
+                            .await;
+                        results.latency.extend(rows);
+                    }
+                    None => results.notes.push(format!(
+                        "latency p{partitions} {} acks={acks}: skipped, no client's throughput was measured",
+                        codec.name()
+                    )),
+                }
+            }
+        }
+        if args.suites.consumer {
+            if fill.is_none() {
+                match fill_client {
+                    Some(client) => fill = self.fill(client, partitions, codec, args.acks[0]).await,
+                    None => results
+                        .notes
+                        .push(format!("consumers p{partitions} {}: no producer to fill the topic", codec.name())),
+                }
+                if fill.is_none() {
+                    results.notes.push(format!(
+                        "consumers p{partitions} {}: skipped, the topic could not be filled",
+                        codec.name()
+                    ));
+                }
+            }
+            if let Some(fill) = fill {
+                let rows = self.consumer_cell(partitions, codec, &fill).await;
+                results.consumer.extend(rows);
+                self.cluster.delete_topic(&fill.topic).await;
+            }
+        }
+    }
+
+    /// One producer cell: every client, `repeat` times, alternating. With `keep`, that client's
+    /// first successful run leaves its topic in place as the consumers' `fill`.
+    #[allow(clippy::too_many_arguments)]
+    async fn producer_cell(
+        &mut self,
+        partitions: i32,
+        codec: Codec,
+        acks: i16,
+        rate: Option<f64>,
+        repeat: usize,
+        keep: Option<Client>,
+        fill: &mut Option<Fill>,
+    ) -> Vec<ProduceRow> {
+        let clients = self.args.clients.clone();
+        let mut per_client: Vec<Vec<Result<RunResult, String>>> = vec![Vec::new(); clients.len()];
+        for _ in 0..repeat {
+            for (ci, &client) in clients.iter().enumerate() {
+                if client.unsupported(codec).is_some() {
+                    continue;
+                }
+                let want_keep = keep == Some(client) && fill.is_none();
+                let kept: RefCell<Option<Fill>> = RefCell::new(None);
+                let label = format!(
+                    "{} p{partitions} acks={acks} {}{}",
+                    client.name(),
+                    codec.name(),
+                    rate.map_or(String::new(), |r| format!(" @{r:.0}/s"))
+                );
+                let specs: Vec<RunSpec> =
+                    (0..=self.args.redo).map(|_| self.run_spec(client, partitions, codec, acks, rate)).collect();
+                let (cluster, args, kept_ref) = (&self.cluster, &self.args, &kept);
+                let result = with_redo(args, &label, &mut self.json, |attempt| {
+                    let spec = specs[attempt].clone();
+                    let keep_this = want_keep && attempt == 0;
+                    async move {
+                        let r = one_run(cluster, spec, args, keep_this).await;
+                        if let (true, Ok(r)) = (keep_this, &r) {
+                            *kept_ref.borrow_mut() = Some(Fill {
+                                topic: r.spec.topic.clone(),
+                                end_offsets: r.high_watermarks.clone(),
+                                written_by: format!("{} acks={acks}", client.name()),
+                            });
+                        }
+                        r
+                    }
+                })
+                .await;
+                if let Some(k) = kept.into_inner() {
+                    *fill = Some(k);
+                }
+                per_client[ci].push(result);
+            }
+        }
+        clients
+            .iter()
+            .zip(per_client)
+            .map(|(&client, results)| {
+                let (outcome, all_rates) = match client.unsupported(codec) {
+                    Some(reason) => (Outcome::Na(reason.to_owned()), Vec::new()),
+                    None => median(results),
+                };
+                ProduceRow { client, partitions, acks, codec, outcome, all_rates, paced: rate }
+            })
+            .collect()
+    }
+
+    /// A producer run whose only purpose is to fill a topic for the consumers.
+    async fn fill(&mut self, client: Client, partitions: i32, codec: Codec, acks: i16) -> Option<Fill> {
+        let spec = self.run_spec(client, partitions, codec, acks, None);
+        match one_run(&self.cluster, spec, &self.args, true).await {
+            Ok(r) => Some(Fill {
+                topic: r.spec.topic.clone(),
+                end_offsets: r.high_watermarks.clone(),
+                written_by: format!("{} acks={acks}", client.name()),
+            }),
+            Err(e) => {
+                eprintln!("  filling a p{partitions} {} topic failed: {e}", codec.name());
+                None
+            }
+        }
+    }
+
+    async fn consumer_cell(&mut self, partitions: i32, codec: Codec, fill: &Fill) -> Vec<ConsumeRow> {
+        let consumers = self.args.consumers.clone();
+        let mut per_client: Vec<Vec<Result<ConsumeResult, String>>> = vec![Vec::new(); consumers.len()];
+        for _ in 0..self.args.consumer_repeat {
+            for (ci, &client) in consumers.iter().enumerate() {
+                if client.unsupported(codec).is_some() {
+                    continue;
+                }
+                let spec = ConsumeSpec {
+                    client,
+                    brokers: self.cluster.brokers.clone(),
+                    zookeeper: self.cluster.zookeeper.clone(),
+                    topic: fill.topic.clone(),
+                    partitions,
+                    codec,
+                    end_offsets: fill.end_offsets.clone(),
+                    messages: fill.end_offsets.iter().sum::<i64>() as usize,
+                    message_size: self.args.message_size,
+                    fetch_max_bytes: self.args.fetch_max_bytes,
+                    fetch_wait_ms: self.args.fetch_wait_ms,
+                    streams: self.args.streams.unwrap_or(partitions as usize),
+                    written_by: fill.written_by.clone(),
+                    librdkafka: self.args.librdkafka.clone(),
+                };
+                let label = format!("{} p{partitions} {} (read)", client.name(), codec.name());
+                let (cluster, args) = (&self.cluster, &self.args);
+                let result = with_redo(args, &label, &mut self.json, |_| {
+                    let spec = spec.clone();
+                    async move { one_consume(cluster, spec, args).await }
+                })
+                .await;
+                per_client[ci].push(result);
+            }
+        }
+        consumers
+            .iter()
+            .zip(per_client)
+            .map(|(&client, results)| {
+                let (outcome, all_rates) = match client.unsupported(codec) {
+                    Some(reason) => (Outcome::Na(reason.to_owned()), Vec::new()),
+                    None => median(results),
+                };
+                ConsumeRow { client, partitions, codec, outcome, all_rates }
+            })
+            .collect()
+    }
+}
+
+/// Runs a worker process and returns the JSON after its `RESULT ` line (or its error).
+async fn spawn_worker(spec: &WorkerSpec, timeout: Duration, wrap: &[String]) -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut command = match wrap.split_first() {
+        Some((program, rest)) => {
+            let mut c = tokio::process::Command::new(program);
+            c.args(rest).arg(exe);
+            c
+        }
+        None => tokio::process::Command::new(exe),
+    };
+    let child = command
+        .arg("--worker")
+        .arg(serde_json::to_string(spec).unwrap())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("worker: {e}"))?;
+    let output = tokio::time::timeout(timeout, child.wait_with_output())
+        .await
+        .map_err(|_| format!("worker ran longer than {timeout:?}"))?
+        .map_err(|e| format!("worker: {e}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if let Some(json) = stdout.lines().find_map(|l| l.strip_prefix("RESULT ")) {
+        return Ok(json.to_owned());
+    }
+    Err(stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("ERROR "))
+        .and_then(|j| serde_json::from_str::<String>(j).ok())
+        .unwrap_or_else(|| format!("worker exited with {}", output.status)))
+}
+
+/// A worker run with the cluster's CPU and the machine's busy CPU measured around it.
+struct Measurement {
+    json: Result<String, String>,
+    cluster_cpu_s: Option<f64>,
+    busy_s: Option<f64>,
+}
+
+async fn measured_worker(cluster: &Cluster, spec: &WorkerSpec, args: &Args) -> Measurement {
+    let cpu_before = cluster.cpu_seconds();
+    let busy_before = measure::machine_busy_seconds();
+    let json = spawn_worker(spec, args.timeout, &args.wrap).await;
+    let diff = |a: Option<f64>, b: Option<f64>| Some(b? - a?);
+    Measurement {
+        json,
+        cluster_cpu_s: diff(cpu_before, cluster.cpu_seconds()),
+        busy_s: diff(busy_before, measure::machine_busy_seconds()),
+    }
+}
+
+/// Creates a fresh topic, runs the producer in a subprocess, checks every message was
+/// acknowledged and the topic's high watermarks add up to what was sent; deletes the topic
+/// unless `keep` (and the run succeeded).
+async fn one_run(cluster: &Cluster, spec: RunSpec, args: &Args, keep: bool) -> Result<RunResult, String> {
+    cluster.create_topic(&spec.topic, spec.partitions, args.rf).await?;
+    let topic = spec.topic.clone();
+    let result = produce_and_check(cluster, spec, args).await;
+    if !keep || result.is_err() {
+        cluster.delete_topic(&topic).await;
+    }
+    result
+}
+
+async fn produce_and_check(cluster: &Cluster, spec: RunSpec, args: &Args) -> Result<RunResult, String> {
+    // let the cluster settle (leaders announced, followers fetching) before the clock starts
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let m = measured_worker(cluster, &WorkerSpec::Produce(spec.clone()), args).await;
+    let mut result: RunResult = serde_json::from_str(&m.json?).map_err(|e| format!("worker result: {e}"))?;
+    result.cluster_cpu_s = m.cluster_cpu_s;
+    result.other_cpu_s = match (m.busy_s, m.cluster_cpu_s) {
+        (Some(b), Some(c)) => Some((b - c - result.process_cpu_s).max(0.0)),
+        _ => None,
+    };
+    let hws = cluster.high_watermarks(&spec.topic, spec.partitions).await?;
+    let sum: i64 = hws.iter().sum();
+    result.high_watermark_sum = Some(sum);
+    result.high_watermarks = hws.clone();
+    if result.acked != spec.messages || result.failed != 0 {
+        return Err(format!(
+            "{} of {} acknowledged, {} failed (first error: {})",
+            result.acked,
+            spec.messages,
+            result.failed,
+            result.first_error.as_deref().unwrap_or("-")
+        ));
+    }
+    if sum != spec.messages as i64 {
+        return Err(format!("high watermarks {hws:?} sum to {sum}, not {}", spec.messages));
+    }
+    Ok(result)
+}
+
+/// Runs a consumer in a subprocess over a filled topic and checks it read exactly the topic.
+async fn one_consume(cluster: &Cluster, spec: ConsumeSpec, args: &Args) -> Result<ConsumeResult, String> {
+    let m = measured_worker(cluster, &WorkerSpec::Consume(spec), args).await;
+    let mut result: ConsumeResult = serde_json::from_str(&m.json?).map_err(|e| format!("worker result: {e}"))?;
+    result.cluster_cpu_s = m.cluster_cpu_s;
+    result.other_cpu_s = match (m.busy_s, m.cluster_cpu_s) {
+        (Some(b), Some(c)) => Some((b - c - result.process_cpu_s).max(0.0)),
+        _ => None,
+    };
+    match result.verify() {
+        Some(e) => Err(e),
+        None => Ok(result),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Clone, Serialize)]
+    struct R(f64);
+
+    impl Measured for R {
+        fn rate(&self) -> f64 {
+            self.0
+        }
+        fn window_s(&self) -> f64 {
+            1.0
+        }
+        fn other_cpu_s(&self) -> Option<f64> {
+            None
+        }
+        fn set_attempt(&mut self, _: usize) {}
+        fn summary(&self) -> String {
+            String::new()
+        }
+    }
+
+    #[test]
+    fn median_by_rate_and_a_failed_repeat_fails_the_cell() {
+        let (o, rates) = median(vec![Ok(R(3.0)), Ok(R(1.0)), Ok(R(2.0))]);
+        assert!(matches!(o, Outcome::Ok(R(m)) if m == 2.0));
+        assert_eq!(rates, [3.0, 1.0, 2.0]);
+        let (o, _) = median(vec![Ok(R(3.0)), Err("boom".into()), Ok(R(2.0))]);
+        assert!(matches!(o, Outcome::Failed(ref e) if e == "1 of 3 runs failed: boom"), "{o:?}");
+        let (o, _) = median::<R>(vec![Err("boom".into())]);
+        assert!(matches!(o, Outcome::Failed(ref e) if e == "boom"));
+    }
+}
