@@ -190,18 +190,27 @@ async fn produce(ctx: &BrokerCtx, header: &RequestHeader, req: ProduceRequest) -
     }
     if !waits.is_empty() {
         let deadline = tokio::time::Instant::now() + Duration::from_millis(req.timeout.max(0) as u64);
-        let all_replicated =
-            |st: &State| waits.iter().all(|(t, p, need)| st.partition(t, *p).is_none_or(|part| part.hw >= *need));
-        if !ctx.shared.wait_until(deadline, all_replicated).await {
+        // as 0.8.2's DelayedProduce: a partition is done once replicated or once its leadership
+        // left this broker; the latter answers 6, since the new leader may have truncated the
+        // write (its own writes can carry the high watermark past the offset all the same)
+        let me = ctx.id;
+        let settled = |st: &State| {
+            waits
+                .iter()
+                .all(|(t, p, need)| st.partition(t, *p).is_none_or(|part| part.leader != me || part.hw >= *need))
+        };
+        let _ = ctx.shared.wait_until(deadline, settled).await;
+        let st = ctx.shared.state();
+        for (t, p, need) in &waits {
             // acks=-1 timed out: 7 with the offset filled in; the message stays in the log
-            let st = ctx.shared.state();
-            for (t, p, need) in &waits {
-                if st.partition(t, *p).is_some_and(|part| part.hw < *need) {
-                    for out in topics_out.iter_mut().filter(|o| &o.topic == t) {
-                        for r in out.partitions.iter_mut().filter(|r| r.partition == *p) {
-                            r.error_code = ErrorCode::RequestTimedOut.code();
-                        }
-                    }
+            let code = match st.partition(t, *p) {
+                Some(part) if part.leader != me => ErrorCode::NotLeaderForPartition,
+                Some(part) if part.hw < *need => ErrorCode::RequestTimedOut,
+                _ => continue,
+            };
+            for out in topics_out.iter_mut().filter(|o| &o.topic == t) {
+                for r in out.partitions.iter_mut().filter(|r| r.partition == *p) {
+                    r.error_code = code.code();
                 }
             }
         }
