@@ -187,6 +187,12 @@ async fn a_deleted_then_recreated_topic_lost_every_claimed_message() {
 
     admin.delete_topic("d").await.unwrap();
     wait_for("d to be deleted", || c.partitions("d").is_empty()).await;
+    // and from ZooKeeper, where the check finds the topics
+    let deadline = std::time::Instant::now() + STEP;
+    while c.zk().exists("/brokers/topics/d").await.unwrap().is_some() {
+        assert!(std::time::Instant::now() < deadline, "d is still in ZooKeeper");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
     let report = check(&admin).await;
     assert_eq!(totals(&report, "d"), (20, 0, 20, 0, 0));
     assert!(report.partition("d", 0).unwrap().log_start.is_none(), "the partition is gone");
