@@ -11,6 +11,9 @@ use gregor_serde::BytesEncoder;
 use crate::measure::{Pacer, Recorder};
 use crate::spec::RunSpec;
 
+/// gregor's `max.in.flight.requests.per.connection` in the benchmark (the Java producer's default).
+pub const GREGOR_MAX_IN_FLIGHT: usize = 5;
+
 pub fn run(spec: &RunSpec, payloads: &[Vec<u8>], rec: Arc<Recorder>, current_thread: bool) -> Result<(), String> {
     let runtime = if current_thread {
         tokio::runtime::Builder::new_current_thread().enable_all().build()
@@ -28,6 +31,9 @@ pub fn run(spec: &RunSpec, payloads: &[Vec<u8>], rec: Arc<Recorder>, current_thr
             .batch_num_messages(spec.batch * spec.partitions_per_broker.max(1))
             .queue_buffering_max(Duration::from_millis(spec.linger_ms))
             .queue_buffering_max_messages(spec.queue)
+            // pipelining as the peers do (librdkafka's default allows 1,000,000 requests in
+            // flight); gregor's default, 1, is Kafka 0.8's order-keeping one request at a time
+            .max_in_flight(GREGOR_MAX_IN_FLIGHT)
             .build()
             .map_err(|e| e.to_string())?;
         let producer: AsyncProducer<Bytes, Bytes> =

@@ -282,7 +282,8 @@ fn producer_section(s: &mut String, args: &Args, res: &Results) {
          message i to partition i mod partitions, each run on a fresh topic; {} run(s) per cell, the median by \
          throughput shown (range in brackets). Batching: librdkafka batch.num.messages={} linger.ms={} \
          queue.buffering.max.messages={}; gregor batch.num.messages={} × the partitions each broker leads \
-         (it counts per request) queue.buffering.max.ms={} queue.buffering.max.messages={}; kafka-rust \
+         (it counts per request) max.in.flight.requests.per.connection={} queue.buffering.max.ms={} \
+         queue.buffering.max.messages={}; kafka-rust \
          send_all slices of {} × partitions. Messages handed over as fast as each client takes them. \
          CPU = user+sys of the client's process from producer creation to the last acknowledgement, \
          per million messages; peak RSS = its VmHWM. Every run verified: all acknowledged, the topic's \
@@ -294,6 +295,7 @@ fn producer_section(s: &mut String, args: &Args, res: &Results) {
         args.linger_ms,
         args.queue,
         args.batch,
+        crate::client_gregor::GREGOR_MAX_IN_FLIGHT,
         args.linger_ms,
         args.queue,
         args.batch

@@ -264,6 +264,23 @@ impl BrokerConnection {
     ///   before or while the request was in flight;
     /// * [`Error::Decode`] when the response frame does not decode (the connection stays usable).
     pub async fn request<R: Request>(&self, version: i16, request: &R) -> Result<R::Response> {
+        self.request_queued(version, request).await?.await
+    }
+
+    /// [`BrokerConnection::request`] in two steps: returns once the request is queued on the
+    /// connection (requests queued one after the other reach the broker in that order, and a
+    /// 0.8 broker answers in order), with a future of its response. For pipelining in a chosen
+    /// order: queue the next request only after this returns.
+    ///
+    /// # Errors
+    ///
+    /// As [`BrokerConnection::request`]: this step's before anything is sent, the future's for
+    /// the response.
+    pub async fn request_queued<R: Request>(
+        &self,
+        version: i16,
+        request: &R,
+    ) -> Result<impl std::future::Future<Output = Result<R::Response>> + '_> {
         if !request.expects_response() {
             return Err(Error::NoResponseExpected { api: R::KEY });
         }
@@ -274,12 +291,13 @@ impl BrokerConnection {
             version,
             correlation_id = tracing::field::Empty,
         );
-        async move {
-            let started = Instant::now();
-            let queued = self.enqueue(frame, Mode::Wait).await?;
-            let correlation_id = queued.correlation_id;
-            tracing::Span::current().record("correlation_id", correlation_id);
-            let Some(response) = queued.response else {
+        let started = Instant::now();
+        let queued = self.enqueue(frame, Mode::Wait).instrument(span.clone()).await?;
+        let correlation_id = queued.correlation_id;
+        span.record("correlation_id", correlation_id);
+        let waiter = queued.response;
+        Ok(async move {
+            let Some(response) = waiter else {
                 return Err(self.shared().current_error());
             };
             let result = match response.await {
@@ -309,8 +327,7 @@ impl BrokerConnection {
             );
             Ok(body)
         }
-        .instrument(span)
-        .await
+        .instrument(span))
     }
 
     /// Sends `request` in `version` without waiting for a response: for requests the broker

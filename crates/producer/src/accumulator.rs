@@ -16,12 +16,16 @@
 //!   records wait; or one partition's oldest record has waited `queue.buffering.max.ms`; or a
 //!   retry's backoff has passed; or the accumulator holds `queue.buffering.max.messages`
 //!   records (full: everything is sent at once); or a flush or close is running.
-//! * **One round per broker** in flight, holding at most `batch.num.messages` records; the
-//!   brokers are independent, so rounds to different brokers overlap.
-//! * **Order per partition** — at most one batch of a partition is in flight. A failed batch
-//!   goes back to the *front* of its partition with its attempt count and a not-before time
-//!   (`retry.backoff.ms`), and the partition sends nothing else until that batch is sent
-//!   again; it is sent alone (never merged with later records), as it was encoded.
+//! * **Rounds per broker** — at most `max_in_flight` (1 by default) rounds per broker in
+//!   flight, each holding at most `batch.num.messages` records; the brokers are independent,
+//!   so rounds to different brokers overlap.
+//! * **Order per partition** — at most `max_in_flight` batches of a partition are in flight
+//!   (one per round). A failed batch goes back to the *front* of its partition (ahead of later
+//!   failed ones, by batch id) with its attempt count and a not-before time
+//!   (`retry.backoff.ms`), and the partition sends nothing new until its failed batches are
+//!   sent again; each is sent alone (never merged with later records), as it was encoded. With
+//!   `max_in_flight` 1 the log therefore holds a partition's records in send order; with more,
+//!   a retried batch may land after a later batch that was already in flight.
 //! * **Leaders** — a partition without a leader keeps its records until one is known; after
 //!   `message.send.max.retries + 1` metadata rounds without one, its records are released as
 //!   failed ([`Accumulator::end_metadata_round`]). The same bound applies to records held
@@ -29,7 +33,7 @@
 //! * **Capacity** — [`Accumulator::len`] counts every record from `append`/`hold` until it is
 //!   handed back by `done`, a failed `retry`, or a release, in flight included.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -110,6 +114,10 @@ pub struct AccumulatorConfig {
     /// `message.send.max.retries`: a batch is sent at most this plus one times; a partition
     /// (or topic) waits at most this plus one metadata rounds for a leader.
     pub max_retries: u32,
+    /// `max.in.flight.requests.per.connection`: rounds in flight per broker, and batches in
+    /// flight per partition. 1 (the default) keeps every partition's order through retries;
+    /// more pipelines requests, and a retried batch may then land after a later one.
+    pub max_in_flight: usize,
 }
 
 /// Records of one partition sent together: one entry of a Produce request.
@@ -160,23 +168,25 @@ struct Retry<T> {
 struct PartitionQueue<T> {
     leader: Option<BrokerId>,
     queued: VecDeque<(T, Instant)>,
-    retry: Option<Retry<T>>,
-    in_flight: bool,
+    /// Failed batches waiting to be sent again, oldest first (by batch id).
+    retry: VecDeque<Retry<T>>,
+    /// Batches in flight.
+    in_flight: usize,
     leaderless_rounds: u32,
 }
 
 impl<T> PartitionQueue<T> {
     fn new(leader: Option<BrokerId>) -> Self {
-        PartitionQueue { leader, queued: VecDeque::new(), retry: None, in_flight: false, leaderless_rounds: 0 }
+        PartitionQueue { leader, queued: VecDeque::new(), retry: VecDeque::new(), in_flight: 0, leaderless_rounds: 0 }
     }
 
     fn has_data(&self) -> bool {
-        self.retry.is_some() || !self.queued.is_empty()
+        !self.retry.is_empty() || !self.queued.is_empty()
     }
 
     /// Records that would go in the next batch (the retry batch, else the queue).
     fn pending(&self) -> usize {
-        match &self.retry {
+        match self.retry.front() {
             Some(r) => r.batch.records.len(),
             None => self.queued.len(),
         }
@@ -184,7 +194,7 @@ impl<T> PartitionQueue<T> {
 
     /// True when the next batch may be sent now (ignoring the triggers).
     fn sendable(&self, now: Instant) -> bool {
-        match &self.retry {
+        match self.retry.front() {
             Some(r) => r.not_before <= now,
             None => !self.queued.is_empty(),
         }
@@ -204,7 +214,8 @@ pub struct Accumulator<T> {
     config: AccumulatorConfig,
     partitions: BTreeMap<TopicPartition, PartitionQueue<T>>,
     held: BTreeMap<Arc<str>, Held<T>>,
-    busy: BTreeSet<BrokerId>,
+    /// Rounds in flight per broker.
+    busy: BTreeMap<BrokerId, usize>,
     /// The partition each broker's last round started after (round-robin fairness).
     cursor: BTreeMap<BrokerId, TopicPartition>,
     len: usize,
@@ -219,13 +230,14 @@ impl<T> Accumulator<T> {
         let config = AccumulatorConfig {
             batch_num_messages: config.batch_num_messages.max(1),
             capacity: config.capacity.max(1),
+            max_in_flight: config.max_in_flight.max(1),
             ..config
         };
         Accumulator {
             config,
             partitions: BTreeMap::new(),
             held: BTreeMap::new(),
-            busy: BTreeSet::new(),
+            busy: BTreeMap::new(),
             cursor: BTreeMap::new(),
             len: 0,
             in_flight_records: 0,
@@ -370,7 +382,7 @@ impl<T> Accumulator<T> {
         let mut by_broker: BTreeMap<BrokerId, Vec<TopicPartition>> = BTreeMap::new();
         for (tp, q) in &self.partitions {
             let Some(broker) = q.leader else { continue };
-            if q.in_flight || self.busy.contains(&broker) || !q.sendable(now) {
+            if q.in_flight >= self.config.max_in_flight || self.broker_full(broker) || !q.sendable(now) {
                 continue;
             }
             by_broker.entry(broker).or_default().push(tp.clone());
@@ -382,7 +394,7 @@ impl<T> Accumulator<T> {
                 || count >= self.config.batch_num_messages
                 || tps.iter().any(|tp| {
                     let q = &self.partitions[tp];
-                    q.retry.is_some() || q.queued.front().is_some_and(|(_, at)| *at + self.config.linger <= now)
+                    !q.retry.is_empty() || q.queued.front().is_some_and(|(_, at)| *at + self.config.linger <= now)
                 });
             if !ready {
                 continue;
@@ -396,22 +408,22 @@ impl<T> Accumulator<T> {
                     break;
                 }
                 let q = self.partitions.get_mut(tp).expect("listed above");
-                if let Some(retry) = q.retry.take() {
+                if let Some(retry) = q.retry.pop_front() {
                     if retry.batch.records.len() > budget && !batches.is_empty() {
-                        q.retry = Some(retry);
+                        q.retry.push_front(retry);
                         continue;
                     }
                     let mut batch = retry.batch;
                     batch.attempts += 1;
                     budget = budget.saturating_sub(batch.records.len());
-                    q.in_flight = true;
+                    q.in_flight += 1;
                     self.in_flight_records += batch.records.len();
                     batches.push(batch);
                 } else {
                     let n = budget.min(q.queued.len());
                     let records: Vec<T> = q.queued.drain(..n).map(|(r, _)| r).collect();
                     budget -= n;
-                    q.in_flight = true;
+                    q.in_flight += 1;
                     self.in_flight_records += n;
                     let id = self.next_batch_id;
                     self.next_batch_id += 1;
@@ -420,7 +432,7 @@ impl<T> Accumulator<T> {
             }
             if let Some(first) = batches.first() {
                 self.cursor.insert(broker, first.tp.clone());
-                self.busy.insert(broker);
+                *self.busy.entry(broker).or_default() += 1;
                 rounds.push(Round { broker, batches });
             }
         }
@@ -435,10 +447,10 @@ impl<T> Accumulator<T> {
         let mut next: Option<Instant> = None;
         for q in self.partitions.values() {
             let Some(broker) = q.leader else { continue };
-            if q.in_flight || self.busy.contains(&broker) {
+            if q.in_flight >= self.config.max_in_flight || self.broker_full(broker) {
                 continue;
             }
-            let at = match (&q.retry, q.queued.front()) {
+            let at = match (q.retry.front(), q.queued.front()) {
                 (Some(r), _) => r.not_before,
                 (None, Some((_, at))) if urgent => now.max(*at),
                 (None, Some((_, at))) => *at + self.config.linger,
@@ -452,14 +464,24 @@ impl<T> Accumulator<T> {
     /// The round to `broker` is over (call before handing back its batches): the broker may
     /// get another round.
     pub fn round_done(&mut self, broker: BrokerId) {
-        self.busy.remove(&broker);
+        if let Some(n) = self.busy.get_mut(&broker) {
+            *n -= 1;
+            if *n == 0 {
+                self.busy.remove(&broker);
+            }
+        }
+    }
+
+    /// True when the broker has `max_in_flight` rounds in flight.
+    fn broker_full(&self, broker: BrokerId) -> bool {
+        self.busy.get(&broker).is_some_and(|n| *n >= self.config.max_in_flight)
     }
 
     /// A batch is finished — delivered, or failed for good: its partition may send again.
     /// Returns its records, which the accumulator no longer counts.
     pub fn done(&mut self, batch: Batch<T>) -> Vec<T> {
         if let Some(q) = self.partitions.get_mut(&batch.tp) {
-            q.in_flight = false;
+            q.in_flight = q.in_flight.saturating_sub(1);
         }
         self.len -= batch.records.len();
         self.in_flight_records -= batch.records.len();
@@ -483,8 +505,10 @@ impl<T> Accumulator<T> {
             Some(q) => q,
             None => self.partitions.entry(batch.tp.clone()).or_insert_with(|| PartitionQueue::new(None)),
         };
-        q.in_flight = false;
-        q.retry = Some(Retry { batch, not_before: now + self.config.retry_backoff });
+        q.in_flight = q.in_flight.saturating_sub(1);
+        // before any later batch of the partition waiting to be retried
+        let at = q.retry.iter().position(|r| r.batch.id > batch.id).unwrap_or(q.retry.len());
+        q.retry.insert(at, Retry { batch, not_before: now + self.config.retry_backoff });
         self.in_flight_records -= n;
         Ok(())
     }
@@ -501,7 +525,7 @@ impl<T> Accumulator<T> {
             if !topics.contains(&tp.topic) {
                 continue;
             }
-            if q.leader.is_some() || q.in_flight || !q.has_data() {
+            if q.leader.is_some() || q.in_flight > 0 || !q.has_data() {
                 q.leaderless_rounds = 0;
                 continue;
             }
@@ -538,7 +562,7 @@ impl<T> Accumulator<T> {
         let mut released = Vec::new();
         if let Some(q) = self.partitions.get_mut(tp) {
             self.len -= release_queue(tp, q, &mut released);
-            if !q.in_flight {
+            if q.in_flight == 0 {
                 self.partitions.remove(tp);
             }
         }
@@ -568,7 +592,7 @@ impl<T> Accumulator<T> {
 /// Moves a partition's retry batch and queued records to `out`; returns how many.
 fn release_queue<T>(tp: &TopicPartition, q: &mut PartitionQueue<T>, out: &mut Vec<Released<T>>) -> usize {
     let before = out.len();
-    if let Some(retry) = q.retry.take() {
+    for retry in q.retry.drain(..) {
         let attempts = retry.batch.attempts;
         out.extend(retry.batch.records.into_iter().map(|record| Released {
             topic: tp.topic.clone(),
@@ -599,6 +623,7 @@ mod tests {
             capacity: 10,
             retry_backoff: 50 * MS,
             max_retries: 2,
+            max_in_flight: 1,
         }
     }
 
@@ -649,6 +674,42 @@ mod tests {
         assert_eq!(finish(&mut a, rounds), [1, 2]);
         assert!(a.is_empty());
         assert_eq!(a.next_wakeup(t0), None);
+    }
+
+    /// max_in_flight 2: a partition pipelines two batches (two rounds to its broker), a third
+    /// waits; failed batches are retried oldest first, before anything new of the partition.
+    #[test]
+    fn max_in_flight_pipelines_batches_and_retries_the_oldest_first() {
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig { max_in_flight: 2, capacity: 100, ..config() });
+        for r in 1..=9 {
+            a.append(&tp(0), r, t0);
+        }
+        let first = a.drain(t0);
+        let second = a.drain(t0);
+        assert_eq!(shape(&first), [(0, vec![(0, vec![1, 2, 3], 1)])]);
+        assert_eq!(shape(&second), [(0, vec![(0, vec![4, 5, 6], 1)])]);
+        assert!(a.drain(t0).is_empty(), "two in flight: the third batch waits");
+        assert_eq!(a.in_flight(), 6);
+        // both fail, the later one first: the earlier is still retried first
+        let (mut first, mut second) = (first, second);
+        let b2 = second.remove(0).batches.remove(0);
+        let b1 = first.remove(0).batches.remove(0);
+        a.round_done(0);
+        a.retry(b2, t0).unwrap();
+        a.round_done(0);
+        a.retry(b1, t0).unwrap();
+        assert!(a.drain(t0 + 49 * MS).is_empty(), "retries wait retry.backoff.ms, new records wait behind them");
+        let r1 = a.drain(t0 + 50 * MS);
+        let r2 = a.drain(t0 + 50 * MS);
+        assert_eq!(shape(&r1), [(0, vec![(0, vec![1, 2, 3], 2)])]);
+        assert_eq!(shape(&r2), [(0, vec![(0, vec![4, 5, 6], 2)])]);
+        assert_eq!(finish(&mut a, r1), [1, 2, 3]);
+        let r3 = a.drain(t0 + 50 * MS);
+        assert_eq!(shape(&r3), [(0, vec![(0, vec![7, 8, 9], 1)])], "new records once the retries went");
+        assert_eq!(finish(&mut a, r2), [4, 5, 6]);
+        assert_eq!(finish(&mut a, r3), [7, 8, 9]);
+        assert!(a.is_empty());
     }
 
     #[test]
@@ -988,6 +1049,7 @@ mod proptests {
                 capacity: 12,
                 retry_backoff: Duration::from_millis(30),
                 max_retries: 2,
+            max_in_flight: 1,
             };
             let mut m = Model {
                 acc: Accumulator::new(config),

@@ -12,6 +12,7 @@
 //! | [`batch_num_messages`](ProducerConfigBuilder::batch_num_messages) | `batch.num.messages` | `200` ([`DEFAULT_BATCH_NUM_MESSAGES`]) |
 //! | [`message_send_max_retries`](ProducerConfigBuilder::message_send_max_retries) | `message.send.max.retries` | `3` ([`DEFAULT_MESSAGE_SEND_MAX_RETRIES`]) |
 //! | [`retry_backoff`](ProducerConfigBuilder::retry_backoff) | `retry.backoff.ms` | `100` ([`DEFAULT_RETRY_BACKOFF`]) |
+//! | [`max_in_flight`](ProducerConfigBuilder::max_in_flight) | `max.in.flight.requests.per.connection` (not a 0.8.2 old-producer property: the 0.8.2 Java producer's name) | `1` ([`DEFAULT_MAX_IN_FLIGHT`]) |
 //! | [`topic_metadata_refresh_interval`](ProducerConfigBuilder::topic_metadata_refresh_interval) | `topic.metadata.refresh.interval.ms` | `600000` ([`DEFAULT_TOPIC_METADATA_REFRESH_INTERVAL`]) |
 //! | [`compression_codec`](ProducerConfigBuilder::compression_codec) | `compression.codec` | `none` ([`DEFAULT_COMPRESSION_CODEC`]) |
 //! | [`compressed_topics`](ProducerConfigBuilder::compressed_topics) | `compressed.topics` | empty (every topic, when a codec is set) |
@@ -61,6 +62,9 @@ pub const DEFAULT_QUEUE_ENQUEUE_TIMEOUT: EnqueueTimeout = EnqueueTimeout::Block;
 pub const DEFAULT_BATCH_NUM_MESSAGES: usize = 200;
 /// Kafka 0.8.2's default `message.send.max.retries`: 3 (so up to 4 sends).
 pub const DEFAULT_MESSAGE_SEND_MAX_RETRIES: u32 = 3;
+/// The default `max.in.flight.requests.per.connection`: 1, one request per broker and one
+/// batch per partition in flight, as Kafka 0.8's producer sends (order kept through retries).
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 1;
 /// Kafka 0.8.2's default `retry.backoff.ms`: 100 ms.
 pub const DEFAULT_RETRY_BACKOFF: Duration = Duration::from_millis(100);
 /// Kafka 0.8.2's default `topic.metadata.refresh.interval.ms`: 600 s.
@@ -92,6 +96,7 @@ pub const PROPERTIES: &[&str] = &[
     "batch.num.messages",
     "message.send.max.retries",
     "retry.backoff.ms",
+    "max.in.flight.requests.per.connection",
     "topic.metadata.refresh.interval.ms",
     "compression.codec",
     "compressed.topics",
@@ -284,6 +289,7 @@ pub struct ProducerConfig {
     batch_num_messages: usize,
     message_send_max_retries: u32,
     retry_backoff: Duration,
+    max_in_flight: usize,
     topic_metadata_refresh_interval: Option<Duration>,
     compression_codec: Compression,
     compressed_topics: BTreeSet<String>,
@@ -309,6 +315,7 @@ impl Default for ProducerConfig {
             batch_num_messages: DEFAULT_BATCH_NUM_MESSAGES,
             message_send_max_retries: DEFAULT_MESSAGE_SEND_MAX_RETRIES,
             retry_backoff: DEFAULT_RETRY_BACKOFF,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             topic_metadata_refresh_interval: Some(DEFAULT_TOPIC_METADATA_REFRESH_INTERVAL),
             compression_codec: DEFAULT_COMPRESSION_CODEC,
             compressed_topics: BTreeSet::new(),
@@ -378,6 +385,7 @@ impl ProducerConfig {
                 "batch.num.messages" => b.batch_num_messages(int(1)? as usize),
                 "message.send.max.retries" => b.message_send_max_retries(int(0)? as u32),
                 "retry.backoff.ms" => b.retry_backoff(ms(0)?),
+                "max.in.flight.requests.per.connection" => b.max_in_flight(int(1)? as usize),
                 "topic.metadata.refresh.interval.ms" => {
                     let n = parse_int(property, value, i32::MIN as i64, INT_MAX)?;
                     b.topic_metadata_refresh_interval(u64::try_from(n).ok().map(Duration::from_millis))
@@ -426,6 +434,7 @@ impl ProducerConfig {
             ("batch.num.messages", self.batch_num_messages.to_string()),
             ("message.send.max.retries", self.message_send_max_retries.to_string()),
             ("retry.backoff.ms", ms(self.retry_backoff)),
+            ("max.in.flight.requests.per.connection", self.max_in_flight.to_string()),
             ("topic.metadata.refresh.interval.ms", self.topic_metadata_refresh_interval.map_or("-1".to_owned(), ms)),
             ("compression.codec", self.compression_codec.to_string()),
             ("compressed.topics", self.compressed_topics.iter().map(String::as_str).collect::<Vec<_>>().join(",")),
@@ -486,6 +495,11 @@ impl ProducerConfig {
     /// `message.send.max.retries`.
     pub fn message_send_max_retries(&self) -> u32 {
         self.message_send_max_retries
+    }
+
+    /// `max.in.flight.requests.per.connection`.
+    pub fn max_in_flight(&self) -> usize {
+        self.max_in_flight
     }
 
     /// `retry.backoff.ms`.
@@ -725,6 +739,17 @@ impl ProducerConfigBuilder {
         self
     }
 
+    /// `max.in.flight.requests.per.connection`: Produce requests in flight per broker, and
+    /// batches in flight per partition. Default 1 ([`DEFAULT_MAX_IN_FLIGHT`]), as Kafka 0.8's
+    /// producer: every partition's records are in the log in send order, retries included.
+    /// More pipelines requests (for brokers leading few partitions, or far away), and then a
+    /// retried batch may land after a later batch of its partition — as with librdkafka or
+    /// Java's producer without idempotence.
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.config.max_in_flight = n;
+        self
+    }
+
     /// `retry.backoff.ms`: the pause before a failed batch is sent again and between
     /// metadata refreshes while a partition has no leader (leader elections take a moment).
     /// Default: 100 ms ([`DEFAULT_RETRY_BACKOFF`]).
@@ -824,6 +849,7 @@ impl ProducerConfigBuilder {
             ));
         }
         check_count("message.send.max.retries", c.message_send_max_retries.into(), 0)?;
+        check_count("max.in.flight.requests.per.connection", c.max_in_flight as u64, 1)?;
         check_ms("retry.backoff.ms", c.retry_backoff, 0)?;
         if let Some(d) = c.topic_metadata_refresh_interval {
             check_ms("topic.metadata.refresh.interval.ms", d, 0)?;

@@ -106,6 +106,8 @@ pub(crate) struct Engine {
     tasks: JoinSet<Completion>,
     task_kinds: HashMap<Id, TaskKind>,
     rounds: HashMap<u64, InFlight>,
+    /// Per broker: resolves once its latest round is queued on the connection.
+    queue_order: HashMap<i32, oneshot::Receiver<()>>,
     next_round: u64,
     next_seq: u64,
     refresh: Refresh,
@@ -129,6 +131,7 @@ impl Engine {
             capacity: config.queue_buffering_max_messages(),
             retry_backoff: config.retry_backoff(),
             max_retries: config.message_send_max_retries(),
+            max_in_flight: config.max_in_flight(),
         });
         Engine {
             partitioner: PartitionerState::new(config.partitioner().clone()),
@@ -146,6 +149,7 @@ impl Engine {
             tasks: JoinSet::new(),
             task_kinds: HashMap::new(),
             rounds: HashMap::new(),
+            queue_order: HashMap::new(),
             next_round: 0,
             next_seq: 0,
             refresh: Refresh { in_flight: None, wanted: None, periodic: None, last_error: None },
@@ -570,13 +574,25 @@ impl Engine {
         tracing::debug!(broker, batches = batches.len(), records, "produce");
         self.rounds.insert(id, InFlight { broker, batches });
         let pool = self.cache.pool().clone();
+        // rounds to one broker reach its connection in the order they were made (with
+        // max.in.flight above 1 several are in flight): each waits until the previous one is
+        // queued (or gone), and says so by dropping `queued` once it is queued itself
+        let (queued, queued_rx) = oneshot::channel::<()>();
+        let previous = self.queue_order.insert(broker, queued_rx);
         let handle = self.tasks.spawn(async move {
             let result = async {
                 let conn = pool.get(broker).await?;
+                if let Some(previous) = previous {
+                    let _ = previous.await;
+                }
                 if acks == 0 {
-                    conn.send(0, &request).await.map(|()| None)
+                    let sent = conn.send(0, &request).await.map(|()| None);
+                    drop(queued);
+                    sent
                 } else {
-                    conn.request(0, &request).await.map(Some)
+                    let response = conn.request_queued(0, &request).await;
+                    drop(queued);
+                    response?.await.map(Some)
                 }
             }
             .await;

@@ -190,6 +190,28 @@ async fn acks_1_gives_each_record_its_offset() {
     assert!(produce_requests(&c, "t").iter().all(|r| r.required_acks == 1));
 }
 
+/// max.in.flight.requests.per.connection 4: batches of one partition are pipelined (the
+/// accumulator's unit tests show the rounds); without failures every record lands, in send
+/// order, with ascending offsets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_requests_deliver_everything_in_order_without_failures() {
+    let c = cluster_or_skip!("in-flight");
+    c.create_topic("t", 1, 2).await.unwrap();
+    let p = producer(config(&c).request_required_acks(1).batch_num_messages(20).max_in_flight(4));
+    let mut deliveries = Vec::new();
+    for i in 0..2000 {
+        deliveries.push(p.send(rec("t", i).with_partition(0)).await.unwrap());
+    }
+    let mut offsets = Vec::new();
+    for d in deliveries {
+        offsets.push(d.bounded().await.unwrap().offset);
+    }
+    assert_eq!(offsets, (0..2000).collect::<Vec<i64>>());
+    eventually("the follower catches up", Duration::from_secs(5), || c.offsets("t", 0).unwrap().0 == 2000).await;
+    assert_eq!(log_values(&c, "t", 0).await, strings(0..2000));
+    assert!(produce_requests(&c, "t").len() >= 100, "batches of 20");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acks_all_with_replication_factor_3() {
     let c = cluster_or_skip!("acks-all");
