@@ -168,14 +168,21 @@ async fn consumer_group(cluster: &FakeCluster, expected: usize) -> Result<usize,
             (connector, count)
         }));
     }
+    let mut done = Vec::new();
+    for task in tasks {
+        done.push(task.await?);
+    }
+    // ownership and lag read while all three are still members (a member shutting down makes
+    // the others rebalance)
     let mut total = 0;
     println!("{:>20} {:>18} {:>9} {:>6}", "member", "partitions owned", "consumed", "lag");
-    for task in tasks {
-        let (connector, count) = task.await?;
+    for (connector, count) in &done {
         let owned: Vec<String> = connector.owned_partitions().keys().map(|(_, p)| p.to_string()).collect();
         let lag: i64 = connector.lag().iter().map(|l| l.lag).sum();
         println!("{:>20} {:>18} {:>9} {:>6}", connector.consumer_id(), owned.join(","), count, lag);
         total += count;
+    }
+    for (connector, _) in done {
         connector.shutdown().await?;
     }
     println!(
