@@ -363,10 +363,7 @@ impl MessageSet {
         let mut raw = BytesMut::with_capacity(size);
         let mut count: i64 = 0;
         for message in messages {
-            raw.put_i64(count);
-            let at = wire::begin_size(&mut raw);
-            message.encode(&mut raw)?;
-            wire::finish_size(&mut raw, at, "message_size")?;
+            encode_entry(count, message, &mut raw)?;
             count += 1;
         }
         if codec == Compression::None || count == 0 {
@@ -479,12 +476,17 @@ fn push_from(out: &mut DecodedMessages, m: MessageAndOffset, min_offset: i64) {
 
 fn encode_entries(entries: &[MessageAndOffset], buf: &mut BytesMut) -> Result<()> {
     for entry in entries {
-        buf.put_i64(entry.offset);
-        let at = wire::begin_size(buf);
-        entry.message.encode(buf)?;
-        wire::finish_size(buf, at, "message_size")?;
+        encode_entry(entry.offset, &entry.message, buf)?;
     }
     Ok(())
+}
+
+/// One set entry: offset, size, message.
+fn encode_entry(offset: i64, message: &Message, buf: &mut BytesMut) -> Result<()> {
+    buf.put_i64(offset);
+    let at = wire::begin_size(buf);
+    message.encode(buf)?;
+    wire::finish_size(buf, at, "message_size")
 }
 
 /// Iterator over the top-level entries of a [`MessageSet`] (see [`MessageSet::entries`]).
