@@ -310,6 +310,20 @@ impl MessageSet {
     /// [`Error::Compression`] when compressing fails; [`Error::TooLong`];
     /// [`Error::MalformedMessage`] when `inner` is empty or `codec` is [`Compression::None`].
     pub fn wrap(inner: &[MessageAndOffset], codec: Compression) -> Result<MessageAndOffset> {
+        MessageSet::wrap_with_gzip_level(inner, codec, 6)
+    }
+
+    /// As [`MessageSet::wrap`], compressing gzip at deflate `gzip_level` instead of Java's
+    /// default 6 (see [`compression::gzip::compress_level`]); other codecs ignore it.
+    ///
+    /// # Errors
+    ///
+    /// As [`MessageSet::wrap`].
+    pub fn wrap_with_gzip_level(
+        inner: &[MessageAndOffset],
+        codec: Compression,
+        gzip_level: u32,
+    ) -> Result<MessageAndOffset> {
         let last = inner.last().map(|m| m.offset).ok_or_else(|| Error::MalformedMessage {
             location: MessageLocation::default(),
             reason: "a compressed wrapper needs at least one inner message".to_owned(),
@@ -324,11 +338,11 @@ impl MessageSet {
         let mut raw = BytesMut::with_capacity(inner.iter().map(|e| ENTRY_HEADER_SIZE + e.message.encoded_len()).sum());
         encode_entries(inner, &mut raw)?;
         let mut compressed = Vec::with_capacity(raw.len() / 2 + 64);
-        compression::compress(codec, &raw, &mut compressed).map_err(|source| Error::Compression {
-            location: location(),
-            codec,
-            source,
-        })?;
+        let compressed_now = match codec {
+            Compression::Gzip => compression::gzip::compress_level(&raw, gzip_level, &mut compressed),
+            _ => compression::compress(codec, &raw, &mut compressed),
+        };
+        compressed_now.map_err(|source| Error::Compression { location: location(), codec, source })?;
         Ok(MessageAndOffset::new(
             last,
             Message { attributes: codec.attribute_bits(), key: None, value: Some(compressed.into()) },

@@ -18,11 +18,19 @@ pub const HEADER: [u8; 10] = [0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0, 0x00, 0xff];
 /// deflate data at level 6 (Java's default), CRC-32 and length, both
 /// little-endian.
 pub fn compress(input: &[u8], out: &mut Vec<u8>) -> Result<(), CompressionError> {
-    // Java's default level; flate2 writes XFL 0, as Java always does, for
-    // levels 2 to 8 only.
-    let mut encoder = GzBuilder::new().mtime(0).operating_system(HEADER[9]).write(out, flate2::Compression::new(6));
+    compress_level(input, 6, out)
+}
+
+/// As [`compress`], at deflate `level` (0 stored, 1 fastest ... 9 smallest; above 9 counts as
+/// 9). The header stays [`HEADER`] whatever the level (Java writes XFL 0 at every level).
+pub fn compress_level(input: &[u8], level: u32, out: &mut Vec<u8>) -> Result<(), CompressionError> {
+    let start = out.len();
+    let mut encoder =
+        GzBuilder::new().mtime(0).operating_system(HEADER[9]).write(&mut *out, flate2::Compression::new(level.min(9)));
     encoder.write_all(input).map_err(CompressionError::Gzip)?;
     encoder.finish().map_err(CompressionError::Gzip)?;
+    // flate2 marks levels 1 and 9 in XFL (4 and 2)
+    out[start + 8] = HEADER[8];
     Ok(())
 }
 
@@ -77,6 +85,28 @@ mod tests {
             compress(&data, &mut packed).unwrap();
             assert_eq!(unzip(&packed), data, "len {len}");
         }
+    }
+
+    #[test]
+    fn every_level_keeps_javas_header_and_round_trips() {
+        let data = mixed_data(64 * 1024);
+        let mut sizes = Vec::new();
+        for level in [0, 1, 6, 9, 12] {
+            let mut packed = Vec::new();
+            compress_level(&data, level, &mut packed).unwrap();
+            assert_eq!(packed[..10], HEADER, "level {level}");
+            let mut out = Vec::new();
+            decompress(&packed, data.len(), &mut out).unwrap();
+            assert_eq!(out, data, "level {level}");
+            sizes.push(packed.len());
+        }
+        // stored is the largest, fastest next; 12 is clamped to 9
+        assert!(sizes[0] > sizes[1] && sizes[1] > sizes[2], "{sizes:?}");
+        assert_eq!(sizes[3], sizes[4]);
+        let (mut six, mut default) = (Vec::new(), Vec::new());
+        compress_level(&data, 6, &mut six).unwrap();
+        compress(&data, &mut default).unwrap();
+        assert_eq!(six, default);
     }
 
     #[test]
