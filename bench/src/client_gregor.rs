@@ -1,11 +1,13 @@
 //! gregor's AsyncProducer: one task sends as fast as `send` lets it (a full queue blocks it:
-//! queue.enqueue.timeout.ms=-1); every record carries a callback that records its latency.
+//! queue.enqueue.timeout.ms=-1); every record's result goes to one `DeliveryHandler` with the
+//! record's index as its opaque value (as librdkafka's delivery report callback gets each
+//! message's opaque), which records its latency.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use gregor_producer::{AsyncProducer, ProducerConfig, Record};
+use gregor_producer::{AsyncProducer, DeliveryHandler, DeliveryResult, ProducerConfig, Record};
 use gregor_serde::BytesEncoder;
 
 use crate::measure::{Pacer, Recorder};
@@ -43,6 +45,11 @@ pub fn run(spec: &RunSpec, payloads: &[Vec<u8>], rec: Arc<Recorder>, current_thr
         // handle and kafka-rust's &str are (Record's topic is an Arc<str>)
         let topic: std::sync::Arc<str> = spec.topic.as_str().into();
         let pacer = Pacer::new(spec.rate);
+        let r = rec.clone();
+        let handler: Arc<dyn DeliveryHandler> = Arc::new(move |i: u64, result: DeliveryResult| match result {
+            Ok(_) => r.acked(i as usize),
+            Err(e) => r.failed(i as usize, || e.to_string()),
+        });
         for i in 0..spec.messages {
             if let Some(wait) = pacer.wait(i) {
                 tokio::time::sleep(wait).await;
@@ -52,14 +59,7 @@ pub fn run(spec: &RunSpec, payloads: &[Vec<u8>], rec: Arc<Recorder>, current_thr
             let value = Bytes::copy_from_slice(&payloads[i % payloads.len()]);
             let record = Record::new(topic.clone(), value).with_partition((i % partitions) as i32);
             rec.sent(i);
-            let r = rec.clone();
-            producer
-                .send_with_callback(record, move |result| match result {
-                    Ok(_) => r.acked(i),
-                    Err(e) => r.failed(i, || e.to_string()),
-                })
-                .await
-                .map_err(|e| format!("send {i}: {e}"))?;
+            producer.send_with_handler(record, &handler, i as u64).await.map_err(|e| format!("send {i}: {e}"))?;
         }
         let report = producer.flush().await;
         if !report.is_ok() {

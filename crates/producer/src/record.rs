@@ -107,10 +107,49 @@ impl Future for DeliveryFuture {
 /// never block in it.
 pub type Callback = Box<dyn FnOnce(DeliveryResult) + Send + 'static>;
 
+/// Receives the results of records sent with
+/// [`send_with_handler`](crate::AsyncProducer::send_with_handler), each with the `opaque` value
+/// given to that send — librdkafka's delivery report callback and `msg_opaque`.
+///
+/// One handler serves many records: a send clones the `Arc` (no allocation per record, where
+/// a boxed callback costs one). Called on the producer's background task: keep it short and
+/// never block in it; a panic in it is caught and logged.
+///
+/// Closures `Fn(u64, DeliveryResult)` are handlers:
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use std::sync::Arc;
+/// use gregor_producer::DeliveryHandler;
+///
+/// let delivered = Arc::new(AtomicU64::new(0));
+/// let d = delivered.clone();
+/// let handler: Arc<dyn DeliveryHandler> = Arc::new(move |_opaque: u64, result: gregor_producer::DeliveryResult| {
+///     if result.is_ok() {
+///         d.fetch_add(1, Ordering::Relaxed);
+///     }
+/// });
+/// # let _ = handler;
+/// ```
+pub trait DeliveryHandler: Send + Sync + 'static {
+    /// The result of the record sent with `opaque`.
+    fn on_delivery(&self, opaque: u64, result: DeliveryResult);
+}
+
+impl<F> DeliveryHandler for F
+where
+    F: Fn(u64, DeliveryResult) + Send + Sync + 'static,
+{
+    fn on_delivery(&self, opaque: u64, result: DeliveryResult) {
+        self(opaque, result)
+    }
+}
+
 /// Where a record's result goes.
 pub(crate) enum Slot {
     Future(oneshot::Sender<DeliveryResult>),
     Callback(Callback),
+    Handler(Arc<dyn DeliveryHandler>, u64),
 }
 
 /// A record on its way: encoded, with its delivery slot. Dropping it undelivered delivers
@@ -159,6 +198,13 @@ impl Pending {
                 let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(result)));
                 if outcome.is_err() {
                     tracing::error!(topic = %self.topic, "a delivery callback panicked");
+                }
+            }
+            Some(Slot::Handler(handler, opaque)) => {
+                let outcome =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.on_delivery(opaque, result)));
+                if outcome.is_err() {
+                    tracing::error!(topic = %self.topic, opaque, "a delivery handler panicked");
                 }
             }
             None => {}

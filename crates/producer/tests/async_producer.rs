@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use gregor_producer::{
-    murmur2_partition, AsyncProducer, EnqueueTimeout, Error, PartitionerKind, Record, RecordMetadata, SendError,
+    murmur2_partition, AsyncProducer, DeliveryHandler, DeliveryResult, EnqueueTimeout, Error, PartitionerKind, Record,
+    RecordMetadata, SendError,
 };
 use gregor_protocol::frame::ApiKey;
 use gregor_protocol::messages::AnyRequest;
@@ -597,6 +598,58 @@ async fn close_delivers_what_is_queued_and_dropping_the_producer_loses_nothing()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_handler_gets_every_result_once_with_its_opaque() {
+    let c = cluster_or_skip!("handler");
+    c.create_topic("h", 3, 1).await.unwrap();
+    let p = producer(config(&c).queue_buffering_max(Duration::from_millis(20)));
+    warm(&p, "h").await;
+    type Seen = Arc<std::sync::Mutex<Vec<(u64, Result<RecordMetadata, String>)>>>;
+    let seen: Seen = Arc::default();
+    let s = seen.clone();
+    let handler: Arc<dyn DeliveryHandler> = Arc::new(move |opaque: u64, result: DeliveryResult| {
+        let result = result.map_err(|e| format!("{:?}", e.error));
+        s.lock().unwrap().push((opaque, result));
+    });
+    let before: Vec<i64> = (0..3).map(|part| c.offsets("h", part).unwrap().0).collect();
+    for i in 0..300u64 {
+        let record = rec("h", i).with_partition((i % 3) as i32);
+        p.send_with_handler(record, &handler, i * 7 + 1).await.unwrap();
+    }
+    assert!(p.flush().bounded().await.is_ok());
+    let mut got = std::mem::take(&mut *seen.lock().unwrap());
+    assert_eq!(got.len(), 300, "one result per record");
+    got.sort_by_key(|(opaque, _)| *opaque);
+    for (i, (opaque, result)) in got.iter().enumerate() {
+        let i = i as u64;
+        assert_eq!(*opaque, i * 7 + 1);
+        let m = result.as_ref().unwrap_or_else(|e| panic!("record {i}: {e}"));
+        assert_eq!((&*m.topic, m.partition), ("h", (i % 3) as i32));
+        // the partition's records in send order take its next offsets
+        assert_eq!(m.offset, before[(i % 3) as usize] + (i / 3) as i64, "record {i}");
+    }
+    // records that cannot be delivered reach the handler too, with their opaque
+    pause_all(&c);
+    for i in 0..5u64 {
+        p.send_with_handler(rec("h", "late"), &handler, 1000 + i).await.unwrap();
+    }
+    let report = p.close(Duration::from_millis(300)).bounded().await;
+    resume_all(&c);
+    assert_eq!(report.undelivered.len(), 5, "{report:?}");
+    let mut got = std::mem::take(&mut *seen.lock().unwrap());
+    got.sort_by_key(|(opaque, _)| *opaque);
+    let opaques: Vec<u64> = got.iter().map(|(o, _)| *o).collect();
+    assert_eq!(opaques, (1000..1005).collect::<Vec<_>>());
+    for (opaque, result) in got {
+        let e = result.unwrap_err();
+        assert!(e.starts_with("Closed"), "{opaque}: {e}");
+    }
+    // and nothing after close
+    let e = p.send_with_handler(rec("h", "x"), &handler, 9).await.unwrap_err();
+    assert!(matches!(e, SendError::Closed { .. }), "{e:?}");
+    assert!(seen.lock().unwrap().is_empty(), "a refused record never reaches the handler");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_records_are_refused_with_the_record_back() {
     let c = cluster_or_skip!("refused");
     let p = producer(config(&c));
@@ -757,6 +810,8 @@ fn public_futures_are_send(p: &AsyncProducer<String, String>) {
     fn send<T: Send>(_: T) {}
     send(p.send(rec("t", "v")));
     send(p.send_with_callback(rec("t", "v"), |_| {}));
+    let handler: Arc<dyn DeliveryHandler> = Arc::new(|_: u64, _: DeliveryResult| {});
+    send(p.send_with_handler(rec("t", "v"), &handler, 0));
     send(p.flush());
     send(p.close(Duration::ZERO));
     send(async { p.send(rec("t", "v")).await.unwrap().await });
