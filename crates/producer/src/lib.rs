@@ -94,5 +94,7 @@ pub use config::{
 pub use error::{DeliveryError, Error, Result, SendError, SyncSendError};
 pub use partitioner::{murmur2, murmur2_partition, Partitioner, PartitionerKind};
 pub use producer::AsyncProducer;
-pub use record::{Callback, CloseReport, DeliveryFuture, DeliveryHandler, DeliveryResult, FlushReport, Record, RecordMetadata};
+pub use record::{
+    Callback, CloseReport, DeliveryFuture, DeliveryHandler, DeliveryResult, FlushReport, Record, RecordMetadata,
+};
 pub use sync::SyncProducer;
