@@ -298,7 +298,11 @@ impl Engine {
         match self.topics.get(&**topic) {
             Some(known) => *topic = known.clone(),
             None => {
-                self.topics.insert(topic.clone());
+                // the engine's own allocation, not the application's: records share its
+                // counter on this task only, never with clones the application makes
+                let own: Arc<str> = Arc::from(&**topic);
+                self.topics.insert(own.clone());
+                *topic = own;
                 self.want_refresh(now);
             }
         }
@@ -694,28 +698,23 @@ impl Engine {
         }
     }
 
-    /// A batch's records are delivered: accounted one by one, their queue places given back
-    /// in one go (one semaphore update per batch, not per record), then their results handed
-    /// out — places first, so an application that sends again on a result finds room.
+    /// A batch's records are delivered: their queue places given back in one go (one
+    /// semaphore update per batch, not per record), then each record accounted and its result
+    /// handed out — places first, so an application that sends again on a result finds room.
     // the results' error side carries the record's bytes on purpose (see DeliveryError)
     #[allow(clippy::result_large_err)]
     fn succeed(&mut self, batch: Batch<Pending>, base_offset: i64) {
         let tp = batch.tp.clone();
         let records = self.acc.done(batch);
-        let result = |i: usize| {
-            let offset = if base_offset >= 0 { base_offset + i as i64 } else { -1 };
-            Ok(RecordMetadata { topic: tp.topic.clone(), partition: tp.partition, offset })
-        };
-        let mut places = 0;
-        for (i, pending) in records.iter().enumerate() {
-            if self.account(pending, &result(i)) {
-                places += 1;
-            }
-        }
+        // every record with a delivery slot holds a place (the auditor's own have neither)
+        let places = records.iter().filter(|p| p.slot.is_some()).count();
         self.permits.add_permits(places);
         for (i, mut pending) in records.into_iter().enumerate() {
-            // a record the accounting kept (the auditor's own) has no slot: a no-op
-            pending.deliver(result(i));
+            let offset = if base_offset >= 0 { base_offset + i as i64 } else { -1 };
+            let result = Ok(RecordMetadata { topic: tp.topic.clone(), partition: tp.partition, offset });
+            if self.account(&pending, &result) {
+                pending.deliver(result);
+            }
         }
     }
 
