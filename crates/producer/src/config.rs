@@ -694,7 +694,10 @@ impl ProducerConfigBuilder {
     /// ([`DEFAULT_QUEUE_BUFFERING_MAX`]). A batch also goes out at once when
     /// `batch.num.messages` records wait for its broker, when the queue is full, and on
     /// `flush`/`close`. Longer means bigger requests and more latency; 0 sends as soon as the
-    /// background task sees a record (what [`crate::SyncProducer`] uses).
+    /// background task sees a record (what [`crate::SyncProducer`] uses). A batch may go up to
+    /// a millisecond (a quarter of the linger, if less) before its linger ends: tokio's timers
+    /// fire on whole milliseconds, after their deadline, so the producer wakes that much early
+    /// rather than late.
     pub fn queue_buffering_max(mut self, linger: Duration) -> Self {
         self.config.queue_buffering_max = linger;
         self

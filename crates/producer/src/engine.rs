@@ -217,7 +217,7 @@ impl Engine {
             self.on_command(Command::Record(pending), now);
         }
         self.acc.set_flushing(!self.flushes.is_empty() || self.closing.is_some() || !self.inbox_open);
-        for round in self.acc.drain(now) {
+        for round in self.acc.drain(now + self.timer_slack()) {
             self.send_round(round);
         }
         self.finish_flushes();
@@ -232,8 +232,19 @@ impl Engine {
         }
     }
 
+    /// tokio's timers fire on whole milliseconds, at or after their deadline (on average half
+    /// a millisecond late, up to a whole one): a linger or backoff ending within this much of
+    /// now counts as ended, and the wait for the next one ends this much early, so batches go
+    /// at their linger rather than after it. A quarter of the linger at most, so a short
+    /// linger keeps most of its batching.
+    fn timer_slack(&self) -> Duration {
+        (self.config.queue_buffering_max() / 4).min(Duration::from_millis(1))
+    }
+
     fn next_wakeup(&self, now: Instant) -> Option<Instant> {
-        let mut next = self.acc.next_wakeup(now);
+        // the accumulator's times are matched against now + slack in `step`
+        let slack = self.timer_slack();
+        let mut next = self.acc.next_wakeup(now + slack).map(|at| at.checked_sub(slack).unwrap_or(at));
         let mut consider = |at: Option<Instant>| {
             if let Some(at) = at {
                 next = Some(next.map_or(at, |n| n.min(at)));
