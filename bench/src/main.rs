@@ -30,7 +30,7 @@ use spec::{Client, Codec, ConsumerClient, WorkerSpec};
 const USAGE: &str = "\
 usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec] [--out FILE] [--json FILE]
                     [--messages N] [--partitions 1,6] [--acks 1,-1] [--codecs none,snappy,gzip,lz4]
-                    [--clients gregor,librdkafka,kafka-rust]
+                    [--clients gregor,gregor-ct,librdkafka,kafka-rust]
                     [--consumers gregor-simple,gregor-group,librdkafka,kafka-rust]
                     [--repeat R] [--consumer-repeat R] [--latency-repeat R]
                     [--latency-seconds S] [--latency-partitions 6] [--rate MSG_PER_S]
@@ -51,8 +51,8 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec] [--out 
                       run leaves what it measured); --json FILE: every run's raw result
   --messages N        messages per producer and consumer run (default 1000000)
   --partitions LIST   topic partitions (default 1,6); --latency-partitions (default 6)
-  --clients LIST      producers: gregor, librdkafka, kafka-rust; gregor-ct (gregor on a
-                      current-thread runtime) on request
+  --clients LIST      producers (default all): gregor (tokio multi-thread runtime), gregor-ct
+                      (current-thread runtime), librdkafka, kafka-rust
   --consumers LIST    gregor-simple, gregor-group, librdkafka, kafka-rust
   --repeat R          runs per producer cell (default 3), the median by throughput reported;
                       --consumer-repeat (default 3), --latency-repeat (default 1)

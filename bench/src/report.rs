@@ -193,13 +193,18 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
 fn summary(s: &mut String, res: &Results) {
     let mut lines = Vec::new();
     for gregor in [Client::Gregor, Client::GregorCt] {
+        if let Some(line) = target_line(&res.throughput, gregor) {
+            lines.push(line);
+        }
         for peer in [Client::Librdkafka, Client::KafkaRust] {
             let pairs = produce_pairs(&res.throughput, gregor, peer);
             let tp: Vec<f64> = pairs.iter().map(|(g, p)| g.rate() / p.rate()).collect();
             let cpu: Vec<f64> = pairs.iter().map(|(g, p)| produce_cpu(g) / produce_cpu(p)).collect();
-            if let (Some(t), Some(c)) = (geomean(&tp), geomean(&cpu)) {
+            let mem: Vec<f64> =
+                pairs.iter().map(|(g, p)| g.client_kib().max(1) as f64 / p.client_kib().max(1) as f64).collect();
+            if let (Some(t), Some(c), Some(m)) = (geomean(&tp), geomean(&cpu), geomean(&mem)) {
                 lines.push(format!(
-                    "producer throughput {} ÷ {}: {t:.2} (CPU per message {c:.2}) over {} configs",
+                    "producer throughput {} ÷ {}: {t:.2} (CPU per message {c:.2}, client memory {m:.2}) over {} configs",
                     gregor.name(),
                     peer.name(),
                     tp.len()
@@ -248,6 +253,33 @@ fn summary(s: &mut String, res: &Results) {
     }
 }
 
+/// The issue's bar: throughput at least 1.2x the faster peer in the same config.
+fn target_line(rows: &[ProduceRow], gregor: Client) -> Option<String> {
+    let mut ratios: Vec<(f64, String)> = Vec::new();
+    for g in rows.iter().filter(|r| r.client == gregor) {
+        let Some(gr) = g.outcome.ok() else { continue };
+        let best = rows
+            .iter()
+            .filter(|r| !r.client.is_gregor() && r.partitions == g.partitions && r.acks == g.acks && r.codec == g.codec)
+            .filter_map(|r| r.outcome.ok().map(|p| p.rate()))
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+        if let Some(best) = best {
+            ratios
+                .push((gr.rate() / best, format!("{} partition(s) acks={} {}", g.partitions, g.acks, g.codec.name())));
+        }
+    }
+    if ratios.is_empty() {
+        return None;
+    }
+    let met = ratios.iter().filter(|(r, _)| *r >= 1.2).count();
+    let (low, at) = ratios.iter().min_by(|a, b| a.0.total_cmp(&b.0)).expect("not empty");
+    Some(format!(
+        "producer throughput {} ÷ the faster peer of each config: at least 1.2 in {met} of {} configs (lowest {low:.2}, {at})",
+        gregor.name(),
+        ratios.len()
+    ))
+}
+
 fn produce_pairs(rows: &[ProduceRow], gregor: Client, peer: Client) -> Vec<(&RunResult, &RunResult)> {
     rows.iter()
         .filter(|r| r.client == gregor)
@@ -286,8 +318,11 @@ fn producer_section(s: &mut String, args: &Args, res: &Results) {
          queue.buffering.max.messages={}; kafka-rust \
          send_all slices of {} × partitions. Messages handed over as fast as each client takes them. \
          CPU = user+sys of the client's process from producer creation to the last acknowledgement, \
-         per million messages; peak RSS = its VmHWM. Every run verified: all acknowledged, the topic's \
-         high watermarks sum to N.\n",
+         per million messages; peak RSS = its VmHWM; client MiB = peak RSS less the process's RSS just \
+         before the client was made (the benchmark's own payload pool and per-message latency arrays, \
+         the same for every client). gregor runs on tokio's multi-thread runtime (the sending loop in \
+         `block_on`, the producer's task on the workers), gregor-ct on a current-thread runtime (both \
+         on one thread). Every run verified: all acknowledged, the topic's high watermarks sum to N.\n",
         args.messages,
         args.message_size,
         args.repeat,
@@ -302,31 +337,32 @@ fn producer_section(s: &mut String, args: &Args, res: &Results) {
     );
     let _ = writeln!(
         s,
-        "| partitions | acks | codec | client | msg/s | MB/s | CPU s/M msgs | peak RSS MiB | cluster CPU s | other CPU s |"
+        "| partitions | acks | codec | client | msg/s | MB/s | CPU s/M msgs | peak RSS MiB | client MiB | cluster CPU s | other CPU s |"
     );
-    let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|");
     for row in &res.throughput {
         let head = format!("| {} | {} | {} | {} ", row.partitions, row.acks, row.codec.name(), row.client.name());
         match &row.outcome {
             Outcome::Ok(r) => {
                 let _ = writeln!(
                     s,
-                    "{head}| {:.0}{} | {:.1} | {:.2} | {} | {} | {}{} |",
+                    "{head}| {:.0}{} | {:.1} | {:.2} | {} | {} | {} | {}{} |",
                     r.rate(),
                     spread(&row.all_rates),
                     r.rate() * args.message_size as f64 / 1e6,
                     produce_cpu(r),
                     mib(r.peak_rss_kib),
+                    mib(r.client_kib()),
                     opt1(r.cluster_cpu_s),
                     opt1(r.other_cpu_s),
                     if disturbed_run(r, args.max_other) { " !" } else { "" }
                 );
             }
             Outcome::Failed(e) => {
-                let _ = writeln!(s, "{head}| FAILED: {} | | | | | |", escape(e));
+                let _ = writeln!(s, "{head}| FAILED: {} | | | | | | |", escape(e));
             }
             Outcome::Na(why) => {
-                let _ = writeln!(s, "{head}| n/a: {} | | | | | |", escape(why));
+                let _ = writeln!(s, "{head}| n/a: {} | | | | | | |", escape(why));
             }
         }
     }
@@ -358,8 +394,11 @@ fn produce_ratios(s: &mut String, rows: &[ProduceRow], latency: bool) {
             let _ = writeln!(s, "| partitions | acks | codec | peer | p50 | p99 | p99.9 | CPU per msg |");
             let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|");
         } else {
-            let _ = writeln!(s, "| partitions | acks | codec | peer | throughput | CPU per msg | peak RSS |");
-            let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|");
+            let _ = writeln!(
+                s,
+                "| partitions | acks | codec | peer | throughput | CPU per msg | peak RSS | client memory |"
+            );
+            let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|");
         }
         for g in rows.iter().filter(|r| r.client == gregor) {
             for &peer in &peers {
@@ -372,11 +411,11 @@ fn produce_ratios(s: &mut String, rows: &[ProduceRow], latency: bool) {
                 let (gr, pr) = match (&g.outcome, &p.outcome) {
                     (Outcome::Ok(a), Outcome::Ok(b)) => (a, b),
                     (_, Outcome::Na(_)) => {
-                        let _ = writeln!(s, "{head}| n/a | n/a | n/a |{}", if latency { " n/a |" } else { "" });
+                        let _ = writeln!(s, "{head}| n/a | n/a | n/a | n/a |");
                         continue;
                     }
                     _ => {
-                        let _ = writeln!(s, "{head}| - | - | - |{}", if latency { " - |" } else { "" });
+                        let _ = writeln!(s, "{head}| - | - | - | - |");
                         continue;
                     }
                 };
@@ -396,10 +435,11 @@ fn produce_ratios(s: &mut String, rows: &[ProduceRow], latency: bool) {
                 } else {
                     let _ = writeln!(
                         s,
-                        "{head}| {} | {} | {} |",
+                        "{head}| {} | {} | {} | {} |",
                         ratio(gr.rate(), pr.rate()),
                         ratio(produce_cpu(gr), produce_cpu(pr)),
-                        ratio(gr.peak_rss_kib as f64, pr.peak_rss_kib as f64)
+                        ratio(gr.peak_rss_kib as f64, pr.peak_rss_kib as f64),
+                        ratio(gr.client_kib().max(1) as f64, pr.client_kib().max(1) as f64)
                     );
                 }
             }

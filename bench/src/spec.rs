@@ -16,7 +16,7 @@ pub enum Client {
 }
 
 impl Client {
-    pub const ALL: [Client; 3] = [Client::Gregor, Client::Librdkafka, Client::KafkaRust];
+    pub const ALL: [Client; 4] = [Client::Gregor, Client::GregorCt, Client::Librdkafka, Client::KafkaRust];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -227,6 +227,12 @@ pub struct RunResult {
 impl RunResult {
     pub fn rate(&self) -> f64 {
         self.acked as f64 / self.elapsed_s
+    }
+
+    /// The client's own memory: peak RSS less the worker's RSS before the client was made
+    /// (the benchmark's payload pool and its per-message latency arrays, the same for all).
+    pub fn client_kib(&self) -> u64 {
+        self.peak_rss_kib.saturating_sub(self.baseline_rss_kib)
     }
 }
 
