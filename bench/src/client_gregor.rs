@@ -33,8 +33,8 @@ pub fn run(spec: &RunSpec, payloads: &[Vec<u8>], rec: Arc<Recorder>, current_thr
             .batch_num_messages(spec.batch * spec.partitions_per_broker.max(1))
             .queue_buffering_max(Duration::from_millis(spec.linger_ms))
             .queue_buffering_max_messages(spec.queue)
-            // pipelining as the peers do (librdkafka's default allows 1,000,000 requests in
-            // flight); gregor's default, 1, is Kafka 0.8's order-keeping one request at a time
+            // pipelining, the same for librdkafka (see client_rdkafka.rs); gregor's default, 1,
+            // is Kafka 0.8's order-keeping one request at a time
             .max_in_flight(GREGOR_MAX_IN_FLIGHT)
             .build()
             .map_err(|e| e.to_string())?;

@@ -54,6 +54,9 @@ pub fn properties(spec: &RunSpec) -> Vec<(&'static str, String)> {
         ("queue.buffering.max.messages", spec.queue.to_string()),
         // gregor's connections are TCP_NODELAY too
         ("socket.nagle.disable", "true".into()),
+        // the same pipelining as gregor's (librdkafka's default allows 1,000,000 requests in
+        // flight per connection)
+        ("max.in.flight.requests.per.connection", crate::client_gregor::GREGOR_MAX_IN_FLIGHT.to_string()),
     ]
 }
 

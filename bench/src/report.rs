@@ -313,7 +313,7 @@ fn producer_section(s: &mut String, args: &Args, res: &Results) {
         "{} messages of {} bytes per run (random uppercase letters from a pool of 4096, null key), \
          message i to partition i mod partitions, each run on a fresh topic; {} run(s) per cell, the median by \
          throughput shown (range in brackets). Batching: librdkafka batch.num.messages={} linger.ms={} \
-         queue.buffering.max.messages={}; gregor batch.num.messages={} × the partitions each broker leads \
+         queue.buffering.max.messages={} max.in.flight.requests.per.connection={}; gregor batch.num.messages={} × the partitions each broker leads \
          (it counts per request) max.in.flight.requests.per.connection={} queue.buffering.max.ms={} \
          queue.buffering.max.messages={}; kafka-rust \
          send_all slices of {} × partitions. Messages handed over as fast as each client takes them. \
@@ -329,6 +329,7 @@ fn producer_section(s: &mut String, args: &Args, res: &Results) {
         args.batch,
         args.linger_ms,
         args.queue,
+        crate::client_gregor::GREGOR_MAX_IN_FLIGHT,
         args.batch,
         crate::client_gregor::GREGOR_MAX_IN_FLIGHT,
         args.linger_ms,

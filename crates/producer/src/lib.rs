@@ -16,13 +16,14 @@
 //!       │     queue.buffering.max.ms, a full queue, flush/close; retries at the front
 //!       ├─ one Produce v0 request per broker in flight (brokers concurrently), each batch
 //!       │     encoded once (compression.codec / compressed.topics)
-//!       └─ outcome ─► DeliveryFuture / callback: RecordMetadata { topic, partition, offset }
+//!       └─ outcome ─► DeliveryFuture / callback / DeliveryHandler:
+//!                     RecordMetadata { topic, partition, offset }
 //!                     or DeliveryError { topic, partition, attempts, error, key, value }
 //! ```
 //!
 //! * Every record accepted by `send` gets exactly one result — acknowledged, failed after the
-//!   retries, or abandoned by [`AsyncProducer::close`] — through its [`DeliveryFuture`] or
-//!   callback. (Kafka 0.8's async producer had no callbacks and dropped records silently
+//!   retries, or abandoned by [`AsyncProducer::close`] — through its [`DeliveryFuture`], its
+//!   callback, or the [`DeliveryHandler`] it was sent with. (Kafka 0.8's async producer had no callbacks and dropped records silently
 //!   when its queue was full; this one does neither.)
 //! * Retries keep each partition's order: one batch per partition in flight, and a failed
 //!   batch goes back to the front of its partition.
@@ -31,6 +32,12 @@
 //!   [`ProducerConfigBuilder::request_required_acks`]).
 //! * Memory is bounded by `queue.buffering.max.messages` records (plus one encoded copy of
 //!   each batch in flight), however fast the application sends.
+//! * Throughput depends on where the sending task and the producer's task run: on a
+//!   current-thread runtime (both on one thread) the benchmark's producer spent about half the
+//!   CPU per record it spent on the multi-thread runtime, where records cross between threads
+//!   (`benchmarks/RESULTS.md`, gregor-ct vs gregor). An application that sends at very high
+//!   rates gets the most from running its sending loop and the producer on the same
+//!   current-thread runtime (the producer starts its task on the runtime it is created in).
 //! * The decisions live in a pure state machine, [`accumulator::Accumulator`], tested with a
 //!   fake clock; the background task only moves bytes and timers.
 //!
@@ -64,6 +71,17 @@
 //!         }
 //!     })
 //!     .await?;
+//!
+//! // ...or, at high rates, one handler for many records (nothing allocated per result)
+//! let handler: std::sync::Arc<dyn gregor_producer::DeliveryHandler> =
+//!     std::sync::Arc::new(|i: u64, result: gregor_producer::DeliveryResult| {
+//!         if let Err(e) = result {
+//!             eprintln!("record {i} lost: {e}");
+//!         }
+//!     });
+//! for i in 0..1000u64 {
+//!     producer.send_with_handler(Record::new("events", format!("event {i}")), &handler, i).await?;
+//! }
 //!
 //! let report = producer.close(Duration::from_secs(5)).await;
 //! for undelivered in &report.undelivered {

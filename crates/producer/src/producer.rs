@@ -36,7 +36,7 @@ struct Shared {
 /// The asynchronous producer (`producer.type=async`): `send` queues a record and returns at
 /// once with a [`DeliveryFuture`]; a background task batches records per partition, sends a
 /// Produce request per broker, retries in order, and resolves every record's future (or calls
-/// its callback) exactly once.
+/// its callback or handler) exactly once.
 ///
 /// * **Queue** — `queue.buffering.max.messages` is a hard bound on the records the producer
 ///   holds (queued, in flight, waiting to retry); when it is reached `send` waits or fails
