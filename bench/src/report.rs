@@ -455,7 +455,7 @@ fn latency_section(s: &mut String, args: &Args, res: &Results) {
         s,
         "Each config paced at {} for {} s (messages = rate × {} s, at least 1000), {} run(s) per cell. \
          Latency runs from the moment the benchmark hands a message to the client to its \
-         acknowledgement: gregor's delivery callback, librdkafka's delivery report; kafka-rust is \
+         acknowledgement: gregor's delivery handler, librdkafka's delivery report; kafka-rust is \
          synchronous, so its messages are acknowledged when the `send_all` carrying them returns (it \
          collects up to linger.ms={} of messages per slice). Pacing sleeps in whole milliseconds (a \
          message due within the next millisecond goes at once), the same for every client. Same \
