@@ -155,6 +155,8 @@ pub(crate) fn validate_and_assign(
 ) -> Result<ValidatedSet, ErrorCode> {
     let raw = set.as_bytes();
     let mut shallow: Vec<Message> = Vec::new();
+    // where each entry's size field starts and its message ends in `raw`
+    let mut spans: Vec<(usize, usize)> = Vec::new();
     let mut pos = 0;
     let mut codec = Compression::None;
     while raw.len() - pos >= ENTRY_HEADER_SIZE {
@@ -177,20 +179,20 @@ pub(crate) fn validate_and_assign(
             codec = c;
         }
         shallow.push(message);
+        spans.push((pos + 8, pos + ENTRY_HEADER_SIZE + size));
         pos += ENTRY_HEADER_SIZE + size;
     }
     let mut out = BytesMut::new();
     let mut entries = Vec::new();
     if codec == Compression::None {
-        for (i, m) in shallow.iter().enumerate() {
+        // offsets written in place, as 0.8.2 does: each entry's size and message bytes are
+        // kept as they came (their CRC was checked above)
+        out.reserve(pos);
+        for (i, (from, to)) in spans.iter().enumerate() {
             let offset = next_offset + i as i64;
             let at = out.len();
             out.put_i64(offset);
-            let size_at = out.len();
-            out.put_i32(0);
-            m.encode(&mut out).map_err(|_| ErrorCode::InvalidMessage)?;
-            let len = (out.len() - size_at - 4) as i32;
-            out[size_at..size_at + 4].copy_from_slice(&len.to_be_bytes());
+            out.put_slice(&raw[*from..*to]);
             entries.push((offset, offset, at));
         }
         return Ok(ValidatedSet { bytes: out.freeze(), entries, count: shallow.len() as i64 });
