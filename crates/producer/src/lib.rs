@@ -23,8 +23,9 @@
 //!
 //! * Every record accepted by `send` gets exactly one result — acknowledged, failed after the
 //!   retries, or abandoned by [`AsyncProducer::close`] — through its [`DeliveryFuture`], its
-//!   callback, or the [`DeliveryHandler`] it was sent with. (Kafka 0.8's async producer had no callbacks and dropped records silently
-//!   when its queue was full; this one does neither.)
+//!   callback, or the [`DeliveryHandler`] it was sent with. (Kafka 0.8's async producer had
+//!   no callbacks and dropped records silently when its queue was full; this one does
+//!   neither.)
 //! * Retries keep each partition's order: one batch per partition in flight, and a failed
 //!   batch goes back to the front of its partition.
 //! * `request.required.acks` defaults to **0**, as in Kafka 0.8.2: no response, unknown
