@@ -9,7 +9,7 @@ use common::*;
 use gregor_protocol::frame::ApiKey;
 use gregor_protocol::messages::*;
 use gregor_protocol::{Compression, ErrorCode};
-use gregor_testkit::{Action, Intercept};
+use gregor_testkit::{Action, FakeCluster, Intercept};
 use gregor_zk::paths;
 use gregor_zk::payloads::{BrokerRegistration, ControllerRegistration, PartitionState, TopicAssignment, TopicConfig};
 
@@ -651,4 +651,60 @@ async fn the_request_log_keeps_at_most_its_capacity() {
     let mut conn = Conn::open(off.broker_addr(0).unwrap()).await;
     conn.call(0, &metadata(&[])).await;
     assert!(off.requests().is_empty());
+}
+
+/// Kills a partition's follower, then its leader (the ISR had only the leader left), then
+/// restarts the follower: who leads depends on `unclean.leader.election.enable`.
+async fn leader_after_losing_the_whole_isr(unclean: bool) {
+    let Some(zk) = chroot(if unclean { "unclean-on" } else { "unclean-off" }) else { return };
+    let c = FakeCluster::builder(zk)
+        .brokers(3)
+        .configure(|cfg| {
+            cfg.replica_lag_time_max = Duration::from_millis(1500);
+            cfg.unclean_leader_election_enable = unclean;
+        })
+        .start()
+        .await
+        .expect("the fake cluster starts");
+    c.create_topic("u", 1, 2).await.unwrap();
+    let (leader, replicas, _) = c.partition_info("u", 0).unwrap();
+    let follower = *replicas.iter().find(|r| **r != leader).unwrap();
+    c.kill_broker(follower).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while c.partition_info("u", 0).unwrap().2 != [leader] {
+        assert!(Instant::now() < deadline, "the killed follower never left the ISR");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    c.kill_broker(leader).await.unwrap();
+    c.restart_broker(follower).await.unwrap();
+    if unclean {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while c.leader("u", 0) != Some(follower) {
+            assert!(Instant::now() < deadline, "the out-of-sync replica was never elected");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(c.unclean_elections(), 1);
+    } else {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_ne!(c.leader("u", 0), Some(follower), "no leader from outside the ISR");
+        assert_eq!(c.partition_info("u", 0).unwrap().0, leader, "the dead leader stays recorded");
+        c.restart_broker(leader).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !c.partition_info("u", 0).unwrap().2.contains(&follower) {
+            assert!(Instant::now() < deadline, "the follower never rejoined the returned leader's ISR");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(c.leader("u", 0), Some(leader));
+        assert_eq!(c.unclean_elections(), 0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_whole_isr_dead_an_unclean_election_picks_a_live_replica() {
+    leader_after_losing_the_whole_isr(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_unclean_election_disabled_the_partition_waits_for_its_isr() {
+    leader_after_losing_the_whole_isr(false).await;
 }

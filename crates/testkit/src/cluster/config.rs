@@ -35,6 +35,10 @@ pub struct BrokerConfig {
     pub replica_lag_time_max: Duration,
     /// `delete.topic.enable` (default false): honour `/admin/delete_topics`.
     pub delete_topic_enable: bool,
+    /// `unclean.leader.election.enable` (default true, as in 0.8.2): when no replica of the ISR
+    /// is alive, elect another live replica (losing what only the ISR had); false leaves the
+    /// partition without a leader until an ISR replica returns.
+    pub unclean_leader_election_enable: bool,
     /// `offsets.topic.num.partitions` (default 50).
     pub offsets_topic_num_partitions: i32,
     /// `offsets.topic.replication.factor` (default 3, capped to the live brokers).
@@ -60,6 +64,7 @@ impl Default for BrokerConfig {
             min_insync_replicas: 1,
             replica_lag_time_max: DEFAULT_REPLICA_LAG_TIME_MAX,
             delete_topic_enable: false,
+            unclean_leader_election_enable: true,
             offsets_topic_num_partitions: DEFAULT_OFFSETS_TOPIC_NUM_PARTITIONS,
             offsets_topic_replication_factor: DEFAULT_OFFSETS_TOPIC_REPLICATION_FACTOR,
             offset_metadata_max_bytes: DEFAULT_OFFSET_METADATA_MAX_BYTES,

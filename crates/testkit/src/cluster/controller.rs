@@ -153,9 +153,9 @@ async fn on_brokers(shared: &Shared, zk: &ZkClient, ids: Vec<String>) {
             }
             slot.registered = now_live;
         }
-        let unclean = true;
+        let unclean = shared.config.unclean_leader_election_enable;
         let mut changed = Vec::new();
-        let State { topics, brokers, .. } = &mut *st;
+        let State { topics, brokers, unclean_elections, .. } = &mut *st;
         let is_live = |b: &i32| brokers.get(b).is_some_and(|s| s.registered);
         for (name, topic) in topics.iter_mut() {
             for (&pid, p) in topic.partitions.iter_mut() {
@@ -166,7 +166,12 @@ async fn on_brokers(shared: &Shared, zk: &ZkClient, ids: Vec<String>) {
                         }
                     }
                 }
+                let before = p.leader;
+                let live_isr = p.isr.iter().any(&is_live);
                 if elect(p, &is_live, unclean) {
+                    if p.leader != before && !live_isr {
+                        *unclean_elections += 1;
+                    }
                     changed.push((name.clone(), pid));
                 }
             }

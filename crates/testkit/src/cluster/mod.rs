@@ -335,6 +335,13 @@ impl FakeCluster {
         &self.admin
     }
 
+    /// Leaders elected from outside their partition's ISR since the cluster started (see
+    /// [`BrokerConfig::unclean_leader_election_enable`]): each may have lost acknowledged
+    /// writes, as in Kafka.
+    pub fn unclean_elections(&self) -> u64 {
+        self.shared.state().unclean_elections
+    }
+
     /// The current controller's id.
     pub fn controller(&self) -> Option<i32> {
         self.shared.state().controller

@@ -65,6 +65,8 @@ pub(crate) struct Topic {
 /// Everything the brokers share.
 #[derive(Debug, Default)]
 pub(crate) struct State {
+    /// Leaders elected from outside the ISR since the start.
+    pub(crate) unclean_elections: u64,
     pub(crate) brokers: BTreeMap<i32, BrokerSlot>,
     pub(crate) topics: BTreeMap<String, Topic>,
     pub(crate) controller: Option<i32>,
