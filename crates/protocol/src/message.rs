@@ -380,6 +380,43 @@ impl MessageSet {
             encode_entry(count, message, &mut raw)?;
             count += 1;
         }
+        MessageSet::finish(raw, count, codec)
+    }
+
+    /// [`MessageSet::from_message_refs`] over messages encoded beforehand: the same bytes, with
+    /// no CRC computed here (each [`EncodedMessage`] carries its own); entries are copied
+    /// behind their offset and size.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Compression`] when the codec fails; [`Error::TooLong`] for a message over
+    /// `i32::MAX` bytes.
+    pub fn from_encoded<'a, I>(messages: I, codec: Compression) -> Result<MessageSet>
+    where
+        I: IntoIterator<Item = &'a EncodedMessage>,
+        I::IntoIter: Clone,
+    {
+        let messages = messages.into_iter();
+        let size = messages.clone().map(|m| ENTRY_HEADER_SIZE + m.len()).sum();
+        let mut raw = BytesMut::with_capacity(size);
+        let mut count: i64 = 0;
+        for message in messages {
+            raw.put_i64(count);
+            let len = i32::try_from(message.len()).map_err(|_| Error::TooLong {
+                field: "message_size",
+                length: message.len(),
+                max: i32::MAX as usize,
+            })?;
+            raw.put_i32(len);
+            raw.extend_from_slice(message.as_bytes());
+            count += 1;
+        }
+        MessageSet::finish(raw, count, codec)
+    }
+
+    /// The set of `count` uncompressed entries in `raw` (offsets 0..count), wrapped and
+    /// compressed with `codec`.
+    fn finish(raw: BytesMut, count: i64, codec: Compression) -> Result<MessageSet> {
         if codec == Compression::None || count == 0 {
             return Ok(MessageSet { bytes: raw.freeze() });
         }
@@ -495,6 +532,125 @@ fn encode_entries(entries: &[MessageAndOffset], buf: &mut BytesMut) -> Result<()
     Ok(())
 }
 
+/// A [`Message`] already in its wire form (CRC, magic, attributes, key, value), for a producer
+/// that encodes each message once, where it is made, and builds sets of them later
+/// ([`MessageSet::from_encoded`]). Only made by encoding a message, so its bytes are always a
+/// well-formed message v0.
+#[derive(Clone, PartialEq, Eq)]
+pub struct EncodedMessage {
+    bytes: Bytes,
+}
+
+impl fmt::Debug for EncodedMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EncodedMessage").field("len", &self.bytes.len()).finish()
+    }
+}
+
+impl EncodedMessage {
+    /// Encodes `message` at the end of `buf` and splits it off: the result shares `buf`'s
+    /// allocation (many messages encoded into one buffer cost one allocation), and an empty
+    /// `buf` stays empty with the rest of its capacity.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TooLong`] for a key or value over `i32::MAX` bytes (`buf` is left as it was).
+    pub fn encode_into(message: &Message, buf: &mut BytesMut) -> Result<EncodedMessage> {
+        let at = buf.len();
+        if let Err(e) = message.encode(buf) {
+            buf.truncate(at);
+            return Err(e);
+        }
+        Ok(EncodedMessage { bytes: split_tail(buf, at) })
+    }
+
+    /// Encodes `message` into an allocation of its own, of exactly its size.
+    ///
+    /// # Errors
+    ///
+    /// As [`EncodedMessage::encode_into`].
+    pub fn encode(message: &Message) -> Result<EncodedMessage> {
+        let mut buf = BytesMut::with_capacity(message.encoded_len());
+        message.encode(&mut buf)?;
+        Ok(EncodedMessage { bytes: buf.freeze() })
+    }
+
+    /// Copies the message to the end of `buf` and splits the copy off, as
+    /// [`EncodedMessage::encode_into`] does (no CRC computed again).
+    pub fn copy_into(&self, buf: &mut BytesMut) -> EncodedMessage {
+        let at = buf.len();
+        buf.extend_from_slice(&self.bytes);
+        EncodedMessage { bytes: split_tail(buf, at) }
+    }
+
+    /// The same message in an allocation of its own (so it no longer keeps a shared buffer
+    /// alive).
+    pub fn detached(&self) -> EncodedMessage {
+        EncodedMessage { bytes: Bytes::copy_from_slice(&self.bytes) }
+    }
+
+    /// The wire bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Bytes it takes on the wire (without a set's offset and size).
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Always false: a message has at least [`MESSAGE_V0_OVERHEAD`] bytes.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The CRC stored in the message (of its magic, attributes, key and value).
+    pub fn crc(&self) -> u32 {
+        self.bytes.get(..4).map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// The key, read from the bytes (no copy); `None` for a null key.
+    pub fn key(&self) -> Option<&[u8]> {
+        let mut rest = self.bytes.get(6..)?;
+        take_nullable(&mut rest)?
+    }
+
+    /// The message again (its key and value share these bytes, no copy; the CRC is not
+    /// checked again).
+    pub fn to_message(&self) -> Message {
+        let attributes = self.bytes.get(5).map_or(0, |a| *a as i8);
+        let mut rest = self.bytes.get(6..).unwrap_or_default();
+        let key = take_nullable(&mut rest).flatten().map(|k| self.bytes.slice_ref(k));
+        let value = take_nullable(&mut rest).flatten().map(|v| self.bytes.slice_ref(v));
+        Message { attributes, key, value }
+    }
+}
+
+/// Splits `buf[at..]` off `buf`; an empty `buf` (`at` 0, the intended use) keeps its spare
+/// capacity, earlier bytes stay in `buf` (without it).
+fn split_tail(buf: &mut BytesMut, at: usize) -> Bytes {
+    if at == 0 {
+        return buf.split().freeze();
+    }
+    let mut before = buf.split();
+    let message = before.split_off(at);
+    *buf = before;
+    message.freeze()
+}
+
+/// Reads a nullable `bytes` field off the front of `rest`: `Some(None)` for null, `None` when
+/// `rest` is too short.
+fn take_nullable<'a>(rest: &mut &'a [u8]) -> Option<Option<&'a [u8]>> {
+    let len = i32::from_be_bytes(rest.get(..4)?.try_into().ok()?);
+    *rest = &rest[4..];
+    if len < 0 {
+        return Some(None);
+    }
+    let field = rest.get(..len as usize)?;
+    *rest = &rest[len as usize..];
+    Some(Some(field))
+}
+
 /// One set entry: offset, size, message.
 fn encode_entry(offset: i64, message: &Message, buf: &mut BytesMut) -> Result<()> {
     buf.put_i64(offset);
@@ -597,6 +753,49 @@ mod tests {
             assert_eq!(back, messages, "{codec:?}");
         }
         assert!(MessageSet::from_message_refs(&[], Compression::Gzip).unwrap().as_bytes().is_empty());
+    }
+
+    #[test]
+    fn from_encoded_equals_from_message_refs_and_encoded_messages_read_back() {
+        let messages: Vec<Message> = (0..40)
+            .map(|i| match i % 4 {
+                0 => Message::new(None, b(&format!("value {i}"))),
+                1 => Message::new(b(&format!("k{i}")), b(&format!("value {i}"))),
+                2 => Message::new(b(""), None),
+                _ => Message::new(None, None),
+            })
+            .collect();
+        // several messages in one buffer, as a producer encodes them
+        let mut chunk = BytesMut::with_capacity(4096);
+        let encoded: Vec<EncodedMessage> =
+            messages.iter().map(|m| EncodedMessage::encode_into(m, &mut chunk).unwrap()).collect();
+        assert!(chunk.is_empty() && chunk.capacity() > 0, "the buffer keeps its spare room");
+        for (m, e) in messages.iter().zip(&encoded) {
+            assert_eq!(e.len(), m.encoded_len());
+            assert_eq!(e.key(), m.key.as_deref());
+            assert_eq!(e.crc(), crc32fast::hash(&e.as_bytes()[4..]));
+            assert_eq!(&e.to_message(), m);
+            assert_eq!(e.detached(), *e);
+            let mut other = BytesMut::with_capacity(64);
+            let copy = e.copy_into(&mut other);
+            assert_eq!((copy, other.len()), (e.clone(), 0));
+            assert_eq!(EncodedMessage::encode(m).unwrap(), *e);
+        }
+        for codec in [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4] {
+            let expected = MessageSet::from_message_refs(&messages, codec).unwrap();
+            let built = MessageSet::from_encoded(&encoded, codec).unwrap();
+            assert_eq!(built.as_bytes(), expected.as_bytes(), "{codec:?}");
+        }
+        assert!(MessageSet::from_encoded(&[], Compression::Snappy).unwrap().is_empty());
+    }
+
+    #[test]
+    fn encode_into_leaves_earlier_bytes_in_the_buffer() {
+        let mut buf = BytesMut::from(&b"abc"[..]);
+        let m = Message::new(b("k"), b("v"));
+        let e = EncodedMessage::encode_into(&m, &mut buf).unwrap();
+        assert_eq!(&buf[..], b"abc");
+        assert_eq!(e.to_message(), m);
     }
 
     #[test]
