@@ -40,6 +40,8 @@ use std::time::Duration;
 use gregor_protocol::MessageSet;
 use tokio::time::Instant;
 
+use crate::arena::Arena;
+
 /// A broker id.
 pub type BrokerId = i32;
 
@@ -173,11 +175,21 @@ struct PartitionQueue<T> {
     /// Batches in flight.
     in_flight: usize,
     leaderless_rounds: u32,
+    /// Where the caller keeps the queued records' bytes ([`Accumulator::try_append_with`]);
+    /// let go whenever the queue is emptied.
+    arena: Arena,
 }
 
 impl<T> PartitionQueue<T> {
     fn new(leader: Option<BrokerId>) -> Self {
-        PartitionQueue { leader, queued: VecDeque::new(), retry: VecDeque::new(), in_flight: 0, leaderless_rounds: 0 }
+        PartitionQueue {
+            leader,
+            queued: VecDeque::new(),
+            retry: VecDeque::new(),
+            in_flight: 0,
+            leaderless_rounds: 0,
+            arena: Arena::default(),
+        }
     }
 
     fn has_data(&self) -> bool {
@@ -338,6 +350,30 @@ impl<T> Accumulator<T> {
         }
     }
 
+    /// [`Accumulator::try_append`], letting `prepare` move the record's bytes into the
+    /// partition's [`Arena`] first.
+    ///
+    /// # Errors
+    ///
+    /// The record, untouched, when the partition has no queue.
+    pub fn try_append_with(
+        &mut self,
+        tp: &TopicPartition,
+        mut record: T,
+        enqueued_at: Instant,
+        prepare: impl FnOnce(&mut T, &mut Arena),
+    ) -> Result<(), T> {
+        match self.partitions.get_mut(tp) {
+            Some(q) => {
+                prepare(&mut record, &mut q.arena);
+                q.queued.push_back((record, enqueued_at));
+                self.len += 1;
+                Ok(())
+            }
+            None => Err(record),
+        }
+    }
+
     /// Holds a record that has no partition yet (its topic's metadata is unknown).
     pub fn hold(&mut self, topic: &Arc<str>, record: T, enqueued_at: Instant) {
         let held = match self.held.get_mut(topic) {
@@ -422,6 +458,9 @@ impl<T> Accumulator<T> {
                 } else {
                     let n = budget.min(q.queued.len());
                     let records: Vec<T> = q.queued.drain(..n).map(|(r, _)| r).collect();
+                    if q.queued.is_empty() {
+                        q.arena.release();
+                    }
                     budget -= n;
                     q.in_flight += 1;
                     self.in_flight_records += n;
@@ -601,6 +640,7 @@ fn release_queue<T>(tp: &TopicPartition, q: &mut PartitionQueue<T>, out: &mut Ve
             record,
         }));
     }
+    q.arena.release();
     out.extend(q.queued.drain(..).map(|(record, _)| Released {
         topic: tp.topic.clone(),
         partition: Some(tp.partition),

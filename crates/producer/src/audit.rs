@@ -107,7 +107,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use gregor_protocol::Message;
+use gregor_protocol::{EncodedMessage, Message};
 use gregor_serde::Encoder;
 use tokio::time::Instant;
 
@@ -336,8 +336,10 @@ pub fn fingerprint(key: Option<&[u8]>, value: Option<&[u8]>) -> u32 {
     h.finalize()
 }
 
-fn message_fingerprint(m: &Message) -> u32 {
-    fingerprint(m.key.as_deref(), m.value.as_deref())
+/// The fingerprint of an application's record: its encoded message's CRC (records are
+/// uncompressed messages with attributes 0, so this is [`fingerprint`] of its key and value).
+fn message_fingerprint(m: &EncodedMessage) -> u32 {
+    m.crc()
 }
 
 /// The default producer name: `client.id@host:pid`.
@@ -421,6 +423,9 @@ impl TopicCounts {
 #[derive(Debug)]
 struct Outgoing {
     value: Bytes,
+    /// The message of its latest send (the engine's record holds the same bytes: that is how
+    /// [`Auditor::observe`] knows its own records).
+    sent: Option<EncodedMessage>,
     attempts: u32,
     not_before: Instant,
 }
@@ -502,11 +507,10 @@ impl Auditor {
     pub(crate) fn observe(&mut self, pending: &Pending, result: &DeliveryResult) -> bool {
         if *pending.topic == *self.topic {
             if !self.in_flight.is_empty() {
-                let value = pending.message.value.as_ref();
-                let own = self
-                    .in_flight
-                    .iter()
-                    .position(|o| value.is_some_and(|v| v.as_ptr() == o.value.as_ptr() && v.len() == o.value.len()));
+                let bytes = pending.message.as_bytes();
+                let own = self.in_flight.iter().position(|o| {
+                    o.sent.as_ref().is_some_and(|s| s.as_bytes().as_ptr() == bytes.as_ptr() && s.len() == bytes.len())
+                });
                 if let Some(i) = own {
                     let sent = self.in_flight.swap_remove(i);
                     self.published(sent, result);
@@ -590,13 +594,16 @@ impl Auditor {
             }
             let mut o = self.outbox.pop_front().expect("looked at");
             o.attempts += 1;
-            due.push(Pending {
-                seq: 0,
-                topic: self.topic.clone(),
-                partition: None,
-                message: Message::new(Some(self.key.clone()), Some(o.value.clone())),
-                slot: None,
-            });
+            let message = match EncodedMessage::encode(&Message::new(Some(self.key.clone()), Some(o.value.clone()))) {
+                Ok(m) => m,
+                Err(e) => {
+                    // a few hundred bytes of JSON: cannot be too long for its length prefix
+                    tracing::error!(error = %e, "an audit record could not be encoded; dropped");
+                    continue;
+                }
+            };
+            o.sent = Some(message.clone());
+            due.push(Pending { seq: 0, topic: self.topic.clone(), partition: None, message, slot: None });
             self.in_flight.push(o);
         }
         due
@@ -623,7 +630,12 @@ impl Auditor {
                 let seq = self.next_seq;
                 self.next_seq += 1;
                 let value = self.render(seq, t.topic.as_str(), &value.partitions, value.failed);
-                self.outbox.push_back(Outgoing { value: Bytes::from(value), attempts: 0, not_before: self.anchor });
+                self.outbox.push_back(Outgoing {
+                    value: Bytes::from(value),
+                    sent: None,
+                    attempts: 0,
+                    not_before: self.anchor,
+                });
             }
         }
     }
@@ -747,7 +759,7 @@ mod tests {
             seq: 0,
             topic: topic.into(),
             partition: None,
-            message: Message::new(None, Some(Bytes::from(value.to_owned()))),
+            message: EncodedMessage::encode(&Message::new(None, Some(Bytes::from(value.to_owned())))).unwrap(),
             slot: None,
         }
     }
@@ -765,7 +777,7 @@ mod tests {
     }
 
     fn json(p: &Pending) -> String {
-        String::from_utf8(p.message.value.clone().unwrap().to_vec()).unwrap()
+        String::from_utf8(p.message.to_message().value.unwrap().to_vec()).unwrap()
     }
 
     fn fp(value: &str) -> u64 {
@@ -817,7 +829,7 @@ mod tests {
         let due = a.step(end, false);
         assert_eq!(due.len(), 2);
         assert!(due.iter().all(|p| *p.topic == *DEFAULT_AUDIT_TOPIC && p.slot.is_none()));
-        assert_eq!(due[0].message.key.as_deref(), Some(&b"p\"1"[..]));
+        assert_eq!(due[0].message.key(), Some(&b"p\"1"[..]));
         let t = json(&due[0]);
         assert_eq!(
             t,

@@ -24,9 +24,10 @@ use tokio::task::{Id, JoinError, JoinSet};
 use tokio::time::Instant;
 
 use crate::accumulator::{Accumulator, AccumulatorConfig, Batch, Released, Round, TopicPartition};
+use crate::arena::Arena;
 use crate::config::ProducerConfig;
 use crate::error::{DeliveryError, Error};
-use crate::inbox::InboxReceiver;
+use crate::inbox::{detach, InboxReceiver};
 use crate::partitioner::{Choice, PartitionerState};
 use crate::record::{CloseReport, FlushReport, Pending, RecordMetadata};
 
@@ -96,8 +97,10 @@ pub(crate) struct Engine {
     snapshot: Arc<MetadataSnapshot>,
     parts: HashMap<String, TopicParts>,
     topics: BTreeSet<Arc<str>>,
-    /// The last record's topic (an element of `topics`).
-    last_topic: Option<Arc<str>>,
+    /// The last record's topic as the application gave it, and the engine's own (an element
+    /// of `topics`): an application that shares one `Arc` among its records is recognised by
+    /// pointer, without comparing names.
+    last_topic: Option<(Arc<str>, Arc<str>)>,
     inbox: InboxReceiver,
     /// Commands taken from the inbox, not yet handled.
     incoming: VecDeque<Command>,
@@ -297,15 +300,13 @@ impl Engine {
     /// for its metadata, the first time), so the queues' keys compare by pointer; the last
     /// topic seen is checked first, without a lookup.
     fn canonical_topic(&mut self, topic: &mut Arc<str>, now: Instant) {
-        if let Some(last) = &self.last_topic {
-            if Arc::ptr_eq(last, topic) {
-                return;
-            }
-            if **last == **topic {
-                *topic = last.clone();
+        if let Some((given, own)) = &self.last_topic {
+            if Arc::ptr_eq(given, topic) || Arc::ptr_eq(own, topic) {
+                *topic = own.clone();
                 return;
             }
         }
+        let given = topic.clone();
         match self.topics.get(&**topic) {
             Some(known) => *topic = known.clone(),
             None => {
@@ -317,26 +318,28 @@ impl Engine {
                 self.want_refresh(now);
             }
         }
-        self.last_topic = Some(topic.clone());
+        self.last_topic = Some((given, topic.clone()));
     }
 
     /// Puts a record in its partition's queue, or holds it until its topic's metadata comes.
-    fn route(&mut self, pending: Pending, enqueued_at: Instant, now: Instant) {
+    fn route(&mut self, mut pending: Pending, enqueued_at: Instant, now: Instant) {
         let topic = pending.topic.clone();
         let partition = match pending.partition {
             Some(p) => p,
             None => {
                 if self.acc.has_held(&topic) {
                     // behind the records already waiting, or it could overtake them
+                    pending.message = detach(&pending.message);
                     self.acc.hold(&topic, pending, enqueued_at);
                     return;
                 }
                 let parts = self.parts.get(&*topic);
                 let (all, available) = parts.map_or((&[][..], &[][..]), |p| (&p.all[..], &p.available[..]));
-                let key = pending.message.key.as_deref();
+                let key = pending.message.key();
                 match self.partitioner.choose(&topic, key, all, available, &mut || rand::random::<u32>() as usize) {
                     Choice::Partition(p) => p,
                     Choice::Wait => {
+                        pending.message = detach(&pending.message);
                         self.acc.hold(&topic, pending, enqueued_at);
                         if self.refresh.in_flight.is_none() && self.refresh.wanted.is_none() {
                             self.want_refresh(now + self.config.retry_backoff());
@@ -355,7 +358,7 @@ impl Engine {
         let tp = TopicPartition { topic, partition };
         // the common case: the partition has a queue, so it was checked when the queue was made
         // (and a refresh that finds it gone removes the queue)
-        let Err(pending) = self.acc.try_append(&tp, pending, enqueued_at) else { return };
+        let Err(pending) = self.acc.try_append_with(&tp, pending, enqueued_at, into_arena) else { return };
         if let Some(parts) = self.parts.get(&*tp.topic) {
             if parts.error.is_none() && !parts.all.is_empty() && !parts.all.contains(&partition) {
                 let error =
@@ -365,7 +368,10 @@ impl Engine {
             }
         }
         self.acc.set_leader(&tp, self.snapshot.leader(&tp.topic, partition));
-        self.acc.append(&tp, pending, enqueued_at);
+        if let Err(pending) = self.acc.try_append_with(&tp, pending, enqueued_at, into_arena) {
+            // set_leader made the queue: not reached
+            self.acc.append(&tp, pending, enqueued_at);
+        }
     }
 
     /// The liveness rule of metadata: while a record waits for metadata (held for its topic's
@@ -549,7 +555,7 @@ impl Engine {
                 Some(set) => set,
                 None => {
                     let codec = self.config.compression_for(&batch.tp.topic);
-                    match MessageSet::from_message_refs(batch.records.iter().map(|p| &p.message), codec) {
+                    match MessageSet::from_encoded(batch.records.iter().map(|p| &p.message), codec) {
                         Ok(set) => {
                             batch.encoded = Some(set.clone());
                             set
@@ -850,6 +856,12 @@ impl Engine {
     }
 }
 
+/// A record's bytes move out of the sender's shared buffer (see inbox.rs) into its partition's
+/// arena when it is queued.
+fn into_arena(pending: &mut Pending, arena: &mut Arena) {
+    pending.message = arena.copy(&pending.message);
+}
+
 async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
@@ -888,7 +900,11 @@ mod tests {
             seq: 0,
             topic: "t".into(),
             partition,
-            message: Message::new(None, Some(bytes::Bytes::from_static(b"v"))),
+            message: gregor_protocol::EncodedMessage::encode(&Message::new(
+                None,
+                Some(bytes::Bytes::from_static(b"v")),
+            ))
+            .unwrap(),
             slot: Some(Slot::Future(tx)),
         };
         e.on_command(Command::Record(pending), Instant::now());

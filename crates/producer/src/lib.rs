@@ -96,6 +96,7 @@
 //! timeouts. No subscriber is installed.
 
 pub mod accumulator;
+pub mod arena;
 pub mod audit;
 pub mod config;
 mod engine;

@@ -15,10 +15,10 @@ use tracing::Instrument;
 
 use crate::config::{EnqueueTimeout, ProducerConfig};
 use crate::engine::{Command, Engine};
-use crate::error::{Error, SendError};
-use crate::inbox::{inbox, InboxSender};
+use crate::error::{DeliveryError, Error, SendError};
+use crate::inbox::{inbox, InboxSender, Refused};
 use crate::record::{
-    Callback, CloseReport, DeliveryFuture, DeliveryHandler, DeliveryResult, FlushReport, Pending, Record, Slot,
+    Callback, CloseReport, DeliveryFuture, DeliveryHandler, DeliveryResult, FlushReport, Record, Slot,
 };
 
 /// How long [`AsyncProducer::close`] waits past its bound for the background task's report
@@ -281,16 +281,8 @@ where
                 return Err(SendError::Encode { record, what: "value", source: Arc::new(e) });
             }
         };
-        let pending = Pending {
-            seq: 0,
-            topic,
-            partition,
-            message: Message::new(key, Some(value)),
-            // no clock reading here: the background task stamps the records' arrival, once per
-            // burst of records it takes
-            slot: Some(slot),
-        };
-        match self.shared.inbox.send(Command::Record(pending)) {
+        let message = Message::new(key, Some(value));
+        match self.shared.inbox.send_record(topic.clone(), partition, &message, slot) {
             Ok(()) => {
                 // the background task gives the place back with the record's result
                 permit.forget();
@@ -299,8 +291,17 @@ where
             // the background task is gone (it closed its inbox after a close, or its runtime
             // stopped): the value was taken, so the record cannot be given back; dropping it
             // delivers Closed through its future or callback, its one result
-            Err(command) => {
-                drop(command);
+            Err(Refused::Closed(pending)) => {
+                drop(pending);
+                Ok(())
+            }
+            // a key or value over i32::MAX bytes: its one result is that error
+            Err(Refused::Encode(e, slot)) => {
+                let Message { key, value, .. } = message;
+                let error =
+                    Error::Encode { topic: topic.to_string(), partition: partition.unwrap_or(-1), source: Arc::new(e) };
+                let failed = DeliveryError { topic: topic.clone(), partition, attempts: 0, error, key, value };
+                slot.deliver(Err(failed), &topic);
                 Ok(())
             }
         }

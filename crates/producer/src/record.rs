@@ -5,7 +5,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use gregor_protocol::Message;
+use gregor_protocol::{EncodedMessage, Message};
 use tokio::sync::oneshot;
 
 use crate::error::{DeliveryError, Error};
@@ -160,7 +160,7 @@ pub(crate) struct Pending {
     pub(crate) topic: Arc<str>,
     /// The partition the application asked for.
     pub(crate) partition: Option<i32>,
-    pub(crate) message: Message,
+    pub(crate) message: EncodedMessage,
     pub(crate) slot: Option<Slot>,
 }
 
@@ -177,37 +177,46 @@ impl std::fmt::Debug for Pending {
 impl Pending {
     /// A delivery error for this record.
     pub(crate) fn error(&self, partition: Option<i32>, attempts: u32, error: Error) -> DeliveryError {
+        let Message { key, value, .. } = self.message.to_message();
         DeliveryError {
             topic: self.topic.clone(),
             partition: partition.or(self.partition),
             attempts,
             error,
-            key: self.message.key.clone(),
-            value: self.message.value.clone(),
+            key,
+            value,
         }
     }
 
     /// Hands the result to the future or the callback (a panicking callback is caught and
     /// logged, so it cannot take the producer down).
     pub(crate) fn deliver(&mut self, result: DeliveryResult) {
-        match self.slot.take() {
-            Some(Slot::Future(tx)) => {
+        if let Some(slot) = self.slot.take() {
+            slot.deliver(result, &self.topic);
+        }
+    }
+}
+
+impl Slot {
+    /// Hands `result` (of a record of `topic`) to the future, callback or handler.
+    pub(crate) fn deliver(self, result: DeliveryResult, topic: &str) {
+        match self {
+            Slot::Future(tx) => {
                 let _ = tx.send(result);
             }
-            Some(Slot::Callback(callback)) => {
+            Slot::Callback(callback) => {
                 let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(result)));
                 if outcome.is_err() {
-                    tracing::error!(topic = %self.topic, "a delivery callback panicked");
+                    tracing::error!(topic, "a delivery callback panicked");
                 }
             }
-            Some(Slot::Handler(handler, opaque)) => {
+            Slot::Handler(handler, opaque) => {
                 let outcome =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.on_delivery(opaque, result)));
                 if outcome.is_err() {
-                    tracing::error!(topic = %self.topic, opaque, "a delivery handler panicked");
+                    tracing::error!(topic, opaque, "a delivery handler panicked");
                 }
             }
-            None => {}
         }
     }
 }

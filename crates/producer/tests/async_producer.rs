@@ -349,6 +349,84 @@ async fn each_codec_travels_as_one_wrapper_and_reads_back_intact() {
     assert_eq!(log_values(&c, "plain", 0).await, ["b"]);
 }
 
+/// Records are encoded by `send` (small ones into a buffer they share, large ones on their
+/// own) and copied into their partition's blocks by the background task: every size, key or
+/// none, plain or compressed, lands byte for byte in its partition in send order, and a record
+/// that fails hands back exactly its key and value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_of_every_size_land_byte_exact_and_failures_give_them_back() {
+    let c = cluster_or_skip!("record-sizes");
+    // around the shared-buffer limit (8 KiB with the message header), past a whole shared
+    // buffer (64 KiB), and large
+    let sizes = [0usize, 1, 100, 8 * 1024 - 15, 8 * 1024 - 14, 8 * 1024 - 13, 8 * 1024, 70_000, 300_000];
+    let value = |i: usize, n: usize| -> String {
+        let fill = char::from(b'a' + (i % 26) as u8);
+        let mut v = format!("{i:04}");
+        v.extend(std::iter::repeat_n(fill, n.saturating_sub(4)));
+        v.truncate(n.max(4));
+        v
+    };
+    for codec in [Compression::None, Compression::Snappy] {
+        let topic = format!("sizes-{codec}");
+        c.create_topic(&topic, 3, 1).await.unwrap();
+        let p = producer(config(&c).compression_codec(codec).queue_buffering_max(Duration::from_millis(50)));
+        let mut sent: BTreeMap<i32, Vec<(Option<String>, String)>> = BTreeMap::new();
+        let mut deliveries = Vec::new();
+        for round in 0..3 {
+            for (j, n) in sizes.iter().enumerate() {
+                let i = round * sizes.len() + j;
+                let partition = (i % 3) as i32;
+                let key = (i % 2 == 0).then(|| format!("key-{i}"));
+                let v = value(i, *n);
+                let mut record = Record::new(topic.as_str(), v.clone()).with_partition(partition);
+                if let Some(k) = &key {
+                    record = record.with_key(k.clone());
+                }
+                sent.entry(partition).or_default().push((key, v));
+                deliveries.push(p.send(record).await.unwrap());
+            }
+        }
+        for d in deliveries {
+            d.bounded().await.unwrap();
+        }
+        for (partition, want) in &sent {
+            let log = read_log(&c, &topic, *partition).await;
+            let got: Vec<(Option<String>, String)> = log.into_iter().map(|(_, k, v)| (k, v)).collect();
+            assert_eq!(got.len(), want.len(), "{codec} partition {partition}");
+            assert!(got == *want, "{codec} partition {partition}: the log differs from what was sent");
+        }
+        p.close(Duration::from_secs(1)).bounded().await;
+    }
+    // failures carry the record's own bytes back
+    c.create_topic("sizes-failed", 1, 1).await.unwrap();
+    let p = producer(config(&c).queue_buffering_max(Duration::from_secs(10)));
+    warm(&p, "sizes-failed").await;
+    pause_all(&c);
+    let mut want = Vec::new();
+    let mut deliveries = Vec::new();
+    for (i, n) in sizes.iter().enumerate() {
+        let v = value(i, *n);
+        want.push((format!("k{i}"), v.clone()));
+        deliveries.push(p.send(Record::new("sizes-failed", v).with_key(format!("k{i}"))).await.unwrap());
+    }
+    let report = p.close(Duration::from_millis(300)).bounded().await;
+    resume_all(&c);
+    for d in deliveries {
+        let e = d.bounded().await.unwrap_err();
+        assert!(matches!(e.error, Error::Closed { .. }), "{e:?}");
+    }
+    let got: Vec<(String, String)> = report
+        .undelivered
+        .iter()
+        .map(|e| {
+            let text = |b: &Option<bytes::Bytes>| String::from_utf8(b.as_ref().expect("not null").to_vec()).unwrap();
+            (text(&e.key), text(&e.value))
+        })
+        .collect();
+    assert_eq!(got.len(), want.len());
+    assert!(got == want, "the undelivered records' keys and values differ from what was sent");
+}
+
 // ---------------------------------------------------------------------------------------
 // partitioners
 
