@@ -12,6 +12,9 @@ use bytes::{BufMut, Bytes, BytesMut};
 use gregor_protocol::message::{DecodeOptions, ENTRY_HEADER_SIZE};
 use gregor_protocol::{Compression, ErrorCode, Message, MessageAndOffset, MessageSet};
 
+/// A top-level entry of copied bytes: its first and last offset, and where it starts.
+pub(crate) type EntrySpan = (i64, i64, usize);
+
 /// A top-level entry's place in the log.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
@@ -62,9 +65,9 @@ impl PartitionLog {
         first
     }
 
-    /// Copies the entries at and after `from` (a follower's fetch); returns bytes and the new
-    /// log end offset they reach.
-    pub(crate) fn entries_from(&self, from: i64) -> Option<(Bytes, Vec<(i64, i64, usize)>, i64)> {
+    /// Copies the entries at and after `from` (a follower's fetch); returns bytes, their
+    /// entries and the new log end offset they reach.
+    pub(crate) fn entries_from(&self, from: i64) -> Option<(Bytes, Vec<EntrySpan>, i64)> {
         let start = self.index.partition_point(|e| e.last_offset < from);
         let first = self.index.get(start)?;
         let bytes = Bytes::copy_from_slice(&self.data[first.pos..]);
@@ -73,7 +76,7 @@ impl PartitionLog {
     }
 
     /// Appends what [`PartitionLog::entries_from`] returned from the leader.
-    pub(crate) fn append_replicated(&mut self, bytes: &[u8], entries: &[(i64, i64, usize)], leo: i64) {
+    pub(crate) fn append_replicated(&mut self, bytes: &[u8], entries: &[EntrySpan], leo: i64) {
         let base = self.data.len();
         self.data.extend_from_slice(bytes);
         for &(f, l, pos) in entries {
