@@ -55,9 +55,12 @@ struct Shared {
 ///   `retry.backoff.ms`, up to `message.send.max.retries` times; 7 RequestTimedOut is retried
 ///   too, but the leader kept the records, so the retry may store them twice. 10
 ///   MessageSizeTooLarge, 2 InvalidMessage and other final codes fail at once.
-/// * **Encoding** — keys and values are encoded by `send` (on the caller's task); each batch
-///   is encoded into one message set (compressed per `compression.codec` /
-///   `compressed.topics`) once, and a retry reuses the bytes.
+/// * **Encoding** — `send` encodes the key and value and then the whole message (its CRC
+///   included) on the caller's task, into a buffer many records share, and drops the
+///   application's key and value there, on the thread that made them; the background task
+///   keeps queued records in per-partition blocks and builds each batch's message set
+///   (compressed per `compression.codec` / `compressed.topics`) from them once: a retry
+///   reuses the bytes.
 ///
 /// Cheap to clone: clones share the queue and the background task. Dropping the last clone
 /// never blocks: the task sends what is queued and stops once every record has its result.
