@@ -423,8 +423,8 @@ impl TopicCounts {
 #[derive(Debug)]
 struct Outgoing {
     value: Bytes,
-    /// The message of its latest send (the engine's record holds the same bytes: that is how
-    /// [`Auditor::observe`] knows its own records).
+    /// The message of its latest send (the engine's record holds a copy of these bytes: that
+    /// is how [`Auditor::observe`] knows its own records).
     sent: Option<EncodedMessage>,
     attempts: u32,
     not_before: Instant,
@@ -506,11 +506,11 @@ impl Auditor {
     /// (an audit record): it is then neither the application's nor audited.
     pub(crate) fn observe(&mut self, pending: &Pending, result: &DeliveryResult) -> bool {
         if *pending.topic == *self.topic {
-            if !self.in_flight.is_empty() {
-                let bytes = pending.message.as_bytes();
-                let own = self.in_flight.iter().position(|o| {
-                    o.sent.as_ref().is_some_and(|s| s.as_bytes().as_ptr() == bytes.as_ptr() && s.len() == bytes.len())
-                });
+            // the auditor's own records have no delivery slot (an application's record keeps
+            // its slot until its result is handed out, after this); the engine holds a copy of
+            // the message (in its partition's blocks), so the bytes tell which one it is
+            if pending.slot.is_none() && !self.in_flight.is_empty() {
+                let own = self.in_flight.iter().position(|o| o.sent.as_ref() == Some(&pending.message));
                 if let Some(i) = own {
                     let sent = self.in_flight.swap_remove(i);
                     self.published(sent, result);
@@ -764,6 +764,18 @@ mod tests {
         }
     }
 
+    /// A record as the engine holds it when its result comes: its message copied into its
+    /// partition's blocks.
+    fn as_queued(p: &Pending) -> Pending {
+        Pending {
+            seq: p.seq,
+            topic: p.topic.clone(),
+            partition: p.partition,
+            message: p.message.detached(),
+            slot: None,
+        }
+    }
+
     fn ack(a: &mut Auditor, topic: &str, partition: i32, offset: i64, value: &str) {
         let p = pending(topic, value);
         let own = a.observe(&p, &Ok(RecordMetadata { topic: topic.into(), partition, offset }));
@@ -847,8 +859,8 @@ mod tests {
         assert_eq!(a.pending(), 2, "both in flight");
         // their results are the auditor's own, whatever the order
         let meta = RecordMetadata { topic: DEFAULT_AUDIT_TOPIC.into(), partition: 0, offset: 0 };
-        assert!(a.observe(&due[1], &Ok(meta.clone())));
-        assert!(a.observe(&due[0], &Ok(meta)));
+        assert!(a.observe(&as_queued(&due[1]), &Ok(meta.clone())));
+        assert!(a.observe(&as_queued(&due[0]), &Ok(meta)));
         assert_eq!(a.pending(), 0);
         // an application record to the audit topic is not the auditor's, and not audited
         let theirs = pending(DEFAULT_AUDIT_TOPIC, "mine");
@@ -903,7 +915,7 @@ mod tests {
         };
         for attempt in 1..PUBLISH_ATTEMPTS {
             assert_eq!(due.len(), 1, "attempt {attempt}");
-            assert!(a.observe(&due[0], &Err(failure(&due[0]))));
+            assert!(a.observe(&as_queued(&due[0]), &Err(failure(&due[0]))));
             assert_eq!(a.pending(), 1, "queued again");
             assert!(a.step(now, false).is_empty(), "not before the next window end");
             now = a.next_wakeup().expect("a timer for the retry");
