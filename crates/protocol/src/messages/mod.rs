@@ -1,8 +1,9 @@
 //! Request and response bodies, one file per API (the client APIs of Kafka 0.8.2).
 //!
-//! Every body implements [`Encode`] and [`Decode`] with the version as an argument; every
-//! request implements [`Request`]. Topic-keyed arrays keep the order they had on the wire:
-//! brokers answer in neither request nor sorted order, so match results by topic and partition.
+//! Every body implements [`Encode`] and [`Decode`](crate::Decode) with the version as an
+//! argument; every request implements [`Request`]. Topic-keyed arrays keep the order they had
+//! on the wire: brokers answer in neither request nor sorted order, so match results by topic
+//! and partition.
 //!
 //! Protocol guide: <https://kafka.apache.org/protocol> (the "0.8" sections) and
 //! <https://cwiki.apache.org/confluence/display/KAFKA/A+Guide+To+The+Kafka+Protocol>.
