@@ -15,8 +15,10 @@
 //! the thread that made them, and a small record costs no allocation of its own on its way.
 //! (Measured: with the values' memory freed by tokio's workers instead, the sending thread of
 //! a multi-thread runtime spent about a third of its time in the allocator.) The background
-//! task copies each small record out ([`detach`]) when it takes it, so a record that waits long
-//! (a retry, a partition without a leader) never keeps a whole buffer alive.
+//! task copies each small record out when it queues it: into its partition's blocks
+//! (`crate::arena`), or into an allocation of its own ([`detach`]) while it waits for its
+//! topic's metadata; so a record that waits long (a retry, a partition without a leader) never
+//! keeps a whole shared buffer alive.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
