@@ -372,10 +372,23 @@ impl<T> Accumulator<T> {
     /// Queues a record for a partition (its leader unknown until [`Accumulator::set_leader`]).
     /// `enqueued_at` starts its linger.
     pub fn append(&mut self, tp: &TopicPartition, record: T, enqueued_at: Instant) {
+        self.append_with(tp, record, enqueued_at, |_, _| {});
+    }
+
+    /// [`Accumulator::append`], letting `prepare` move the record's bytes into the partition's
+    /// [`Arena`] first.
+    pub fn append_with(
+        &mut self,
+        tp: &TopicPartition,
+        mut record: T,
+        enqueued_at: Instant,
+        prepare: impl FnOnce(&mut T, &mut Arena),
+    ) {
         let q = match self.partitions.get_mut(tp) {
             Some(q) => q,
             None => self.partitions.entry(tp.clone()).or_insert_with(|| PartitionQueue::new(None)),
         };
+        prepare(&mut record, &mut q.arena);
         q.push(record, enqueued_at);
         self.len += 1;
     }
@@ -387,14 +400,7 @@ impl<T> Accumulator<T> {
     ///
     /// The record, when the partition has no queue.
     pub fn try_append(&mut self, tp: &TopicPartition, record: T, enqueued_at: Instant) -> Result<(), T> {
-        match self.partitions.get_mut(tp) {
-            Some(q) => {
-                q.push(record, enqueued_at);
-                self.len += 1;
-                Ok(())
-            }
-            None => Err(record),
-        }
+        self.try_append_with(tp, record, enqueued_at, |_, _| {})
     }
 
     /// [`Accumulator::try_append`], letting `prepare` move the record's bytes into the

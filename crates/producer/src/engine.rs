@@ -368,10 +368,7 @@ impl Engine {
             }
         }
         self.acc.set_leader(&tp, self.snapshot.leader(&tp.topic, partition));
-        if let Err(pending) = self.acc.try_append_with(&tp, pending, enqueued_at, into_arena) {
-            // set_leader made the queue: not reached
-            self.acc.append(&tp, pending, enqueued_at);
-        }
+        self.acc.append_with(&tp, pending, enqueued_at, into_arena);
     }
 
     /// The liveness rule of metadata: while a record waits for metadata (held for its topic's

@@ -51,8 +51,9 @@ pub(crate) fn detach(message: &EncodedMessage) -> EncodedMessage {
 pub(crate) enum Refused {
     /// The task closed the inbox: the record, to be dropped (which delivers its Closed).
     Closed(Pending),
-    /// The message could not be encoded (a key or value over `i32::MAX` bytes).
-    Encode(gregor_protocol::Error, Slot),
+    /// The message could not be encoded (a key or value over `i32::MAX` bytes): the error,
+    /// and the record's topic and slot back.
+    Encode(gregor_protocol::Error, Arc<str>, Slot),
 }
 
 /// After a take, a deque keeping more room than this gives it back (a burst that filled the
@@ -105,22 +106,27 @@ impl InboxSender {
     /// Queues a command; gives it back when the task has closed the inbox.
     #[allow(clippy::result_large_err)] // a record, moved back on the rare refusal
     pub(crate) fn send(&self, command: Command) -> Result<(), Command> {
-        let mut state = self.queue.lock();
+        let state = self.queue.lock();
         if state.closed {
             return Err(command);
         }
+        self.push(state, command);
+        Ok(())
+    }
+
+    /// Queues `command` under the held lock (the caller checked that the inbox is open), and
+    /// wakes the task when the queue was empty.
+    fn push(&self, mut state: MutexGuard<'_, State>, command: Command) {
         state.commands.push_back(command);
         let first = state.commands.len() == 1;
         drop(state);
         if first {
             self.queue.wake.notify_one();
         }
-        Ok(())
     }
-}
 
-impl InboxSender {
     /// Encodes a record (small ones into the shared buffer, under the lock) and queues it.
+    #[allow(clippy::result_large_err)] // the record's parts, moved back on the rare refusal
     pub(crate) fn send_record(
         &self,
         topic: Arc<str>,
@@ -132,7 +138,7 @@ impl InboxSender {
         let own = if len > SHARED_MAX {
             match EncodedMessage::encode(message) {
                 Ok(m) => Some(m),
-                Err(e) => return Err(Refused::Encode(e, slot)),
+                Err(e) => return Err(Refused::Encode(e, topic, slot)),
             }
         } else {
             None
@@ -146,7 +152,7 @@ impl InboxSender {
                 }
                 match EncodedMessage::encode_into(message, &mut state.chunk) {
                     Ok(m) => m,
-                    Err(e) => return Err(Refused::Encode(e, slot)),
+                    Err(e) => return Err(Refused::Encode(e, topic, slot)),
                 }
             }
         };
@@ -155,12 +161,7 @@ impl InboxSender {
         if state.closed {
             return Err(Refused::Closed(pending));
         }
-        state.commands.push_back(Command::Record(pending));
-        let first = state.commands.len() == 1;
-        drop(state);
-        if first {
-            self.queue.wake.notify_one();
-        }
+        self.push(state, Command::Record(pending));
         Ok(())
     }
 }

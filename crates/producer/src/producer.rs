@@ -285,7 +285,7 @@ where
             }
         };
         let message = Message::new(key, Some(value));
-        match self.shared.inbox.send_record(topic.clone(), partition, &message, slot) {
+        match self.shared.inbox.send_record(topic, partition, &message, slot) {
             Ok(()) => {
                 // the background task gives the place back with the record's result
                 permit.forget();
@@ -299,7 +299,7 @@ where
                 Ok(())
             }
             // a key or value over i32::MAX bytes: its one result is that error
-            Err(Refused::Encode(e, slot)) => {
+            Err(Refused::Encode(e, topic, slot)) => {
                 let Message { key, value, .. } = message;
                 let error =
                     Error::Encode { topic: topic.to_string(), partition: partition.unwrap_or(-1), source: Arc::new(e) };
