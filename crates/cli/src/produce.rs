@@ -303,16 +303,15 @@ mod tests {
         assert_eq!(empty.next().await.unwrap(), None);
     }
 
-    #[allow(clippy::result_large_err)] // the producer's own type
     fn failed(partition: Option<i32>) -> DeliveryResult {
-        Err(DeliveryError {
+        Err(Box::new(DeliveryError {
             topic: "t".into(),
             partition,
             attempts: 1,
             error: Error::Closed { in_flight: false },
             key: None,
             value: None,
-        })
+        }))
     }
 
     #[test]

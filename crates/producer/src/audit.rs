@@ -905,13 +905,15 @@ mod tests {
         ack(&mut a, "t", 0, 0, "a");
         let mut now = t0 + Duration::from_millis(50);
         let mut due = a.step(now, false);
-        let failure = |p: &Pending| DeliveryError {
-            topic: p.topic.clone(),
-            partition: None,
-            attempts: 4,
-            error: Error::NoLeader { topic: p.topic.to_string(), partition: 0, rounds: 4 },
-            key: None,
-            value: None,
+        let failure = |p: &Pending| {
+            Box::new(DeliveryError {
+                topic: p.topic.clone(),
+                partition: None,
+                attempts: 4,
+                error: Error::NoLeader { topic: p.topic.to_string(), partition: 0, rounds: 4 },
+                key: None,
+                value: None,
+            })
         };
         for attempt in 1..PUBLISH_ATTEMPTS {
             assert_eq!(due.len(), 1, "attempt {attempt}");

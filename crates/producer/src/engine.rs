@@ -715,8 +715,6 @@ impl Engine {
     /// A batch's records are delivered: their queue places given back in one go (one
     /// semaphore update per batch, not per record), then each record accounted and its result
     /// handed out — places first, so an application that sends again on a result finds room.
-    // the results' error side carries the record's bytes on purpose (see DeliveryError)
-    #[allow(clippy::result_large_err)]
     fn succeed(&mut self, batch: Batch<Pending>, base_offset: i64) {
         let tp = batch.tp.clone();
         let records = self.acc.done(batch);
@@ -776,12 +774,12 @@ impl Engine {
             if pending.seq < flush.below {
                 flush.remaining = flush.remaining.saturating_sub(1);
                 if let Err(e) = result {
-                    flush.failed.push(e.clone());
+                    flush.failed.push(DeliveryError::clone(e));
                 }
             }
         }
         if let (Some(closing), Err(e)) = (&mut self.closing, result) {
-            closing.undelivered.push(e.clone());
+            closing.undelivered.push(DeliveryError::clone(e));
         }
         true
     }

@@ -104,7 +104,7 @@ where
     pub fn send(&self, record: Record<K, V>) -> Result<RecordMetadata, SyncSendError<K, V>> {
         self.block_on(async {
             let delivery = self.producer.send(record).await.map_err(SyncSendError::Send)?;
-            delivery.await.map_err(SyncSendError::Delivery)
+            delivery.await.map_err(|e| SyncSendError::Delivery(*e))
         })
     }
 
@@ -127,7 +127,7 @@ where
             let mut results = Vec::with_capacity(queued.len());
             for q in queued {
                 results.push(match q {
-                    Ok(delivery) => delivery.await.map_err(SyncSendError::Delivery),
+                    Ok(delivery) => delivery.await.map_err(|e| SyncSendError::Delivery(*e)),
                     Err(e) => Err(SyncSendError::Send(e)),
                 });
             }

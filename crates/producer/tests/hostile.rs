@@ -66,7 +66,7 @@ async fn broker(rules: Vec<Rule>) -> HostileBroker {
 
 /// Sends [`RECORDS`] records over both partitions (all in one batch per partition), then waits
 /// for every result; returns them with how long the slowest took.
-async fn send_all(p: &AsyncProducer<String, String>) -> (Vec<Result<i64, DeliveryError>>, Duration) {
+async fn send_all(p: &AsyncProducer<String, String>) -> (Vec<Result<i64, Box<DeliveryError>>>, Duration) {
     let started = Instant::now();
     let mut deliveries = Vec::new();
     for i in 0..RECORDS {
