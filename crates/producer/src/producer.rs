@@ -251,7 +251,13 @@ where
         let permits = &self.shared.permits;
         let capacity = self.shared.config.queue_buffering_max_messages();
         let permit = match self.shared.config.queue_enqueue_timeout() {
-            EnqueueTimeout::Block => permits.acquire().await.ok(),
+            // a place free now is taken without the future (and its waiter bookkeeping): the
+            // common case costs one compare-and-swap; only a full queue waits in line
+            EnqueueTimeout::Block => match permits.try_acquire() {
+                Ok(p) => Some(p),
+                Err(tokio::sync::TryAcquireError::Closed) => None,
+                Err(tokio::sync::TryAcquireError::NoPermits) => permits.acquire().await.ok(),
+            },
             EnqueueTimeout::FailFast => match permits.try_acquire() {
                 Ok(p) => Some(p),
                 Err(tokio::sync::TryAcquireError::NoPermits) => {
