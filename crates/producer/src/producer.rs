@@ -248,11 +248,16 @@ where
             },
             None => None,
         };
+        // a send that finds room never waits, so it counts against the task's coop budget
+        // itself: a loop of sends yields now and then and the background task keeps up (on a
+        // current-thread runtime it would otherwise run only once the queue is full)
+        tokio::task::coop::consume_budget().await;
         let permits = &self.shared.permits;
         let capacity = self.shared.config.queue_buffering_max_messages();
         let permit = match self.shared.config.queue_enqueue_timeout() {
             // a place free now is taken without the future (and its waiter bookkeeping): the
-            // common case costs one compare-and-swap; only a full queue waits in line
+            // common case costs one compare-and-swap; only a full queue waits in line (tokio
+            // gives released places to waiters first, so a free one means none is waiting)
             EnqueueTimeout::Block => match permits.try_acquire() {
                 Ok(p) => Some(p),
                 Err(tokio::sync::TryAcquireError::Closed) => None,

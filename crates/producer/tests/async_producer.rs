@@ -309,6 +309,37 @@ async fn a_full_queue_is_sent_at_once() {
     assert_eq!(requests[0].len(), 20);
 }
 
+/// On a current-thread runtime the sending loop and the producer's task share one thread. A
+/// send that finds room does not wait for anything, so it must still give the thread up now
+/// and then (tokio's coop budget): otherwise the producer's task, the connections and here the
+/// fake brokers would not run until the queue is full.
+#[tokio::test(flavor = "current_thread")]
+async fn a_sending_loop_on_one_thread_lets_the_producer_deliver_before_the_queue_fills() {
+    const N: usize = 20_000;
+    let c = cluster_or_skip!("one-thread-loop");
+    c.create_topic("t", 1, 1).await.unwrap();
+    let p = producer(config(&c).queue_buffering_max_messages(N).batch_num_messages(500));
+    warm(&p, "t").await;
+    let delivered = Arc::new(AtomicUsize::new(0));
+    let d = delivered.clone();
+    let handler: Arc<dyn DeliveryHandler> = Arc::new(move |_: u64, result: DeliveryResult| {
+        if result.is_ok() {
+            d.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    let mut peak = 0;
+    for i in 0..N {
+        p.send_with_handler(rec("t", i), &handler, i as u64).await.unwrap();
+        peak = peak.max(p.queued());
+    }
+    let during = delivered.load(Ordering::Relaxed);
+    assert!(during > 0, "no record was delivered while the loop ran (the queue peaked at {peak} of {N})");
+    assert!(peak < N, "the queue filled up: the producer did not run during the loop");
+    assert!(p.flush().bounded().await.is_ok());
+    assert_eq!(delivered.load(Ordering::Relaxed), N);
+    eprintln!("one thread: {during} of {N} delivered during the loop, queue peak {peak}");
+}
+
 // ---------------------------------------------------------------------------------------
 // compression
 
