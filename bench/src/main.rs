@@ -55,7 +55,8 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec] [--out 
                       (current-thread runtime), librdkafka, kafka-rust
   --consumers LIST    gregor-simple, gregor-group, librdkafka, kafka-rust
   --repeat R          runs per producer cell (default 3), the median by throughput reported;
-                      --consumer-repeat (default 3), --latency-repeat (default 1)
+                      --consumer-repeat (default 3), --latency-repeat (default 3: the run
+                      with the median p99 reported)
   --latency-seconds S length of a paced run (default 5): messages = rate x S
   --rate R            pace latency runs at R msg/s instead of half the slowest throughput
   --batch N           messages per partition batch (default 1000): librdkafka batch.num.messages;
@@ -162,7 +163,7 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
         rf: 2,
         repeat: if quick { 1 } else { 3 },
         consumer_repeat: if quick { 1 } else { 3 },
-        latency_repeat: 1,
+        latency_repeat: if quick { 1 } else { 3 },
         latency_seconds: if quick { 1.0 } else { 5.0 },
         rate: None,
         streams: None,

@@ -453,7 +453,8 @@ fn latency_section(s: &mut String, args: &Args, res: &Results) {
     let _ = writeln!(s, "## Produce latency at a fixed rate\n");
     let _ = writeln!(
         s,
-        "Each config paced at {} for {} s (messages = rate × {} s, at least 1000), {} run(s) per cell. \
+        "Each config paced at {} for {} s (messages = rate × {} s, at least 1000), {} run(s) per cell, \
+         the run with the median p99 shown. \
          Latency runs from the moment the benchmark hands a message to the client to its \
          acknowledgement: gregor's delivery handler, librdkafka's delivery report; kafka-rust is \
          synchronous, so its messages are acknowledged when the `send_all` carrying them returns (it \

@@ -226,6 +226,12 @@ where
 /// The median (by throughput) of a cell's repeats, and every successful repeat's
 /// throughput. A failed repeat fails the cell: a client that fails now and then is not fine.
 fn median<T: Measured>(results: Vec<Result<T, String>>) -> (Outcome<T>, Vec<f64>) {
+    median_by(results, Measured::rate)
+}
+
+/// As [`median`], the run in the middle by `key` (a paced run's p99: its throughput is the
+/// offered rate, so the median by throughput would be any run).
+fn median_by<T: Measured>(results: Vec<Result<T, String>>, key: impl Fn(&T) -> f64) -> (Outcome<T>, Vec<f64>) {
     let total = results.len();
     let mut oks = Vec::new();
     let mut first_error = None;
@@ -243,7 +249,7 @@ fn median<T: Measured>(results: Vec<Result<T, String>>) -> (Outcome<T>, Vec<f64>
         Some(e) => (Outcome::Failed(format!("{} of {total} runs failed: {e}", total - oks.len())), rates),
         None if oks.is_empty() => (Outcome::Failed("no run".into()), rates),
         None => {
-            oks.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
+            oks.sort_by(|a, b| key(a).total_cmp(&key(b)));
             (Outcome::Ok(oks.swap_remove(oks.len() / 2)), rates)
         }
     }
@@ -493,6 +499,8 @@ impl Coordinator {
             .map(|(&client, results)| {
                 let (outcome, all_rates) = match client.unsupported(codec) {
                     Some(reason) => (Outcome::Na(reason.to_owned()), Vec::new()),
+                    // a paced run: the one with the median p99
+                    None if rate.is_some() => median_by(results, |r| r.p99_us.unwrap_or(f64::INFINITY)),
                     None => median(results),
                 };
                 ProduceRow { client, partitions, acks, codec, outcome, all_rates, paced: rate }
@@ -707,5 +715,17 @@ mod tests {
         assert!(matches!(o, Outcome::Failed(ref e) if e == "1 of 3 runs failed: boom"), "{o:?}");
         let (o, _) = median::<R>(vec![Err("boom".into())]);
         assert!(matches!(o, Outcome::Failed(ref e) if e == "boom"));
+    }
+
+    #[test]
+    fn median_by_another_key_picks_the_middle_of_that_key() {
+        // the key reverses the order: the run in the middle stays the middle one, whatever the
+        // rates; with a key that is not the rate's order another run is picked
+        let runs = || vec![Ok(R(1.0)), Ok(R(2.0)), Ok(R(3.0))];
+        let (o, rates) = median_by(runs(), |r| -r.0);
+        assert!(matches!(o, Outcome::Ok(R(m)) if m == 2.0));
+        assert_eq!(rates, [1.0, 2.0, 3.0], "the rates are reported as they came");
+        let (o, _) = median_by(runs(), |r| (r.0 - 1.0).abs().min((r.0 - 3.5).abs()));
+        assert!(matches!(o, Outcome::Ok(R(m)) if m == 3.0), "{o:?}");
     }
 }
