@@ -39,10 +39,10 @@
 //!   threads (`benchmarks/RESULTS.md`, gregor-ct vs gregor). An application that sends at very
 //!   high rates gets the most from running its sending loop and the producer on the same
 //!   current-thread runtime (the producer starts its task on the runtime it is created in).
-//!   On the multi-thread runtime glibc's per-thread malloc arenas each grow to the producer's
-//!   working set as its task moves between workers: with a full queue of 100,000 records the
-//!   benchmark's client memory was 74 MiB, and 44 MiB with `MALLOC_ARENA_MAX=1` (CPU per record
-//!   0.80 -> 0.90 µs).
+//!   On the multi-thread runtime the benchmark's sending loop outruns the producer's task, so
+//!   its queue of 100,000 records stays full, and glibc's per-thread malloc arenas add to that
+//!   as the task moves between workers: client memory 43 MiB (1 partition) and 51 MiB
+//!   (6 partitions), 36 and 39 MiB with `MALLOC_ARENA_MAX=1`.
 //! * The decisions live in a pure state machine, [`accumulator::Accumulator`], tested with a
 //!   fake clock; the background task only moves bytes and timers.
 //!
