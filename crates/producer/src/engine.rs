@@ -42,8 +42,22 @@ pub(crate) enum Command {
 }
 
 enum Completion {
-    Produce { round: u64, result: Result<Option<ProduceResponse>, gregor_net::Error> },
-    Metadata { result: Result<(), gregor_net::Error> },
+    Produce {
+        round: u64,
+        /// Per batch of the round, in order: the set encoded by the round's task (`None`: the
+        /// batch came encoded, a retry), or why it could not be (that batch was not sent).
+        encoded: Vec<Option<Result<MessageSet, gregor_protocol::Error>>>,
+        result: Result<Option<ProduceResponse>, gregor_net::Error>,
+    },
+    Metadata {
+        result: Result<(), gregor_net::Error>,
+    },
+}
+
+/// A batch as its round's task gets it: the set itself (a retry), or the messages to encode.
+enum SetSource {
+    Encoded(MessageSet),
+    Messages(Vec<gregor_protocol::EncodedMessage>, gregor_protocol::Compression),
 }
 
 enum TaskKind {
@@ -418,7 +432,7 @@ impl Engine {
             Ok((id, completion)) => {
                 self.task_kinds.remove(&id);
                 match completion {
-                    Completion::Produce { round, result } => self.on_produce(round, result),
+                    Completion::Produce { round, encoded, result } => self.on_produce(round, encoded, result),
                     Completion::Metadata { result } => self.on_metadata(result),
                 }
             }
@@ -540,53 +554,29 @@ impl Engine {
         }
     }
 
-    /// Encodes the round's batches (once per batch: a retry reuses the bytes) and sends them
-    /// to the broker in one Produce request, on a task of its own.
+    /// Sends the round's batches to the broker in one Produce request, on a task of its own.
+    /// That task also builds the message sets (and compresses them): on a multi-thread runtime
+    /// the sets of different rounds are built on other workers while this task goes on routing
+    /// records. A set is built once per batch: the task hands it back (see `on_produce`), and
+    /// a retry sends those bytes again.
     fn send_round(&mut self, round: Round<Pending>) {
         let broker = round.broker;
-        let mut topics: Vec<TopicPartitions<ProducePartition>> = Vec::new();
-        let mut batches = Vec::with_capacity(round.batches.len());
+        let mut sources = Vec::with_capacity(round.batches.len());
         let mut records = 0;
-        for mut batch in round.batches {
-            let set = match batch.encoded.clone() {
-                Some(set) => set,
-                None => {
-                    let codec = self.config.compression_for(&batch.tp.topic);
-                    match MessageSet::from_encoded(batch.records.iter().map(|p| &p.message), codec) {
-                        Ok(set) => {
-                            batch.encoded = Some(set.clone());
-                            set
-                        }
-                        Err(e) => {
-                            let error = Error::Encode {
-                                topic: batch.tp.topic.to_string(),
-                                partition: batch.tp.partition,
-                                source: Arc::new(e),
-                            };
-                            self.fail_batch(batch, error);
-                            continue;
-                        }
-                    }
-                }
-            };
+        for batch in &round.batches {
             records += batch.records.len();
-            let entry = ProducePartition { partition: batch.tp.partition, message_set: set };
-            match topics.iter_mut().find(|t| *t.topic == *batch.tp.topic) {
-                Some(t) => t.partitions.push(entry),
-                None => topics.push(TopicPartitions::new(batch.tp.topic.to_string(), vec![entry])),
-            }
-            batches.push(batch);
+            let source = match &batch.encoded {
+                Some(set) => SetSource::Encoded(set.clone()),
+                None => SetSource::Messages(
+                    batch.records.iter().map(|p| p.message.clone()).collect(),
+                    self.config.compression_for(&batch.tp.topic),
+                ),
+            };
+            sources.push((batch.tp.clone(), source));
         }
-        if batches.is_empty() {
-            self.acc.round_done(broker);
-            return;
-        }
+        let batches = round.batches;
         let acks = self.config.request_required_acks();
-        let request = ProduceRequest {
-            required_acks: acks,
-            timeout: self.config.request_timeout().as_millis().min(i32::MAX as u128) as i32,
-            topics,
-        };
+        let timeout = self.config.request_timeout().as_millis().min(i32::MAX as u128) as i32;
         let id = self.next_round;
         self.next_round += 1;
         tracing::debug!(broker, batches = batches.len(), records, "produce");
@@ -598,7 +588,12 @@ impl Engine {
         let (queued, queued_rx) = oneshot::channel::<()>();
         let previous = self.queue_order.insert(broker, queued_rx);
         let handle = self.tasks.spawn(async move {
+            let (request, encoded) = produce_request(acks, timeout, sources);
             let result = async {
+                if request.topics.is_empty() {
+                    // nothing could be encoded: nothing to send
+                    return Ok(None);
+                }
                 let conn = pool.get(broker).await?;
                 if let Some(previous) = previous {
                     let _ = previous.await;
@@ -614,16 +609,45 @@ impl Engine {
                 }
             }
             .await;
-            Completion::Produce { round: id, result }
+            Completion::Produce { round: id, encoded, result }
         });
         self.task_kinds.insert(handle.id(), TaskKind::Round(id));
     }
 
-    fn on_produce(&mut self, round: u64, result: Result<Option<ProduceResponse>, gregor_net::Error>) {
-        let Some(in_flight) = self.rounds.remove(&round) else { return };
+    fn on_produce(
+        &mut self,
+        round: u64,
+        encoded: Vec<Option<Result<MessageSet, gregor_protocol::Error>>>,
+        result: Result<Option<ProduceResponse>, gregor_net::Error>,
+    ) {
+        let Some(mut in_flight) = self.rounds.remove(&round) else { return };
         let broker = in_flight.broker;
         self.acc.round_done(broker);
         let now = Instant::now();
+        // the sets the task built stay with their batches (a retry sends them as they are);
+        // a batch that could not be encoded was not sent, and fails here
+        let mut sent = Vec::with_capacity(in_flight.batches.len());
+        for (mut batch, set) in in_flight.batches.into_iter().zip(encoded) {
+            match set {
+                None => sent.push(batch),
+                Some(Ok(set)) => {
+                    batch.encoded = Some(set);
+                    sent.push(batch);
+                }
+                Some(Err(e)) => {
+                    let error = Error::Encode {
+                        topic: batch.tp.topic.to_string(),
+                        partition: batch.tp.partition,
+                        source: Arc::new(e),
+                    };
+                    self.fail_batch(batch, error);
+                }
+            }
+        }
+        in_flight.batches = sent;
+        if in_flight.batches.is_empty() {
+            return;
+        }
         match result {
             Ok(None) => {
                 for batch in in_flight.batches {
@@ -849,6 +873,42 @@ impl Engine {
         self.inbox_open = false;
         self.done = true;
     }
+}
+
+/// The Produce request of a round (run by the round's task): each batch's set, built from its
+/// messages unless it came built, under its topic; and per batch what was built here, to
+/// hand back to the engine.
+fn produce_request(
+    acks: i16,
+    timeout: i32,
+    sources: Vec<(TopicPartition, SetSource)>,
+) -> (ProduceRequest, Vec<Option<Result<MessageSet, gregor_protocol::Error>>>) {
+    let mut topics: Vec<TopicPartitions<ProducePartition>> = Vec::new();
+    let mut encoded = Vec::with_capacity(sources.len());
+    for (tp, source) in sources {
+        let set = match source {
+            SetSource::Encoded(set) => {
+                encoded.push(None);
+                set
+            }
+            SetSource::Messages(messages, codec) => match MessageSet::from_encoded(&messages, codec) {
+                Ok(set) => {
+                    encoded.push(Some(Ok(set.clone())));
+                    set
+                }
+                Err(e) => {
+                    encoded.push(Some(Err(e)));
+                    continue;
+                }
+            },
+        };
+        let entry = ProducePartition { partition: tp.partition, message_set: set };
+        match topics.iter_mut().find(|t| *t.topic == *tp.topic) {
+            Some(t) => t.partitions.push(entry),
+            None => topics.push(TopicPartitions::new(tp.topic.to_string(), vec![entry])),
+        }
+    }
+    (ProduceRequest { required_acks: acks, timeout, topics }, encoded)
 }
 
 /// A record's bytes move out of the sender's shared buffer (see inbox.rs) into its partition's
