@@ -8,7 +8,8 @@
 //!       ▲                                  ▲                                  │ one task per round
 //!  metadata refresh task ──► leaders ──────┘        outcome ◄── Produce v0 ◄──┘ (pool, per broker)
 //!                                                      │
-//!                          done ──► DeliveryFuture / callback, permit back to the queue
+//!                          done ──► delivery task: permit back to the queue, then
+//!                                   DeliveryFuture / callback / handler (in order)
 //!                          retry ──► front of its partition, after retry.backoff.ms
 //! ```
 
@@ -19,9 +20,10 @@ use std::time::Duration;
 use gregor_net::{MetadataCache, MetadataSnapshot};
 use gregor_protocol::messages::{ProducePartition, ProduceRequest, ProduceResponse, TopicPartitions};
 use gregor_protocol::{ErrorCode, MessageSet};
-use tokio::sync::{oneshot, Semaphore};
+use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::{Id, JoinError, JoinSet};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::accumulator::{Accumulator, AccumulatorConfig, Batch, Released, Round, TopicPartition};
 use crate::arena::Arena;
@@ -120,6 +122,9 @@ pub(crate) struct Engine {
     incoming: VecDeque<Command>,
     inbox_open: bool,
     permits: Arc<Semaphore>,
+    /// Where results go: the delivery task (see [`deliver_loop`]) once `run` started it;
+    /// handed out right here before that (the hand-driven tests).
+    deliveries: Option<mpsc::UnboundedSender<Delivery>>,
     tasks: JoinSet<Completion>,
     task_kinds: HashMap<Id, TaskKind>,
     rounds: HashMap<u64, InFlight>,
@@ -163,6 +168,7 @@ impl Engine {
             incoming: VecDeque::new(),
             inbox_open: true,
             permits,
+            deliveries: None,
             tasks: JoinSet::new(),
             task_kinds: HashMap::new(),
             rounds: HashMap::new(),
@@ -179,6 +185,9 @@ impl Engine {
 
     /// Runs until closed, or until every handle is dropped and every record has its result.
     pub(crate) async fn run(mut self) {
+        let (deliveries, rx) = mpsc::unbounded_channel();
+        tokio::spawn(deliver_loop(rx, self.permits.clone()).in_current_span());
+        self.deliveries = Some(deliveries);
         loop {
             let mut now = Instant::now();
             if !self.incoming.is_empty() {
@@ -287,7 +296,8 @@ impl Engine {
             }
             Command::Flush { reply } => {
                 if self.acc.is_empty() {
-                    let _ = reply.send(FlushReport::default());
+                    // after the results handed out before it
+                    self.hand_out(Delivery::Flush(reply, FlushReport::default()));
                 } else {
                     self.flushes.push(FlushWaiter {
                         below: self.next_seq,
@@ -301,9 +311,7 @@ impl Engine {
                 tracing::debug!(queued = self.acc.len(), "closing the producer");
                 match &mut self.closing {
                     // a second close: answered empty-handed, the first one reports
-                    Some(_) => {
-                        let _ = reply.send(CloseReport::default());
-                    }
+                    Some(_) => self.hand_out(Delivery::Close(reply, CloseReport::default())),
                     None => self.closing = Some(Closing { deadline, reply: Some(reply), undelivered: Vec::new() }),
                 }
             }
@@ -736,22 +744,24 @@ impl Engine {
         }
     }
 
-    /// A batch's records are delivered: their queue places given back in one go (one
-    /// semaphore update per batch, not per record), then each record accounted and its result
-    /// handed out — places first, so an application that sends again on a result finds room.
+    /// A batch's records are delivered. With no flush waiting and no audit, nothing is
+    /// counted per record here: the whole batch goes to the delivery task as it is.
     fn succeed(&mut self, batch: Batch<Pending>, base_offset: i64) {
         let tp = batch.tp.clone();
         let records = self.acc.done(batch);
-        // every record with a delivery slot holds a place (the auditor's own have neither)
-        let places = records.iter().filter(|p| p.slot.is_some()).count();
-        self.permits.add_permits(places);
-        for (i, mut pending) in records.into_iter().enumerate() {
+        if self.flushes.is_empty() && self.audit.is_none() {
+            self.hand_out(Delivery::Acked { tp, base_offset, records });
+            return;
+        }
+        let mut results = Vec::with_capacity(records.len());
+        for (i, pending) in records.into_iter().enumerate() {
             let offset = if base_offset >= 0 { base_offset + i as i64 } else { -1 };
             let result = Ok(RecordMetadata { topic: tp.topic.clone(), partition: tp.partition, offset });
             if self.account(&pending, &result) {
-                pending.deliver(result);
+                results.push((pending, result));
             }
         }
+        self.hand_out(Delivery::Results(results));
     }
 
     fn fail_batch(&mut self, batch: Batch<Pending>, error: Error) {
@@ -770,12 +780,25 @@ impl Engine {
         self.finish(pending, Err(e));
     }
 
-    /// A record's one result: counted for flushes and close, its queue place given back, then
-    /// handed to its future or callback.
-    fn finish(&mut self, mut pending: Pending, result: crate::DeliveryResult) {
+    /// A record's one result: counted for flushes and close, then handed out (its queue place
+    /// given back, then its future or callback).
+    fn finish(&mut self, pending: Pending, result: crate::DeliveryResult) {
         if self.account(&pending, &result) {
-            self.permits.add_permits(1);
-            pending.deliver(result);
+            self.hand_out(Delivery::Results(vec![(pending, result)]));
+        }
+    }
+
+    /// Results, flush and close reports leave in the order they were decided: through the
+    /// delivery task when it runs, here otherwise.
+    fn hand_out(&mut self, delivery: Delivery) {
+        match &self.deliveries {
+            Some(tx) => {
+                if let Err(mpsc::error::SendError(delivery)) = tx.send(delivery) {
+                    // the delivery task is gone (its runtime is shutting down): here, then
+                    hand_out(delivery, &self.permits);
+                }
+            }
+            None => hand_out(delivery, &self.permits),
         }
     }
 
@@ -816,7 +839,7 @@ impl Engine {
             std::mem::take(&mut self.flushes).into_iter().partition(|f| f.remaining == 0);
         self.flushes = waiting;
         for f in finished {
-            let _ = f.reply.send(FlushReport { failed: f.failed });
+            self.hand_out(Delivery::Flush(f.reply, FlushReport { failed: f.failed }));
         }
     }
 
@@ -853,25 +876,76 @@ impl Engine {
                     self.next_seq += 1;
                     self.fail(pending, None, 0, Error::Closed { in_flight: false });
                 }
-                Command::Flush { reply } => {
-                    let _ = reply.send(FlushReport::default());
-                }
-                Command::Close { reply, .. } => {
-                    let _ = reply.send(CloseReport::default());
-                }
+                Command::Flush { reply } => self.hand_out(Delivery::Flush(reply, FlushReport::default())),
+                Command::Close { reply, .. } => self.hand_out(Delivery::Close(reply, CloseReport::default())),
             }
         }
         for f in std::mem::take(&mut self.flushes) {
-            let _ = f.reply.send(FlushReport { failed: f.failed });
+            self.hand_out(Delivery::Flush(f.reply, FlushReport { failed: f.failed }));
         }
         let closing = self.closing.as_mut().expect("checked above");
         let report = CloseReport { undelivered: std::mem::take(&mut closing.undelivered) };
         if let Some(reply) = closing.reply.take() {
             tracing::debug!(undelivered = report.undelivered.len(), "producer closed");
-            let _ = reply.send(report);
+            self.hand_out(Delivery::Close(reply, report));
         }
         self.inbox_open = false;
         self.done = true;
+    }
+}
+
+/// What the engine hands to the delivery task, in the order it decided it.
+enum Delivery {
+    /// A batch acknowledged, none of its records counted yet: offsets from `base_offset`
+    /// (-1: unknown, acks=0).
+    Acked { tp: TopicPartition, base_offset: i64, records: Vec<Pending> },
+    /// Results already counted for flushes and close.
+    Results(Vec<(Pending, crate::DeliveryResult)>),
+    /// A flush's report: after the results of every record queued before it.
+    Flush(oneshot::Sender<FlushReport>, FlushReport),
+    /// A close's report: after every result.
+    Close(oneshot::Sender<CloseReport>, CloseReport),
+}
+
+/// The delivery task: calls the records' futures, callbacks and handlers off the engine's
+/// task, in the engine's order (so a partition's results come in offset order, and a flush
+/// or close reports after them). On a multi-thread runtime the application's callbacks then
+/// run on another worker while the engine goes on routing records and building requests (as
+/// librdkafka serves delivery reports outside its broker threads). Ends when the engine is
+/// gone and everything is handed out.
+async fn deliver_loop(mut rx: mpsc::UnboundedReceiver<Delivery>, permits: Arc<Semaphore>) {
+    let mut buf = Vec::with_capacity(64);
+    while rx.recv_many(&mut buf, 64).await > 0 {
+        for delivery in buf.drain(..) {
+            hand_out(delivery, &permits);
+        }
+    }
+}
+
+/// One delivery: queue places back first (one semaphore update per batch, and an application
+/// that sends again from a callback finds room), then each record its result. Every record
+/// with a delivery slot holds a place (the auditor's own have neither).
+fn hand_out(delivery: Delivery, permits: &Semaphore) {
+    match delivery {
+        Delivery::Acked { tp, base_offset, records } => {
+            permits.add_permits(records.iter().filter(|p| p.slot.is_some()).count());
+            for (i, mut pending) in records.into_iter().enumerate() {
+                let offset = if base_offset >= 0 { base_offset + i as i64 } else { -1 };
+                pending.deliver(Ok(RecordMetadata { topic: tp.topic.clone(), partition: tp.partition, offset }));
+            }
+        }
+        Delivery::Results(results) => {
+            permits.add_permits(results.iter().filter(|(p, _)| p.slot.is_some()).count());
+            for (mut pending, result) in results {
+                pending.deliver(result);
+            }
+        }
+        Delivery::Flush(reply, report) => {
+            let _ = reply.send(report);
+        }
+        Delivery::Close(reply, report) => {
+            let _ = reply.send(report);
+        }
     }
 }
 

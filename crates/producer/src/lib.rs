@@ -16,7 +16,7 @@
 //!       │     queue.buffering.max.ms, a full queue, flush/close; retries at the front
 //!       ├─ one Produce v0 request per broker in flight (brokers concurrently), each batch
 //!       │     encoded once (compression.codec / compressed.topics)
-//!       └─ outcome ─► DeliveryFuture / callback / DeliveryHandler:
+//!       └─ outcome ─► delivery task (in order) ─► DeliveryFuture / callback / DeliveryHandler:
 //!                     RecordMetadata { topic, partition, offset }
 //!                     or DeliveryError { topic, partition, attempts, error, key, value }
 //! ```

@@ -175,8 +175,9 @@ where
         Ok(DeliveryFuture { rx })
     }
 
-    /// Queues `record`; `callback` gets its delivery result, on the producer's background task
-    /// (keep it short, never block in it; a panic in it is caught and logged).
+    /// Queues `record`; `callback` gets its delivery result, on the producer's delivery task
+    /// (results come one after another, in each partition's offset order: keep it short, as
+    /// the results after it wait for it; a panic in it is caught and logged).
     ///
     /// Cancel safety: as [`AsyncProducer::send`]; a record that was not queued never calls
     /// its callback.

@@ -103,8 +103,8 @@ impl Future for DeliveryFuture {
     }
 }
 
-/// A callback given a record's result, on the producer's background task: keep it short and
-/// never block in it.
+/// A callback given a record's result, on the producer's delivery task: keep it short (the
+/// results after it wait for it; the sending does not).
 pub type Callback = Box<dyn FnOnce(DeliveryResult) + Send + 'static>;
 
 /// Receives the results of records sent with
@@ -112,8 +112,9 @@ pub type Callback = Box<dyn FnOnce(DeliveryResult) + Send + 'static>;
 /// given to that send — librdkafka's delivery report callback and `msg_opaque`.
 ///
 /// One handler serves many records: a send clones the `Arc` (no allocation per record, where
-/// a boxed callback costs one). Called on the producer's background task: keep it short and
-/// never block in it; a panic in it is caught and logged.
+/// a boxed callback costs one). Called on the producer's delivery task, one result after
+/// another in each partition's offset order: keep it short (the results after it wait for it;
+/// the sending does not); a panic in it is caught and logged.
 ///
 /// Closures `Fn(u64, DeliveryResult)` are handlers:
 ///

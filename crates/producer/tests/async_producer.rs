@@ -761,6 +761,40 @@ async fn a_delivery_handler_gets_every_result_once_with_its_opaque() {
     assert!(seen.lock().unwrap().is_empty(), "a refused record never reaches the handler");
 }
 
+/// Callbacks run on a task of their own: one that blocks holds up the results after it (they
+/// keep their order), not the sending. Here the first record's callback blocks a worker until
+/// released; meanwhile the next record is sent and acknowledged by the broker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocking_callback_delays_later_results_but_not_the_sending() {
+    let c = cluster_or_skip!("slow-callback");
+    c.create_topic("t", 1, 1).await.unwrap();
+    let p = producer(config(&c));
+    warm(&p, "t").await;
+    let base = c.offsets("t", 0).unwrap().0;
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let o = order.clone();
+    p.send_with_callback(rec("t", "first"), move |r| {
+        // long enough that a producer which ran callbacks on its own task would fail below
+        let waited = released.recv_timeout(Duration::from_secs(20));
+        o.lock().unwrap().push(("first", r.map(|m| m.offset).ok(), waited.is_ok()));
+    })
+    .await
+    .unwrap();
+    eventually("the first record lands", Duration::from_secs(5), || c.offsets("t", 0).unwrap().0 == base + 1).await;
+    let second = p.send(rec("t", "second")).await.unwrap();
+    eventually("the second record lands while the first callback blocks", Duration::from_secs(5), || {
+        c.offsets("t", 0).unwrap().0 == base + 2
+    })
+    .await;
+    assert!(order.lock().unwrap().is_empty(), "the first callback is still blocked");
+    release.send(()).unwrap();
+    let m = second.bounded().await.expect("the second record is delivered");
+    assert_eq!(m.offset, base + 1);
+    // results in order: the first callback returned before the second future resolved
+    assert_eq!(*order.lock().unwrap(), vec![("first", Some(base), true)]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_records_are_refused_with_the_record_back() {
     let c = cluster_or_skip!("refused");
