@@ -104,7 +104,8 @@ impl Future for DeliveryFuture {
 }
 
 /// A callback given a record's result, on the producer's delivery task: keep it short (the
-/// results after it wait for it; the sending does not).
+/// results after it wait for it; the sending does not). It runs on a tokio worker: wrap a
+/// blocking call in `tokio::task::block_in_place`, or it holds up that worker's other tasks.
 pub type Callback = Box<dyn FnOnce(DeliveryResult) + Send + 'static>;
 
 /// Receives the results of records sent with
@@ -114,7 +115,8 @@ pub type Callback = Box<dyn FnOnce(DeliveryResult) + Send + 'static>;
 /// One handler serves many records: a send clones the `Arc` (no allocation per record, where
 /// a boxed callback costs one). Called on the producer's delivery task, one result after
 /// another in each partition's offset order: keep it short (the results after it wait for it;
-/// the sending does not); a panic in it is caught and logged.
+/// the sending does not), and wrap a blocking call in `tokio::task::block_in_place`; a panic
+/// in it is caught and logged.
 ///
 /// Closures `Fn(u64, DeliveryResult)` are handlers:
 ///

@@ -762,8 +762,10 @@ async fn a_delivery_handler_gets_every_result_once_with_its_opaque() {
 }
 
 /// Callbacks run on a task of their own: one that blocks holds up the results after it (they
-/// keep their order), not the sending. Here the first record's callback blocks a worker until
-/// released; meanwhile the next record is sent and acknowledged by the broker.
+/// keep their order), not the sending. Here the first record's callback blocks until released
+/// (inside `block_in_place`, as a blocking call on a tokio worker must be, or it can starve
+/// the worker's other tasks: here the fake brokers' ZooKeeper sessions); meanwhile the next
+/// record is sent and acknowledged by the broker.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocking_callback_delays_later_results_but_not_the_sending() {
     let c = cluster_or_skip!("slow-callback");
@@ -776,7 +778,7 @@ async fn a_blocking_callback_delays_later_results_but_not_the_sending() {
     let o = order.clone();
     p.send_with_callback(rec("t", "first"), move |r| {
         // long enough that a producer which ran callbacks on its own task would fail below
-        let waited = released.recv_timeout(Duration::from_secs(20));
+        let waited = tokio::task::block_in_place(|| released.recv_timeout(Duration::from_secs(20)));
         o.lock().unwrap().push(("first", r.map(|m| m.offset).ok(), waited.is_ok()));
     })
     .await
