@@ -755,8 +755,7 @@ impl Engine {
         }
         let mut results = Vec::with_capacity(records.len());
         for (i, pending) in records.into_iter().enumerate() {
-            let offset = if base_offset >= 0 { base_offset + i as i64 } else { -1 };
-            let result = Ok(RecordMetadata { topic: tp.topic.clone(), partition: tp.partition, offset });
+            let result = Ok(acked(&tp, base_offset, i));
             if self.account(&pending, &result) {
                 results.push((pending, result));
             }
@@ -790,15 +789,15 @@ impl Engine {
 
     /// Results, flush and close reports leave in the order they were decided: through the
     /// delivery task when it runs, here otherwise.
-    fn hand_out(&mut self, delivery: Delivery) {
+    fn hand_out(&self, delivery: Delivery) {
         match &self.deliveries {
             Some(tx) => {
                 if let Err(mpsc::error::SendError(delivery)) = tx.send(delivery) {
                     // the delivery task is gone (its runtime is shutting down): here, then
-                    hand_out(delivery, &self.permits);
+                    deliver_now(delivery, &self.permits);
                 }
             }
-            None => hand_out(delivery, &self.permits),
+            None => deliver_now(delivery, &self.permits),
         }
     }
 
@@ -917,21 +916,27 @@ async fn deliver_loop(mut rx: mpsc::UnboundedReceiver<Delivery>, permits: Arc<Se
     let mut buf = Vec::with_capacity(64);
     while rx.recv_many(&mut buf, 64).await > 0 {
         for delivery in buf.drain(..) {
-            hand_out(delivery, &permits);
+            deliver_now(delivery, &permits);
         }
     }
+}
+
+/// The metadata of the `i`th record of a batch acknowledged at `base_offset` (-1: unknown,
+/// acks=0).
+fn acked(tp: &TopicPartition, base_offset: i64, i: usize) -> RecordMetadata {
+    let offset = if base_offset >= 0 { base_offset + i as i64 } else { -1 };
+    RecordMetadata { topic: tp.topic.clone(), partition: tp.partition, offset }
 }
 
 /// One delivery: queue places back first (one semaphore update per batch, and an application
 /// that sends again from a callback finds room), then each record its result. Every record
 /// with a delivery slot holds a place (the auditor's own have neither).
-fn hand_out(delivery: Delivery, permits: &Semaphore) {
+fn deliver_now(delivery: Delivery, permits: &Semaphore) {
     match delivery {
         Delivery::Acked { tp, base_offset, records } => {
             permits.add_permits(records.iter().filter(|p| p.slot.is_some()).count());
             for (i, mut pending) in records.into_iter().enumerate() {
-                let offset = if base_offset >= 0 { base_offset + i as i64 } else { -1 };
-                pending.deliver(Ok(RecordMetadata { topic: tp.topic.clone(), partition: tp.partition, offset }));
+                pending.deliver(Ok(acked(&tp, base_offset, i)));
             }
         }
         Delivery::Results(results) => {
