@@ -108,12 +108,26 @@ impl Message {
     ///
     /// [`Error::TooLong`] for a key or value over `i32::MAX` bytes.
     pub fn encode(&self, buf: &mut BytesMut) -> Result<()> {
+        let (key, value) = (self.key.as_deref(), self.value.as_deref());
+        // both lengths checked before anything is written: `buf` is left as it was on error
+        let nullable_len = |field, b: Option<&[u8]>| b.map_or(Ok(-1), |b| wire::len_i32(field, b.len()));
+        let (key_len, value_len) = (nullable_len("key", key)?, nullable_len("value", value)?);
+        // one room check and a few copies (a message is small, and its fields' puts one by
+        // one cost more than the copying)
+        buf.reserve(self.encoded_len());
         let crc_at = buf.len();
-        buf.put_u32(0);
-        buf.put_i8(MAGIC_V0);
-        buf.put_i8(self.attributes);
-        wire::put_nullable_bytes(buf, "key", self.key.as_deref())?;
-        wire::put_nullable_bytes(buf, "value", self.value.as_deref())?;
+        let mut head = [0u8; 10];
+        head[4] = MAGIC_V0 as u8;
+        head[5] = self.attributes as u8;
+        head[6..].copy_from_slice(&key_len.to_be_bytes());
+        buf.extend_from_slice(&head);
+        if let Some(key) = key {
+            buf.extend_from_slice(key);
+        }
+        buf.extend_from_slice(&value_len.to_be_bytes());
+        if let Some(value) = value {
+            buf.extend_from_slice(value);
+        }
         let crc = crc32fast::hash(&buf[crc_at + 4..]);
         buf[crc_at..crc_at + 4].copy_from_slice(&crc.to_be_bytes());
         Ok(())
