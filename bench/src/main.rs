@@ -72,6 +72,8 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec] [--out 
   --librdkafka K=V    set a librdkafka property (producer and consumer) after the bench's own;
                       repeatable (to see what a setting does to the peer)
   --testkit PATH      a gregor-testkit binary (default: build the workspace's, release)
+  --cluster-threads N worker threads of the FakeCluster's runtime (default: tokio's, one per
+                      core); it shares the machine's cores with the client under test
   --wrap CMD          run each worker under CMD, e.g. --wrap 'perf record -g -o /tmp/w.data --'
                       (files are overwritten by each run: select one client and config)";
 
@@ -114,6 +116,8 @@ pub struct Args {
     pub codec_sample_ms: u64,
     pub timeout: Duration,
     pub testkit: Option<PathBuf>,
+    /// Worker threads of the FakeCluster's tokio runtime (None: tokio's default, one per core).
+    pub cluster_threads: Option<usize>,
     pub wrap: Vec<String>,
     pub redo: usize,
     pub max_other: f64,
@@ -173,6 +177,7 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
         codec_sample_ms: if quick { 30 } else { 200 },
         timeout: Duration::from_secs(900),
         testkit: None,
+        cluster_threads: None,
         wrap: Vec::new(),
         redo: if quick { 0 } else { 3 },
         max_other: 0.15,
@@ -237,6 +242,7 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
                 a.wrap = it.next().ok_or("--wrap needs a command")?.split_whitespace().map(str::to_owned).collect()
             }
             "--testkit" => a.testkit = Some(it.next().ok_or("--testkit needs a path")?.into()),
+            "--cluster-threads" => a.cluster_threads = Some(num::<usize>(&flag, it.next())?.max(1)),
             "--librdkafka" => {
                 let kv = it.next().ok_or("--librdkafka needs KEY=VALUE")?;
                 let (k, v) = kv.split_once('=').ok_or_else(|| format!("--librdkafka: {kv:?} is not KEY=VALUE"))?;
