@@ -170,6 +170,8 @@ async fn produce(ctx: &BrokerCtx, header: &RequestHeader, req: ProduceRequest) -
                 let (error_code, offset) = match result {
                     Ok((first, next)) => {
                         if req.required_acks == -1 {
+                            // the in-sync followers copy it now (see replicate_now)
+                            super::replicator::replicate_now(&mut st, &t.topic, p.partition);
                             waits.push((t.topic.clone(), p.partition, next));
                         }
                         (0, first)
