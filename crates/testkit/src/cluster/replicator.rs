@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
 
-use super::state::{Shared, State};
+use super::state::{Partition, Shared, State};
 
 /// How often followers fetch when nothing is appended.
 const TICK: Duration = Duration::from_millis(5);
@@ -58,22 +58,38 @@ pub(crate) fn replicate_now(st: &mut State, topic: &str, partition: i32) -> bool
     let leader = p.leader;
     let Some(leader_leo) = p.logs.get(&leader).map(|r| r.log.leo()) else { return false };
     for f in p.isr.clone() {
-        if f == leader || !serving.contains(&f) {
-            continue;
-        }
-        let follower_leo = p.logs.get(&f).map_or(0, |r| r.log.leo());
-        if follower_leo < leader_leo {
-            let copied = p.logs.get(&leader).and_then(|r| r.log.entries_from(follower_leo));
-            if let (Some((bytes, entries, leo)), Some(fr)) = (copied, p.logs.get_mut(&f)) {
-                fr.log.append_replicated(&bytes, &entries, leo);
-            }
-        }
-        if let Some(fr) = p.logs.get_mut(&f) {
-            if fr.log.leo() == leader_leo {
-                fr.caught_up_at = now;
-            }
+        if f != leader && serving.contains(&f) {
+            fetch(p, f, leader_leo, now);
         }
     }
+    raise_hw(p)
+}
+
+/// Follower `f` of `p` fetches from its leader (whose log ends at `leader_leo`): copies what
+/// the leader has beyond its own log end, or truncates to the leader's; and is caught up
+/// when level with it.
+fn fetch(p: &mut Partition, f: i32, leader_leo: i64, now: Instant) {
+    let follower_leo = p.logs.get(&f).map_or(0, |r| r.log.leo());
+    if follower_leo < leader_leo {
+        let copied = p.logs.get(&p.leader).and_then(|r| r.log.entries_from(follower_leo));
+        if let (Some((bytes, entries, leo)), Some(fr)) = (copied, p.logs.get_mut(&f)) {
+            fr.log.append_replicated(&bytes, &entries, leo);
+        }
+    } else if follower_leo > leader_leo {
+        if let Some(fr) = p.logs.get_mut(&f) {
+            fr.log.truncate_to(leader_leo);
+        }
+    }
+    if let Some(fr) = p.logs.get_mut(&f) {
+        if fr.log.leo() == leader_leo {
+            fr.caught_up_at = now;
+        }
+    }
+}
+
+/// The high watermark becomes the smallest log end in the ISR, if that is higher; true when
+/// it moved.
+fn raise_hw(p: &mut Partition) -> bool {
     let hw = p.isr.iter().filter_map(|r| p.logs.get(r)).map(|r| r.log.leo()).min().unwrap_or(p.hw);
     if hw > p.hw {
         p.hw = hw;
@@ -98,24 +114,8 @@ pub(crate) fn step(st: &mut State, lag_max: Duration) -> (bool, Vec<(String, i32
             }
             let Some(leader_leo) = p.logs.get(&leader).map(|r| r.log.leo()) else { continue };
             for f in p.replicas.clone() {
-                if f == leader || !serving.contains(&f) {
-                    continue;
-                }
-                let follower_leo = p.logs.get(&f).map_or(0, |r| r.log.leo());
-                if follower_leo < leader_leo {
-                    let copied = p.logs.get(&leader).and_then(|r| r.log.entries_from(follower_leo));
-                    if let (Some((bytes, entries, leo)), Some(fr)) = (copied, p.logs.get_mut(&f)) {
-                        fr.log.append_replicated(&bytes, &entries, leo);
-                    }
-                } else if follower_leo > leader_leo {
-                    if let Some(fr) = p.logs.get_mut(&f) {
-                        fr.log.truncate_to(leader_leo);
-                    }
-                }
-                if let Some(fr) = p.logs.get_mut(&f) {
-                    if fr.log.leo() == leader_leo {
-                        fr.caught_up_at = now;
-                    }
+                if f != leader && serving.contains(&f) {
+                    fetch(p, f, leader_leo, now);
                 }
             }
             let before = p.isr.clone();
@@ -134,9 +134,7 @@ pub(crate) fn step(st: &mut State, lag_max: Duration) -> (bool, Vec<(String, i32
             if p.isr != before {
                 isr_changed.push((name.clone(), pid));
             }
-            let hw = p.isr.iter().filter_map(|r| p.logs.get(r)).map(|r| r.log.leo()).min().unwrap_or(p.hw);
-            if hw > p.hw {
-                p.hw = hw;
+            if raise_hw(p) {
                 progress = true;
             }
         }
