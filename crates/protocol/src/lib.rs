@@ -59,4 +59,4 @@ pub use compression::Compression;
 pub use error::{Error, MessageLocation, Result};
 pub use error_code::{check as check_error_code, ErrorCode};
 pub use frame::{Decode, Encode, Request};
-pub use message::{EncodedMessage, Message, MessageAndOffset, MessageSet};
+pub use message::{EncodedMessage, Message, MessageAndOffset, MessageSet, MessageView};

