@@ -18,7 +18,7 @@ use gregor_producer::{
 };
 use gregor_protocol::frame::ApiKey;
 use gregor_protocol::messages::AnyRequest;
-use gregor_protocol::Compression;
+use gregor_protocol::{Compression, ErrorCode};
 
 fn rec(topic: &str, value: impl ToString) -> Record<String, String> {
     Record::new(topic, value.to_string())
@@ -378,6 +378,79 @@ async fn each_codec_travels_as_one_wrapper_and_reads_back_intact() {
     assert_eq!(produced_entries(&c, "only")[0][0].compression().unwrap(), Compression::Gzip);
     assert_eq!(produced_entries(&c, "plain")[0][0].compression().unwrap(), Compression::None);
     assert_eq!(log_values(&c, "plain", 0).await, ["b"]);
+}
+
+/// A round's compression runs off the runtime's threads: on a current-thread runtime, while a
+/// large gzip round is built (8 MB of hard-to-compress text, far longer than a tick), a task
+/// ticking every millisecond never waits for as long as half of what the same compression
+/// takes on this machine (built in place, the round would hold the only thread for all of it).
+/// The FakeCluster runs on this same thread, so the broker refuses the set by its size
+/// (message.max.bytes, 1 MB), before decompressing it.
+#[tokio::test(flavor = "current_thread")]
+async fn a_large_compressed_round_does_not_stall_a_current_thread_runtime() {
+    let c = cluster_or_skip!("offload-compression");
+    c.create_topic("t", 1, 1).await.unwrap();
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut text = |n: usize| -> String {
+        (0..n)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                char::from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[(seed % 64) as usize])
+            })
+            .collect()
+    };
+    let values: Vec<String> = (0..10).map(|_| text(800_000)).collect();
+    // what compressing this round takes here, on this thread
+    let messages: Vec<gregor_protocol::Message> = values
+        .iter()
+        .map(|v| gregor_protocol::Message::new(None, Some(bytes::Bytes::copy_from_slice(v.as_bytes()))))
+        .collect();
+    let started = Instant::now();
+    gregor_protocol::MessageSet::from_messages(messages, Compression::Gzip).unwrap();
+    let compression = started.elapsed();
+
+    let p = producer(
+        config(&c)
+            .compression_codec(Compression::Gzip)
+            .batch_num_messages(10)
+            .queue_buffering_max(Duration::from_secs(10))
+            .request_timeout(Duration::from_secs(30)),
+    );
+    warm(&p, "t").await;
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ticker = {
+        let done = done.clone();
+        tokio::spawn(async move {
+            let (mut last, mut longest) = (Instant::now(), Duration::ZERO);
+            while !done.load(Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                longest = longest.max(last.elapsed());
+                last = Instant::now();
+            }
+            longest
+        })
+    };
+    let mut deliveries = Vec::new();
+    for v in &values {
+        // the 10th record fills the batch: one round of all ten
+        deliveries.push(p.send(rec("t", v)).await.unwrap());
+    }
+    for d in deliveries {
+        let e = d.bounded().await.unwrap_err();
+        assert!(matches!(e.error, Error::Broker { code: ErrorCode::MessageSizeTooLarge, .. }), "{e:?}");
+    }
+    done.store(true, Ordering::Relaxed);
+    let longest = ticker.await.unwrap();
+    eprintln!("compressing the round takes {compression:?} here; the longest tick {longest:?}");
+    assert!(
+        longest < compression / 2,
+        "the runtime's only thread was held for {longest:?} (compression {compression:?})"
+    );
+    let sets = produced_entries(&c, "t");
+    assert_eq!(sets.len(), 2, "the warm-up record, then one round of all ten");
+    assert_eq!(sets[1][0].compression().unwrap(), Compression::Gzip);
 }
 
 /// Records are encoded by `send` (small ones into a buffer they share, large ones on their
