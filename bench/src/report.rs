@@ -325,7 +325,7 @@ fn producer_section(s: &mut String, args: &Args, res: &Results) {
          before the client was made (the benchmark's own payload pool and per-message latency arrays, \
          the same for every client). gregor runs on tokio's multi-thread runtime (the sending loop in \
          `block_on`, the producer's task on the workers), gregor-ct on a current-thread runtime (both \
-         on one thread; on either, a round that compresses more than about 40 us of work is built on \
+         on one thread, but for rounds with more than about 40 us of compression, which it builds on \
          tokio's blocking pool). Every run verified: all acknowledged, the topic's high watermarks sum to N.\n",
         args.messages,
         args.message_size,
