@@ -141,7 +141,7 @@ pub(crate) struct Engine {
     queue_order: HashMap<i32, oneshot::Receiver<()>>,
     /// On a current-thread runtime, the rounds that may compress on the blocking pool at once
     /// (see [`OFFLOAD_COMPRESSION`]): one per core besides the runtime's.
-    compressing: Option<Arc<tokio::sync::Semaphore>>,
+    compressing: Option<Arc<Semaphore>>,
     next_round: u64,
     next_seq: u64,
     refresh: Refresh,
@@ -189,7 +189,7 @@ impl Engine {
                 .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread)
                 .then(|| {
                     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-                    Arc::new(tokio::sync::Semaphore::new(cores.saturating_sub(1).max(1)))
+                    Arc::new(Semaphore::new(cores.saturating_sub(1).max(1)))
                 }),
             next_round: 0,
             next_seq: 0,
