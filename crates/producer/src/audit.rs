@@ -103,7 +103,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -114,7 +113,7 @@ use tokio::time::Instant;
 use crate::config::{ConfigError, ProducerConfig};
 use crate::error::{Error, Result};
 use crate::producer::AsyncProducer;
-use crate::record::{DeliveryResult, Pending};
+use crate::record::{DeliveryResult, Pending, TopicName};
 use crate::sync::SyncProducer;
 
 /// The audit topic unless [`AuditConfig::topic`] says otherwise.
@@ -436,7 +435,7 @@ struct Outgoing {
 /// sleeps until [`Auditor::next_wakeup`]).
 #[derive(Debug)]
 pub(crate) struct Auditor {
-    topic: Arc<str>,
+    topic: TopicName,
     key: Bytes,
     producer: String,
     session: String,
@@ -473,7 +472,7 @@ impl Auditor {
         let window_start_ms = wall_ms - wall_ms % window_ms;
         let mut a = Auditor {
             key: Bytes::from(producer.clone().into_bytes()),
-            topic: Arc::from(audit.topic),
+            topic: TopicName::intern(&audit.topic),
             producer,
             session,
             acks,
@@ -505,7 +504,7 @@ impl Auditor {
     /// Counts a record's result; returns true when the record was one of the auditor's own
     /// (an audit record): it is then neither the application's nor audited.
     pub(crate) fn observe(&mut self, pending: &Pending, result: &DeliveryResult) -> bool {
-        if *pending.topic == *self.topic {
+        if pending.topic.same(self.topic) {
             // the auditor's own records have no delivery slot (an application's record keeps
             // its slot until its result is handed out, after this); the engine holds a copy of
             // the message (in its partition's blocks), so the bytes tell which one it is
@@ -603,7 +602,7 @@ impl Auditor {
                 }
             };
             o.sent = Some(message.clone());
-            due.push(Pending { seq: 0, topic: self.topic.clone(), partition: None, message, slot: None });
+            due.push(Pending { seq: 0, topic: self.topic, partition: None, message, slot: None });
             self.in_flight.push(o);
         }
         due
@@ -757,7 +756,7 @@ mod tests {
     fn pending(topic: &str, value: &str) -> Pending {
         Pending {
             seq: 0,
-            topic: topic.into(),
+            topic: TopicName::intern(topic),
             partition: None,
             message: EncodedMessage::encode(&Message::new(None, Some(Bytes::from(value.to_owned())))).unwrap(),
             slot: None,
@@ -767,13 +766,7 @@ mod tests {
     /// A record as the engine holds it when its result comes: its message copied into its
     /// partition's blocks.
     fn as_queued(p: &Pending) -> Pending {
-        Pending {
-            seq: p.seq,
-            topic: p.topic.clone(),
-            partition: p.partition,
-            message: p.message.detached(),
-            slot: None,
-        }
+        Pending { seq: p.seq, topic: p.topic, partition: p.partition, message: p.message.detached(), slot: None }
     }
 
     fn ack(a: &mut Auditor, topic: &str, partition: i32, offset: i64, value: &str) {
@@ -907,7 +900,7 @@ mod tests {
         let mut due = a.step(now, false);
         let failure = |p: &Pending| {
             Box::new(DeliveryError {
-                topic: p.topic.clone(),
+                topic: std::sync::Arc::from(p.topic.as_str()),
                 partition: None,
                 attempts: 4,
                 error: Error::NoLeader { topic: p.topic.to_string(), partition: 0, rounds: 4 },

@@ -31,7 +31,7 @@ use crate::config::ProducerConfig;
 use crate::error::{DeliveryError, Error};
 use crate::inbox::{detach, InboxReceiver};
 use crate::partitioner::{Choice, PartitionerState};
-use crate::record::{CloseReport, FlushReport, Pending, RecordMetadata};
+use crate::record::{CloseReport, FlushReport, Pending, RecordMetadata, TopicName};
 
 /// Most inbox messages handled in one go before the engine looks at its timers again.
 const INBOX_BURST: usize = 4096;
@@ -122,10 +122,8 @@ pub(crate) struct Engine {
     snapshot: Arc<MetadataSnapshot>,
     parts: HashMap<String, TopicParts>,
     topics: BTreeSet<Arc<str>>,
-    /// The last record's topic as the application gave it, and the engine's own (an element
-    /// of `topics`): an application that shares one `Arc` among its records is recognised by
-    /// pointer, without comparing names.
-    last_topic: Option<(Arc<str>, Arc<str>)>,
+    /// The last record's topic and the engine's own allocation of it (an element of `topics`).
+    last_topic: Option<(TopicName, Arc<str>)>,
     inbox: InboxReceiver,
     /// Commands taken from the inbox, not yet handled.
     incoming: VecDeque<Command>,
@@ -308,7 +306,6 @@ impl Engine {
             Command::Record(mut pending) => {
                 pending.seq = self.next_seq;
                 self.next_seq += 1;
-                self.canonical_topic(&mut pending.topic, now);
                 // its linger starts when the task takes it
                 self.route(pending, now, now);
             }
@@ -336,34 +333,31 @@ impl Engine {
         }
     }
 
-    /// Makes `topic` the engine's own allocation of that name (learning the topic, and asking
-    /// for its metadata, the first time), so the queues' keys compare by pointer; the last
-    /// topic seen is checked first, without a lookup.
-    fn canonical_topic(&mut self, topic: &mut Arc<str>, now: Instant) {
-        if let Some((given, own)) = &self.last_topic {
-            if Arc::ptr_eq(given, topic) || Arc::ptr_eq(own, topic) {
-                *topic = own.clone();
-                return;
+    /// The engine's own allocation of the topic `name` (learning the topic, and asking for
+    /// its metadata, the first time): the queues' keys, whose counts only this task changes;
+    /// the last topic seen is checked first, by pointer.
+    fn own_topic(&mut self, name: TopicName, now: Instant) -> Arc<str> {
+        if let Some((last, own)) = &self.last_topic {
+            if last.same(name) {
+                return own.clone();
             }
         }
-        let given = topic.clone();
-        match self.topics.get(&**topic) {
-            Some(known) => *topic = known.clone(),
+        let own = match self.topics.get(&*name) {
+            Some(known) => known.clone(),
             None => {
-                // the engine's own allocation, not the application's: records share its
-                // counter on this task only, never with clones the application makes
-                let own: Arc<str> = Arc::from(&**topic);
+                let own: Arc<str> = Arc::from(&*name);
                 self.topics.insert(own.clone());
-                *topic = own;
                 self.want_refresh(now);
+                own
             }
-        }
-        self.last_topic = Some((given, topic.clone()));
+        };
+        self.last_topic = Some((name, own.clone()));
+        own
     }
 
     /// Puts a record in its partition's queue, or holds it until its topic's metadata comes.
     fn route(&mut self, mut pending: Pending, enqueued_at: Instant, now: Instant) {
-        let topic = pending.topic.clone();
+        let topic = self.own_topic(pending.topic, now);
         let partition = match pending.partition {
             Some(p) => p,
             None => {
@@ -803,7 +797,7 @@ impl Engine {
         }
         let mut results = Vec::with_capacity(records.len());
         for (i, pending) in records.into_iter().enumerate() {
-            let result = Ok(acked(&tp, base_offset, i));
+            let result = Ok(acked(tp.topic.clone(), tp.partition, base_offset, i));
             if self.account(&pending, &result) {
                 results.push((pending, result));
             }
@@ -842,10 +836,10 @@ impl Engine {
             Some(tx) => {
                 if let Err(mpsc::error::SendError(delivery)) = tx.send(delivery) {
                     // the delivery task is gone (its runtime is shutting down): here, then
-                    deliver_now(delivery, &self.permits);
+                    deliver_now(delivery, &self.permits, &mut MetadataTopic::default());
                 }
             }
-            None => deliver_now(delivery, &self.permits),
+            None => deliver_now(delivery, &self.permits, &mut MetadataTopic::default()),
         }
     }
 
@@ -962,29 +956,48 @@ enum Delivery {
 /// gone and everything is handed out.
 async fn deliver_loop(mut rx: mpsc::UnboundedReceiver<Delivery>, permits: Arc<Semaphore>) {
     let mut buf = Vec::with_capacity(64);
+    let mut topic = MetadataTopic::default();
     while rx.recv_many(&mut buf, 64).await > 0 {
         for delivery in buf.drain(..) {
-            deliver_now(delivery, &permits);
+            deliver_now(delivery, &permits, &mut topic);
         }
     }
 }
 
 /// The metadata of the `i`th record of a batch acknowledged at `base_offset` (-1: unknown,
 /// acks=0).
-fn acked(tp: &TopicPartition, base_offset: i64, i: usize) -> RecordMetadata {
+fn acked(topic: Arc<str>, partition: i32, base_offset: i64, i: usize) -> RecordMetadata {
     let offset = if base_offset >= 0 { base_offset + i as i64 } else { -1 };
-    RecordMetadata { topic: tp.topic.clone(), partition: tp.partition, offset }
+    RecordMetadata { topic, partition, offset }
+}
+
+/// The topic the delivering side puts in acknowledged records' metadata: an allocation of its
+/// own, not the engine's, which the engine clones and drops for every record it queues (one
+/// counter changed by two threads for every record would move its cache line between cores).
+#[derive(Default)]
+struct MetadataTopic(Option<(Arc<str>, Arc<str>)>);
+
+impl MetadataTopic {
+    /// The own copy of the engine's `topic` (the last one is kept).
+    fn of(&mut self, topic: &Arc<str>) -> &Arc<str> {
+        let fresh = !matches!(&self.0, Some((engine, _)) if Arc::ptr_eq(engine, topic));
+        if fresh {
+            self.0 = Some((topic.clone(), Arc::from(&**topic)));
+        }
+        &self.0.as_ref().expect("set above").1
+    }
 }
 
 /// One delivery: queue places back first (one semaphore update per batch, and an application
 /// that sends again from a callback finds room), then each record its result. Every record
 /// with a delivery slot holds a place (the auditor's own have neither).
-fn deliver_now(delivery: Delivery, permits: &Semaphore) {
+fn deliver_now(delivery: Delivery, permits: &Semaphore, topic: &mut MetadataTopic) {
     match delivery {
         Delivery::Acked { tp, base_offset, records } => {
             permits.add_permits(records.iter().filter(|p| p.slot.is_some()).count());
+            let topic = topic.of(&tp.topic);
             for (i, mut pending) in records.into_iter().enumerate() {
-                pending.deliver(Ok(acked(&tp, base_offset, i)));
+                pending.deliver(Ok(acked(topic.clone(), tp.partition, base_offset, i)));
             }
         }
         Delivery::Results(results) => {
@@ -1080,7 +1093,7 @@ mod tests {
         let (tx, rx) = oneshot::channel();
         let pending = Pending {
             seq: 0,
-            topic: "t".into(),
+            topic: TopicName::intern("t"),
             partition,
             message: gregor_protocol::EncodedMessage::encode(&Message::new(
                 None,

@@ -28,7 +28,7 @@ use gregor_protocol::{EncodedMessage, Message};
 use tokio::sync::Notify;
 
 use crate::engine::Command;
-use crate::record::{Pending, Slot};
+use crate::record::{Pending, Slot, TopicName};
 
 /// Records whose message is at most this long are encoded into the shared buffer; longer ones
 /// get an allocation of their own (and the background task keeps it as it is).
@@ -68,6 +68,19 @@ struct State {
     sender_gone: bool,
     /// The receiver closed the queue: sends fail.
     closed: bool,
+    /// The last record's topic, interned (see [`TopicName`]).
+    last_topic: Option<TopicName>,
+}
+
+impl State {
+    /// The interned name of `topic`: the last one's is reused when the names are equal, so
+    /// the process-wide table is looked up only when the topic changes.
+    fn topic_name(&mut self, topic: &str) -> TopicName {
+        match self.last_topic {
+            Some(name) if *name == *topic => name,
+            _ => *self.last_topic.insert(TopicName::intern(topic)),
+        }
+    }
 }
 
 struct Queue {
@@ -90,6 +103,7 @@ pub(crate) fn inbox() -> (InboxSender, InboxReceiver) {
             chunk: BytesMut::new(),
             sender_gone: false,
             closed: false,
+            last_topic: None,
         }),
         wake: Notify::new(),
     });
@@ -156,8 +170,9 @@ impl InboxSender {
                 }
             }
         };
-        // the background task numbers the records it takes
-        let pending = Pending { seq: 0, topic, partition, message, slot: Some(slot) };
+        // the background task numbers the records it takes; the application's `topic` is
+        // dropped here, on its own thread
+        let pending = Pending { seq: 0, topic: state.topic_name(&topic), partition, message, slot: Some(slot) };
         if state.closed {
             return Err(Refused::Closed(pending));
         }
@@ -295,5 +310,45 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(20)).await;
         drop(tx);
         assert!(!tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap());
+    }
+
+    #[tokio::test]
+    async fn records_carry_one_interned_name_per_topic_and_the_application_keeps_no_count() {
+        let (tx, mut rx) = inbox();
+        let message = Message::new(None, Some(bytes::Bytes::from_static(b"v")));
+        let events: Arc<str> = Arc::from("inbox-test-events");
+        // three records of one topic: one Arc shared, then an Arc of its own with the same
+        // name; then another topic, then the first again
+        let topics = [
+            events.clone(),
+            events.clone(),
+            Arc::from("inbox-test-events"),
+            Arc::from("inbox-test-other"),
+            events.clone(),
+        ];
+        for topic in topics {
+            let (future, _result) = tokio::sync::oneshot::channel();
+            assert!(tx.send_record(topic, None, &message, Slot::Future(future)).is_ok());
+        }
+        // the inbox dropped the application's clones: only `events` itself is left
+        assert_eq!(Arc::strong_count(&events), 1);
+        let mut got = VecDeque::new();
+        assert!(rx.recv_many(&mut got).await);
+        let names: Vec<TopicName> = got
+            .iter()
+            .map(|c| match c {
+                Command::Record(p) => p.topic,
+                _ => panic!("a record was queued"),
+            })
+            .collect();
+        assert_eq!(
+            names.iter().map(|n| n.as_str()).collect::<Vec<_>>(),
+            ["inbox-test-events", "inbox-test-events", "inbox-test-events", "inbox-test-other", "inbox-test-events"]
+        );
+        // equal names are one allocation, so `same` compares pointers
+        assert!(names[0].same(names[1]) && names[0].same(names[2]) && names[0].same(names[4]));
+        assert!(!names[0].same(names[3]));
+        assert!(names[0].same(TopicName::intern("inbox-test-events")));
+        assert!(!TopicName::intern("inbox-test-events-2").same(names[0]));
     }
 }

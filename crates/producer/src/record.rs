@@ -1,8 +1,9 @@
 //! Records in, delivery results out.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use gregor_protocol::{EncodedMessage, Message};
@@ -14,7 +15,8 @@ use crate::error::{DeliveryError, Error};
 ///
 /// The topic is an `Arc<str>`: `Record::new("events", v)` or `Record::new(string, v)` allocate
 /// it once, and an application sending many records to one topic can keep an `Arc<str>` and
-/// pass clones of it, so no record allocates its topic (the producer never copies it either).
+/// pass clones of it, so no record allocates its topic. The producer drops it on the sending
+/// thread and keeps one copy of each topic name it has seen, for the life of the process.
 ///
 /// ```
 /// use gregor_producer::Record;
@@ -58,7 +60,7 @@ impl<K, V> Record<K, V> {
 /// Where a delivered record went.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RecordMetadata {
-    /// The topic (shared with the record's, not a copy).
+    /// The topic (one allocation shared by the records delivered together, not one each).
     pub topic: Arc<str>,
     /// The partition.
     pub partition: i32,
@@ -155,12 +157,66 @@ pub(crate) enum Slot {
     Handler(Arc<dyn DeliveryHandler>, u64),
 }
 
+/// A topic name as records carry it on their way: interned, so a record holds a pointer with
+/// no reference count. (A record holding an `Arc<str>` had its count raised by the sending
+/// thread and lowered by the producer's tasks: on a multi-thread runtime the counter's cache
+/// line moved between cores twice per record.) Each distinct name is allocated once and kept
+/// for the life of the process, as a Kafka client keeps the metadata of every topic it sent
+/// to; equal names are the same pointer.
+#[derive(Clone, Copy)]
+pub(crate) struct TopicName(&'static str);
+
+impl TopicName {
+    /// The interned copy of `name` (allocated the first time the process sees the name).
+    pub(crate) fn intern(name: &str) -> TopicName {
+        static NAMES: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
+        // a panic under the lock leaves the set as it was (an insert is all that happens)
+        let mut names = NAMES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let names = names.get_or_insert_with(HashSet::new);
+        if let Some(known) = names.get(name) {
+            return TopicName(known);
+        }
+        let own: &'static str = Box::leak(Box::from(name));
+        names.insert(own);
+        TopicName(own)
+    }
+
+    pub(crate) fn as_str(self) -> &'static str {
+        self.0
+    }
+
+    /// The same interned name (cheaper than comparing the text).
+    pub(crate) fn same(self, other: TopicName) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl std::ops::Deref for TopicName {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.0
+    }
+}
+
+impl std::fmt::Display for TopicName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::fmt::Debug for TopicName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.0, f)
+    }
+}
+
 /// A record on its way: encoded, with its delivery slot. Dropping it undelivered delivers
 /// [`Error::Closed`], so every record gets one result.
 pub(crate) struct Pending {
     /// Order of arrival at the background task (set there).
     pub(crate) seq: u64,
-    pub(crate) topic: Arc<str>,
+    pub(crate) topic: TopicName,
     /// The partition the application asked for.
     pub(crate) partition: Option<i32>,
     pub(crate) message: EncodedMessage,
@@ -182,7 +238,7 @@ impl Pending {
     pub(crate) fn error(&self, partition: Option<i32>, attempts: u32, error: Error) -> Box<DeliveryError> {
         let Message { key, value, .. } = self.message.to_message();
         Box::new(DeliveryError {
-            topic: self.topic.clone(),
+            topic: Arc::from(self.topic.as_str()),
             partition: partition.or(self.partition),
             attempts,
             error,
