@@ -65,10 +65,14 @@ enum Completion {
     },
 }
 
-/// A batch as its round's task gets it: the set itself (a retry), or the messages to encode.
+/// A batch as its round's task gets it: the set itself (a retry); or its messages laid out
+/// uncompressed (by the engine: one copy of each message's bytes, where handing the task a
+/// handle per message cost two reference count changes per record), to send as they are or
+/// to compress with the codec; or why they could not be laid out.
 enum SetSource {
     Encoded(MessageSet),
-    Messages(Vec<gregor_protocol::EncodedMessage>, Compression),
+    Plain(MessageSet, Compression),
+    Failed(gregor_protocol::Error),
 }
 
 enum TaskKind {
@@ -593,16 +597,17 @@ impl Engine {
                 Some(set) => SetSource::Encoded(set.clone()),
                 None => {
                     let codec = self.config.compression_for(&batch.tp.topic);
-                    let messages: Vec<_> = batch.records.iter().map(|p| p.message.clone()).collect();
-                    let weight = match codec {
-                        Compression::None => 0,
-                        Compression::Gzip => 16,
-                        _ => 1,
-                    };
-                    if weight > 0 {
-                        to_compress += weight * messages.iter().map(|m| m.len()).sum::<usize>();
+                    match MessageSet::from_encoded(batch.records.iter().map(|p| &p.message), Compression::None) {
+                        Ok(plain) => {
+                            to_compress += match codec {
+                                Compression::None => 0,
+                                Compression::Gzip => 16 * plain.len(),
+                                _ => plain.len(),
+                            };
+                            SetSource::Plain(plain, codec)
+                        }
+                        Err(e) => SetSource::Failed(e),
                     }
-                    SetSource::Messages(messages, codec)
                 }
             };
             sources.push((batch.tp.clone(), source));
@@ -1031,7 +1036,7 @@ fn produce_request(
                 encoded.push(None);
                 set
             }
-            SetSource::Messages(messages, codec) => match MessageSet::from_encoded(&messages, codec) {
+            SetSource::Plain(plain, codec) => match plain.compress(codec) {
                 Ok(set) => {
                     encoded.push(Some(Ok(set.clone())));
                     set
@@ -1041,6 +1046,10 @@ fn produce_request(
                     continue;
                 }
             },
+            SetSource::Failed(e) => {
+                encoded.push(Some(Err(e)));
+                continue;
+            }
         };
         let entry = ProducePartition { partition: tp.partition, message_set: set };
         match topics.iter_mut().find(|t| *t.topic == *tp.topic) {

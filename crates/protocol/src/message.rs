@@ -519,9 +519,46 @@ impl MessageSet {
         if codec == Compression::None || count == 0 {
             return Ok(MessageSet { bytes: raw.freeze() });
         }
-        let last = count - 1;
+        MessageSet::wrap_raw(&raw, count - 1, codec)
+    }
+
+    /// This set of uncompressed entries as [`MessageSet::from_encoded`] makes it with `codec`:
+    /// one wrapper, at the offset of the last entry, holding the entries compressed (the set
+    /// itself when `codec` is none or the set is empty). For a caller that lays the entries
+    /// out in one place and compresses them in another (on another thread).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MalformedMessage`] when the set ends in part of an entry or holds a negative
+    /// size; [`Error::Compression`] when the codec fails.
+    pub fn compress(&self, codec: Compression) -> Result<MessageSet> {
+        if codec == Compression::None || self.bytes.is_empty() {
+            return Ok(self.clone());
+        }
+        let raw = &self.bytes[..];
+        let (mut pos, mut last) = (0, 0);
+        while pos < raw.len() {
+            let header = raw.get(pos..pos + ENTRY_HEADER_SIZE);
+            let end = header.and_then(|h| {
+                let size = usize::try_from(i32::from_be_bytes(h[8..12].try_into().expect("4 bytes"))).ok()?;
+                (pos + ENTRY_HEADER_SIZE).checked_add(size).filter(|end| *end <= raw.len())
+            });
+            let Some(end) = end else {
+                return Err(Error::MalformedMessage {
+                    location: MessageLocation { offset: last, ..MessageLocation::default() },
+                    reason: format!("the entry at byte {pos} of {} is cut short or has a negative size", raw.len()),
+                });
+            };
+            last = i64::from_be_bytes(raw[pos..pos + 8].try_into().expect("8 bytes"));
+            pos = end;
+        }
+        MessageSet::wrap_raw(raw, last, codec)
+    }
+
+    /// `raw` (uncompressed entries) compressed with `codec` into one wrapper at `last`.
+    fn wrap_raw(raw: &[u8], last: i64, codec: Compression) -> Result<MessageSet> {
         let mut compressed = Vec::with_capacity(raw.len() / 2 + 64);
-        compression::compress(codec, &raw, &mut compressed).map_err(|source| Error::Compression {
+        compression::compress(codec, raw, &mut compressed).map_err(|source| Error::Compression {
             location: MessageLocation { offset: last, ..MessageLocation::default() },
             codec,
             source,
@@ -884,8 +921,25 @@ mod tests {
             let expected = MessageSet::from_message_refs(&messages, codec).unwrap();
             let built = MessageSet::from_encoded(&encoded, codec).unwrap();
             assert_eq!(built.as_bytes(), expected.as_bytes(), "{codec:?}");
+            // laid out uncompressed, then compressed: the same bytes
+            let plain = MessageSet::from_encoded(&encoded, Compression::None).unwrap();
+            assert_eq!(plain.compress(codec).unwrap().as_bytes(), expected.as_bytes(), "{codec:?}");
+            let one = MessageSet::from_encoded(&encoded[..1], Compression::None).unwrap();
+            let expected_one = MessageSet::from_encoded(&encoded[..1], codec).unwrap();
+            assert_eq!(one.compress(codec).unwrap().as_bytes(), expected_one.as_bytes(), "{codec:?}");
         }
         assert!(MessageSet::from_encoded(&[], Compression::Snappy).unwrap().is_empty());
+        assert!(MessageSet::from_bytes(Bytes::new()).compress(Compression::Gzip).unwrap().is_empty());
+        // a set cut short, or with a negative size, is refused
+        let plain = MessageSet::from_encoded(&encoded, Compression::None).unwrap();
+        let cut = MessageSet::from_bytes(plain.as_bytes().slice(..plain.len() - 1));
+        assert!(matches!(cut.compress(Compression::Snappy), Err(Error::MalformedMessage { .. })));
+        let mut negative = plain.as_bytes().to_vec();
+        negative[8..12].copy_from_slice(&(-1i32).to_be_bytes());
+        let negative = MessageSet::from_bytes(negative.into());
+        assert!(matches!(negative.compress(Compression::Lz4), Err(Error::MalformedMessage { .. })));
+        let short = MessageSet::from_bytes(Bytes::from_static(&[0; 5]));
+        assert!(matches!(short.compress(Compression::Gzip), Err(Error::MalformedMessage { .. })));
     }
 
     #[test]
