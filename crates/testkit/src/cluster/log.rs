@@ -264,6 +264,8 @@ pub(crate) fn validate_and_assign(
     // where each entry's size field starts and its message ends in `raw`; checked in place
     // (CRC, magic, layout), so an uncompressed set costs no handle per message
     let mut spans: Vec<(usize, usize)> = Vec::new();
+    // the wrappers among them: (index in `spans`, codec, value)
+    let mut wrappers: Vec<(usize, Compression, Option<&[u8]>)> = Vec::new();
     let mut pos = 0;
     let mut codec = Compression::None;
     while raw.len() - pos >= ENTRY_HEADER_SIZE {
@@ -284,6 +286,7 @@ pub(crate) fn validate_and_assign(
         let c = message.compression().map_err(|_| ErrorCode::InvalidMessage)?;
         if c != Compression::None {
             codec = c;
+            wrappers.push((spans.len(), c, message.value));
         }
         spans.push((pos + 8, pos + ENTRY_HEADER_SIZE + size));
         pos += ENTRY_HEADER_SIZE + size;
@@ -315,17 +318,14 @@ pub(crate) fn validate_and_assign(
         compressed.clear();
         let mut starts: Vec<usize> = Vec::new();
         let mut budget = DecodeOptions::default().max_decompressed_bytes;
-        for &(from, to) in &spans {
-            // checked in the first pass
-            let message =
-                MessageView::parse(&raw[from + 4..to], Default::default).map_err(|_| ErrorCode::InvalidMessage)?;
-            if !message.is_wrapper() {
+        let mut wrappers = wrappers.iter().peekable();
+        for (i, &(from, to)) in spans.iter().enumerate() {
+            let Some(&(_, codec, value)) = wrappers.next_if(|w| w.0 == i) else {
                 starts.push(inner.len());
                 inner.extend_from_slice(&raw[from - 8..to]);
                 continue;
-            }
-            let codec = message.compression().map_err(|_| ErrorCode::InvalidMessage)?;
-            let value = message.value.ok_or(ErrorCode::InvalidMessage)?;
+            };
+            let value = value.ok_or(ErrorCode::InvalidMessage)?;
             // 0.8.2 decompresses in `assignOffsets`; an IOException there (a stream it cannot
             // read, such as an LZ4 frame with the standard header checksum) becomes a
             // KafkaException, answered -1 Unknown
