@@ -4,8 +4,17 @@
 //! Each partition has its own blocks, so records that wait long (a retry, a partition
 //! without a leader) keep only their own partition's blocks alive. A block is sized after the
 //! partition's last batch (1 KiB to 64 KiB): a busy partition fills big blocks, a quiet one
-//! holds little. When a partition's queue is drained the arena lets its block go (the records
-//! in flight keep it alive until their results), so an idle partition holds nothing.
+//! holds little. When a partition's queue is drained the arena lets its blocks go (the records
+//! in flight keep them alive until their results), so an idle partition holds nothing.
+//!
+//! While the queue is not drained, a full block is kept (its empty remainder, which shares the
+//! allocation) and used again once every record in it is gone: the oldest kept block is
+//! checked when a new one is needed. Why: with a full queue, blocks were allocated on the
+//! worker thread that ran the background task at that moment and freed on the one that
+//! delivered their records; on a multi-thread runtime each worker's allocator arena then kept
+//! its own peak of blocks. Reused blocks stay with the partition.
+
+use std::collections::VecDeque;
 
 use bytes::BytesMut;
 use gregor_protocol::EncodedMessage;
@@ -24,11 +33,16 @@ pub struct Arena {
     used: usize,
     /// The size of the next block.
     next: usize,
+    /// The size of the current block's allocation (0: none).
+    size: usize,
+    /// Full blocks whose records may still be alive, oldest first: the empty remainder of
+    /// each, and its allocation's size.
+    full: VecDeque<(BytesMut, usize)>,
 }
 
 impl Default for Arena {
     fn default() -> Self {
-        Arena { block: BytesMut::new(), used: 0, next: MIN_BLOCK }
+        Arena { block: BytesMut::new(), used: 0, next: MIN_BLOCK, size: 0, full: VecDeque::new() }
     }
 }
 
@@ -43,18 +57,38 @@ impl Arena {
         if self.block.capacity() < len {
             // grows with what the partition takes in while a batch builds up
             let size = self.next.max(self.used.next_power_of_two()).clamp(MIN_BLOCK, MAX_BLOCK).max(len);
-            self.block = BytesMut::with_capacity(size);
+            self.new_block(size);
         }
         self.used += len;
         message.copy_into(&mut self.block)
     }
 
-    /// The partition's queue was emptied: the current block is let go (records still holding
-    /// it keep it alive), and the next one is sized after what this batch used.
+    /// The partition's queue was emptied: the blocks are let go (records still holding them
+    /// keep them alive), and the next one is sized after what this batch used.
     pub fn release(&mut self) {
         self.next = self.used.next_power_of_two().clamp(MIN_BLOCK, MAX_BLOCK);
         self.used = 0;
         self.block = BytesMut::new();
+        self.size = 0;
+        self.full = VecDeque::new();
+    }
+
+    /// Makes a block of at least `size` bytes current: the oldest full one when none of its
+    /// records is left, else a new allocation.
+    fn new_block(&mut self, size: usize) {
+        // the only handle left: its whole allocation is free again
+        let free = self.full.front_mut().is_some_and(|(oldest, had)| *had >= size && oldest.try_reclaim(*had));
+        let reused = if free { self.full.pop_front() } else { None };
+        let (block, had) = reused.unwrap_or_else(|| (BytesMut::with_capacity(size), size));
+        let previous = std::mem::replace(&mut self.block, block);
+        if self.size > 0 {
+            self.full.push_back((previous, self.size));
+        }
+        self.size = had;
+        // an oldest block smaller than what is asked now (the batches grew) is never reused
+        if self.full.front().is_some_and(|(_, had)| *had < size) {
+            self.full.pop_front();
+        }
     }
 }
 
@@ -85,6 +119,33 @@ mod tests {
         arena.release();
         assert_eq!(arena.next, MIN_BLOCK);
         assert_eq!(arena.block.capacity(), 0, "released: the arena holds no block");
+        assert!(arena.full.is_empty());
+    }
+
+    #[test]
+    fn a_full_block_is_used_again_once_its_records_are_gone() {
+        // a busy partition's blocks: all of the largest size
+        let mut arena = Arena { next: MAX_BLOCK, ..Arena::default() };
+        let m = message(8000); // 8,026 bytes: 8 to a block
+        let first: Vec<EncodedMessage> = (0..8).map(|_| arena.copy(&m)).collect();
+        let first_block = first[0].as_bytes().as_ptr();
+        // the 9th starts a second block; the first is kept, its records still alive
+        let second = arena.copy(&m);
+        assert_ne!(second.as_bytes().as_ptr(), first_block);
+        assert_eq!(arena.full.len(), 1);
+        let more: Vec<EncodedMessage> = (0..7).map(|_| arena.copy(&m)).collect();
+        drop(first);
+        // the third block is the first one again: its records were delivered
+        let third = arena.copy(&m);
+        assert_eq!(third.as_bytes().as_ptr(), first_block);
+        assert_eq!(third, m);
+        // while a record of the second block lives, the fourth block is a new one
+        let rest: Vec<EncodedMessage> = (0..8).map(|_| arena.copy(&m)).collect();
+        let fourth = rest.last().unwrap().as_bytes().as_ptr();
+        assert_ne!(fourth, second.as_bytes().as_ptr());
+        assert_ne!(fourth, first_block);
+        // every copy kept its bytes
+        assert!(more.iter().chain(&rest).all(|c| *c == m) && second == m);
     }
 
     #[test]
