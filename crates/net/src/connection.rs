@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
-use gregor_protocol::frame::{decode_response, encode_request, ApiKey, RequestHeader};
+use gregor_protocol::frame::{decode_response, encode_request_frame, ApiKey, RequestFrame, RequestHeader};
 use gregor_protocol::Request;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream, ToSocketAddrs};
@@ -136,7 +136,9 @@ struct Queued {
 }
 
 struct Outgoing {
-    frame: Bytes,
+    /// The frame, in parts: a Produce request's message sets are written from the request's
+    /// own buffers (see [`write_batch`]).
+    frame: RequestFrame,
     /// Told once the frame is written (for [`BrokerConnection::send`]).
     written: Option<oneshot::Sender<()>>,
     /// The slot of a request without a response, freed once written.
@@ -375,16 +377,16 @@ impl BrokerConnection {
         .await
     }
 
-    fn encode<R: Request>(&self, version: i16, request: &R) -> Result<BytesMut> {
+    fn encode<R: Request>(&self, version: i16, request: &R) -> Result<RequestFrame> {
+        let client_id = self.shared().config.client_id();
         let header = RequestHeader {
             api_key: R::KEY,
             api_version: version,
             correlation_id: 0,
-            client_id: Some(self.shared().config.client_id().to_owned()),
+            client_id: Some(client_id.to_owned()),
         };
-        // sized once: a Produce request's message sets are copied in without regrowing
-        let mut frame = BytesMut::with_capacity(4 + 10 + self.shared().config.client_id().len() + request.size_hint());
-        encode_request(&header, request, &mut frame).map_err(|source| Error::Encode {
+        // a Produce request's message sets are not copied: the frame shares them
+        let frame = encode_request_frame(&header, request, client_id.len()).map_err(|source| Error::Encode {
             api: R::KEY,
             version,
             source,
@@ -400,12 +402,12 @@ impl BrokerConnection {
     /// Takes a slot and a queue place, then registers and queues the frame atomically, so that
     /// correlation ids reach the socket in order. Returns the correlation id, the response
     /// waiter ([`Mode::Wait`]) and the written signal ([`Mode::Discard`], [`Mode::NoResponse`]).
-    async fn enqueue(&self, frame: BytesMut, mode: Mode) -> Result<Queued> {
+    async fn enqueue(&self, frame: RequestFrame, mode: Mode) -> Result<Queued> {
         let shared = self.shared();
         // both awaits are cancel safe: nothing is registered until the lock below
         let slot = shared.slots.clone().acquire_owned().await.map_err(|_| shared.current_error())?;
         let place = self.handle.queue.reserve().await.map_err(|_| shared.current_error())?;
-        let api = ApiKey::from_i16(i16::from_be_bytes([frame[4], frame[5]]));
+        let api = ApiKey::from_i16(i16::from_be_bytes([frame.head[4], frame.head[5]]));
         let mut st = shared.lock();
         if let Some(reason) = &st.poisoned {
             return Err(reason.to_error(&shared.addr));
@@ -499,9 +501,9 @@ impl BrokerConnection {
 }
 
 /// Writes the correlation id into an encoded request frame.
-fn with_correlation_id(mut frame: BytesMut, correlation_id: i32) -> Bytes {
-    frame[CORRELATION_ID_AT..CORRELATION_ID_AT + 4].copy_from_slice(&correlation_id.to_be_bytes());
-    frame.freeze()
+fn with_correlation_id(mut frame: RequestFrame, correlation_id: i32) -> RequestFrame {
+    frame.head[CORRELATION_ID_AT..CORRELATION_ID_AT + 4].copy_from_slice(&correlation_id.to_be_bytes());
+    frame
 }
 
 impl State {
@@ -809,10 +811,23 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut write: W, mut queue: mpsc::Receiv
     let _ = tokio::time::timeout(Duration::from_millis(100), write.shutdown()).await;
 }
 
+/// Writes the frames' parts with vectored writes (one `writev` for a batch of frames when the
+/// socket takes it all), so that the message sets a Produce request shares go from their own
+/// buffers to the socket without being copied into a frame first.
 async fn write_batch<W: AsyncWrite + Unpin>(write: &mut W, batch: &[Outgoing]) -> io::Result<()> {
+    let mut slices = Vec::with_capacity(batch.iter().map(|o| 1 + o.frame.tail.len()).sum());
     for outgoing in batch {
         tracing::trace!(bytes = outgoing.frame.len(), "write");
-        write.write_all(&outgoing.frame).await?;
+        slices.push(io::IoSlice::new(&outgoing.frame.head));
+        slices.extend(outgoing.frame.tail.iter().filter(|p| !p.is_empty()).map(|p| io::IoSlice::new(p)));
+    }
+    let mut left = &mut slices[..];
+    while !left.is_empty() {
+        let n = write.write_vectored(left).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        io::IoSlice::advance_slices(&mut left, n);
     }
     write.flush().await
 }
@@ -888,6 +903,48 @@ mod tests {
     }
 
     type ConnectionConfigBuilderExt = fn(crate::ConnectionConfigBuilder) -> crate::ConnectionConfigBuilder;
+
+    #[tokio::test]
+    async fn produce_frames_written_in_parts_arrive_whole_through_partial_writes() {
+        // a 64-byte pipe: every write is partial, and cuts the frames' parts anywhere
+        let (ours, theirs) = tokio::io::duplex(64);
+        let config = ConnectionConfig::builder().client_id("unit").build().unwrap();
+        let conn = BrokerConnection::from_io(ours, &config);
+        let mut peer = Peer { io: theirs, buf: BytesMut::new() };
+        let set = |fill: u8, n: usize| {
+            let messages = (0..n).map(|i| Message::new(None, Some(Bytes::from(vec![fill.wrapping_add(i as u8); 300]))));
+            MessageSet::from_messages(messages, Compression::None).unwrap()
+        };
+        // two sets large enough to be shared, a small one copied between them
+        let request = ProduceRequest {
+            required_acks: 0,
+            timeout: 1000,
+            topics: vec![TopicPartitions::new(
+                "t",
+                vec![
+                    ProducePartition { partition: 0, message_set: set(b'a', 20) },
+                    ProducePartition { partition: 1, message_set: set(b'k', 1) },
+                    ProducePartition { partition: 2, message_set: set(b'q', 9) },
+                ],
+            )],
+        };
+        // queued at once, so that frames are written together
+        let senders: Vec<_> = (0..3)
+            .map(|_| {
+                let (c, r) = (conn.clone(), request.clone());
+                tokio::spawn(async move { c.send(0, &r).await })
+            })
+            .collect();
+        for _ in 0..3 {
+            let (header, mut body) = peer.recv().await.expect("a request");
+            assert_eq!((header.api_key, header.client_id.as_deref()), (ApiKey::Produce, Some("unit")));
+            assert_eq!(ProduceRequest::decode(0, &mut body).unwrap(), request);
+            assert!(body.is_empty());
+        }
+        for s in senders {
+            s.await.unwrap().unwrap();
+        }
+    }
 
     fn connect() -> (BrokerConnection, Peer) {
         connect_with(|b| b)

@@ -157,6 +157,24 @@ pub trait Encode {
         0
     }
 
+    /// Appends the value's bytes for `version` to `out`, byte strings of
+    /// [`PartsWriter::SHARE_MIN`] bytes or more shared rather than copied where the type has
+    /// them ([`ProduceRequest`](crate::messages::ProduceRequest)'s message sets). By default,
+    /// [`Encode::encode`] into the writer's buffer.
+    ///
+    /// # Errors
+    ///
+    /// As [`Encode::encode`].
+    fn encode_parts(&self, version: i16, out: &mut PartsWriter) -> Result<()> {
+        self.encode(version, out.buf())
+    }
+
+    /// About how many bytes [`Encode::encode_parts`] copies into the writer's buffer (a hint,
+    /// as [`Encode::size_hint`], which it is by default).
+    fn copied_size_hint(&self) -> usize {
+        self.size_hint()
+    }
+
     /// The value's bytes for `version`, in a new buffer.
     ///
     /// # Errors
@@ -249,6 +267,118 @@ impl RequestHeader {
 pub struct ResponseHeader {
     /// The request's correlation id.
     pub correlation_id: i32,
+}
+
+/// Where [`Encode::encode_parts`] writes: a buffer, and byte strings appended without a copy
+/// ([`PartsWriter::share`]).
+#[derive(Debug, Default)]
+pub struct PartsWriter {
+    buf: BytesMut,
+    /// What was written before the first shared part (kept writable: see [`RequestFrame`]).
+    head: Option<BytesMut>,
+    tail: Vec<Bytes>,
+}
+
+impl PartsWriter {
+    /// Shorter byte strings are copied by [`PartsWriter::share`]: a part of its own would cost
+    /// more to write than the copy.
+    pub const SHARE_MIN: usize = 1024;
+
+    /// A writer whose buffer has room for `capacity` bytes.
+    pub fn with_capacity(capacity: usize) -> PartsWriter {
+        PartsWriter { buf: BytesMut::with_capacity(capacity), head: None, tail: Vec::new() }
+    }
+
+    /// The buffer, to append to.
+    pub fn buf(&mut self) -> &mut BytesMut {
+        &mut self.buf
+    }
+
+    /// Appends `bytes`: as a part of its own (no copy, a reference count) from
+    /// [`PartsWriter::SHARE_MIN`] bytes on, else copied into the buffer.
+    pub fn share(&mut self, bytes: &Bytes) {
+        if bytes.len() < Self::SHARE_MIN {
+            self.buf.extend_from_slice(bytes);
+            return;
+        }
+        let written = self.buf.split();
+        match self.head {
+            None => self.head = Some(written),
+            Some(_) if written.is_empty() => {}
+            Some(_) => self.tail.push(written.freeze()),
+        }
+        self.tail.push(bytes.clone());
+    }
+
+    /// Everything written, in order.
+    pub fn finish(self) -> RequestFrame {
+        let PartsWriter { buf, head, mut tail } = self;
+        match head {
+            None => RequestFrame { head: buf, tail },
+            Some(head) => {
+                if !buf.is_empty() {
+                    tail.push(buf.freeze());
+                }
+                RequestFrame { head, tail }
+            }
+        }
+    }
+}
+
+/// A request frame as the byte strings to write one after the other: `head` (the size prefix,
+/// the header and the body's first bytes; writable, so that a connection can set the
+/// correlation id), then `tail`, which may share large byte strings with the request (a Produce
+/// request's message sets are not copied).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestFrame {
+    /// The first bytes: at least the size prefix and the header.
+    pub head: BytesMut,
+    /// The rest, in order.
+    pub tail: Vec<Bytes>,
+}
+
+impl RequestFrame {
+    /// The frame's length, size prefix included.
+    pub fn len(&self) -> usize {
+        self.head.len() + self.tail.iter().map(Bytes::len).sum::<usize>()
+    }
+
+    /// False: a frame has at least its size prefix and header.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The frame in one buffer (a copy).
+    pub fn to_bytes(&self) -> Bytes {
+        let mut all = BytesMut::with_capacity(self.len());
+        all.extend_from_slice(&self.head);
+        for part in &self.tail {
+            all.extend_from_slice(part);
+        }
+        all.freeze()
+    }
+}
+
+/// [`encode_request`] as a [`RequestFrame`]: the same bytes, with large byte strings of the
+/// request (message sets) shared instead of copied. `extra` is room to reserve in the head
+/// beyond the request's own hint (the client id's length, say).
+///
+/// # Errors
+///
+/// As [`encode_request`]; [`Error::TooLong`] for a frame over `i32::MAX` bytes.
+pub fn encode_request_frame<R: Request>(header: &RequestHeader, request: &R, extra: usize) -> Result<RequestFrame> {
+    if header.api_key != R::KEY {
+        return Err(Error::UnsupportedApiKey(header.api_key.code()));
+    }
+    check_version::<R>(header.api_version)?;
+    let mut out = PartsWriter::with_capacity(4 + 10 + extra + request.copied_size_hint());
+    let at = wire::begin_size(out.buf());
+    header.encode(out.buf())?;
+    request.encode_parts(header.api_version, &mut out)?;
+    let mut frame = out.finish();
+    let len = wire::len_i32("request frame", frame.len() - 4)?;
+    frame.head[at..at + 4].copy_from_slice(&len.to_be_bytes());
+    Ok(frame)
 }
 
 /// Writes a whole request frame: size prefix, header, body in `header.api_version`.
@@ -383,6 +513,69 @@ mod tests {
         }
         assert_eq!(got, vec![Bytes::from_static(b"abc"), Bytes::new(), Bytes::from_static(b"z")]);
         assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn a_frame_in_parts_has_the_bytes_of_the_one_buffer_frame_and_shares_large_sets() {
+        use crate::messages::{MetadataRequest, ProducePartition, ProduceRequest, TopicPartitions};
+        use crate::{Compression, Message, MessageSet};
+        let set = |n: usize, len: usize| {
+            let messages: Vec<Message> =
+                (0..n).map(|i| Message::new(None, Some(Bytes::from(vec![b'a' + (i % 26) as u8; len])))).collect();
+            MessageSet::from_messages(messages, Compression::None).unwrap()
+        };
+        // sets below, at and above the share threshold, two topics, one of them with one
+        // partition, in the order the request has them
+        let sets = [set(1, 10), set(40, 100), set(3, 400), set(1, PartsWriter::SHARE_MIN - 26)];
+        assert!(sets[0].len() < PartsWriter::SHARE_MIN && sets[1].len() > PartsWriter::SHARE_MIN);
+        assert_eq!(sets[3].len(), PartsWriter::SHARE_MIN, "a set of exactly the threshold is shared");
+        let request = ProduceRequest {
+            required_acks: -1,
+            timeout: 1500,
+            topics: vec![
+                TopicPartitions::new(
+                    "events",
+                    vec![
+                        ProducePartition { partition: 0, message_set: sets[0].clone() },
+                        ProducePartition { partition: 1, message_set: sets[1].clone() },
+                        ProducePartition { partition: 2, message_set: sets[2].clone() },
+                    ],
+                ),
+                TopicPartitions::new("audit", vec![ProducePartition { partition: 7, message_set: sets[3].clone() }]),
+            ],
+        };
+        let header = RequestHeader {
+            api_key: ApiKey::Produce,
+            api_version: 0,
+            correlation_id: 42,
+            client_id: Some("parts".into()),
+        };
+        let mut whole = BytesMut::new();
+        encode_request(&header, &request, &mut whole).unwrap();
+        let frame = encode_request_frame(&header, &request, 5).unwrap();
+        assert_eq!(frame.to_bytes(), whole.freeze());
+        assert_eq!(frame.len(), frame.to_bytes().len());
+        // the three large sets are the request's own bytes; the small one was copied
+        let shared: Vec<*const u8> = frame.tail.iter().map(|p| p.as_ptr()).collect();
+        for s in &sets[1..] {
+            assert!(shared.contains(&s.as_bytes().as_ptr()), "a large set is shared");
+        }
+        assert!(!shared.contains(&sets[0].as_bytes().as_ptr()));
+        // the head holds the header, writable in place
+        assert_eq!(&frame.head[8..12], &42i32.to_be_bytes());
+        // a request with nothing to share is one buffer
+        let metadata = MetadataRequest { topics: vec!["events".into()] };
+        let header = RequestHeader { api_key: ApiKey::Metadata, ..header };
+        let mut whole = BytesMut::new();
+        encode_request(&header, &metadata, &mut whole).unwrap();
+        let frame = encode_request_frame(&header, &metadata, 0).unwrap();
+        assert!(frame.tail.is_empty());
+        assert_eq!(frame.head.freeze(), whole.freeze());
+        // the checks of `encode_request`
+        let header = RequestHeader { api_version: 1, ..header };
+        assert!(matches!(encode_request_frame(&header, &metadata, 0), Err(Error::UnsupportedVersion { .. })));
+        let header = RequestHeader { api_key: ApiKey::Fetch, api_version: 0, ..header };
+        assert!(matches!(encode_request_frame(&header, &metadata, 0), Err(Error::UnsupportedApiKey(1))));
     }
 
     #[test]

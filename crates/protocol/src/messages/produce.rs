@@ -16,7 +16,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use super::{decode_topics, encode_topics, topics_body, PartitionEntry, TopicPartitions};
 use crate::error::Result;
 use crate::error_code::ErrorCode;
-use crate::frame::{check_version, ApiKey, Decode, Encode, Request, VersionRange};
+use crate::frame::{check_version, ApiKey, Decode, Encode, PartsWriter, Request, VersionRange};
 use crate::message::MessageSet;
 use crate::wire;
 
@@ -81,6 +81,39 @@ impl Encode for ProduceRequest {
             .topics
             .iter()
             .map(|t| 2 + t.topic.len() + 4 + t.partitions.iter().map(|p| 8 + p.message_set.len()).sum::<usize>())
+            .sum();
+        2 + 4 + 4 + entries
+    }
+
+    /// As `encode`, with each message set of [`PartsWriter::SHARE_MIN`] bytes or more shared
+    /// with the request (not copied).
+    fn encode_parts(&self, version: i16, out: &mut PartsWriter) -> Result<()> {
+        check_version::<Self>(version)?;
+        let buf = out.buf();
+        buf.put_i16(self.required_acks);
+        buf.put_i32(self.timeout);
+        buf.put_i32(wire::len_i32("topics", self.topics.len())?);
+        for topic in &self.topics {
+            wire::put_string(out.buf(), "topic", &topic.topic)?;
+            out.buf().put_i32(wire::len_i32("partitions", topic.partitions.len())?);
+            for p in &topic.partitions {
+                let set = p.message_set.as_bytes();
+                out.buf().put_i32(p.partition);
+                out.buf().put_i32(wire::len_i32("message_set", set.len())?);
+                out.share(set);
+            }
+        }
+        Ok(())
+    }
+
+    fn copied_size_hint(&self) -> usize {
+        let entries: usize = self
+            .topics
+            .iter()
+            .map(|t| {
+                let sets = t.partitions.iter().map(|p| p.message_set.len()).filter(|n| *n < PartsWriter::SHARE_MIN);
+                2 + t.topic.len() + 4 + 8 * t.partitions.len() + sets.sum::<usize>()
+            })
             .sum();
         2 + 4 + 4 + entries
     }
