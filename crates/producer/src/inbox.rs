@@ -19,6 +19,11 @@
 //! (`crate::arena`), or into an allocation of its own ([`detach`]) while it waits for its
 //! topic's metadata; so a record that waits long (a retry, a partition without a leader) never
 //! keeps a whole shared buffer alive.
+//!
+//! The buffer is the sending thread's own (a thread local), and the encoding (the CRC, the
+//! copy) happens before the lock is taken: threads sending at once encode in parallel and
+//! hold the lock only for the push. A thread's buffer starts small and grows while the thread
+//! keeps sending, so a thread that sent a few records keeps little.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -34,8 +39,34 @@ use crate::record::{Pending, Slot, TopicName};
 /// get an allocation of their own (and the background task keeps it as it is).
 pub(crate) const SHARED_MAX: usize = 8 * 1024;
 
-/// The shared buffer's size: a new one is made when a message does not fit in what is left.
+/// The largest shared buffer: a new one is made when a message does not fit in what is left,
+/// twice the size of the last (from [`FIRST_CHUNK`]) up to this.
 const CHUNK: usize = 64 * 1024;
+
+/// A thread's first shared buffer.
+const FIRST_CHUNK: usize = 4 * 1024;
+
+thread_local! {
+    /// The sending thread's shared buffer (see the module docs), and the size it was made with.
+    static CHUNK_OF_THREAD: std::cell::RefCell<(Option<BytesMut>, usize)> = const { std::cell::RefCell::new((None, 0)) };
+}
+
+/// Encodes a small message (`len` bytes encoded) into the sending thread's shared buffer; into
+/// an allocation of its own when the thread's locals are gone (a send from a thread-local
+/// destructor).
+fn encode_shared(message: &Message, len: usize) -> Result<EncodedMessage, gregor_protocol::Error> {
+    let shared = CHUNK_OF_THREAD.try_with(|chunk| {
+        let (chunk, size) = &mut *chunk.borrow_mut();
+        match chunk {
+            Some(chunk) if chunk.capacity() - chunk.len() >= len => EncodedMessage::encode_into(message, chunk),
+            _ => {
+                *size = if *size == 0 { FIRST_CHUNK } else { (*size * 2).min(CHUNK) }.max(len);
+                EncodedMessage::encode_into(message, chunk.insert(BytesMut::with_capacity(*size)))
+            }
+        }
+    });
+    shared.unwrap_or_else(|_| EncodedMessage::encode(message))
+}
 
 /// The message in an allocation of its own when it sits in a shared buffer (see the module
 /// docs); as it is otherwise.
@@ -62,8 +93,6 @@ const KEEP_CAPACITY: usize = 16 * 1024;
 
 struct State {
     commands: VecDeque<Command>,
-    /// Where small records are encoded (see the module docs).
-    chunk: BytesMut,
     /// The sender is gone (every producer handle dropped).
     sender_gone: bool,
     /// The receiver closed the queue: sends fail.
@@ -98,13 +127,7 @@ impl Queue {
 /// A new inbox: the application side and the task side.
 pub(crate) fn inbox() -> (InboxSender, InboxReceiver) {
     let queue = Arc::new(Queue {
-        state: Mutex::new(State {
-            commands: VecDeque::new(),
-            chunk: BytesMut::new(),
-            sender_gone: false,
-            closed: false,
-            last_topic: None,
-        }),
+        state: Mutex::new(State { commands: VecDeque::new(), sender_gone: false, closed: false, last_topic: None }),
         wake: Notify::new(),
     });
     (InboxSender { queue: queue.clone() }, InboxReceiver { queue })
@@ -139,7 +162,7 @@ impl InboxSender {
         }
     }
 
-    /// Encodes a record (small ones into the shared buffer, under the lock) and queues it.
+    /// Encodes a record (a small one into the thread's shared buffer), then queues it.
     #[allow(clippy::result_large_err)] // the record's parts, moved back on the rare refusal
     pub(crate) fn send_record(
         &self,
@@ -149,27 +172,12 @@ impl InboxSender {
         slot: Slot,
     ) -> Result<(), Refused> {
         let len = message.encoded_len();
-        let own = if len > SHARED_MAX {
-            match EncodedMessage::encode(message) {
-                Ok(m) => Some(m),
-                Err(e) => return Err(Refused::Encode(e, topic, slot)),
-            }
-        } else {
-            None
+        let encoded = if len > SHARED_MAX { EncodedMessage::encode(message) } else { encode_shared(message, len) };
+        let message = match encoded {
+            Ok(m) => m,
+            Err(e) => return Err(Refused::Encode(e, topic, slot)),
         };
         let mut state = self.queue.lock();
-        let message = match own {
-            Some(m) => m,
-            None => {
-                if state.chunk.capacity() - state.chunk.len() < len {
-                    state.chunk = BytesMut::with_capacity(CHUNK);
-                }
-                match EncodedMessage::encode_into(message, &mut state.chunk) {
-                    Ok(m) => m,
-                    Err(e) => return Err(Refused::Encode(e, topic, slot)),
-                }
-            }
-        };
         // the background task numbers the records it takes; the application's `topic` is
         // dropped here, on its own thread
         let pending = Pending { seq: 0, topic: state.topic_name(&topic), partition, message, slot: Some(slot) };
@@ -310,6 +318,60 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(20)).await;
         drop(tx);
         assert!(!tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap());
+    }
+
+    #[tokio::test]
+    async fn threads_sending_at_once_each_encode_into_their_own_buffer_in_order() {
+        let (tx, mut rx) = inbox();
+        let tx = Arc::new(tx);
+        const THREADS: usize = 4;
+        const EACH: usize = 3000;
+        let threads: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    let mut receivers = Vec::with_capacity(EACH);
+                    for i in 0..EACH {
+                        let value = format!("thread {t} record {i}");
+                        let message = Message::new(None, Some(bytes::Bytes::from(value)));
+                        let (future, result) = tokio::sync::oneshot::channel();
+                        assert!(tx.send_record(Arc::from("t"), Some(t as i32), &message, Slot::Future(future)).is_ok());
+                        receivers.push(result);
+                    }
+                    // a thread that sent this much grew its buffer, and no further than the largest
+                    let size = CHUNK_OF_THREAD.with(|c| c.borrow().1);
+                    assert_eq!(size, CHUNK);
+                    receivers
+                })
+            })
+            .collect();
+        let _receivers: Vec<_> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+        let mut got = VecDeque::new();
+        while got.len() < THREADS * EACH {
+            assert!(rx.recv_many(&mut got).await);
+        }
+        let mut next = [0usize; THREADS];
+        for command in got {
+            let Command::Record(p) = command else { panic!("only records were sent") };
+            let t = p.partition.unwrap() as usize;
+            let value = p.message.to_message().value.unwrap();
+            assert_eq!(
+                value,
+                format!("thread {t} record {}", next[t]).as_bytes(),
+                "each thread's records, whole and in order"
+            );
+            next[t] += 1;
+        }
+        assert_eq!(next, [EACH; THREADS]);
+        // a thread that sends one record keeps a small buffer
+        std::thread::spawn(move || {
+            let message = Message::new(None, Some(bytes::Bytes::from_static(b"one")));
+            let (future, _result) = tokio::sync::oneshot::channel();
+            assert!(tx.send_record(Arc::from("t"), None, &message, Slot::Future(future)).is_ok());
+            assert_eq!(CHUNK_OF_THREAD.with(|c| c.borrow().1), FIRST_CHUNK);
+        })
+        .join()
+        .unwrap();
     }
 
     #[tokio::test]
