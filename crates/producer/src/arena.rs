@@ -73,22 +73,31 @@ impl Arena {
         self.full = VecDeque::new();
     }
 
-    /// Makes a block of at least `size` bytes current: the oldest full one when none of its
-    /// records is left, else a new allocation.
+    /// Makes a block of at least `size` bytes current: an oldest full one none of whose
+    /// records is left, else a new allocation. The other oldest blocks found free are let go,
+    /// and so are those smaller than `size` (the batches grew): what the arena keeps follows
+    /// the blocks its records use (after a burst, or a stall that kept the oldest block alive,
+    /// the blocks freed meanwhile are not held for as long as the queue stays busy).
     fn new_block(&mut self, size: usize) {
-        // the only handle left: its whole allocation is free again
-        let free = self.full.front_mut().is_some_and(|(oldest, had)| *had >= size && oldest.try_reclaim(*had));
-        let reused = if free { self.full.pop_front() } else { None };
+        let mut reused = None;
+        while let Some((oldest, had)) = self.full.front_mut() {
+            // `try_reclaim` succeeds when the arena holds the only handle left: the whole
+            // allocation is free again
+            if *had >= size && !oldest.try_reclaim(*had) {
+                break;
+            }
+            let (oldest, had) = self.full.pop_front().expect("the front block");
+            if had >= size {
+                // a block found free before this one goes back to the allocator here
+                reused = Some((oldest, had));
+            }
+        }
         let (block, had) = reused.unwrap_or_else(|| (BytesMut::with_capacity(size), size));
         let previous = std::mem::replace(&mut self.block, block);
         if self.size > 0 {
             self.full.push_back((previous, self.size));
         }
         self.size = had;
-        // an oldest block smaller than what is asked now (the batches grew) is never reused
-        if self.full.front().is_some_and(|(_, had)| *had < size) {
-            self.full.pop_front();
-        }
     }
 }
 
@@ -146,6 +155,26 @@ mod tests {
         assert_ne!(fourth, first_block);
         // every copy kept its bytes
         assert!(more.iter().chain(&rest).all(|c| *c == m) && second == m);
+        // a burst held many blocks; once their records are gone, the next block is one of
+        // them and the others are let go
+        let mut arena = Arena { next: MAX_BLOCK, ..Arena::default() };
+        let burst: Vec<EncodedMessage> = (0..8 * 10).map(|_| arena.copy(&m)).collect();
+        assert_eq!(arena.full.len(), 9, "nine full blocks kept, the tenth current");
+        let starts: Vec<*const u8> = burst.iter().step_by(8).map(|c| c.as_bytes().as_ptr()).collect();
+        drop(burst);
+        let next: Vec<EncodedMessage> = (0..9).map(|_| arena.copy(&m)).collect();
+        // the first new block is the ninth (the eight before it let go), the second the tenth
+        assert_eq!(next[0].as_bytes().as_ptr(), starts[8]);
+        assert_eq!(next[8].as_bytes().as_ptr(), starts[9]);
+        assert_eq!(arena.full.len(), 1, "only the block just filled is kept");
+        // a block still in use stops the search: the oldest is in use, a new block is made
+        let mut arena = Arena { next: MAX_BLOCK, ..Arena::default() };
+        let first: Vec<EncodedMessage> = (0..8).map(|_| arena.copy(&m)).collect();
+        let later: Vec<EncodedMessage> = (0..8 * 3).map(|_| arena.copy(&m)).collect();
+        drop(later);
+        let _one_more: Vec<EncodedMessage> = (0..8).map(|_| arena.copy(&m)).collect();
+        assert_eq!(arena.full.len(), 4, "nothing reclaimed behind a block in use");
+        drop(first);
     }
 
     #[test]
