@@ -24,6 +24,9 @@ use crate::inbox::SHARED_MAX;
 const MIN_BLOCK: usize = 1024;
 const MAX_BLOCK: usize = 64 * 1024;
 
+/// Free full blocks an arena keeps for its next blocks, besides the one it takes.
+const KEEP_FREE: usize = 32;
+
 /// One partition's blocks (see the module docs).
 #[derive(Debug)]
 pub struct Arena {
@@ -73,25 +76,33 @@ impl Arena {
         self.full = VecDeque::new();
     }
 
-    /// Makes a block of at least `size` bytes current: an oldest full one none of whose
-    /// records is left, else a new allocation. The other oldest blocks found free are let go,
-    /// and so are those smaller than `size` (the batches grew): what the arena keeps follows
-    /// the blocks its records use (after a burst, or a stall that kept the oldest block alive,
-    /// the blocks freed meanwhile are not held for as long as the queue stays busy).
+    /// Makes a block of at least `size` bytes current: the oldest full one when none of its
+    /// records is left, else a new allocation. Of the other oldest blocks found free, up to
+    /// [`KEEP_FREE`] stay for the next blocks and the rest are let go, and so are blocks
+    /// smaller than `size` (the batches grew): what the arena keeps follows the blocks its
+    /// records use (after a burst, or a stall that kept the oldest block alive while later ones
+    /// were delivered, the blocks freed meanwhile are not held for as long as the queue stays
+    /// busy), while the blocks a delivery frees at once are used again.
     fn new_block(&mut self, size: usize) {
-        let mut reused = None;
-        while let Some((oldest, had)) = self.full.front_mut() {
+        let mut free = 0;
+        while let Some((block, had)) = self.full.get_mut(free) {
+            if *had < size {
+                // too small for the batches now: never used again
+                self.full.remove(free);
+                continue;
+            }
             // `try_reclaim` succeeds when the arena holds the only handle left: the whole
             // allocation is free again
-            if *had >= size && !oldest.try_reclaim(*had) {
+            if !block.try_reclaim(*had) {
                 break;
             }
-            let (oldest, had) = self.full.pop_front().expect("the front block");
-            if had >= size {
-                // a block found free before this one goes back to the allocator here
-                reused = Some((oldest, had));
+            free += 1;
+            if free > 1 + KEEP_FREE {
+                self.full.remove(free - 1);
+                free -= 1;
             }
         }
+        let reused = if free > 0 { self.full.pop_front() } else { None };
         let (block, had) = reused.unwrap_or_else(|| (BytesMut::with_capacity(size), size));
         let previous = std::mem::replace(&mut self.block, block);
         if self.size > 0 {
@@ -155,18 +166,23 @@ mod tests {
         assert_ne!(fourth, first_block);
         // every copy kept its bytes
         assert!(more.iter().chain(&rest).all(|c| *c == m) && second == m);
-        // a burst held many blocks; once their records are gone, the next block is one of
-        // them and the others are let go
+        // a burst held many blocks; once their records are gone, the next block is the oldest
+        // of them, KEEP_FREE more stay free for the next ones and the rest are let go
+        let blocks = KEEP_FREE + 6;
         let mut arena = Arena { next: MAX_BLOCK, ..Arena::default() };
-        let burst: Vec<EncodedMessage> = (0..8 * 10).map(|_| arena.copy(&m)).collect();
-        assert_eq!(arena.full.len(), 9, "nine full blocks kept, the tenth current");
+        let burst: Vec<EncodedMessage> = (0..8 * blocks).map(|_| arena.copy(&m)).collect();
+        assert_eq!(arena.full.len(), blocks - 1, "the full blocks kept, the last one current");
         let starts: Vec<*const u8> = burst.iter().step_by(8).map(|c| c.as_bytes().as_ptr()).collect();
         drop(burst);
-        let next: Vec<EncodedMessage> = (0..9).map(|_| arena.copy(&m)).collect();
-        // the first new block is the ninth (the eight before it let go), the second the tenth
-        assert_eq!(next[0].as_bytes().as_ptr(), starts[8]);
-        assert_eq!(next[8].as_bytes().as_ptr(), starts[9]);
-        assert_eq!(arena.full.len(), 1, "only the block just filled is kept");
+        let next: Vec<EncodedMessage> = (0..8 * 2 + 1).map(|_| arena.copy(&m)).collect();
+        assert_eq!(next[0].as_bytes().as_ptr(), starts[0]);
+        assert_eq!(next[8].as_bytes().as_ptr(), starts[1]);
+        assert_eq!(next[16].as_bytes().as_ptr(), starts[2]);
+        // blocks 4 to KEEP_FREE + 1 and the burst's last one (free), then the two just filled
+        assert_eq!(arena.full.len(), KEEP_FREE + 1);
+        assert_eq!(arena.full[0].0.as_ptr(), starts[3]);
+        assert_eq!(arena.full[KEEP_FREE - 2].0.as_ptr(), starts[blocks - 1]);
+        drop(next);
         // a block still in use stops the search: the oldest is in use, a new block is made
         let mut arena = Arena { next: MAX_BLOCK, ..Arena::default() };
         let first: Vec<EncodedMessage> = (0..8).map(|_| arena.copy(&m)).collect();
