@@ -719,6 +719,33 @@ impl EncodedMessage {
         EncodedMessage { bytes: split_tail(buf, at) }
     }
 
+    /// Bytes that [`Message::encode`] wrote, as an encoded message: for a producer that
+    /// encodes into a buffer of its own and keeps the bytes in another. The layout is
+    /// checked (magic 0; the key and value lengths fill the bytes exactly), the CRC is not
+    /// ([`MessageView::parse`] checks it): `None` when `bytes` is not one message v0.
+    pub fn from_bytes(bytes: Bytes) -> Option<EncodedMessage> {
+        is_one_message(&bytes).then_some(EncodedMessage { bytes })
+    }
+
+    /// [`EncodedMessage::from_bytes`] of a copy of `bytes`, at the end of `buf` and split off
+    /// (as [`EncodedMessage::copy_into`] does); `buf` is left as it was when `bytes` is not
+    /// one message v0.
+    pub fn copy_from_slice_into(bytes: &[u8], buf: &mut BytesMut) -> Option<EncodedMessage> {
+        if !is_one_message(bytes) {
+            return None;
+        }
+        let at = buf.len();
+        buf.extend_from_slice(bytes);
+        Some(EncodedMessage { bytes: split_tail(buf, at) })
+    }
+
+    /// The key of the message v0 in `bytes` (laid out as [`EncodedMessage::as_bytes`]), read
+    /// without a copy; `None` for a null key, or when `bytes` is too short to hold it.
+    pub fn key_of(bytes: &[u8]) -> Option<&[u8]> {
+        let mut rest = bytes.get(6..)?;
+        take_nullable(&mut rest)?
+    }
+
     /// The same message in an allocation of its own (so it no longer keeps a shared buffer
     /// alive).
     pub fn detached(&self) -> EncodedMessage {
@@ -747,8 +774,7 @@ impl EncodedMessage {
 
     /// The key, read from the bytes (no copy); `None` for a null key.
     pub fn key(&self) -> Option<&[u8]> {
-        let mut rest = self.bytes.get(6..)?;
-        take_nullable(&mut rest)?
+        EncodedMessage::key_of(&self.bytes)
     }
 
     /// The message again (its key and value share these bytes, no copy; the CRC is not
@@ -760,6 +786,16 @@ impl EncodedMessage {
         let value = take_nullable(&mut rest).flatten().map(|v| self.bytes.slice_ref(v));
         Message { attributes, key, value }
     }
+}
+
+/// True when `bytes` is one message v0 as [`Message::encode`] lays it out: magic 0, and the key
+/// and value lengths fill the bytes exactly (the CRC is not checked).
+fn is_one_message(bytes: &[u8]) -> bool {
+    if bytes.len() < MESSAGE_V0_OVERHEAD || bytes[4] as i8 != MAGIC_V0 {
+        return false;
+    }
+    let mut rest = &bytes[6..];
+    take_nullable(&mut rest).is_some() && take_nullable(&mut rest).is_some() && rest.is_empty()
 }
 
 /// Splits `buf[at..]` off `buf`; an empty `buf` (`at` 0, the intended use) keeps its spare
@@ -949,6 +985,38 @@ mod tests {
         let e = EncodedMessage::encode_into(&m, &mut buf).unwrap();
         assert_eq!(&buf[..], b"abc");
         assert_eq!(e.to_message(), m);
+    }
+
+    #[test]
+    fn from_bytes_takes_one_whole_message_and_nothing_else() {
+        for m in [Message::new(b("key"), b("value")), Message::new(None, None), Message::new(None, b("v"))] {
+            let mut buf = BytesMut::new();
+            m.encode(&mut buf).unwrap();
+            let whole = buf.freeze();
+            let e = EncodedMessage::from_bytes(whole.clone()).expect("one whole message");
+            assert_eq!(e.to_message(), m);
+            assert_eq!(e.as_bytes(), &whole[..]);
+            assert_eq!(EncodedMessage::key_of(&whole), m.key.as_deref());
+            let mut buf = BytesMut::from(&b"before"[..]);
+            let copy = EncodedMessage::copy_from_slice_into(&whole, &mut buf).expect("one whole message");
+            assert_eq!((copy.as_bytes(), &buf[..]), (&whole[..], &b"before"[..]));
+            // a byte short, a byte over, or another magic: not one message
+            assert!(EncodedMessage::from_bytes(whole.slice(..whole.len() - 1)).is_none());
+            let mut buf = BytesMut::from(&b"before"[..]);
+            assert!(EncodedMessage::copy_from_slice_into(&whole[..whole.len() - 1], &mut buf).is_none());
+            assert_eq!(&buf[..], b"before");
+            let mut over = whole.to_vec();
+            over.push(0);
+            assert!(EncodedMessage::from_bytes(over.into()).is_none());
+            let mut magic = whole.to_vec();
+            magic[4] = 1;
+            assert!(EncodedMessage::from_bytes(magic.into()).is_none());
+        }
+        assert!(EncodedMessage::from_bytes(Bytes::from_static(&[0; 13])).is_none());
+        // a key length pointing past the end
+        let mut long_key = vec![0u8; 14];
+        long_key[6..10].copy_from_slice(&100i32.to_be_bytes());
+        assert!(EncodedMessage::from_bytes(long_key.into()).is_none());
     }
 
     #[test]
