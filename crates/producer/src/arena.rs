@@ -53,17 +53,28 @@ impl Arena {
     /// The message, copied into the current block (a new block when it does not fit); a large
     /// message, which has an allocation of its own already, is kept as it is.
     pub fn copy(&mut self, message: &EncodedMessage) -> EncodedMessage {
-        let len = message.len();
-        if len > SHARED_MAX {
+        if message.len() > SHARED_MAX {
             return message.clone();
         }
+        self.room(message.len());
+        message.copy_into(&mut self.block)
+    }
+
+    /// A small message's bytes (a record's, from the inbox's stream) copied into the current
+    /// block; `None` when they are not one message.
+    pub fn copy_slice(&mut self, bytes: &[u8]) -> Option<EncodedMessage> {
+        self.room(bytes.len());
+        EncodedMessage::copy_from_slice_into(bytes, &mut self.block)
+    }
+
+    /// Makes room for `len` more bytes in the current block.
+    fn room(&mut self, len: usize) {
         if self.block.capacity() < len {
             // grows with what the partition takes in while a batch builds up
             let size = self.next.max(self.used.next_power_of_two()).clamp(MIN_BLOCK, MAX_BLOCK).max(len);
             self.new_block(size);
         }
         self.used += len;
-        message.copy_into(&mut self.block)
     }
 
     /// The partition's queue was emptied: the blocks are let go (records still holding them

@@ -13,13 +13,14 @@
 //!                          retry ──► front of its partition, after retry.backoff.ms
 //! ```
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use gregor_net::{MetadataCache, MetadataSnapshot};
 use gregor_protocol::messages::{ProducePartition, ProduceRequest, ProduceResponse, TopicPartitions};
-use gregor_protocol::{Compression, ErrorCode, MessageSet};
+use gregor_protocol::{Compression, EncodedMessage, ErrorCode, MessageSet};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::{Id, JoinError, JoinSet};
 use tokio::time::Instant;
@@ -29,7 +30,7 @@ use crate::accumulator::{Accumulator, AccumulatorConfig, Batch, Released, Round,
 use crate::arena::Arena;
 use crate::config::ProducerConfig;
 use crate::error::{DeliveryError, Error};
-use crate::inbox::{detach, InboxReceiver};
+use crate::inbox::{detach, InboxReceiver, Incoming, Next, PackedRecord};
 use crate::partitioner::{Choice, PartitionerState};
 use crate::record::{CloseReport, FlushReport, Pending, RecordMetadata, TopicName};
 
@@ -130,7 +131,9 @@ pub(crate) struct Engine {
     last_topic: Option<(TopicName, Arc<str>)>,
     inbox: InboxReceiver,
     /// Commands taken from the inbox, not yet handled.
-    incoming: VecDeque<Command>,
+    incoming: Incoming,
+    /// See [`PLACEHOLDER`].
+    placeholder: EncodedMessage,
     inbox_open: bool,
     permits: Arc<Semaphore>,
     /// Where results go: the delivery task (see [`deliver_loop`]) once `run` started it;
@@ -179,7 +182,8 @@ impl Engine {
             topics: BTreeSet::new(),
             last_topic: None,
             inbox,
-            incoming: VecDeque::new(),
+            incoming: Incoming::default(),
+            placeholder: EncodedMessage::from_bytes(Bytes::from_static(&PLACEHOLDER)).expect("a message"),
             inbox_open: true,
             permits,
             deliveries: None,
@@ -213,10 +217,15 @@ impl Engine {
             if !self.incoming.is_empty() {
                 // one clock reading for the burst: it stamps the records' arrival (their linger
                 // starts here) and orders the timers
+                let mut incoming = std::mem::take(&mut self.incoming);
                 for _ in 0..INBOX_BURST {
-                    let Some(command) = self.incoming.pop_front() else { break };
-                    self.on_command(command, now);
+                    match incoming.next_raw() {
+                        None => break,
+                        Some(Next::Command(command)) => self.on_command(command, now),
+                        Some(Next::Record(record, message)) => self.on_packed(record, message, now),
+                    }
                 }
+                self.incoming = incoming;
                 now = Instant::now();
             }
             self.step(now);
@@ -359,46 +368,97 @@ impl Engine {
         own
     }
 
+    /// A small record from the inbox, its message's bytes still in the inbox's block: placed
+    /// as [`Engine::route`] places a record, its message copied once, from the block into its
+    /// partition's arena (or into an allocation of its own, when it waits or fails).
+    fn on_packed(&mut self, record: PackedRecord, message: &[u8], now: Instant) {
+        let PackedRecord { topic: name, partition, slot } = record;
+        let pending =
+            Pending { seq: self.next_seq, topic: name, partition, message: self.placeholder.clone(), slot: Some(slot) };
+        self.next_seq += 1;
+        let topic = self.own_topic(name, now);
+        let placement = self.place(&topic, partition, || EncodedMessage::key_of(message), now);
+        // its linger starts when the task takes it
+        self.put(topic, pending, placement, Some(message), now);
+    }
+
     /// Puts a record in its partition's queue, or holds it until its topic's metadata comes.
-    fn route(&mut self, mut pending: Pending, enqueued_at: Instant, now: Instant) {
+    fn route(&mut self, pending: Pending, enqueued_at: Instant, now: Instant) {
         let topic = self.own_topic(pending.topic, now);
-        let partition = match pending.partition {
-            Some(p) => p,
-            None => {
-                if self.acc.has_held(&topic) {
-                    // behind the records already waiting, or it could overtake them
-                    pending.message = detach(&pending.message);
-                    self.acc.hold(&topic, pending, enqueued_at);
-                    return;
+        let placement = self.place(&topic, pending.partition, || pending.message.key(), now);
+        self.put(topic, pending, placement, None, enqueued_at);
+    }
+
+    /// Where a record of `topic` goes: its own partition, the partitioner's choice (given the
+    /// key `key` reads), or nowhere yet.
+    fn place<'k>(
+        &mut self,
+        topic: &Arc<str>,
+        partition: Option<i32>,
+        key: impl FnOnce() -> Option<&'k [u8]>,
+        now: Instant,
+    ) -> Placement {
+        if let Some(p) = partition {
+            return Placement::Partition(p);
+        }
+        if self.acc.has_held(topic) {
+            // behind the records already waiting, or it could overtake them
+            return Placement::Hold;
+        }
+        let parts = self.parts.get(&**topic);
+        let (all, available) = parts.map_or((&[][..], &[][..]), |p| (&p.all[..], &p.available[..]));
+        match self.partitioner.choose(topic, key(), all, available, &mut || rand::random::<u32>() as usize) {
+            Choice::Partition(p) => Placement::Partition(p),
+            Choice::Wait => {
+                if self.refresh.in_flight.is_none() && self.refresh.wanted.is_none() {
+                    self.want_refresh(now + self.config.retry_backoff());
                 }
-                let parts = self.parts.get(&*topic);
-                let (all, available) = parts.map_or((&[][..], &[][..]), |p| (&p.all[..], &p.available[..]));
-                let key = pending.message.key();
-                match self.partitioner.choose(&topic, key, all, available, &mut || rand::random::<u32>() as usize) {
-                    Choice::Partition(p) => p,
-                    Choice::Wait => {
-                        pending.message = detach(&pending.message);
-                        self.acc.hold(&topic, pending, enqueued_at);
-                        if self.refresh.in_flight.is_none() && self.refresh.wanted.is_none() {
-                            self.want_refresh(now + self.config.retry_backoff());
-                        }
-                        return;
-                    }
-                    Choice::Invalid(p) => {
-                        let partitions = all.len();
-                        let error = Error::InvalidPartition { topic: topic.to_string(), partition: p, partitions };
-                        self.fail(pending, Some(p), 0, error);
-                        return;
-                    }
+                Placement::Hold
+            }
+            Choice::Invalid(p) => Placement::Invalid(p),
+        }
+    }
+
+    /// Puts a placed record where it goes. `raw`: its message's bytes while they are still in
+    /// the inbox's block (its `message` is then a placeholder, replaced here).
+    fn put(
+        &mut self,
+        topic: Arc<str>,
+        mut pending: Pending,
+        placement: Placement,
+        raw: Option<&[u8]>,
+        enqueued_at: Instant,
+    ) {
+        let partition = match placement {
+            Placement::Partition(p) => p,
+            Placement::Hold => {
+                pending.message = match raw {
+                    Some(raw) => own_copy(raw),
+                    None => detach(&pending.message),
+                };
+                self.acc.hold(&topic, pending, enqueued_at);
+                return;
+            }
+            Placement::Invalid(p) => {
+                if let Some(raw) = raw {
+                    pending.message = own_copy(raw);
                 }
+                let partitions = self.parts.get(&*topic).map_or(0, |parts| parts.all.len());
+                let error = Error::InvalidPartition { topic: topic.to_string(), partition: p, partitions };
+                self.fail(pending, Some(p), 0, error);
+                return;
             }
         };
         let tp = TopicPartition { topic, partition };
         // the common case: the partition has a queue, so it was checked when the queue was made
         // (and a refresh that finds it gone removes the queue)
-        let Err(pending) = self.acc.try_append_with(&tp, pending, enqueued_at, into_arena) else { return };
+        let into_arena = |p: &mut Pending, arena: &mut Arena| into_arena(p, arena, raw);
+        let Err(mut pending) = self.acc.try_append_with(&tp, pending, enqueued_at, into_arena) else { return };
         if let Some(parts) = self.parts.get(&*tp.topic) {
             if parts.error.is_none() && !parts.all.is_empty() && !parts.all.contains(&partition) {
+                if let Some(raw) = raw {
+                    pending.message = own_copy(raw);
+                }
                 let error =
                     Error::InvalidPartition { topic: tp.topic.to_string(), partition, partitions: parts.all.len() };
                 self.fail(pending, Some(partition), 0, error);
@@ -915,7 +975,9 @@ impl Engine {
         }
         // records sent while the close command was on its way
         self.inbox.close();
-        while let Some(command) = self.inbox.try_recv() {
+        let mut late = Incoming::default();
+        self.inbox.try_recv_all(&mut late);
+        while let Some(command) = late.next() {
             match command {
                 Command::Record(mut pending) => {
                     pending.seq = self.next_seq;
@@ -1060,11 +1122,32 @@ fn produce_request(
     (ProduceRequest { required_acks: acks, timeout, topics }, encoded)
 }
 
-/// A record's bytes move out of the sender's shared buffer (see inbox.rs) into its partition's
-/// arena when it is queued.
-fn into_arena(pending: &mut Pending, arena: &mut Arena) {
-    pending.message = arena.copy(&pending.message);
+/// Moves a record's message into its partition's arena: from `raw`, its bytes in the inbox's
+/// block, when given; else from its own message.
+fn into_arena(pending: &mut Pending, arena: &mut Arena, raw: Option<&[u8]>) {
+    pending.message = match raw {
+        Some(raw) => arena.copy_slice(raw).expect("the inbox holds what Message::encode wrote"),
+        None => arena.copy(&pending.message),
+    };
 }
+
+/// A record's message from its bytes in the inbox's block, in an allocation of its own.
+fn own_copy(raw: &[u8]) -> EncodedMessage {
+    EncodedMessage::from_bytes(Bytes::copy_from_slice(raw)).expect("the inbox holds what Message::encode wrote")
+}
+
+/// Where [`Engine::place`] puts a record.
+enum Placement {
+    Partition(i32),
+    /// Its topic's partitions are not known yet, or records of the topic wait for them.
+    Hold,
+    /// The partitioner chose a partition the topic does not have.
+    Invalid(i32),
+}
+
+/// A message no record sends (null key, null value), held by a small record between the inbox
+/// and its partition's arena; static, so a clone costs no reference count.
+static PLACEHOLDER: [u8; 14] = [0xa7, 0xec, 0x68, 0x03, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
 
 async fn sleep_until(at: Option<Instant>) {
     match at {

@@ -10,62 +10,50 @@
 //! producer's records (each `send` holds a place of `queue.buffering.max.messages` first) plus
 //! a few flush/close commands.
 //!
-//! Records are encoded here, by the sending thread, into a buffer shared by many of them
-//! ([`InboxSender::send_record`]): the application's key and value are dropped at once, on
-//! the thread that made them, and a small record costs no allocation of its own on its way.
-//! (Measured: with the values' memory freed by tokio's workers instead, the sending thread of
-//! a multi-thread runtime spent about a third of its time in the allocator.) The background
-//! task copies each small record out when it queues it: into its partition's blocks
-//! (`crate::arena`), or into an allocation of its own ([`detach`]) while it waits for its
-//! topic's metadata; so a record that waits long (a retry, a partition without a leader) never
-//! keeps a whole shared buffer alive.
+//! Records are encoded here, by the sending thread ([`InboxSender::send_record`]): the
+//! application's key and value are dropped at once, on the thread that made them, and a small
+//! record costs no allocation of its own on its way. (Measured: with the values' memory freed
+//! by tokio's workers instead, the sending thread of a multi-thread runtime spent about a
+//! third of its time in the allocator.) The encoding (the CRC, the copy) happens in the
+//! sending thread's scratch buffer before the lock is taken, so threads sending at once encode
+//! in parallel; under the lock the message is copied to the end of the inbox's byte stream,
+//! and the record itself is queued without it (a `Packed` record: topic, partition, length,
+//! slot). The stream is made of blocks (4 KiB, doubling up to 64 KiB); the task takes the
+//! blocks with the records, and [`Incoming::next`] gives each record its message as a slice of
+//! its block. So the sending thread touches no reference count per record: a record holding
+//! a handle on a shared buffer cost a count raised by the sending thread and lowered by the
+//! task's, whose cache line moved between cores twice per record on a multi-thread runtime.
 //!
-//! The buffer is the sending thread's own (a thread local), and the encoding (the CRC, the
-//! copy) happens before the lock is taken: threads sending at once encode in parallel and
-//! hold the lock only for the push. A thread's buffer starts small and grows while the thread
-//! keeps sending, so a thread that sent a few records keeps little.
+//! The background task copies each small record out when it queues it: into its partition's
+//! blocks (`crate::arena`), or into an allocation of its own ([`detach`]) while it waits for
+//! its topic's metadata; so a record that waits long (a retry, a partition without a leader)
+//! never keeps a whole block of the stream alive.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use gregor_protocol::{EncodedMessage, Message};
 use tokio::sync::Notify;
 
 use crate::engine::Command;
 use crate::record::{Pending, Slot, TopicName};
 
-/// Records whose message is at most this long are encoded into the shared buffer; longer ones
+/// Records whose message is at most this long go through the inbox's byte stream; longer ones
 /// get an allocation of their own (and the background task keeps it as it is).
 pub(crate) const SHARED_MAX: usize = 8 * 1024;
 
-/// The largest shared buffer: a new one is made when a message does not fit in what is left,
-/// twice the size of the last (from [`FIRST_CHUNK`]) up to this.
-const CHUNK: usize = 64 * 1024;
+/// The largest block of the byte stream: a new block is made when a message does not fit in
+/// what is left, twice the size of the last (from [`FIRST_BLOCK`]) up to this.
+const BLOCK: usize = 64 * 1024;
 
-/// A thread's first shared buffer.
-const FIRST_CHUNK: usize = 4 * 1024;
+/// The stream's first block.
+const FIRST_BLOCK: usize = 4 * 1024;
 
 thread_local! {
-    /// The sending thread's shared buffer (see the module docs), and the size it was made with.
-    static CHUNK_OF_THREAD: std::cell::RefCell<(Option<BytesMut>, usize)> = const { std::cell::RefCell::new((None, 0)) };
-}
-
-/// Encodes a small message (`len` bytes encoded) into the sending thread's shared buffer; into
-/// an allocation of its own when the thread's locals are gone (a send from a thread-local
-/// destructor).
-fn encode_shared(message: &Message, len: usize) -> Result<EncodedMessage, gregor_protocol::Error> {
-    let shared = CHUNK_OF_THREAD.try_with(|chunk| {
-        let (chunk, size) = &mut *chunk.borrow_mut();
-        match chunk {
-            Some(chunk) if chunk.capacity() - chunk.len() >= len => EncodedMessage::encode_into(message, chunk),
-            _ => {
-                *size = if *size == 0 { FIRST_CHUNK } else { (*size * 2).min(CHUNK) }.max(len);
-                EncodedMessage::encode_into(message, chunk.insert(BytesMut::with_capacity(*size)))
-            }
-        }
-    });
-    shared.unwrap_or_else(|_| EncodedMessage::encode(message))
+    /// Where the sending thread encodes a small message before it takes the lock (emptied
+    /// for each send; as large as the largest small message the thread sent).
+    static SCRATCH: std::cell::RefCell<BytesMut> = std::cell::RefCell::new(BytesMut::new());
 }
 
 /// The message in an allocation of its own when it sits in a shared buffer (see the module
@@ -91,8 +79,57 @@ pub(crate) enum Refused {
 /// queue does not hold its memory for the producer's lifetime).
 const KEEP_CAPACITY: usize = 16 * 1024;
 
+/// A small record in the inbox: its message is the next `len` bytes of the byte stream.
+struct Packed {
+    topic: TopicName,
+    partition: Option<i32>,
+    len: u32,
+    slot: Slot,
+}
+
+/// A queued command. Boxed, so the queue's slots are the size of a packed record (64 bytes)
+/// rather than of a command (96): flushes, closes and large records are the rare ones.
+enum Queued {
+    Command(Box<Command>),
+    Packed(Packed),
+}
+
+/// The inbox's byte stream: the messages of the packed records, one after the other.
+#[derive(Default)]
+struct Stream {
+    /// Blocks filled since the last take.
+    full: Vec<Bytes>,
+    /// The block being filled (its spare capacity is the room left).
+    block: BytesMut,
+    /// The size of the next block (0: none made yet).
+    next: usize,
+}
+
+impl Stream {
+    fn push(&mut self, message: &[u8]) {
+        if self.block.capacity() - self.block.len() < message.len() {
+            if !self.block.is_empty() {
+                self.full.push(self.block.split().freeze());
+            }
+            let size = if self.next == 0 { FIRST_BLOCK } else { self.next };
+            self.next = (size * 2).min(BLOCK);
+            self.block = BytesMut::with_capacity(size.max(message.len()));
+        }
+        self.block.extend_from_slice(message);
+    }
+
+    /// Moves every byte pushed so far to the end of `into` (the block's spare room stays).
+    fn take(&mut self, into: &mut VecDeque<Bytes>) {
+        into.extend(self.full.drain(..));
+        if !self.block.is_empty() {
+            into.push_back(self.block.split().freeze());
+        }
+    }
+}
+
 struct State {
-    commands: VecDeque<Command>,
+    queued: VecDeque<Queued>,
+    stream: Stream,
     /// The sender is gone (every producer handle dropped).
     sender_gone: bool,
     /// The receiver closed the queue: sends fail.
@@ -108,6 +145,92 @@ impl State {
         match self.last_topic {
             Some(name) if *name == *topic => name,
             _ => *self.last_topic.insert(TopicName::intern(topic)),
+        }
+    }
+
+    /// Moves everything queued to the end of `into`.
+    fn take(&mut self, into: &mut Incoming) {
+        if into.queued.is_empty() {
+            std::mem::swap(&mut into.queued, &mut self.queued);
+            if self.queued.capacity() > KEEP_CAPACITY {
+                self.queued.shrink_to(KEEP_CAPACITY);
+            }
+        } else {
+            into.queued.extend(self.queued.drain(..));
+        }
+        self.stream.take(&mut into.stream);
+    }
+}
+
+/// What the task took from the inbox, in the order it was sent: [`Incoming::next_raw`] gives
+/// a packed record with its message's bytes, still in the stream's block;
+/// [`Incoming::next`] makes it a [`Command::Record`] whose message shares the block. Dropping
+/// it drops what is left the second way (each record delivers its Closed).
+#[derive(Default)]
+pub(crate) struct Incoming {
+    queued: VecDeque<Queued>,
+    /// The blocks of the stream; the packed records' messages, in the records' order (a
+    /// message never spans two blocks).
+    stream: VecDeque<Bytes>,
+    /// Where the next message starts in the front block.
+    at: usize,
+}
+
+/// A packed record as [`Incoming::next_raw`] gives it.
+pub(crate) struct PackedRecord {
+    pub(crate) topic: TopicName,
+    pub(crate) partition: Option<i32>,
+    pub(crate) slot: Slot,
+}
+
+/// What [`Incoming::next_raw`] gives.
+pub(crate) enum Next<'a> {
+    Command(Command),
+    /// A small record and its message's bytes (laid out by `Message::encode`).
+    Record(PackedRecord, &'a [u8]),
+}
+
+impl Incoming {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.queued.is_empty()
+    }
+
+    /// The next command, or small record with its message's bytes.
+    pub(crate) fn next_raw(&mut self) -> Option<Next<'_>> {
+        match self.queued.pop_front()? {
+            Queued::Command(command) => Some(Next::Command(*command)),
+            Queued::Packed(Packed { topic, partition, len, slot }) => {
+                let len = len as usize;
+                if self.stream.front().is_some_and(|front| self.at + len > front.len()) {
+                    // the front block is used up: the message is at the start of the next one
+                    self.stream.pop_front();
+                    self.at = 0;
+                }
+                let front = self.stream.front().expect("the stream holds every packed record's message");
+                let bytes = &front[self.at..self.at + len];
+                self.at += len;
+                Some(Next::Record(PackedRecord { topic, partition, slot }, bytes))
+            }
+        }
+    }
+
+    /// The next command.
+    pub(crate) fn next(&mut self) -> Option<Command> {
+        match self.next_raw()? {
+            Next::Command(command) => Some(command),
+            Next::Record(PackedRecord { topic, partition, slot }, bytes) => {
+                let message = EncodedMessage::from_bytes(Bytes::copy_from_slice(bytes))
+                    .expect("the stream holds what Message::encode wrote");
+                Some(Command::Record(Pending { seq: 0, topic, partition, message, slot: Some(slot) }))
+            }
+        }
+    }
+}
+
+impl Drop for Incoming {
+    fn drop(&mut self) {
+        while let Some(command) = self.next() {
+            drop(command);
         }
     }
 }
@@ -127,7 +250,13 @@ impl Queue {
 /// A new inbox: the application side and the task side.
 pub(crate) fn inbox() -> (InboxSender, InboxReceiver) {
     let queue = Arc::new(Queue {
-        state: Mutex::new(State { commands: VecDeque::new(), sender_gone: false, closed: false, last_topic: None }),
+        state: Mutex::new(State {
+            queued: VecDeque::new(),
+            stream: Stream::default(),
+            sender_gone: false,
+            closed: false,
+            last_topic: None,
+        }),
         wake: Notify::new(),
     });
     (InboxSender { queue: queue.clone() }, InboxReceiver { queue })
@@ -147,22 +276,24 @@ impl InboxSender {
         if state.closed {
             return Err(command);
         }
-        self.push(state, command);
+        self.push(state, Queued::Command(Box::new(command)));
         Ok(())
     }
 
-    /// Queues `command` under the held lock (the caller checked that the inbox is open), and
-    /// wakes the task when the queue was empty.
-    fn push(&self, mut state: MutexGuard<'_, State>, command: Command) {
-        state.commands.push_back(command);
-        let first = state.commands.len() == 1;
+    /// Queues under the held lock (the caller checked that the inbox is open), and wakes the
+    /// task when the queue was empty.
+    fn push(&self, mut state: MutexGuard<'_, State>, queued: Queued) {
+        state.queued.push_back(queued);
+        let first = state.queued.len() == 1;
         drop(state);
         if first {
             self.queue.wake.notify_one();
         }
     }
 
-    /// Encodes a record (a small one into the thread's shared buffer), then queues it.
+    /// Encodes a record and queues it. A small one is encoded into the thread's scratch
+    /// buffer before the lock is taken, and copied into the inbox's byte stream under it; a
+    /// large one into an allocation of its own.
     #[allow(clippy::result_large_err)] // the record's parts, moved back on the rare refusal
     pub(crate) fn send_record(
         &self,
@@ -172,19 +303,43 @@ impl InboxSender {
         slot: Slot,
     ) -> Result<(), Refused> {
         let len = message.encoded_len();
-        let encoded = if len > SHARED_MAX { EncodedMessage::encode(message) } else { encode_shared(message, len) };
-        let message = match encoded {
+        let mut slot = Some(slot);
+        if len <= SHARED_MAX {
+            // `Err`: the thread's locals are gone (a send from a thread-local destructor);
+            // `Ok(Ok(false))`: the inbox is closed; both go the way of a large record below
+            let packed = SCRATCH.try_with(|scratch| {
+                let mut scratch = scratch.borrow_mut();
+                scratch.clear();
+                message.encode(&mut scratch)?;
+                let mut state = self.queue.lock();
+                if state.closed {
+                    return Ok(false);
+                }
+                state.stream.push(&scratch);
+                // the application's `topic` is dropped on its own thread
+                let topic = state.topic_name(&topic);
+                let slot = slot.take().expect("a record has one slot");
+                self.push(state, Queued::Packed(Packed { topic, partition, len: len as u32, slot }));
+                Ok(true)
+            });
+            match packed {
+                Ok(Ok(true)) => return Ok(()),
+                Ok(Err(e)) => return Err(Refused::Encode(e, topic, slot.take().expect("not queued"))),
+                Ok(Ok(false)) | Err(_) => {}
+            }
+        }
+        let slot = slot.take().expect("not queued");
+        let message = match EncodedMessage::encode(message) {
             Ok(m) => m,
             Err(e) => return Err(Refused::Encode(e, topic, slot)),
         };
         let mut state = self.queue.lock();
-        // the background task numbers the records it takes; the application's `topic` is
-        // dropped here, on its own thread
+        // the background task numbers the records it takes
         let pending = Pending { seq: 0, topic: state.topic_name(&topic), partition, message, slot: Some(slot) };
         if state.closed {
             return Err(Refused::Closed(pending));
         }
-        self.push(state, Command::Record(pending));
+        self.push(state, Queued::Command(Box::new(Command::Record(pending))));
         Ok(())
     }
 }
@@ -202,22 +357,15 @@ pub(crate) struct InboxReceiver {
 }
 
 impl InboxReceiver {
-    /// Waits until commands are queued and moves all of them to the end of `into` (which
-    /// should be empty: it is swapped with the queue's deque when it is); false once the
-    /// sender is gone and nothing is left. Cancel safe: commands move only when it returns.
-    pub(crate) async fn recv_many(&mut self, into: &mut VecDeque<Command>) -> bool {
+    /// Waits until commands are queued and moves all of them to the end of `into`; false once
+    /// the sender is gone and nothing is left. Cancel safe: commands move only when it
+    /// returns.
+    pub(crate) async fn recv_many(&mut self, into: &mut Incoming) -> bool {
         loop {
             {
                 let mut state = self.queue.lock();
-                if !state.commands.is_empty() {
-                    if into.is_empty() {
-                        std::mem::swap(into, &mut state.commands);
-                        if state.commands.capacity() > KEEP_CAPACITY {
-                            state.commands.shrink_to(KEEP_CAPACITY);
-                        }
-                    } else {
-                        into.extend(state.commands.drain(..));
-                    }
+                if !state.queued.is_empty() {
+                    state.take(into);
                     return true;
                 }
                 if state.sender_gone {
@@ -229,9 +377,9 @@ impl InboxReceiver {
         }
     }
 
-    /// Takes one queued command, without waiting.
-    pub(crate) fn try_recv(&mut self) -> Option<Command> {
-        self.queue.lock().commands.pop_front()
+    /// Moves every queued command to the end of `into`, without waiting.
+    pub(crate) fn try_recv_all(&mut self, into: &mut Incoming) {
+        self.queue.lock().take(into);
     }
 
     /// Refuses further sends; what is queued can still be taken.
@@ -244,11 +392,12 @@ impl Drop for InboxReceiver {
     fn drop(&mut self) {
         // commands left behind (the task stopped) deliver Closed when dropped; do it here,
         // outside the lock, and refuse later sends
-        let left = {
+        let mut left = Incoming::default();
+        {
             let mut state = self.queue.lock();
             state.closed = true;
-            std::mem::take(&mut state.commands)
-        };
+            state.take(&mut left);
+        }
         drop(left);
     }
 }
@@ -258,21 +407,43 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::record::FlushReport;
+    use crate::record::{DeliveryResult, FlushReport};
 
     fn flush() -> (Command, tokio::sync::oneshot::Receiver<FlushReport>) {
         let (reply, rx) = tokio::sync::oneshot::channel();
         (Command::Flush { reply }, rx)
     }
 
+    fn all(incoming: &mut Incoming) -> Vec<Command> {
+        std::iter::from_fn(|| incoming.next()).collect()
+    }
+
+    fn value(command: &Command) -> Vec<u8> {
+        let Command::Record(p) = command else { panic!("a record was queued") };
+        p.message.to_message().value.unwrap().to_vec()
+    }
+
+    fn record(tx: &InboxSender, value: &[u8]) -> tokio::sync::oneshot::Receiver<DeliveryResult> {
+        let message = Message::new(None, Some(bytes::Bytes::copy_from_slice(value)));
+        let (future, result) = tokio::sync::oneshot::channel();
+        assert!(tx.send_record(Arc::from("t"), None, &message, Slot::Future(future)).is_ok());
+        result
+    }
+
+    #[test]
+    fn a_queued_record_takes_a_slot_of_64_bytes() {
+        assert_eq!(std::mem::size_of::<Queued>(), 64);
+        assert!(std::mem::size_of::<Command>() > 64);
+    }
+
     #[tokio::test]
     async fn takes_everything_queued_in_order_and_wakes_on_the_first_send() {
         let (tx, mut rx) = inbox();
-        let mut got = VecDeque::new();
+        let mut got = Incoming::default();
         let waiter = tokio::spawn(async move {
-            let mut got = VecDeque::new();
+            let mut got = Incoming::default();
             assert!(rx.recv_many(&mut got).await);
-            (rx, got.len())
+            (rx, all(&mut got).len())
         });
         tokio::time::sleep(Duration::from_millis(20)).await;
         let mut replies = Vec::new();
@@ -285,10 +456,9 @@ mod tests {
         assert!((1..=3).contains(&first), "took {first}");
         if first < 3 {
             assert!(tokio::time::timeout(Duration::from_secs(5), rx.recv_many(&mut got)).await.unwrap());
-            assert_eq!(first + got.len(), 3);
+            assert_eq!(first + all(&mut got).len(), 3);
         }
         drop(tx);
-        got.clear();
         assert!(!tokio::time::timeout(Duration::from_secs(5), rx.recv_many(&mut got)).await.unwrap());
     }
 
@@ -300,7 +470,15 @@ mod tests {
         rx.close();
         let (c, _) = flush();
         assert!(tx.send(c).is_err(), "a closed inbox refuses");
-        assert!(rx.try_recv().is_some(), "what was queued can still be taken");
+        let message = Message::new(None, Some(bytes::Bytes::from_static(b"late")));
+        let (future, _result) = tokio::sync::oneshot::channel();
+        match tx.send_record(Arc::from("t"), None, &message, Slot::Future(future)) {
+            Err(Refused::Closed(p)) => assert_eq!(p.message.to_message(), message, "the record comes back whole"),
+            _ => panic!("a closed inbox refuses records"),
+        }
+        let mut got = Incoming::default();
+        rx.try_recv_all(&mut got);
+        assert!(got.next().is_some(), "what was queued can still be taken");
         let (c, _) = flush();
         assert!(tx.send(c).is_err());
         drop(rx);
@@ -312,7 +490,7 @@ mod tests {
     async fn the_sender_gone_ends_the_wait() {
         let (tx, mut rx) = inbox();
         let waiter = tokio::spawn(async move {
-            let mut got = VecDeque::new();
+            let mut got = Incoming::default();
             rx.recv_many(&mut got).await
         });
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -321,7 +499,68 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn threads_sending_at_once_each_encode_into_their_own_buffer_in_order() {
+    async fn small_and_large_records_and_commands_keep_their_order_across_blocks() {
+        let (tx, mut rx) = inbox();
+        let mut expected = Vec::new();
+        let mut results = Vec::new();
+        // 300-byte values fill the 4 KiB first block after 13 records and the blocks after it
+        // (8, 16 ... 64 KiB); a large value and flushes go in between
+        for i in 0..2000usize {
+            if i % 500 == 250 {
+                let big = vec![b'x'; SHARED_MAX + 1];
+                results.push(record(&tx, &big));
+                expected.push(Some(big));
+            }
+            if i % 300 == 7 {
+                let (c, _r) = flush();
+                assert!(tx.send(c).is_ok());
+                expected.push(None);
+            }
+            let v = format!("{i:0>300}").into_bytes();
+            results.push(record(&tx, &v));
+            expected.push(Some(v));
+        }
+        let mut got = Incoming::default();
+        assert!(rx.recv_many(&mut got).await);
+        let blocks: Vec<usize> = got.stream.iter().map(Bytes::len).collect();
+        assert_eq!(got.at, 0);
+        assert!(blocks.len() > 5, "several blocks: {blocks:?}");
+        assert!(blocks[0] <= FIRST_BLOCK && blocks.iter().all(|&b| b <= BLOCK), "{blocks:?}");
+        let got = all(&mut got);
+        assert_eq!(got.len(), expected.len());
+        for (command, expected) in got.iter().zip(&expected) {
+            match expected {
+                Some(v) => assert_eq!(&value(command), v),
+                None => assert!(matches!(command, Command::Flush { .. })),
+            }
+        }
+        // each record kept its slot: dropping it undelivered delivers Closed, with its value
+        drop(got);
+        for (mut r, v) in results.into_iter().zip(expected.into_iter().flatten()) {
+            let error = r.try_recv().expect("a result").expect_err("dropped undelivered");
+            assert!(matches!(error.error, crate::Error::Closed { .. }));
+            assert_eq!(error.value.as_deref(), Some(&v[..]));
+        }
+    }
+
+    #[tokio::test]
+    async fn records_left_in_the_inbox_or_the_taken_batch_deliver_closed_with_their_value() {
+        let (tx, mut rx) = inbox();
+        let first = record(&tx, b"taken, not processed");
+        let mut got = Incoming::default();
+        assert!(rx.recv_many(&mut got).await);
+        let second = record(&tx, b"left in the inbox");
+        drop(got);
+        drop(rx);
+        for (mut r, v) in [(first, &b"taken, not processed"[..]), (second, b"left in the inbox")] {
+            let error = r.try_recv().expect("a result").expect_err("never sent");
+            assert!(matches!(error.error, crate::Error::Closed { .. }));
+            assert_eq!(error.value.as_deref(), Some(v));
+        }
+    }
+
+    #[tokio::test]
+    async fn threads_sending_at_once_each_keep_their_order() {
         let (tx, mut rx) = inbox();
         let tx = Arc::new(tx);
         const THREADS: usize = 4;
@@ -338,17 +577,18 @@ mod tests {
                         assert!(tx.send_record(Arc::from("t"), Some(t as i32), &message, Slot::Future(future)).is_ok());
                         receivers.push(result);
                     }
-                    // a thread that sent this much grew its buffer, and no further than the largest
-                    let size = CHUNK_OF_THREAD.with(|c| c.borrow().1);
-                    assert_eq!(size, CHUNK);
+                    // the scratch buffer holds one message at a time
+                    assert!(SCRATCH.with(|s| s.borrow().capacity()) < 1024);
                     receivers
                 })
             })
             .collect();
         let _receivers: Vec<_> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
-        let mut got = VecDeque::new();
+        let mut got = Vec::new();
+        let mut incoming = Incoming::default();
         while got.len() < THREADS * EACH {
-            assert!(rx.recv_many(&mut got).await);
+            assert!(rx.recv_many(&mut incoming).await);
+            got.extend(all(&mut incoming));
         }
         let mut next = [0usize; THREADS];
         for command in got {
@@ -363,15 +603,6 @@ mod tests {
             next[t] += 1;
         }
         assert_eq!(next, [EACH; THREADS]);
-        // a thread that sends one record keeps a small buffer
-        std::thread::spawn(move || {
-            let message = Message::new(None, Some(bytes::Bytes::from_static(b"one")));
-            let (future, _result) = tokio::sync::oneshot::channel();
-            assert!(tx.send_record(Arc::from("t"), None, &message, Slot::Future(future)).is_ok());
-            assert_eq!(CHUNK_OF_THREAD.with(|c| c.borrow().1), FIRST_CHUNK);
-        })
-        .join()
-        .unwrap();
     }
 
     #[tokio::test]
@@ -394,9 +625,9 @@ mod tests {
         }
         // the inbox dropped the application's clones: only `events` itself is left
         assert_eq!(Arc::strong_count(&events), 1);
-        let mut got = VecDeque::new();
+        let mut got = Incoming::default();
         assert!(rx.recv_many(&mut got).await);
-        let names: Vec<TopicName> = got
+        let names: Vec<TopicName> = all(&mut got)
             .iter()
             .map(|c| match c {
                 Command::Record(p) => p.topic,
