@@ -305,27 +305,35 @@ impl InboxSender {
         let len = message.encoded_len();
         let mut slot = Some(slot);
         if len <= SHARED_MAX {
-            // `Err`: the thread's locals are gone (a send from a thread-local destructor);
-            // `Ok(Ok(false))`: the inbox is closed; both go the way of a large record below
+            // `Ok(Some(wake))`: queued; `Ok(None)`: the inbox is closed, or the scratch buffer
+            // is in use (a send from within a send on this thread: a waker that sends);
+            // `Err`: the thread's locals are gone (a send from a thread-local destructor). All
+            // but the first go the way of a large record below.
             let packed = SCRATCH.try_with(|scratch| {
-                let mut scratch = scratch.borrow_mut();
+                let Ok(mut scratch) = scratch.try_borrow_mut() else { return Ok(None) };
                 scratch.clear();
                 message.encode(&mut scratch)?;
                 let mut state = self.queue.lock();
                 if state.closed {
-                    return Ok(false);
+                    return Ok(None);
                 }
                 state.stream.push(&scratch);
                 // the application's `topic` is dropped on its own thread
                 let topic = state.topic_name(&topic);
                 let slot = slot.take().expect("a record has one slot");
-                self.push(state, Queued::Packed(Packed { topic, partition, len: len as u32, slot }));
-                Ok(true)
+                state.queued.push_back(Queued::Packed(Packed { topic, partition, len: len as u32, slot }));
+                Ok(Some(state.queued.len() == 1))
             });
             match packed {
-                Ok(Ok(true)) => return Ok(()),
+                Ok(Ok(Some(wake))) => {
+                    // the wake-up outside the lock and the scratch buffer
+                    if wake {
+                        self.queue.wake.notify_one();
+                    }
+                    return Ok(());
+                }
                 Ok(Err(e)) => return Err(Refused::Encode(e, topic, slot.take().expect("not queued"))),
-                Ok(Ok(false)) | Err(_) => {}
+                Ok(Ok(None)) | Err(_) => {}
             }
         }
         let slot = slot.take().expect("not queued");
@@ -557,6 +565,45 @@ mod tests {
             assert!(matches!(error.error, crate::Error::Closed { .. }));
             assert_eq!(error.value.as_deref(), Some(v));
         }
+    }
+
+    #[tokio::test]
+    async fn a_send_that_cannot_use_the_scratch_buffer_takes_an_allocation_of_its_own() {
+        let (tx, mut rx) = inbox();
+        let tx = Arc::new(tx);
+        // the buffer in use (a send from within a send on this thread)
+        let inner = SCRATCH.with(|scratch| {
+            let _in_use = scratch.borrow_mut();
+            record(&tx, b"inner")
+        });
+        let outer = record(&tx, b"outer");
+        // a send from a thread-local destructor that runs after the buffer's: destructors run
+        // in the reverse order of the locals' first use
+        struct SendOnDrop(Arc<InboxSender>);
+        impl Drop for SendOnDrop {
+            fn drop(&mut self) {
+                drop(record(&self.0, b"from a destructor"));
+            }
+        }
+        thread_local! {
+            static SENDER: std::cell::RefCell<Option<SendOnDrop>> = const { std::cell::RefCell::new(None) };
+        }
+        let sender = tx.clone();
+        std::thread::spawn(move || {
+            SENDER.with(|s| *s.borrow_mut() = Some(SendOnDrop(sender.clone())));
+            drop(record(&sender, b"after the destructor's local"));
+        })
+        .join()
+        .unwrap();
+        let mut got = Incoming::default();
+        assert!(rx.recv_many(&mut got).await);
+        assert!(matches!(got.queued[0], Queued::Command(_)), "the inner send took its own allocation");
+        assert!(matches!(got.queued[1], Queued::Packed(_)));
+        assert!(matches!(got.queued[2], Queued::Packed(_)));
+        assert!(matches!(got.queued[3], Queued::Command(_)), "the buffer was gone: an allocation of its own");
+        let values: Vec<Vec<u8>> = all(&mut got).iter().map(value).collect();
+        assert_eq!(values, [&b"inner"[..], b"outer", b"after the destructor's local", b"from a destructor"]);
+        drop((inner, outer));
     }
 
     #[tokio::test]
