@@ -314,7 +314,7 @@ fn producer_section(s: &mut String, args: &Args, res: &Results) {
     let _ = writeln!(
         s,
         "{} messages of {} bytes per run (random uppercase letters from a pool of 4096, null key), \
-         message i to partition i mod partitions, each run on a fresh topic; {} run(s) per cell, the median by \
+         message i to partition i mod partitions, each run on a fresh topic (after one unmeasured warm-up run per partition count); {} run(s) per cell, the median by \
          throughput shown (range in brackets). Batching: librdkafka batch.num.messages={} linger.ms={} \
          queue.buffering.max.messages={} max.in.flight.requests.per.connection={}; gregor batch.num.messages={} × the partitions each broker leads \
          (it counts per request) max.in.flight.requests.per.connection={} queue.buffering.max.ms={} \

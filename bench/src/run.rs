@@ -327,6 +327,9 @@ pub async fn coordinate(args: Args) -> Result<bool, String> {
         );
         let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
         let mut co = Coordinator { args: args.clone(), cluster, stamp, seq: 0, json: std::mem::take(&mut json) };
+        if args.suites.producer || args.suites.latency {
+            co.warm_up().await;
+        }
         for &partitions in &args.partitions {
             for &codec in &args.codecs {
                 co.config_block(partitions, codec, &mut results).await;
@@ -379,6 +382,23 @@ impl Coordinator {
             rate,
             partitions_per_broker: (partitions as usize).div_ceil(BROKERS),
             librdkafka: self.args.librdkafka.clone(),
+        }
+    }
+
+    /// One unmeasured run per partition count (the first client, uncompressed, acks 1), its
+    /// topic deleted after it. Without it the first cell's first runs paid for the cluster's
+    /// cold start: in one report every client's first 1-partition run was the slowest of its
+    /// cell by far (gregor's and gregor-ct's both 1.08 M msg/s against 3.0-3.8 M after), the
+    /// cluster writing its logs into fresh memory, a page fault per 4 KiB, where later runs
+    /// reuse the segment buffers of deleted topics.
+    async fn warm_up(&mut self) {
+        let Some(&client) = self.args.clients.first() else { return };
+        for partitions in self.args.partitions.clone() {
+            let spec = self.run_spec(client, partitions, Codec::None, 1, None);
+            match one_run(&self.cluster, spec, &self.args, false).await {
+                Ok(r) => eprintln!("  warm-up (not measured): {}", r.summary()),
+                Err(e) => eprintln!("  warm-up (not measured) p{partitions} failed: {e}"),
+            }
         }
     }
 
