@@ -27,7 +27,9 @@ pub fn mark_first() {
 
 pub fn run(spec: RunSpec) -> Result<RunResult, String> {
     let payloads = payloads(spec.message_size, 4096);
-    let rec = Arc::new(Recorder::new(spec.messages));
+    // a paced run's latencies are reported: every message timed
+    let every = if spec.rate.is_some() { 1 } else { crate::measure::UNPACED_EVERY };
+    let rec = Arc::new(Recorder::new(spec.messages, every));
     let baseline_rss_kib = proc_status_kib("VmHWM");
     let cpu0 = Cpu::now();
     let t0 = Instant::now();
