@@ -36,6 +36,7 @@ use bytes::{Bytes, BytesMut};
 use gregor_protocol::{EncodedMessage, Message};
 use tokio::sync::Notify;
 
+use crate::accumulator::reserve_one;
 use crate::engine::Command;
 use crate::record::{Pending, Slot, TopicName};
 
@@ -283,6 +284,7 @@ impl InboxSender {
     /// Queues under the held lock (the caller checked that the inbox is open), and wakes the
     /// task when the queue was empty.
     fn push(&self, mut state: MutexGuard<'_, State>, queued: Queued) {
+        reserve_one(&mut state.queued, usize::MAX);
         state.queued.push_back(queued);
         let first = state.queued.len() == 1;
         drop(state);
@@ -321,6 +323,7 @@ impl InboxSender {
                 // the application's `topic` is dropped on its own thread
                 let topic = state.topic_name(&topic);
                 let slot = slot.take().expect("a record has one slot");
+                reserve_one(&mut state.queued, usize::MAX);
                 state.queued.push_back(Queued::Packed(Packed { topic, partition, len: len as u32, slot }));
                 Ok(Some(state.queued.len() == 1))
             });
