@@ -127,8 +127,10 @@ pub(crate) struct Engine {
     snapshot: Arc<MetadataSnapshot>,
     parts: HashMap<String, TopicParts>,
     topics: BTreeSet<Arc<str>>,
-    /// The last record's topic and the engine's own allocation of it (an element of `topics`).
-    last_topic: Option<(TopicName, Arc<str>)>,
+    /// The last record's topic, and a key of the engine's own allocation of it (an element of
+    /// `topics`) whose partition [`Engine::on_packed`] sets: a record of the last topic is
+    /// queued without a reference count raised and lowered.
+    last_topic: Option<(TopicName, TopicPartition)>,
     inbox: InboxReceiver,
     /// Commands taken from the inbox, not yet handled.
     incoming: Incoming,
@@ -350,9 +352,9 @@ impl Engine {
     /// its metadata, the first time): the queues' keys, whose counts only this task changes;
     /// the last topic seen is checked first, by pointer.
     fn own_topic(&mut self, name: TopicName, now: Instant) -> Arc<str> {
-        if let Some((last, own)) = &self.last_topic {
+        if let Some((last, tp)) = &self.last_topic {
             if last.same(name) {
-                return own.clone();
+                return tp.topic.clone();
             }
         }
         let own = match self.topics.get(&*name) {
@@ -364,7 +366,7 @@ impl Engine {
                 own
             }
         };
-        self.last_topic = Some((name, own.clone()));
+        self.last_topic = Some((name, TopicPartition { topic: own.clone(), partition: 0 }));
         own
     }
 
@@ -373,12 +375,25 @@ impl Engine {
     /// partition's arena (or into an allocation of its own, when it waits or fails).
     fn on_packed(&mut self, record: PackedRecord, message: &[u8], now: Instant) {
         let PackedRecord { topic: name, partition, slot } = record;
-        let pending =
+        let mut pending =
             Pending { seq: self.next_seq, topic: name, partition, message: self.placeholder.clone(), slot: Some(slot) };
         self.next_seq += 1;
+        if !matches!(&self.last_topic, Some((last, _)) if last.same(name)) {
+            // learns the topic (a new one: its metadata asked for) and makes it the last one
+            self.own_topic(name, now);
+        }
+        let placement = self.place(&name, partition, || EncodedMessage::key_of(message), now);
+        if let (Placement::Partition(p), Some((_, tp))) = (placement, &mut self.last_topic) {
+            // the common case: the partition has a queue (see `put`); the key is the last
+            // topic's, its partition set. Its linger starts when the task takes it.
+            tp.partition = p;
+            let into_arena = |r: &mut Pending, arena: &mut Arena| into_arena(r, arena, Some(message));
+            match self.acc.try_append_with(tp, pending, now, into_arena) {
+                Ok(()) => return,
+                Err(back) => pending = back,
+            }
+        }
         let topic = self.own_topic(name, now);
-        let placement = self.place(&topic, partition, || EncodedMessage::key_of(message), now);
-        // its linger starts when the task takes it
         self.put(topic, pending, placement, Some(message), now);
     }
 
@@ -393,7 +408,7 @@ impl Engine {
     /// key `key` reads), or nowhere yet.
     fn place<'k>(
         &mut self,
-        topic: &Arc<str>,
+        topic: &str,
         partition: Option<i32>,
         key: impl FnOnce() -> Option<&'k [u8]>,
         now: Instant,
@@ -405,7 +420,7 @@ impl Engine {
             // behind the records already waiting, or it could overtake them
             return Placement::Hold;
         }
-        let parts = self.parts.get(&**topic);
+        let parts = self.parts.get(topic);
         let (all, available) = parts.map_or((&[][..], &[][..]), |p| (&p.all[..], &p.available[..]));
         match self.partitioner.choose(topic, key(), all, available, &mut || rand::random::<u32>() as usize) {
             Choice::Partition(p) => Placement::Partition(p),
@@ -1137,6 +1152,7 @@ fn own_copy(raw: &[u8]) -> EncodedMessage {
 }
 
 /// Where [`Engine::place`] puts a record.
+#[derive(Clone, Copy)]
 enum Placement {
     Partition(i32),
     /// Its topic's partitions are not known yet, or records of the topic wait for them.
