@@ -393,9 +393,11 @@ impl Coordinator {
     /// reuse the segment buffers of deleted topics.
     async fn warm_up(&mut self) {
         let Some(&client) = self.args.clients.first() else { return };
+        // not under `--wrap` (a profiler sees the measured runs only)
+        let args = Args { wrap: Vec::new(), ..self.args.clone() };
         for partitions in self.args.partitions.clone() {
             let spec = self.run_spec(client, partitions, Codec::None, 1, None);
-            match one_run(&self.cluster, spec, &self.args, false).await {
+            match one_run(&self.cluster, spec, &args, false).await {
                 Ok(r) => eprintln!("  warm-up (not measured): {}", r.summary()),
                 Err(e) => eprintln!("  warm-up (not measured) p{partitions} failed: {e}"),
             }
