@@ -238,7 +238,20 @@ impl Drop for Incoming {
 
 struct Queue {
     state: Mutex<State>,
-    wake: Notify,
+    wake: Padded<Notify>,
+}
+
+/// Its own cache lines (two 64-byte lines: adjacent-line prefetch pairs them): the task
+/// writes the wake-up's state when it waits, the sending thread the queue's on every send.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 impl Queue {
@@ -258,7 +271,7 @@ pub(crate) fn inbox() -> (InboxSender, InboxReceiver) {
             closed: false,
             last_topic: None,
         }),
-        wake: Notify::new(),
+        wake: Padded(Notify::new()),
     });
     (InboxSender { queue: queue.clone() }, InboxReceiver { queue })
 }
