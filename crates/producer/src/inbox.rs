@@ -149,6 +149,14 @@ impl State {
         }
     }
 
+    /// Queues `queued`; true when the queue was empty (the task is to be woken, once the
+    /// lock is let go).
+    fn enqueue(&mut self, queued: Queued) -> bool {
+        reserve_one(&mut self.queued, usize::MAX);
+        self.queued.push_back(queued);
+        self.queued.len() == 1
+    }
+
     /// Moves everything queued to the end of `into`.
     fn take(&mut self, into: &mut Incoming) {
         if into.queued.is_empty() {
@@ -297,9 +305,7 @@ impl InboxSender {
     /// Queues under the held lock (the caller checked that the inbox is open), and wakes the
     /// task when the queue was empty.
     fn push(&self, mut state: MutexGuard<'_, State>, queued: Queued) {
-        reserve_one(&mut state.queued, usize::MAX);
-        state.queued.push_back(queued);
-        let first = state.queued.len() == 1;
+        let first = state.enqueue(queued);
         drop(state);
         if first {
             self.queue.wake.notify_one();
@@ -336,9 +342,7 @@ impl InboxSender {
                 // the application's `topic` is dropped on its own thread
                 let topic = state.topic_name(&topic);
                 let slot = slot.take().expect("a record has one slot");
-                reserve_one(&mut state.queued, usize::MAX);
-                state.queued.push_back(Queued::Packed(Packed { topic, partition, len: len as u32, slot }));
-                Ok(Some(state.queued.len() == 1))
+                Ok(Some(state.enqueue(Queued::Packed(Packed { topic, partition, len: len as u32, slot }))))
             });
             match packed {
                 Ok(Ok(Some(wake))) => {
