@@ -113,7 +113,7 @@ use tokio::time::Instant;
 use crate::config::{ConfigError, ProducerConfig};
 use crate::error::{Error, Result};
 use crate::producer::AsyncProducer;
-use crate::record::{DeliveryResult, Pending, TopicName};
+use crate::record::{DeliveryResult, Pending, Topic};
 use crate::sync::SyncProducer;
 
 /// The audit topic unless [`AuditConfig::topic`] says otherwise.
@@ -435,7 +435,7 @@ struct Outgoing {
 /// sleeps until [`Auditor::next_wakeup`]).
 #[derive(Debug)]
 pub(crate) struct Auditor {
-    topic: TopicName,
+    topic: Topic,
     key: Bytes,
     producer: String,
     session: String,
@@ -472,7 +472,7 @@ impl Auditor {
         let window_start_ms = wall_ms - wall_ms % window_ms;
         let mut a = Auditor {
             key: Bytes::from(producer.clone().into_bytes()),
-            topic: TopicName::intern(&audit.topic),
+            topic: Topic::new(&audit.topic),
             producer,
             session,
             acks,
@@ -504,7 +504,7 @@ impl Auditor {
     /// Counts a record's result; returns true when the record was one of the auditor's own
     /// (an audit record): it is then neither the application's nor audited.
     pub(crate) fn observe(&mut self, pending: &Pending, result: &DeliveryResult) -> bool {
-        if pending.topic.same(self.topic) {
+        if pending.topic == self.topic {
             // the auditor's own records have no delivery slot (an application's record keeps
             // its slot until its result is handed out, after this); the engine holds a copy of
             // the message (in its partition's blocks), so the bytes tell which one it is
@@ -756,7 +756,7 @@ mod tests {
     fn pending(topic: &str, value: &str) -> Pending {
         Pending {
             seq: 0,
-            topic: TopicName::intern(topic),
+            topic: Topic::new(topic),
             partition: None,
             message: EncodedMessage::encode(&Message::new(None, Some(Bytes::from(value.to_owned())))).unwrap(),
             slot: None,
@@ -900,7 +900,7 @@ mod tests {
         let mut due = a.step(now, false);
         let failure = |p: &Pending| {
             Box::new(DeliveryError {
-                topic: std::sync::Arc::from(p.topic.as_str()),
+                topic: p.topic,
                 partition: None,
                 attempts: 4,
                 error: Error::NoLeader { topic: p.topic.to_string(), partition: 0, rounds: 4 },

@@ -32,7 +32,7 @@ use crate::config::ProducerConfig;
 use crate::error::{DeliveryError, Error};
 use crate::inbox::{detach, InboxReceiver, Incoming, Next, PackedRecord};
 use crate::partitioner::{Choice, PartitionerState};
-use crate::record::{CloseReport, FlushReport, Pending, RecordMetadata, TopicName};
+use crate::record::{CloseReport, FlushReport, Pending, RecordMetadata, Topic};
 
 /// Most inbox messages handled in one go before the engine looks at its timers again.
 const INBOX_BURST: usize = 4096;
@@ -130,7 +130,7 @@ pub(crate) struct Engine {
     /// The last record's topic, and a key of the engine's own allocation of it (an element of
     /// `topics`) whose partition [`Engine::on_packed`] sets: a record of the last topic is
     /// queued without a reference count raised and lowered.
-    last_topic: Option<(TopicName, TopicPartition)>,
+    last_topic: Option<(Topic, TopicPartition)>,
     inbox: InboxReceiver,
     /// Commands taken from the inbox, not yet handled.
     incoming: Incoming,
@@ -351,9 +351,9 @@ impl Engine {
     /// The engine's own allocation of the topic `name` (learning the topic, and asking for
     /// its metadata, the first time): the queues' keys, whose counts only this task changes;
     /// the last topic seen is checked first, by pointer.
-    fn own_topic(&mut self, name: TopicName, now: Instant) -> Arc<str> {
+    fn own_topic(&mut self, name: Topic, now: Instant) -> Arc<str> {
         if let Some((last, tp)) = &self.last_topic {
-            if last.same(name) {
+            if *last == name {
                 return tp.topic.clone();
             }
         }
@@ -378,7 +378,7 @@ impl Engine {
         let mut pending =
             Pending { seq: self.next_seq, topic: name, partition, message: self.placeholder.clone(), slot: Some(slot) };
         self.next_seq += 1;
-        if !matches!(&self.last_topic, Some((last, _)) if last.same(name)) {
+        if !matches!(&self.last_topic, Some((last, _)) if *last == name) {
             // learns the topic (a new one: its metadata asked for) and makes it the last one
             self.own_topic(name, now);
         }
@@ -877,7 +877,7 @@ impl Engine {
         }
         let mut results = Vec::with_capacity(records.len());
         for (i, pending) in records.into_iter().enumerate() {
-            let result = Ok(acked(tp.topic.clone(), tp.partition, base_offset, i));
+            let result = Ok(acked(pending.topic, tp.partition, base_offset, i));
             if self.account(&pending, &result) {
                 results.push((pending, result));
             }
@@ -916,10 +916,10 @@ impl Engine {
             Some(tx) => {
                 if let Err(mpsc::error::SendError(delivery)) = tx.send(delivery) {
                     // the delivery task is gone (its runtime is shutting down): here, then
-                    deliver_now(delivery, &self.permits, &mut MetadataTopic::default());
+                    deliver_now(delivery, &self.permits);
                 }
             }
-            None => deliver_now(delivery, &self.permits, &mut MetadataTopic::default()),
+            None => deliver_now(delivery, &self.permits),
         }
     }
 
@@ -1038,48 +1038,30 @@ enum Delivery {
 /// gone and everything is handed out.
 async fn deliver_loop(mut rx: mpsc::UnboundedReceiver<Delivery>, permits: Arc<Semaphore>) {
     let mut buf = Vec::with_capacity(64);
-    let mut topic = MetadataTopic::default();
     while rx.recv_many(&mut buf, 64).await > 0 {
         for delivery in buf.drain(..) {
-            deliver_now(delivery, &permits, &mut topic);
+            deliver_now(delivery, &permits);
         }
     }
 }
 
 /// The metadata of the `i`th record of a batch acknowledged at `base_offset` (-1: unknown,
 /// acks=0).
-fn acked(topic: Arc<str>, partition: i32, base_offset: i64, i: usize) -> RecordMetadata {
+fn acked(topic: Topic, partition: i32, base_offset: i64, i: usize) -> RecordMetadata {
     let offset = if base_offset >= 0 { base_offset + i as i64 } else { -1 };
     RecordMetadata { topic, partition, offset }
-}
-
-/// The topic the delivering side puts in acknowledged records' metadata: an allocation of its
-/// own, not the engine's, which the engine clones and drops for every record it queues (one
-/// counter changed by two threads for every record would move its cache line between cores).
-#[derive(Default)]
-struct MetadataTopic(Option<(Arc<str>, Arc<str>)>);
-
-impl MetadataTopic {
-    /// The own copy of the engine's `topic` (the last one is kept).
-    fn of(&mut self, topic: &Arc<str>) -> &Arc<str> {
-        let fresh = !matches!(&self.0, Some((engine, _)) if Arc::ptr_eq(engine, topic));
-        if fresh {
-            self.0 = Some((topic.clone(), Arc::from(&**topic)));
-        }
-        &self.0.as_ref().expect("set above").1
-    }
 }
 
 /// One delivery: queue places back first (one semaphore update per batch, and an application
 /// that sends again from a callback finds room), then each record its result. Every record
 /// with a delivery slot holds a place (the auditor's own have neither).
-fn deliver_now(delivery: Delivery, permits: &Semaphore, topic: &mut MetadataTopic) {
+fn deliver_now(delivery: Delivery, permits: &Semaphore) {
     match delivery {
         Delivery::Acked { tp, base_offset, records } => {
             permits.add_permits(records.iter().filter(|p| p.slot.is_some()).count());
-            let topic = topic.of(&tp.topic);
             for (i, mut pending) in records.into_iter().enumerate() {
-                pending.deliver(Ok(acked(topic.clone(), tp.partition, base_offset, i)));
+                let topic = pending.topic;
+                pending.deliver(Ok(acked(topic, tp.partition, base_offset, i)));
             }
         }
         Delivery::Results(results) => {
@@ -1201,7 +1183,7 @@ mod tests {
         let (tx, rx) = oneshot::channel();
         let pending = Pending {
             seq: 0,
-            topic: TopicName::intern("t"),
+            topic: Topic::new("t"),
             partition,
             message: gregor_protocol::EncodedMessage::encode(&Message::new(
                 None,

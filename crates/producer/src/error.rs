@@ -9,7 +9,7 @@ use bytes::Bytes;
 use gregor_protocol::ErrorCode;
 
 use crate::config::ConfigError;
-use crate::record::Record;
+use crate::record::{Record, Topic};
 
 /// Result with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -154,7 +154,7 @@ impl Error {
 #[error("record for {topic}{} not delivered after {attempts} attempt(s)", partition_suffix(.partition))]
 pub struct DeliveryError {
     /// The record's topic.
-    pub topic: Arc<str>,
+    pub topic: Topic,
     /// Its partition, when one had been chosen.
     pub partition: Option<i32>,
     /// How many times its batch was sent (0: never).

@@ -38,7 +38,7 @@ use tokio::sync::Notify;
 
 use crate::accumulator::reserve_one;
 use crate::engine::Command;
-use crate::record::{Pending, Slot, TopicName};
+use crate::record::{Pending, Slot, Topic};
 
 /// Records whose message is at most this long go through the inbox's byte stream; longer ones
 /// get an allocation of their own (and the background task keeps it as it is).
@@ -73,7 +73,7 @@ pub(crate) enum Refused {
     Closed(Pending),
     /// The message could not be encoded (a key or value over `i32::MAX` bytes): the error,
     /// and the record's topic and slot back.
-    Encode(gregor_protocol::Error, Arc<str>, Slot),
+    Encode(gregor_protocol::Error, Topic, Slot),
 }
 
 /// After a take, a deque keeping more room than this gives it back (a burst that filled the
@@ -82,7 +82,7 @@ const KEEP_CAPACITY: usize = 16 * 1024;
 
 /// A small record in the inbox: its message is the next `len` bytes of the byte stream.
 struct Packed {
-    topic: TopicName,
+    topic: Topic,
     partition: Option<i32>,
     len: u32,
     slot: Slot,
@@ -135,20 +135,9 @@ struct State {
     sender_gone: bool,
     /// The receiver closed the queue: sends fail.
     closed: bool,
-    /// The last record's topic, interned (see [`TopicName`]).
-    last_topic: Option<TopicName>,
 }
 
 impl State {
-    /// The interned name of `topic`: the last one's is reused when the names are equal, so
-    /// the process-wide table is looked up only when the topic changes.
-    fn topic_name(&mut self, topic: &str) -> TopicName {
-        match self.last_topic {
-            Some(name) if *name == *topic => name,
-            _ => *self.last_topic.insert(TopicName::intern(topic)),
-        }
-    }
-
     /// Queues `queued`; true when the queue was empty (the task is to be woken, once the
     /// lock is let go).
     fn enqueue(&mut self, queued: Queued) -> bool {
@@ -187,7 +176,7 @@ pub(crate) struct Incoming {
 
 /// A packed record as [`Incoming::next_raw`] gives it.
 pub(crate) struct PackedRecord {
-    pub(crate) topic: TopicName,
+    pub(crate) topic: Topic,
     pub(crate) partition: Option<i32>,
     pub(crate) slot: Slot,
 }
@@ -277,7 +266,6 @@ pub(crate) fn inbox() -> (InboxSender, InboxReceiver) {
             stream: Stream::default(),
             sender_gone: false,
             closed: false,
-            last_topic: None,
         }),
         wake: Padded(Notify::new()),
     });
@@ -318,7 +306,7 @@ impl InboxSender {
     #[allow(clippy::result_large_err)] // the record's parts, moved back on the rare refusal
     pub(crate) fn send_record(
         &self,
-        topic: Arc<str>,
+        topic: Topic,
         partition: Option<i32>,
         message: &Message,
         slot: Slot,
@@ -339,8 +327,6 @@ impl InboxSender {
                     return Ok(None);
                 }
                 state.stream.push(&scratch);
-                // the application's `topic` is dropped on its own thread
-                let topic = state.topic_name(&topic);
                 let slot = slot.take().expect("a record has one slot");
                 Ok(Some(state.enqueue(Queued::Packed(Packed { topic, partition, len: len as u32, slot }))))
             });
@@ -361,9 +347,9 @@ impl InboxSender {
             Ok(m) => m,
             Err(e) => return Err(Refused::Encode(e, topic, slot)),
         };
-        let mut state = self.queue.lock();
+        let state = self.queue.lock();
         // the background task numbers the records it takes
-        let pending = Pending { seq: 0, topic: state.topic_name(&topic), partition, message, slot: Some(slot) };
+        let pending = Pending { seq: 0, topic, partition, message, slot: Some(slot) };
         if state.closed {
             return Err(Refused::Closed(pending));
         }
@@ -454,7 +440,7 @@ mod tests {
     fn record(tx: &InboxSender, value: &[u8]) -> tokio::sync::oneshot::Receiver<DeliveryResult> {
         let message = Message::new(None, Some(bytes::Bytes::copy_from_slice(value)));
         let (future, result) = tokio::sync::oneshot::channel();
-        assert!(tx.send_record(Arc::from("t"), None, &message, Slot::Future(future)).is_ok());
+        assert!(tx.send_record(Topic::new("t"), None, &message, Slot::Future(future)).is_ok());
         result
     }
 
@@ -500,7 +486,7 @@ mod tests {
         assert!(tx.send(c).is_err(), "a closed inbox refuses");
         let message = Message::new(None, Some(bytes::Bytes::from_static(b"late")));
         let (future, _result) = tokio::sync::oneshot::channel();
-        match tx.send_record(Arc::from("t"), None, &message, Slot::Future(future)) {
+        match tx.send_record(Topic::new("t"), None, &message, Slot::Future(future)) {
             Err(Refused::Closed(p)) => assert_eq!(p.message.to_message(), message, "the record comes back whole"),
             _ => panic!("a closed inbox refuses records"),
         }
@@ -641,7 +627,9 @@ mod tests {
                         let value = format!("thread {t} record {i}");
                         let message = Message::new(None, Some(bytes::Bytes::from(value)));
                         let (future, result) = tokio::sync::oneshot::channel();
-                        assert!(tx.send_record(Arc::from("t"), Some(t as i32), &message, Slot::Future(future)).is_ok());
+                        assert!(tx
+                            .send_record(Topic::new("t"), Some(t as i32), &message, Slot::Future(future))
+                            .is_ok());
                         receivers.push(result);
                     }
                     // the scratch buffer holds one message at a time
@@ -670,45 +658,5 @@ mod tests {
             next[t] += 1;
         }
         assert_eq!(next, [EACH; THREADS]);
-    }
-
-    #[tokio::test]
-    async fn records_carry_one_interned_name_per_topic_and_the_application_keeps_no_count() {
-        let (tx, mut rx) = inbox();
-        let message = Message::new(None, Some(bytes::Bytes::from_static(b"v")));
-        let events: Arc<str> = Arc::from("inbox-test-events");
-        // three records of one topic: one Arc shared, then an Arc of its own with the same
-        // name; then another topic, then the first again
-        let topics = [
-            events.clone(),
-            events.clone(),
-            Arc::from("inbox-test-events"),
-            Arc::from("inbox-test-other"),
-            events.clone(),
-        ];
-        for topic in topics {
-            let (future, _result) = tokio::sync::oneshot::channel();
-            assert!(tx.send_record(topic, None, &message, Slot::Future(future)).is_ok());
-        }
-        // the inbox dropped the application's clones: only `events` itself is left
-        assert_eq!(Arc::strong_count(&events), 1);
-        let mut got = Incoming::default();
-        assert!(rx.recv_many(&mut got).await);
-        let names: Vec<TopicName> = all(&mut got)
-            .iter()
-            .map(|c| match c {
-                Command::Record(p) => p.topic,
-                _ => panic!("a record was queued"),
-            })
-            .collect();
-        assert_eq!(
-            names.iter().map(|n| n.as_str()).collect::<Vec<_>>(),
-            ["inbox-test-events", "inbox-test-events", "inbox-test-events", "inbox-test-other", "inbox-test-events"]
-        );
-        // equal names are one allocation, so `same` compares pointers
-        assert!(names[0].same(names[1]) && names[0].same(names[2]) && names[0].same(names[4]));
-        assert!(!names[0].same(names[3]));
-        assert!(names[0].same(TopicName::intern("inbox-test-events")));
-        assert!(!TopicName::intern("inbox-test-events-2").same(names[0]));
     }
 }

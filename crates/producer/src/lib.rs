@@ -119,6 +119,6 @@ pub use error::{DeliveryError, Error, Result, SendError, SyncSendError};
 pub use partitioner::{murmur2, murmur2_partition, Partitioner, PartitionerKind};
 pub use producer::AsyncProducer;
 pub use record::{
-    Callback, CloseReport, DeliveryFuture, DeliveryHandler, DeliveryResult, FlushReport, Record, RecordMetadata,
+    Callback, CloseReport, DeliveryFuture, DeliveryHandler, DeliveryResult, FlushReport, Record, RecordMetadata, Topic,
 };
 pub use sync::SyncProducer;

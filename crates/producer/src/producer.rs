@@ -315,7 +315,7 @@ where
                 let Message { key, value, .. } = message;
                 let error =
                     Error::Encode { topic: topic.to_string(), partition: partition.unwrap_or(-1), source: Arc::new(e) };
-                let failed = DeliveryError { topic: topic.clone(), partition, attempts: 0, error, key, value };
+                let failed = DeliveryError { topic, partition, attempts: 0, error, key, value };
                 slot.deliver(Err(Box::new(failed)), &topic);
                 Ok(())
             }

@@ -13,10 +13,9 @@ use crate::error::{DeliveryError, Error};
 
 /// A record to send: a value, an optional key, a topic, and optionally the partition.
 ///
-/// The topic is an `Arc<str>`: `Record::new("events", v)` or `Record::new(string, v)` allocate
-/// it once, and an application sending many records to one topic can keep an `Arc<str>` and
-/// pass clones of it, so no record allocates its topic. The producer drops it on the sending
-/// thread and keeps one copy of each topic name it has seen, for the life of the process.
+/// The topic is a [`Topic`], an interned name: `Record::new("events", v)` looks the name up
+/// (without a lock when the thread's last record had the same topic), and an application can
+/// make the `Topic` once and pass copies of it.
 ///
 /// ```
 /// use gregor_producer::Record;
@@ -29,7 +28,7 @@ use crate::error::{DeliveryError, Error};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record<K, V> {
     /// The topic.
-    pub topic: Arc<str>,
+    pub topic: Topic,
     /// The key: placed by the partitioner, stored with the message; `None` is the null key.
     pub key: Option<K>,
     /// The value.
@@ -40,7 +39,7 @@ pub struct Record<K, V> {
 
 impl<K, V> Record<K, V> {
     /// A record without key or explicit partition.
-    pub fn new(topic: impl Into<Arc<str>>, value: V) -> Record<K, V> {
+    pub fn new(topic: impl Into<Topic>, value: V) -> Record<K, V> {
         Record { topic: topic.into(), key: None, value, partition: None }
     }
 
@@ -60,8 +59,8 @@ impl<K, V> Record<K, V> {
 /// Where a delivered record went.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RecordMetadata {
-    /// The topic (one allocation shared by the records delivered together, not one each).
-    pub topic: Arc<str>,
+    /// The topic.
+    pub topic: Topic,
     /// The partition.
     pub partition: i32,
     /// The record's offset in the partition; -1 with `request.required.acks=0` (the broker
@@ -93,7 +92,7 @@ impl Future for DeliveryFuture {
             r.unwrap_or_else(|_| {
                 // unreachable in practice: a record that is dropped delivers Closed first
                 Err(Box::new(DeliveryError {
-                    topic: Arc::from(""),
+                    topic: Topic::new(""),
                     partition: None,
                     attempts: 0,
                     error: Error::Closed { in_flight: false },
@@ -157,41 +156,71 @@ pub(crate) enum Slot {
     Handler(Arc<dyn DeliveryHandler>, u64),
 }
 
-/// A topic name as records carry it on their way: interned, so a record holds a pointer with
-/// no reference count. (A record holding an `Arc<str>` had its count raised by the sending
-/// thread and lowered by the producer's tasks: on a multi-thread runtime the counter's cache
-/// line moved between cores twice per record.) Each distinct name is allocated once and kept
-/// for the life of the process, as a Kafka client keeps the metadata of every topic it sent
-/// to; equal names are the same pointer.
+/// A topic name, interned: a `Copy` handle to one process-wide copy of the name, which
+/// records and results carry without a reference count or an allocation.
+///
+/// (A record holding an `Arc<str>` had its count raised when the application cloned it and
+/// lowered when the producer was done with it, and each result raised and lowered another:
+/// four atomic operations per record, and on a multi-thread runtime its counter's cache line
+/// moved between cores.) Each distinct name is allocated the first time the process sees it
+/// and kept for the life of the process, as a Kafka client keeps the metadata of every topic
+/// it sent to; equal names are the same pointer, so comparing two `Topic`s compares pointers.
+///
+/// Make one with [`Topic::new`] (or `Topic::from`, or let [`Record::new`] take a `&str` or a
+/// `String`). Making one looks the name up: a thread's last name is kept, so a thread sending
+/// to one topic takes no lock, but an application sending to many does better to make each
+/// `Topic` once and reuse it. It derefs to `str`; hashing and ordering are those of the name.
+///
+/// ```
+/// use gregor_producer::{Record, Topic};
+///
+/// let events = Topic::new("events");
+/// assert_eq!(events, Topic::from(String::from("events")));
+/// assert_eq!(events, "events");
+/// assert!(events.starts_with("ev"));
+/// let r: Record<(), &str> = Record::new(events, "hello");
+/// assert_eq!(r.topic.as_str(), "events");
+/// ```
 #[derive(Clone, Copy)]
-pub(crate) struct TopicName(&'static str);
+pub struct Topic(&'static str);
 
-impl TopicName {
-    /// The interned copy of `name` (allocated the first time the process sees the name).
-    pub(crate) fn intern(name: &str) -> TopicName {
+impl Topic {
+    /// The interned name `name` (allocated the first time the process sees it).
+    pub fn new(name: &str) -> Topic {
+        thread_local! {
+            static LAST: std::cell::Cell<Option<Topic>> = const { std::cell::Cell::new(None) };
+        }
+        // a thread's last name, without the process-wide lock; `try_with` fails only in a
+        // thread-local destructor, which then takes the lock
+        let cached = LAST.try_with(|last| last.get().filter(|t| t.0 == name)).ok().flatten();
+        if let Some(topic) = cached {
+            return topic;
+        }
+        let topic = Topic::intern(name);
+        let _ = LAST.try_with(|last| last.set(Some(topic)));
+        topic
+    }
+
+    fn intern(name: &str) -> Topic {
         static NAMES: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
         // a panic under the lock leaves the set as it was (an insert is all that happens)
         let mut names = NAMES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let names = names.get_or_insert_with(HashSet::new);
         if let Some(known) = names.get(name) {
-            return TopicName(known);
+            return Topic(known);
         }
         let own: &'static str = Box::leak(Box::from(name));
         names.insert(own);
-        TopicName(own)
+        Topic(own)
     }
 
-    pub(crate) fn as_str(self) -> &'static str {
+    /// The name.
+    pub fn as_str(self) -> &'static str {
         self.0
-    }
-
-    /// The same interned name (cheaper than comparing the text).
-    pub(crate) fn same(self, other: TopicName) -> bool {
-        std::ptr::eq(self.0, other.0)
     }
 }
 
-impl std::ops::Deref for TopicName {
+impl std::ops::Deref for Topic {
     type Target = str;
 
     fn deref(&self) -> &str {
@@ -199,13 +228,114 @@ impl std::ops::Deref for TopicName {
     }
 }
 
-impl std::fmt::Display for TopicName {
+impl AsRef<str> for Topic {
+    fn as_ref(&self) -> &str {
+        self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for Topic {
+    fn borrow(&self) -> &str {
+        self.0
+    }
+}
+
+impl PartialEq for Topic {
+    /// Equal names are the same pointer.
+    fn eq(&self, other: &Topic) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for Topic {}
+
+impl PartialEq<str> for Topic {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Topic {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for Topic {
+    fn eq(&self, other: &String) -> bool {
+        self.0 == other.as_str()
+    }
+}
+
+impl std::hash::Hash for Topic {
+    /// The name's hash (as `str`'s, which `Borrow<str>` needs).
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state)
+    }
+}
+
+impl PartialOrd for Topic {
+    fn partial_cmp(&self, other: &Topic) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Topic {
+    /// By name.
+    fn cmp(&self, other: &Topic) -> std::cmp::Ordering {
+        self.0.cmp(other.0)
+    }
+}
+
+impl From<&str> for Topic {
+    fn from(name: &str) -> Topic {
+        Topic::new(name)
+    }
+}
+
+impl From<&String> for Topic {
+    fn from(name: &String) -> Topic {
+        Topic::new(name)
+    }
+}
+
+impl From<String> for Topic {
+    fn from(name: String) -> Topic {
+        Topic::new(&name)
+    }
+}
+
+impl From<Arc<str>> for Topic {
+    fn from(name: Arc<str>) -> Topic {
+        Topic::new(&name)
+    }
+}
+
+impl From<Box<str>> for Topic {
+    fn from(name: Box<str>) -> Topic {
+        Topic::new(&name)
+    }
+}
+
+impl From<Topic> for Arc<str> {
+    fn from(topic: Topic) -> Arc<str> {
+        Arc::from(topic.0)
+    }
+}
+
+impl From<Topic> for String {
+    fn from(topic: Topic) -> String {
+        topic.0.to_owned()
+    }
+}
+
+impl std::fmt::Display for Topic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.0)
     }
 }
 
-impl std::fmt::Debug for TopicName {
+impl std::fmt::Debug for Topic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         std::fmt::Debug::fmt(self.0, f)
     }
@@ -216,7 +346,7 @@ impl std::fmt::Debug for TopicName {
 pub(crate) struct Pending {
     /// Order of arrival at the background task (set there).
     pub(crate) seq: u64,
-    pub(crate) topic: TopicName,
+    pub(crate) topic: Topic,
     /// The partition the application asked for.
     pub(crate) partition: Option<i32>,
     pub(crate) message: EncodedMessage,
@@ -238,7 +368,7 @@ impl Pending {
     pub(crate) fn error(&self, partition: Option<i32>, attempts: u32, error: Error) -> Box<DeliveryError> {
         let Message { key, value, .. } = self.message.to_message();
         Box::new(DeliveryError {
-            topic: Arc::from(self.topic.as_str()),
+            topic: self.topic,
             partition: partition.or(self.partition),
             attempts,
             error,
@@ -318,5 +448,59 @@ impl CloseReport {
     /// True when everything was delivered.
     pub fn is_ok(&self) -> bool {
         self.undelivered.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_topic_names_are_one_pointer_whatever_they_were_made_from() {
+        let events = Topic::new("record-test-events");
+        let made = [
+            Topic::from(String::from("record-test-events")),
+            Topic::from(&String::from("record-test-events")),
+            Topic::from(Arc::<str>::from("record-test-events")),
+            Topic::from(Box::<str>::from("record-test-events")),
+            // another name in between: the thread's last name is no longer this one
+            {
+                let _ = Topic::new("record-test-other");
+                Topic::new("record-test-events")
+            },
+            std::thread::spawn(|| Topic::new("record-test-events")).join().unwrap(),
+        ];
+        for t in made {
+            assert!(std::ptr::eq(t.as_str(), events.as_str()));
+            assert_eq!(t, events);
+        }
+        let other = Topic::new("record-test-other");
+        assert_ne!(other, events);
+        assert!(!std::ptr::eq(other.as_str(), events.as_str()));
+        assert_eq!(events, "record-test-events");
+        assert_eq!(events.to_string(), "record-test-events");
+        assert_eq!(format!("{events:?}"), "\"record-test-events\"");
+    }
+
+    #[test]
+    fn a_topic_hashes_and_orders_as_its_name() {
+        let set: HashSet<Topic> = [Topic::new("record-test-b"), Topic::new("record-test-a")].into_iter().collect();
+        // Borrow<str>: looked up by the name
+        assert!(set.contains("record-test-a"));
+        assert!(!set.contains("record-test-c"));
+        let mut sorted = [Topic::new("record-test-b"), Topic::new("record-test-c"), Topic::new("record-test-a")];
+        sorted.sort();
+        assert_eq!(
+            sorted.iter().map(|t| t.as_str()).collect::<Vec<_>>(),
+            ["record-test-a", "record-test-b", "record-test-c"]
+        );
+    }
+
+    #[test]
+    fn a_record_takes_its_topic_as_a_name_or_a_topic() {
+        let r: Record<(), &str> = Record::new("record-test-r", "v");
+        let t = Topic::new("record-test-r");
+        assert_eq!(r.topic, t);
+        assert_eq!(Record::<(), &str>::new(t, "v"), r);
     }
 }
