@@ -46,10 +46,14 @@ pub fn run(spec: &RunSpec, payloads: &[Vec<u8>], rec: Arc<Recorder>, current_thr
         let topic = gregor_producer::Topic::new(&spec.topic);
         let pacer = Pacer::new(spec.rate);
         let r = rec.clone();
-        let handler: Arc<dyn DeliveryHandler> = Arc::new(move |i: u64, result: DeliveryResult| match result {
-            Ok(_) => r.acked(i as usize),
-            Err(e) => r.failed(i as usize, || e.to_string()),
-        });
+        // one handler for the run, as librdkafka's delivery report callback (a function
+        // pointer) is: made once and kept for the life of the worker process, so a send
+        // changes no reference count
+        let handler: &'static dyn DeliveryHandler =
+            Box::leak(Box::new(move |i: u64, result: DeliveryResult| match result {
+                Ok(_) => r.acked(i as usize),
+                Err(e) => r.failed(i as usize, || e.to_string()),
+            }));
         for i in 0..spec.messages {
             if let Some(wait) = pacer.wait(i) {
                 tokio::time::sleep(wait).await;
@@ -59,7 +63,7 @@ pub fn run(spec: &RunSpec, payloads: &[Vec<u8>], rec: Arc<Recorder>, current_thr
             let value = Bytes::copy_from_slice(&payloads[i % payloads.len()]);
             let record = Record::new(topic, value).with_partition((i % partitions) as i32);
             rec.sent(i);
-            producer.send_with_handler(record, &handler, i as u64).await.map_err(|e| format!("send {i}: {e}"))?;
+            producer.send_with_static_handler(record, handler, i as u64).await.map_err(|e| format!("send {i}: {e}"))?;
         }
         let report = producer.flush().await;
         if !report.is_ok() {

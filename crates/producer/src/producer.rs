@@ -231,6 +231,39 @@ where
         self.enqueue(record, Slot::Handler(handler.clone(), opaque)).await
     }
 
+    /// As [`send_with_handler`](AsyncProducer::send_with_handler), with a handler that lives as
+    /// long as the process: a `static`, or one made once and leaked with `Box::leak`. A send
+    /// then changes no reference count (`send_with_handler` raises the `Arc`'s count and the
+    /// delivery lowers it, for every record; on a multi-thread runtime on two threads), as
+    /// librdkafka's delivery report callback is a plain function pointer.
+    ///
+    /// ```no_run
+    /// # async fn run(producer: gregor_producer::AsyncProducer<(), String>) {
+    /// use gregor_producer::{DeliveryHandler, DeliveryResult, Record, Topic};
+    ///
+    /// let handler: &'static dyn DeliveryHandler = Box::leak(Box::new(|i: u64, result: DeliveryResult| {
+    ///     if let Err(e) = result {
+    ///         eprintln!("record {i} failed: {e}");
+    ///     }
+    /// }));
+    /// let events = Topic::new("events");
+    /// for i in 0..1000u64 {
+    ///     let record = Record::new(events, format!("event {i}"));
+    ///     producer.send_with_static_handler(record, handler, i).await.expect("queued");
+    /// }
+    /// # }
+    /// ```
+    ///
+    /// Cancel safety and errors: as [`send_with_handler`](AsyncProducer::send_with_handler).
+    pub async fn send_with_static_handler(
+        &self,
+        record: Record<K, V>,
+        handler: &'static dyn DeliveryHandler,
+        opaque: u64,
+    ) -> Result<(), SendError<K, V>> {
+        self.enqueue(record, Slot::StaticHandler(handler, opaque)).await
+    }
+
     async fn enqueue(&self, record: Record<K, V>, slot: Slot) -> Result<(), SendError<K, V>> {
         if record.topic.is_empty() || record.topic.len() > i16::MAX as usize {
             let reason = format!("a topic name has 1 to 32767 bytes, not {}", record.topic.len());

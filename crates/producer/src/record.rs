@@ -154,6 +154,7 @@ pub(crate) enum Slot {
     Future(oneshot::Sender<DeliveryResult>),
     Callback(Callback),
     Handler(Arc<dyn DeliveryHandler>, u64),
+    StaticHandler(&'static dyn DeliveryHandler, u64),
 }
 
 /// A topic name, interned: a `Copy` handle to one process-wide copy of the name, which
@@ -399,14 +400,16 @@ impl Slot {
                     tracing::error!(topic, "a delivery callback panicked");
                 }
             }
-            Slot::Handler(handler, opaque) => {
-                let outcome =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.on_delivery(opaque, result)));
-                if outcome.is_err() {
-                    tracing::error!(topic, opaque, "a delivery handler panicked");
-                }
-            }
+            Slot::Handler(handler, opaque) => call_handler(&*handler, opaque, result, topic),
+            Slot::StaticHandler(handler, opaque) => call_handler(handler, opaque, result, topic),
         }
+    }
+}
+
+fn call_handler(handler: &dyn DeliveryHandler, opaque: u64, result: DeliveryResult, topic: &str) {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.on_delivery(opaque, result)));
+    if outcome.is_err() {
+        tracing::error!(topic, opaque, "a delivery handler panicked");
     }
 }
 

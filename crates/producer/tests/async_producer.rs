@@ -834,6 +834,53 @@ async fn a_delivery_handler_gets_every_result_once_with_its_opaque() {
     assert!(seen.lock().unwrap().is_empty(), "a refused record never reaches the handler");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_static_delivery_handler_gets_every_result_once_with_its_opaque() {
+    let c = cluster_or_skip!("static-handler");
+    c.create_topic("sh", 2, 1).await.unwrap();
+    let p = producer(config(&c).queue_buffering_max(Duration::from_millis(20)));
+    warm(&p, "sh").await;
+    type Seen = std::sync::Mutex<Vec<(u64, Result<RecordMetadata, String>)>>;
+    // made once and kept for the life of the process
+    let seen: &'static Seen = Box::leak(Box::default());
+    let handler: &'static dyn DeliveryHandler = Box::leak(Box::new(|opaque: u64, result: DeliveryResult| {
+        let result = result.map_err(|e| format!("{:?}", e.error));
+        seen.lock().unwrap().push((opaque, result));
+    }));
+    let topic = gregor_producer::Topic::new("sh");
+    let before: Vec<i64> = (0..2).map(|part| c.offsets("sh", part).unwrap().0).collect();
+    for i in 0..200u64 {
+        let record = Record::new(topic, i.to_string()).with_partition((i % 2) as i32);
+        p.send_with_static_handler(record, handler, i + 5).await.unwrap();
+    }
+    assert!(p.flush().bounded().await.is_ok());
+    let mut got = std::mem::take(&mut *seen.lock().unwrap());
+    assert_eq!(got.len(), 200, "one result per record");
+    got.sort_by_key(|(opaque, _)| *opaque);
+    for (i, (opaque, result)) in got.iter().enumerate() {
+        let i = i as u64;
+        assert_eq!(*opaque, i + 5);
+        let m = result.as_ref().unwrap_or_else(|e| panic!("record {i}: {e}"));
+        assert_eq!((m.topic, m.partition), (topic, (i % 2) as i32));
+        assert_eq!(m.offset, before[(i % 2) as usize] + (i / 2) as i64, "record {i}");
+    }
+    // undeliverable records reach it too
+    pause_all(&c);
+    for i in 0..3u64 {
+        p.send_with_static_handler(Record::new(topic, "late".to_owned()), handler, 1000 + i).await.unwrap();
+    }
+    let report = p.close(Duration::from_millis(300)).bounded().await;
+    resume_all(&c);
+    assert_eq!(report.undelivered.len(), 3, "{report:?}");
+    let mut got = std::mem::take(&mut *seen.lock().unwrap());
+    got.sort_by_key(|(opaque, _)| *opaque);
+    assert_eq!(got.iter().map(|(o, _)| *o).collect::<Vec<_>>(), [1000, 1001, 1002]);
+    for (opaque, result) in got {
+        let e = result.unwrap_err();
+        assert!(e.starts_with("Closed"), "{opaque}: {e}");
+    }
+}
+
 /// Callbacks run on a task of their own: one that blocks holds up the results after it (they
 /// keep their order), not the sending. Here the first record's callback blocks until released
 /// (inside `block_in_place`, as a blocking call on a tokio worker must be, or it can starve
