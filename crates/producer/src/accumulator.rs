@@ -69,6 +69,24 @@ pub(crate) fn reserve_one<T>(q: &mut VecDeque<T>, limit: usize) {
     }
 }
 
+/// Counts a record just queued (its bytes: what the arena took in since `before`) towards its
+/// partition's next chunk, and lists the partition once it has `chunk_bytes`.
+fn count_loose<T>(
+    q: &mut PartitionQueue<T>,
+    before: usize,
+    chunk_bytes: usize,
+    tp: &TopicPartition,
+    due: &mut Vec<TopicPartition>,
+) {
+    let added = q.arena.used().saturating_sub(before);
+    q.loose += 1;
+    let was = q.loose_bytes;
+    q.loose_bytes += if added == 0 { LARGE_WEIGHT } else { added };
+    if was < chunk_bytes && q.loose_bytes >= chunk_bytes {
+        due.push(tp.clone());
+    }
+}
+
 /// A topic and one of its partitions. Equality and order are the topic name's and the
 /// partition's; two keys sharing one topic allocation compare without reading the names.
 #[derive(Debug, Clone)]
@@ -144,7 +162,16 @@ pub struct AccumulatorConfig {
     /// flight per partition. 1 (the default) keeps every partition's order through retries;
     /// more pipelines requests, and a retried batch may then land after a later one.
     pub max_in_flight: usize,
+    /// Eager compression: once a partition has taken in this many bytes since its last chunk
+    /// (as its arena counts them; a message with an allocation of its own counts as
+    /// [`LARGE_WEIGHT`]), [`Accumulator::take_due_chunks`] lists it, and
+    /// [`Accumulator::take_loose`] gives its records since then. 0: never.
+    pub chunk_bytes: usize,
 }
+
+/// What a message that the arena does not copy (one with an allocation of its own, over 8 KiB)
+/// counts towards [`AccumulatorConfig::chunk_bytes`].
+pub const LARGE_WEIGHT: usize = 8 * 1024;
 
 /// Records of one partition sent together: one entry of a Produce request.
 #[derive(Debug)]
@@ -206,6 +233,10 @@ struct PartitionQueue<T> {
     /// Where the caller keeps the queued records' bytes ([`Accumulator::try_append_with`]);
     /// let go whenever the queue is emptied.
     arena: Arena,
+    /// The last `loose` queued records came after the last chunk ([`Accumulator::take_loose`]),
+    /// with about `loose_bytes` bytes.
+    loose: usize,
+    loose_bytes: usize,
 }
 
 impl<T> PartitionQueue<T> {
@@ -218,6 +249,8 @@ impl<T> PartitionQueue<T> {
             in_flight: 0,
             leaderless_rounds: 0,
             arena: Arena::default(),
+            loose: 0,
+            loose_bytes: 0,
         }
     }
 
@@ -240,6 +273,11 @@ impl<T> PartitionQueue<T> {
     /// in a burst gives most of its room back once it holds far less.
     fn take(&mut self, n: usize) -> Vec<T> {
         let records: Vec<T> = self.queued.drain(..n).collect();
+        if self.loose > self.queued.len() {
+            // the batch took loose records: what is left of them stays loose
+            self.loose_bytes = self.loose_bytes * self.queued.len() / self.loose;
+            self.loose = self.queued.len();
+        }
         let mut left = n;
         while left > 0 {
             let Some(front) = self.stamps.front_mut() else { break };
@@ -303,6 +341,8 @@ pub struct Accumulator<T> {
     in_flight_records: usize,
     flushing: bool,
     next_batch_id: u64,
+    /// Partitions whose loose records reached `chunk_bytes`.
+    due_chunks: Vec<TopicPartition>,
 }
 
 impl<T> Accumulator<T> {
@@ -324,6 +364,7 @@ impl<T> Accumulator<T> {
             in_flight_records: 0,
             flushing: false,
             next_batch_id: 0,
+            due_chunks: Vec::new(),
         }
     }
 
@@ -410,9 +451,13 @@ impl<T> Accumulator<T> {
             Some(q) => q,
             None => self.partitions.entry(tp.clone()).or_insert_with(|| PartitionQueue::new(None)),
         };
+        let before = q.arena.used();
         prepare(&mut record, &mut q.arena);
         q.push(record, enqueued_at, self.config.capacity);
         self.len += 1;
+        if self.config.chunk_bytes > 0 {
+            count_loose(q, before, self.config.chunk_bytes, tp, &mut self.due_chunks);
+        }
     }
 
     /// Queues a record for a partition that has a queue (see [`Accumulator::knows`]); gives it
@@ -440,13 +485,47 @@ impl<T> Accumulator<T> {
     ) -> Result<(), T> {
         match self.partitions.get_mut(tp) {
             Some(q) => {
+                let before = q.arena.used();
                 prepare(&mut record, &mut q.arena);
                 q.push(record, enqueued_at, self.config.capacity);
                 self.len += 1;
+                if self.config.chunk_bytes > 0 {
+                    count_loose(q, before, self.config.chunk_bytes, tp, &mut self.due_chunks);
+                }
                 Ok(())
             }
             None => Err(record),
         }
+    }
+
+    /// The partitions whose records since their last chunk reached
+    /// [`AccumulatorConfig::chunk_bytes`], each once, in the order they did.
+    pub fn take_due_chunks(&mut self) -> Vec<TopicPartition> {
+        std::mem::take(&mut self.due_chunks)
+    }
+
+    /// The partition's queued records since its last chunk, oldest first (they are the next
+    /// chunk: the count starts again); `None` when there are none.
+    pub fn take_loose(&mut self, tp: &TopicPartition) -> Option<std::collections::vec_deque::Iter<'_, T>> {
+        let q = self.partitions.get_mut(tp)?;
+        let n = q.loose.min(q.queued.len());
+        q.loose = 0;
+        q.loose_bytes = 0;
+        if n == 0 {
+            return None;
+        }
+        Some(q.queued.range(q.queued.len() - n..))
+    }
+
+    /// The partition's queued records, oldest first (not those in flight or waiting to be
+    /// retried); `None` when it has no queue.
+    pub fn queued(&self, tp: &TopicPartition) -> Option<std::collections::vec_deque::Iter<'_, T>> {
+        self.partitions.get(tp).map(|q| q.queued.iter())
+    }
+
+    /// The partition's batches in flight (0 when it has no queue).
+    pub fn batches_in_flight(&self, tp: &TopicPartition) -> usize {
+        self.partitions.get(tp).map_or(0, |q| q.in_flight)
     }
 
     /// Holds a record that has no partition yet (its topic's metadata is unknown).
@@ -762,6 +841,7 @@ mod tests {
             retry_backoff: 50 * MS,
             max_retries: 2,
             max_in_flight: 1,
+            chunk_bytes: 0,
         }
     }
 
@@ -812,6 +892,51 @@ mod tests {
         assert_eq!(finish(&mut a, rounds), [1, 2]);
         assert!(a.is_empty());
         assert_eq!(a.next_wakeup(t0), None);
+    }
+
+    /// With `chunk_bytes`, a partition is listed once its records since its last chunk reach
+    /// it (here every record counts as [`LARGE_WEIGHT`]: the test's records have no bytes in
+    /// the arena), and `take_loose` gives those records; a batch that takes some of them
+    /// leaves the rest loose.
+    #[test]
+    fn partitions_are_listed_for_a_chunk_once_their_loose_records_reach_the_size() {
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig {
+            chunk_bytes: 3 * LARGE_WEIGHT,
+            capacity: 100,
+            batch_num_messages: 4,
+            linger: Duration::ZERO,
+            ..config()
+        });
+        for r in 1..=2 {
+            a.append(&tp(0), r, t0);
+            a.append(&tp(1), 100 + r, t0);
+        }
+        assert!(a.take_due_chunks().is_empty(), "two records are not enough");
+        a.append(&tp(0), 3, t0);
+        a.append(&tp(0), 4, t0);
+        assert_eq!(a.take_due_chunks(), [tp(0)], "listed once, at the third record");
+        assert_eq!(a.take_loose(&tp(0)).unwrap().copied().collect::<Vec<_>>(), [1, 2, 3, 4]);
+        assert!(a.take_loose(&tp(0)).is_none(), "the count starts again");
+        for r in 5..=6 {
+            a.append(&tp(0), r, t0);
+        }
+        assert!(a.take_due_chunks().is_empty());
+        // the batches take every record but 5 and 6: those stay loose, p1's are gone
+        let rounds = a.drain(t0);
+        assert_eq!(shape(&rounds), [(0, vec![(0, vec![1, 2, 3, 4], 1)]), (1, vec![(1, vec![101, 102], 1)])]);
+        finish(&mut a, rounds);
+        a.append(&tp(0), 7, t0);
+        a.append(&tp(1), 103, t0);
+        assert_eq!(a.take_due_chunks(), [tp(0)]);
+        assert_eq!(a.take_loose(&tp(0)).unwrap().copied().collect::<Vec<_>>(), [5, 6, 7]);
+        assert_eq!(a.take_loose(&tp(1)).unwrap().copied().collect::<Vec<_>>(), [103]);
+        // without chunk_bytes nothing is counted
+        let mut plain = acc(config());
+        for r in 1..=9 {
+            plain.append(&tp(0), r, t0);
+        }
+        assert!(plain.take_due_chunks().is_empty() && plain.take_loose(&tp(0)).is_none());
     }
 
     /// max_in_flight 2: a partition pipelines two batches (two rounds to its broker), a third
@@ -1223,7 +1348,8 @@ mod proptests {
                 capacity: 12,
                 retry_backoff: Duration::from_millis(30),
                 max_retries: 2,
-            max_in_flight: 1,
+                max_in_flight: 1,
+                chunk_bytes: 0,
             };
             let mut m = Model {
                 acc: Accumulator::new(config),

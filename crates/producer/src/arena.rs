@@ -77,6 +77,11 @@ impl Arena {
         self.used += len;
     }
 
+    /// Bytes copied in since the last [`Arena::release`].
+    pub fn used(&self) -> usize {
+        self.used
+    }
+
     /// The partition's queue was emptied: the blocks are let go (records still holding them
     /// keep them alive), and the next one is sized after what this batch used.
     pub fn release(&mut self) {

@@ -46,6 +46,16 @@ const INBOX_BURST: usize = 4096;
 /// million) and more memory (gzip: +10-14 MiB).
 const OFFLOAD_COMPRESSION: usize = 32 * 1024;
 
+/// Eager compression: a partition of a compressed topic gets its records compressed in chunks
+/// of about this many bytes as they arrive, off the engine's task, rather than all at once
+/// when its batch is sent. A batch is then sent as the wrappers of its chunks and of its last
+/// records (a message set may hold several wrappers; a 0.8.2 broker writes them as one), and
+/// the compression left when the linger ends is that of the last few records: records of a
+/// partition that sends a batch every linger wait that much less, where all the round's
+/// compression was done after the linger (a gzip round of 420 records: about 0.8 ms), on a
+/// multi-thread runtime on the workers that also read the responses.
+const CHUNK_BYTES: usize = 16 * 1024;
+
 /// What the application side sends to the engine.
 pub(crate) enum Command {
     Record(Pending),
@@ -73,7 +83,25 @@ enum Completion {
 enum SetSource {
     Encoded(MessageSet),
     Plain(MessageSet, Compression),
+    /// Wrappers of chunks (see [`CHUNK_BYTES`]), the first of them maybe still compressing,
+    /// then the batch's other records (uncompressed, if any), compressed with the codec.
+    Chunked(Vec<ChunkSet>, Option<MessageSet>, Compression),
     Failed(gregor_protocol::Error),
+}
+
+/// A chunk's wrapper: compressed, or being compressed.
+enum ChunkSet {
+    Done(Result<MessageSet, gregor_protocol::Error>),
+    Running(tokio::task::JoinHandle<Result<MessageSet, gregor_protocol::Error>>),
+}
+
+/// Records of a partition's queue compressed ahead of their batch: the records with sequence
+/// numbers `first` to `last`, `records` of them in a row.
+struct Chunk {
+    first: u64,
+    last: u64,
+    records: usize,
+    set: ChunkSet,
 }
 
 enum TaskKind {
@@ -149,6 +177,8 @@ pub(crate) struct Engine {
     /// On a current-thread runtime, the rounds that may compress on the blocking pool at once
     /// (see [`OFFLOAD_COMPRESSION`]): one per core besides the runtime's.
     compressing: Option<Arc<Semaphore>>,
+    /// The chunks compressed ahead of their batches, oldest first, per partition.
+    chunks: HashMap<TopicPartition, std::collections::VecDeque<Chunk>>,
     next_round: u64,
     next_seq: u64,
     refresh: Refresh,
@@ -173,6 +203,7 @@ impl Engine {
             retry_backoff: config.retry_backoff(),
             max_retries: config.message_send_max_retries(),
             max_in_flight: config.max_in_flight(),
+            chunk_bytes: if config.compression_codec() == Compression::None { 0 } else { CHUNK_BYTES },
         });
         Engine {
             partitioner: PartitionerState::new(config.partitioner().clone()),
@@ -199,6 +230,7 @@ impl Engine {
                     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
                     Arc::new(Semaphore::new(cores.saturating_sub(1).max(1)))
                 }),
+            chunks: HashMap::new(),
             next_round: 0,
             next_seq: 0,
             refresh: Refresh { in_flight: None, wanted: None, periodic: None, last_error: None },
@@ -274,6 +306,7 @@ impl Engine {
             self.on_command(Command::Record(pending), now);
         }
         self.acc.set_flushing(!self.flushes.is_empty() || self.closing.is_some() || !self.inbox_open);
+        self.start_chunks();
         for round in self.acc.drain(now + self.timer_slack()) {
             self.send_round(round);
         }
@@ -589,6 +622,7 @@ impl Engine {
                         .map(|p| p.all.len());
                     match missing {
                         Some(partitions) => {
+                            self.chunks.remove(&tp);
                             for r in self.acc.remove_partition(&tp) {
                                 let error = Error::InvalidPartition {
                                     topic: tp.topic.to_string(),
@@ -653,6 +687,94 @@ impl Engine {
         }
     }
 
+    /// Starts compressing the records of every partition that took in [`CHUNK_BYTES`] since
+    /// its last chunk, while it waits for its linger: on a multi-thread runtime on a task of
+    /// its own; on a current-thread one gzip on the blocking pool (a 16 KiB chunk takes about
+    /// 0.2 ms), snappy and lz4 in place (about 10 us).
+    fn start_chunks(&mut self) {
+        for tp in self.acc.take_due_chunks() {
+            let codec = self.config.compression_for(&tp.topic);
+            // only while the partition waits for its linger: one with a batch in flight or a
+            // batch's worth queued (or records still coming in faster than the task takes
+            // them) is sending as fast as it may, its batches compressed whole
+            // on the rounds' tasks (chunks there only cost: a chunk cut by a batch's end is
+            // compressed twice, and they hold memory; gzip, 6 partitions, current-thread:
+            // 523k -> 474k msg/s, 40 -> 75 MiB)
+            let busy = !self.incoming.is_empty()
+                || self.acc.batches_in_flight(&tp) > 0
+                || self.acc.queued(&tp).is_some_and(|q| q.len() >= self.config.batch_num_messages());
+            let Some(records) = self.acc.take_loose(&tp) else { continue };
+            if codec == Compression::None || busy {
+                continue;
+            }
+            let (Some(first), Some(last)) = (records.clone().next(), records.clone().next_back()) else { continue };
+            let (first, last, count) = (first.seq, last.seq, records.len());
+            let set = match MessageSet::from_encoded(records.map(|p| &p.message), Compression::None) {
+                Ok(plain) => match (&self.compressing, tokio::runtime::Handle::try_current()) {
+                    // current-thread: gzip on the blocking pool, within the rounds' budget of
+                    // threads (more threads there cost: the pool then hands each job to a cold
+                    // one, and each keeps an allocator arena of its own)
+                    (Some(compressing), Ok(_)) if codec == Compression::Gzip => {
+                        let compressing = compressing.clone();
+                        ChunkSet::Running(tokio::spawn(async move {
+                            let Ok(permit) = compressing.acquire_owned().await else { unreachable!("never closed") };
+                            let build = move || {
+                                let set = plain.compress(codec);
+                                drop(permit);
+                                set
+                            };
+                            match tokio::task::spawn_blocking(build).await {
+                                Ok(set) => set,
+                                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                                // the runtime is shutting down
+                                Err(_) => std::future::pending().await,
+                            }
+                        }))
+                    }
+                    // multi-thread: on the workers, as the rounds' sets are built
+                    (None, Ok(_)) => ChunkSet::Running(tokio::spawn(async move { plain.compress(codec) })),
+                    _ => ChunkSet::Done(plain.compress(codec)),
+                },
+                Err(e) => ChunkSet::Done(Err(e)),
+            };
+            self.chunks.entry(tp).or_default().push_back(Chunk { first, last, records: count, set });
+        }
+    }
+
+    /// The chunks that begin `records` (a fresh batch of `tp`), in order, and how many records
+    /// they cover. Chunks of later records stay; the others are stale (their records went
+    /// another way, or only some of them are in this batch) and are dropped.
+    fn take_chunks(&mut self, tp: &TopicPartition, records: &[Pending]) -> (Vec<ChunkSet>, usize) {
+        let Some(chunks) = self.chunks.get_mut(tp) else { return (Vec::new(), 0) };
+        let mut sets = Vec::new();
+        let mut covered = 0;
+        while let Some(c) = chunks.front() {
+            let fits = covered + c.records <= records.len()
+                && records[covered].seq == c.first
+                && records[covered + c.records - 1].seq == c.last;
+            if fits {
+                covered += c.records;
+                sets.push(chunks.pop_front().expect("looked at").set);
+                continue;
+            }
+            // a chunk whose first record is still queued begins after this batch; one whose
+            // first record is in it was cut by its end; one whose first record is neither is of
+            // records that went another way (a record held for metadata can come back with an
+            // older number, so the tests are membership, not order)
+            let in_batch = records[covered..].iter().any(|p| p.seq == c.first);
+            if !in_batch && self.acc.queued(tp).is_some_and(|mut q| q.any(|p| p.seq == c.first)) {
+                break;
+            }
+            if let ChunkSet::Running(task) = chunks.pop_front().expect("looked at").set {
+                task.abort();
+            }
+        }
+        if chunks.is_empty() {
+            self.chunks.remove(tp);
+        }
+        (sets, covered)
+    }
+
     /// Sends the round's batches to the broker in one Produce request, on a task of its own.
     /// That task also builds the message sets (and compresses them): on a multi-thread runtime
     /// the sets of different rounds are built on other workers while this task goes on routing
@@ -672,14 +794,29 @@ impl Engine {
                 Some(set) => SetSource::Encoded(set.clone()),
                 None => {
                     let codec = self.config.compression_for(&batch.tp.topic);
-                    match MessageSet::from_encoded(batch.records.iter().map(|p| &p.message), Compression::None) {
+                    let (chunks, covered) = if codec == Compression::None {
+                        (Vec::new(), 0)
+                    } else {
+                        self.take_chunks(&batch.tp, &batch.records)
+                    };
+                    let rest = &batch.records[covered..];
+                    let plain = if rest.is_empty() {
+                        Ok(None)
+                    } else {
+                        MessageSet::from_encoded(rest.iter().map(|p| &p.message), Compression::None).map(Some)
+                    };
+                    match plain {
                         Ok(plain) => {
+                            let len = plain.as_ref().map_or(0, MessageSet::len);
                             to_compress += match codec {
                                 Compression::None => 0,
-                                Compression::Gzip => 16 * plain.len(),
-                                _ => plain.len(),
+                                Compression::Gzip => 16 * len,
+                                _ => len,
                             };
-                            SetSource::Plain(plain, codec)
+                            match plain {
+                                Some(plain) if chunks.is_empty() => SetSource::Plain(plain, codec),
+                                plain => SetSource::Chunked(chunks, plain, codec),
+                            }
                         }
                         Err(e) => SetSource::Failed(e),
                     }
@@ -702,6 +839,22 @@ impl Engine {
         let previous = self.queue_order.insert(broker, queued_rx);
         let compressing = self.compressing.clone().filter(|_| to_compress >= OFFLOAD_COMPRESSION);
         let handle = self.tasks.spawn(async move {
+            let mut sources = sources;
+            for (_, source) in &mut sources {
+                if let SetSource::Chunked(chunks, _, _) = source {
+                    for chunk in chunks.iter_mut() {
+                        if let ChunkSet::Running(task) = chunk {
+                            let set = match task.await {
+                                Ok(set) => set,
+                                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                                // the runtime is shutting down, and drops this task with the engine
+                                Err(_) => std::future::pending().await,
+                            };
+                            *chunk = ChunkSet::Done(set);
+                        }
+                    }
+                }
+            }
             let (request, encoded) = if let Some(compressing) = compressing {
                 // milliseconds of CPU for a large gzip set: not on the runtime's only thread
                 let Ok(permit) = compressing.acquire_owned().await else { unreachable!("never closed") };
@@ -1105,6 +1258,16 @@ fn produce_request(
                     continue;
                 }
             },
+            SetSource::Chunked(chunks, rest, codec) => match join_chunks(chunks, rest, codec) {
+                Ok(set) => {
+                    encoded.push(Some(Ok(set.clone())));
+                    set
+                }
+                Err(e) => {
+                    encoded.push(Some(Err(e)));
+                    continue;
+                }
+            },
             SetSource::Failed(e) => {
                 encoded.push(Some(Err(e)));
                 continue;
@@ -1117,6 +1280,30 @@ fn produce_request(
         }
     }
     (ProduceRequest { required_acks: acks, timeout, topics }, encoded)
+}
+
+/// One message set of a batch's chunks' wrappers and, after them, the wrapper of its other
+/// records (`rest`, compressed here with `codec`).
+fn join_chunks(
+    chunks: Vec<ChunkSet>,
+    rest: Option<MessageSet>,
+    codec: Compression,
+) -> Result<MessageSet, gregor_protocol::Error> {
+    let mut sets = Vec::with_capacity(chunks.len() + 1);
+    for chunk in chunks {
+        match chunk {
+            ChunkSet::Done(set) => sets.push(set?),
+            ChunkSet::Running(_) => unreachable!("the round's task waited for every chunk"),
+        }
+    }
+    if let Some(rest) = rest {
+        sets.push(rest.compress(codec)?);
+    }
+    let mut joined = bytes::BytesMut::with_capacity(sets.iter().map(MessageSet::len).sum());
+    for set in &sets {
+        joined.extend_from_slice(set.as_bytes());
+    }
+    Ok(MessageSet::from_bytes(joined.freeze()))
 }
 
 /// Moves a record's message into its partition's arena: from `raw`, its bytes in the inbox's
@@ -1290,5 +1477,84 @@ mod tests {
         assert_eq!(run_refreshes(&mut e, NoBroker), 3);
         assert!(matches!(failed(&mut second), Error::TopicUnavailable { .. }));
         assert_eq!(flushed.try_recv().expect("the flush is answered").failed.len(), 1);
+    }
+
+    fn pending(seq: u64, value: &str) -> Pending {
+        Pending {
+            seq,
+            topic: Topic::new("t"),
+            partition: Some(0),
+            message: gregor_protocol::EncodedMessage::encode(&Message::new(
+                None,
+                Some(bytes::Bytes::copy_from_slice(value.as_bytes())),
+            ))
+            .unwrap(),
+            slot: None,
+        }
+    }
+
+    fn chunk(first: u64, last: u64, tag: u8) -> Chunk {
+        let set = ChunkSet::Done(Ok(MessageSet::from_bytes(bytes::Bytes::from(vec![tag]))));
+        Chunk { first, last, records: (last - first + 1) as usize, set }
+    }
+
+    fn tags(sets: &[ChunkSet]) -> Vec<u8> {
+        sets.iter()
+            .map(|s| match s {
+                ChunkSet::Done(Ok(set)) => set.as_bytes()[0],
+                _ => panic!("a done chunk"),
+            })
+            .collect()
+    }
+
+    /// A chunk stands for exactly the records it was made of, in a row at the start of the
+    /// batch: one of records that went another way, or cut by the batch's end, is dropped;
+    /// one of records still queued waits for their batch.
+    #[tokio::test]
+    async fn chunks_go_only_with_the_records_they_were_made_of() {
+        let mut e = engine();
+        let tp = TopicPartition::new("t", 0);
+        // queued after the first batch: records 5 to 9
+        for seq in 5..10 {
+            e.acc.append(&tp, pending(seq, "v"), Instant::now());
+        }
+        let chunks = [chunk(100, 101, 9), chunk(0, 2, 1), chunk(3, 5, 2), chunk(6, 8, 3)];
+        e.chunks.insert(tp.clone(), chunks.into_iter().collect());
+        // a batch of records 0 to 4: the chunk of records gone another way is dropped, 0-2
+        // goes, 3-5 is cut by the batch's end (dropped), 6-8 is of queued records (kept)
+        let batch: Vec<Pending> = (0..5).map(|seq| pending(seq, "v")).collect();
+        let (sets, covered) = e.take_chunks(&tp, &batch);
+        assert_eq!((tags(&sets), covered), (vec![1], 3));
+        assert_eq!(e.chunks[&tp].iter().map(|c| c.first).collect::<Vec<_>>(), [6]);
+        // a batch of records 5 to 9: 6-8 does not begin it, so it goes with none
+        let batch: Vec<Pending> = (5..10).map(|seq| pending(seq, "v")).collect();
+        let (sets, covered) = e.take_chunks(&tp, &batch);
+        assert_eq!((sets.len(), covered), (0, 0));
+        assert!(!e.chunks.contains_key(&tp), "nothing left for the partition");
+    }
+
+    /// The chunks' wrappers and the other records' one make one set whose messages are the
+    /// batch's, in order.
+    #[test]
+    fn a_chunked_batch_is_one_set_of_its_messages_in_order() {
+        for codec in [Compression::Gzip, Compression::Snappy, Compression::Lz4] {
+            let records: Vec<Pending> = (0..7).map(|i| pending(i, &format!("value {i}"))).collect();
+            let wrap = |r: &[Pending]| {
+                MessageSet::from_encoded(r.iter().map(|p| &p.message), Compression::None).unwrap().compress(codec)
+            };
+            let chunks = vec![ChunkSet::Done(wrap(&records[..3])), ChunkSet::Done(wrap(&records[3..5]))];
+            let rest = MessageSet::from_encoded(records[5..].iter().map(|p| &p.message), Compression::None).unwrap();
+            let set = join_chunks(chunks, Some(rest), codec).unwrap();
+            let top: Vec<_> = set.entries().map(|e| e.unwrap().message).collect();
+            assert_eq!(top.len(), 3, "{codec:?}: three wrappers");
+            assert!(top.iter().all(|m| m.compression().unwrap() == codec));
+            let decoded = set.decode(&gregor_protocol::message::DecodeOptions::default()).unwrap();
+            let values: Vec<_> = decoded.messages.iter().map(|m| m.message.value.clone().unwrap()).collect();
+            let expected: Vec<_> = (0..7).map(|i| bytes::Bytes::from(format!("value {i}"))).collect();
+            assert_eq!(values, expected, "{codec:?}");
+        }
+        // a chunk that failed fails the batch
+        let failed = ChunkSet::Done(Err(gregor_protocol::Error::UnexpectedNull { field: "test" }));
+        assert!(join_chunks(vec![failed], None, Compression::Gzip).is_err());
     }
 }

@@ -343,6 +343,63 @@ async fn a_sending_loop_on_one_thread_lets_the_producer_deliver_before_the_queue
 // ---------------------------------------------------------------------------------------
 // compression
 
+/// Records of a compressed topic that wait for their linger are compressed in chunks of about
+/// 16 KiB as they come: their batch travels as several wrappers (the broker keeps them as
+/// one), every record gets its offset, and the log reads back whole and in order. Both
+/// runtimes: gzip chunks compress on the blocking pool, snappy and lz4 ones on a task of
+/// their own (multi-thread) or in place (current-thread).
+async fn chunked_batches_read_back_intact(name: &str) {
+    let c = cluster_or_skip!(name);
+    for codec in [Compression::Gzip, Compression::Snappy, Compression::Lz4] {
+        let topic = format!("{name}-{codec}");
+        c.create_topic(&topic, 1, 1).await.unwrap();
+        let p = producer(
+            config(&c)
+                .compression_codec(codec)
+                .queue_buffering_max(Duration::from_millis(300))
+                .batch_num_messages(10_000),
+        );
+        // the topic's metadata first (records waiting for it would come to their partition
+        // all at once, as one chunk)
+        let first = warm(&p, &topic).await;
+        c.clear_requests();
+        // 600 records of about 125 bytes, in 4 bursts of about 19 KB within the linger: a
+        // chunk each
+        let values: Vec<String> =
+            (0..600).map(|i| format!("{codec} value {i:04} {}", "y".repeat(90 + i % 7))).collect();
+        let mut deliveries = Vec::new();
+        for burst in values.chunks(150) {
+            for v in burst {
+                deliveries.push(p.send(Record::new(topic.as_str(), v.clone())).await.unwrap());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for (i, d) in deliveries.into_iter().enumerate() {
+            assert_eq!(d.bounded().await.unwrap().offset, first.offset + 1 + i as i64, "{codec}: record {i}");
+        }
+        let requests = produced_entries(&c, &topic);
+        assert_eq!(requests.len(), 1, "{codec}: one batch after the linger");
+        let wrappers = &requests[0];
+        assert!(wrappers.len() >= 3, "{codec}: {} wrappers", wrappers.len());
+        assert!(wrappers.iter().all(|m| m.compression().unwrap() == codec), "{codec} on the wire");
+        let log = read_log(&c, &topic, 0).await;
+        let log = &log[1..];
+        assert_eq!(log.iter().map(|(o, _, _)| *o).collect::<Vec<_>>(), (1..601).collect::<Vec<i64>>());
+        assert_eq!(log.iter().map(|(_, _, v)| v.clone()).collect::<Vec<_>>(), values, "{codec}");
+        p.close(Duration::from_secs(1)).bounded().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_waiting_for_their_linger_are_compressed_in_chunks() {
+    chunked_batches_read_back_intact("chunks-mt").await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn records_waiting_for_their_linger_are_compressed_in_chunks_on_one_thread() {
+    chunked_batches_read_back_intact("chunks-ct").await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_codec_travels_as_one_wrapper_and_reads_back_intact() {
     let c = cluster_or_skip!("compression");
