@@ -716,20 +716,7 @@ impl Engine {
                     // one, and each keeps an allocator arena of its own)
                     (Some(compressing), Ok(_)) if codec == Compression::Gzip => {
                         let compressing = compressing.clone();
-                        ChunkSet::Running(tokio::spawn(async move {
-                            let Ok(permit) = compressing.acquire_owned().await else { unreachable!("never closed") };
-                            let build = move || {
-                                let set = plain.compress(codec);
-                                drop(permit);
-                                set
-                            };
-                            match tokio::task::spawn_blocking(build).await {
-                                Ok(set) => set,
-                                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                                // the runtime is shutting down
-                                Err(_) => std::future::pending().await,
-                            }
-                        }))
+                        ChunkSet::Running(tokio::spawn(offload(compressing, move || plain.compress(codec))))
                     }
                     // multi-thread: on the workers, as the rounds' sets are built
                     (None, Ok(_)) => ChunkSet::Running(tokio::spawn(async move { plain.compress(codec) })),
@@ -844,31 +831,14 @@ impl Engine {
                 if let SetSource::Chunked(chunks, _, _) = source {
                     for chunk in chunks.iter_mut() {
                         if let ChunkSet::Running(task) = chunk {
-                            let set = match task.await {
-                                Ok(set) => set,
-                                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                                // the runtime is shutting down, and drops this task with the engine
-                                Err(_) => std::future::pending().await,
-                            };
-                            *chunk = ChunkSet::Done(set);
+                            *chunk = ChunkSet::Done(joined(task.await).await);
                         }
                     }
                 }
             }
             let (request, encoded) = if let Some(compressing) = compressing {
                 // milliseconds of CPU for a large gzip set: not on the runtime's only thread
-                let Ok(permit) = compressing.acquire_owned().await else { unreachable!("never closed") };
-                let build = move || {
-                    let built = produce_request(acks, timeout, sources);
-                    drop(permit);
-                    built
-                };
-                match tokio::task::spawn_blocking(build).await {
-                    Ok(built) => built,
-                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                    // the runtime is shutting down, and drops this task with the engine
-                    Err(_) => std::future::pending().await,
-                }
+                offload(compressing, move || produce_request(acks, timeout, sources)).await
             } else {
                 produce_request(acks, timeout, sources)
             };
@@ -1280,6 +1250,28 @@ fn produce_request(
         }
     }
     (ProduceRequest { required_acks: acks, timeout, topics }, encoded)
+}
+
+/// Runs `work` on tokio's blocking pool once one of `permits` is free (held until it is
+/// done).
+async fn offload<R: Send + 'static>(permits: Arc<Semaphore>, work: impl FnOnce() -> R + Send + 'static) -> R {
+    let Ok(permit) = permits.acquire_owned().await else { unreachable!("never closed") };
+    let work = move || {
+        let done = work();
+        drop(permit);
+        done
+    };
+    joined(tokio::task::spawn_blocking(work).await).await
+}
+
+/// A finished task's output; its panic goes on. A task the runtime cancelled (it is shutting
+/// down, and drops the waiting task with the engine) leaves the waiting one pending.
+async fn joined<R>(result: Result<R, JoinError>) -> R {
+    match result {
+        Ok(done) => done,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => std::future::pending().await,
+    }
 }
 
 /// One message set of a batch's chunks' wrappers and, after them, the wrapper of its other
