@@ -443,20 +443,15 @@ impl<T> Accumulator<T> {
     pub fn append_with(
         &mut self,
         tp: &TopicPartition,
-        mut record: T,
+        record: T,
         enqueued_at: Instant,
         prepare: impl FnOnce(&mut T, &mut Arena),
     ) {
-        let q = match self.partitions.get_mut(tp) {
-            Some(q) => q,
-            None => self.partitions.entry(tp.clone()).or_insert_with(|| PartitionQueue::new(None)),
-        };
-        let before = q.arena.used();
-        prepare(&mut record, &mut q.arena);
-        q.push(record, enqueued_at, self.config.capacity);
-        self.len += 1;
-        if self.config.chunk_bytes > 0 {
-            count_loose(q, before, self.config.chunk_bytes, tp, &mut self.due_chunks);
+        if !self.partitions.contains_key(tp) {
+            self.partitions.insert(tp.clone(), PartitionQueue::new(None));
+        }
+        if self.try_append_with(tp, record, enqueued_at, prepare).is_err() {
+            unreachable!("the partition's queue is there");
         }
     }
 

@@ -1213,32 +1213,20 @@ fn produce_request(
     let mut topics: Vec<TopicPartitions<ProducePartition>> = Vec::new();
     let mut encoded = Vec::with_capacity(sources.len());
     for (tp, source) in sources {
-        let set = match source {
-            SetSource::Encoded(set) => {
-                encoded.push(None);
+        // a set built here goes back to the batch (a retry sends it as it is); one that came
+        // built does not
+        let (built, fresh) = match source {
+            SetSource::Encoded(set) => (Ok(set), false),
+            SetSource::Plain(plain, codec) => (plain.compress(codec), true),
+            SetSource::Chunked(chunks, rest, codec) => (join_chunks(chunks, rest, codec), true),
+            SetSource::Failed(e) => (Err(e), true),
+        };
+        let set = match built {
+            Ok(set) => {
+                encoded.push(fresh.then(|| Ok(set.clone())));
                 set
             }
-            SetSource::Plain(plain, codec) => match plain.compress(codec) {
-                Ok(set) => {
-                    encoded.push(Some(Ok(set.clone())));
-                    set
-                }
-                Err(e) => {
-                    encoded.push(Some(Err(e)));
-                    continue;
-                }
-            },
-            SetSource::Chunked(chunks, rest, codec) => match join_chunks(chunks, rest, codec) {
-                Ok(set) => {
-                    encoded.push(Some(Ok(set.clone())));
-                    set
-                }
-                Err(e) => {
-                    encoded.push(Some(Err(e)));
-                    continue;
-                }
-            },
-            SetSource::Failed(e) => {
+            Err(e) => {
                 encoded.push(Some(Err(e)));
                 continue;
             }
