@@ -297,6 +297,8 @@ fn main() -> ExitCode {
 /// `gregor-bench --worker SPEC_JSON`: one run, this process alone; prints `RESULT {json}`
 /// (or `ERROR "why"`).
 fn worker_main(spec: Option<String>) -> ExitCode {
+    // gregor's warnings (retries, reconnections) on stderr, which the coordinator passes on
+    gregor_testkit::init_tracing();
     let spec: WorkerSpec = match spec.as_deref().map(serde_json::from_str) {
         Some(Ok(s)) => s,
         other => {

@@ -42,6 +42,50 @@ pub fn machine_busy_seconds() -> Option<f64> {
     Some(busy / hz)
 }
 
+/// The machine's TCP counters that explain a stall on loopback: retransmission timeouts
+/// (`TcpExt: TCPTimeouts`: at least the 200 ms minimum RTO each), tail loss probes
+/// (`TCPLossProbes`) and retransmitted segments (`Tcp: RetransSegs`). Machine-wide: a run's
+/// difference includes the cluster's side of the connections (and anything else running).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TcpCounters {
+    pub timeouts: u64,
+    pub loss_probes: u64,
+    pub retransmits: u64,
+}
+
+impl TcpCounters {
+    pub fn read() -> Option<TcpCounters> {
+        let netstat = std::fs::read_to_string("/proc/net/netstat").ok()?;
+        let snmp = std::fs::read_to_string("/proc/net/snmp").ok()?;
+        Some(TcpCounters {
+            timeouts: proc_net_field(&netstat, "TcpExt:", "TCPTimeouts")?,
+            loss_probes: proc_net_field(&netstat, "TcpExt:", "TCPLossProbes")?,
+            retransmits: proc_net_field(&snmp, "Tcp:", "RetransSegs")?,
+        })
+    }
+
+    pub fn since(self, earlier: TcpCounters) -> TcpCounters {
+        TcpCounters {
+            timeouts: self.timeouts.saturating_sub(earlier.timeouts),
+            loss_probes: self.loss_probes.saturating_sub(earlier.loss_probes),
+            retransmits: self.retransmits.saturating_sub(earlier.retransmits),
+        }
+    }
+}
+
+/// A field of /proc/net/snmp or /proc/net/netstat: a `Prefix: names...` line followed by a
+/// `Prefix: values...` line.
+fn proc_net_field(text: &str, prefix: &str, name: &str) -> Option<u64> {
+    let mut lines = text.lines().filter(|l| l.starts_with(prefix));
+    while let (Some(names), Some(values)) = (lines.next(), lines.next()) {
+        let at = names.split_whitespace().position(|n| n == name);
+        if let Some(at) = at {
+            return values.split_whitespace().nth(at)?.parse().ok();
+        }
+    }
+    None
+}
+
 /// /proc/loadavg's first three fields.
 pub fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
@@ -390,6 +434,19 @@ mod tests {
         assert_eq!((a.messages, a.bytes), (4, 4));
         let fp = [b"a", b"b", b"c", b"d"].iter().fold(0u64, |x, v| x.wrapping_add(fingerprint(*v)));
         assert_eq!(a.fingerprint, fp);
+    }
+
+    #[test]
+    fn proc_net_fields_are_found_by_name_in_their_prefix_pair() {
+        let text = "Tcp: RtoMin RetransSegs InErrs\nTcp: 200 9216 0\nUdp: RetransSegs\nUdp: 7\n\
+                    TcpExt: SyncookiesSent TCPTimeouts\nTcpExt: 0 7\n";
+        assert_eq!(proc_net_field(text, "Tcp:", "RetransSegs"), Some(9216));
+        assert_eq!(proc_net_field(text, "Udp:", "RetransSegs"), Some(7));
+        assert_eq!(proc_net_field(text, "TcpExt:", "TCPTimeouts"), Some(7));
+        assert_eq!(proc_net_field(text, "TcpExt:", "TCPLossProbes"), None);
+        let before = TcpCounters { timeouts: 7, loss_probes: 10, retransmits: 20 };
+        let after = TcpCounters { timeouts: 9, loss_probes: 10, retransmits: 25 };
+        assert_eq!(after.since(before), TcpCounters { timeouts: 2, loss_probes: 0, retransmits: 5 });
     }
 
     #[test]

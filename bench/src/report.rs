@@ -465,7 +465,10 @@ fn latency_section(s: &mut String, args: &Args, res: &Results) {
          collects up to linger.ms={} of messages per slice). Pacing sleeps in whole milliseconds (a \
          message due within the next millisecond goes at once), the same for every client. Same \
          batching settings as the throughput runs. \"(behind)\": the client delivered less than 95% of \
-         the offered rate, so its latencies include a growing backlog.\n",
+         the offered rate, so its latencies include a growing backlog. TCP RTOs (loss probes): the \
+         machine's TCP retransmission timeouts (each at least the kernel's 200 ms minimum) and tail \
+         loss probes during the run (`TCPTimeouts`, `TCPLossProbes`; both ends of the loopback \
+         connections count).\n",
         match args.rate {
             Some(r) => format!("{r:.0} msg/s (--rate)"),
             None => "half the slowest client's median throughput in the same config of this run".into(),
@@ -477,9 +480,9 @@ fn latency_section(s: &mut String, args: &Args, res: &Results) {
     );
     let _ = writeln!(
         s,
-        "| partitions | acks | codec | offered msg/s | client | p50 ms | p99 ms | p99.9 ms | achieved msg/s | CPU s/M msgs | peak RSS MiB | other CPU s |"
+        "| partitions | acks | codec | offered msg/s | client | p50 ms | p99 ms | p99.9 ms | achieved msg/s | CPU s/M msgs | peak RSS MiB | other CPU s | TCP RTOs (loss probes) |"
     );
-    let _ = writeln!(s, "|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in &res.latency {
         let head = format!(
             "| {} | {} | {} | {} | {} ",
@@ -494,7 +497,7 @@ fn latency_section(s: &mut String, args: &Args, res: &Results) {
                 let behind = row.paced.is_some_and(|offered| r.rate() < 0.95 * offered);
                 let _ = writeln!(
                     s,
-                    "{head}| {} | {} | {} | {:.0}{} | {:.2} | {} | {}{} |",
+                    "{head}| {} | {} | {} | {:.0}{} | {:.2} | {} | {}{} | {} |",
                     ms(r.p50_us),
                     ms(r.p99_us),
                     ms(r.p999_us),
@@ -503,14 +506,15 @@ fn latency_section(s: &mut String, args: &Args, res: &Results) {
                     produce_cpu(r),
                     mib(r.peak_rss_kib),
                     opt1(r.other_cpu_s),
-                    if disturbed_run(r, args.max_other) { " !" } else { "" }
+                    if disturbed_run(r, args.max_other) { " !" } else { "" },
+                    r.tcp.map_or("-".into(), |t| format!("{} ({})", t.timeouts, t.loss_probes))
                 );
             }
             Outcome::Failed(e) => {
-                let _ = writeln!(s, "{head}| FAILED: {} | | | | | | |", escape(e));
+                let _ = writeln!(s, "{head}| FAILED: {} | | | | | | | |", escape(e));
             }
             Outcome::Na(why) => {
-                let _ = writeln!(s, "{head}| n/a: {} | | | | | | |", escape(why));
+                let _ = writeln!(s, "{head}| n/a: {} | | | | | | | |", escape(why));
             }
         }
     }

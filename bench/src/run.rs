@@ -634,17 +634,20 @@ struct Measurement {
     json: Result<String, String>,
     cluster_cpu_s: Option<f64>,
     busy_s: Option<f64>,
+    tcp: Option<measure::TcpCounters>,
 }
 
 async fn measured_worker(cluster: &Cluster, spec: &WorkerSpec, args: &Args) -> Measurement {
     let cpu_before = cluster.cpu_seconds();
     let busy_before = measure::machine_busy_seconds();
+    let tcp_before = measure::TcpCounters::read();
     let json = spawn_worker(spec, args.timeout, &args.wrap).await;
     let diff = |a: Option<f64>, b: Option<f64>| Some(b? - a?);
     Measurement {
         json,
         cluster_cpu_s: diff(cpu_before, cluster.cpu_seconds()),
         busy_s: diff(busy_before, measure::machine_busy_seconds()),
+        tcp: measure::TcpCounters::read().zip(tcp_before).map(|(now, then)| now.since(then)),
     }
 }
 
@@ -667,6 +670,7 @@ async fn produce_and_check(cluster: &Cluster, spec: RunSpec, args: &Args) -> Res
     let m = measured_worker(cluster, &WorkerSpec::Produce(spec.clone()), args).await;
     let mut result: RunResult = serde_json::from_str(&m.json?).map_err(|e| format!("worker result: {e}"))?;
     result.cluster_cpu_s = m.cluster_cpu_s;
+    result.tcp = m.tcp;
     result.other_cpu_s = match (m.busy_s, m.cluster_cpu_s) {
         (Some(b), Some(c)) => Some((b - c - result.process_cpu_s).max(0.0)),
         _ => None,

@@ -222,6 +222,10 @@ pub struct RunResult {
     /// Filled in by the coordinator: 0 for the first attempt, n for the n-th redo.
     #[serde(default)]
     pub attempt: usize,
+    /// Filled in by the coordinator: the machine's TCP timeouts, loss probes and
+    /// retransmissions during the run.
+    #[serde(default)]
+    pub tcp: Option<crate::measure::TcpCounters>,
 }
 
 impl RunResult {

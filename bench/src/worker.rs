@@ -64,6 +64,7 @@ pub fn run(spec: RunSpec) -> Result<RunResult, String> {
         cluster_cpu_s: None,
         other_cpu_s: None,
         attempt: 0,
+        tcp: None,
         spec,
     })
 }
