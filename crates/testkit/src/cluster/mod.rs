@@ -47,6 +47,7 @@ pub use config::{
     OFFSETS_TOPIC,
 };
 pub use hooks::{Action, Intercept, LoggedRequest, REQUEST_LOG_CAPACITY};
+pub use log::reserve_log_memory;
 
 use handlers::BrokerCtx;
 use state::{BrokerSlot, Shared};
