@@ -55,9 +55,6 @@ pub fn testkit_binary(given: Option<PathBuf>) -> Result<PathBuf, String> {
     }
 }
 
-/// The cluster's log memory mapped before the first run (`gregor-testkit --log-memory-mib`).
-pub const LOG_MEMORY_MIB: usize = 2048;
-
 impl Cluster {
     /// Starts `gregor-testkit --brokers N --delete-topic-enable` and waits for its ready line;
     /// `threads`: its runtime's worker threads (`TOKIO_WORKER_THREADS`), tokio's default when
@@ -67,9 +64,6 @@ impl Cluster {
         let log_file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
         let mut child = Command::new(binary)
             .args(["--brokers", &brokers.to_string(), "--delete-topic-enable"])
-            // log segments mapped in advance: a run's topic then grows without page faults
-            // (see gregor_testkit::reserve_log_memory; a latency run writes about 1 GiB)
-            .args(["--log-memory-mib", &LOG_MEMORY_MIB.to_string()])
             .envs(threads.map(|n| ("TOKIO_WORKER_THREADS", n.to_string())))
             .stdin(Stdio::piped()) // it runs until its stdin closes: it dies with us
             .stdout(Stdio::piped())

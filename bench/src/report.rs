@@ -150,12 +150,11 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
     let _ = writeln!(s, "| compiler | {} (release, `debug = 1`) |", m.rustc);
     let _ = writeln!(
         s,
-        "| cluster | 3-broker FakeCluster + real ZooKeeper (`gregor-testkit`, a process of its own, {}, \
-         {} MiB of log segments mapped before the first run); every topic replication factor {}{} |",
+        "| cluster | 3-broker FakeCluster + real ZooKeeper (`gregor-testkit`, a process of its own, {}); \
+         every topic replication factor {}{} |",
         args.cluster_threads.map_or("its runtime with tokio's default worker threads, one per core".to_string(), |n| {
             format!("its runtime with {n} worker thread(s), `--cluster-threads`")
         }),
-        crate::cluster::LOG_MEMORY_MIB,
         args.rf,
         res.cluster_rss_kib.map_or(String::new(), |k| format!("; cluster RSS at the end {} MiB", mib(k)))
     );

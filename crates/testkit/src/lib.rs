@@ -40,9 +40,7 @@ pub mod tools;
 pub mod wire;
 pub mod zookeeper;
 
-pub use cluster::{
-    reserve_log_memory, Action, BrokerConfig, FakeCluster, FakeClusterBuilder, Intercept, LoggedRequest,
-};
+pub use cluster::{Action, BrokerConfig, FakeCluster, FakeClusterBuilder, Intercept, LoggedRequest};
 
 /// Installs a `tracing` subscriber that prints to stderr, filtered by `RUST_LOG` (default
 /// `warn`). Safe to call more than once; for tests and the binary, never for libraries.

@@ -5,7 +5,6 @@
 //!                [--num-partitions N] [--default-replication-factor N]
 //!                [--offsets-topic-num-partitions N] [--delete-topic-enable]
 //!                [--request-log N]   (requests kept for inspection; default 1000, 0 = off)
-//!                [--log-memory-mib N] (log segments mapped in advance: see `reserve_log_memory`)
 //! ```
 //!
 //! Prints exactly one line when ready,
@@ -20,7 +19,6 @@ use tokio::io::AsyncReadExt;
 
 const USAGE: &str = "usage: gregor-testkit [--brokers N] [--zookeeper HOST:PORT[/chroot]] [--port FIRST_PORT] \
 [--num-partitions N] [--default-replication-factor N] [--offsets-topic-num-partitions N] [--delete-topic-enable] \
-[--log-memory-mib N] \
 [--request-log N]";
 
 #[derive(Debug, Default)]
@@ -33,7 +31,6 @@ struct Args {
     offsets_partitions: Option<i32>,
     delete_topic_enable: bool,
     request_log: usize,
-    log_memory_mib: usize,
 }
 
 fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -55,7 +52,6 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--delete-topic-enable" => args.delete_topic_enable = true,
             "--request-log" => args.request_log = num(&value("--request-log")?, "--request-log")?,
-            "--log-memory-mib" => args.log_memory_mib = num(&value("--log-memory-mib")?, "--log-memory-mib")?,
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -80,9 +76,6 @@ async fn main() -> ExitCode {
         }
     };
     gregor_testkit::init_tracing();
-    if args.log_memory_mib > 0 {
-        gregor_testkit::reserve_log_memory(args.log_memory_mib << 20);
-    }
     let (_server, zookeeper) = match &args.zookeeper {
         Some(z) => (None, z.clone()),
         None => match ZooKeeperServer::start() {

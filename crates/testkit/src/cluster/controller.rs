@@ -329,10 +329,7 @@ async fn on_delete(shared: &Shared, zk: &ZkClient, topics: Vec<String>) {
         return;
     }
     for t in topics {
-        // its logs are freed after the lock is let go: dropping a topic of a few million
-        // messages took 30-65 ms, and every produce and fetch of the cluster waited meanwhile
-        let removed = shared.state().topics.remove(&t);
-        drop(removed);
+        shared.state().topics.remove(&t);
         for path in [paths::topic(&t), paths::topic_config(&t), paths::delete_topic(&t)] {
             if let Err(e) = zk.delete_all(&path).await {
                 tracing::warn!(topic = %t, error = %e, "fake controller could not delete a topic's znodes");

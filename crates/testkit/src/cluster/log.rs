@@ -62,47 +62,6 @@ const MAX_SEGMENT: usize = 4 * 1024 * 1024;
 /// are in place already.
 static POOL: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
 const POOL_BYTES: usize = 512 * 1024 * 1024;
-/// The pool's size: [`POOL_BYTES`], or what [`reserve_log_memory`] made it.
-static POOL_LIMIT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(POOL_BYTES);
-
-/// Fills the process's pool of log segments with `bytes` of buffers whose pages are already
-/// mapped (written once), and lets the pool hold at least that much from then on: logs of the
-/// process's clusters then grow into memory that takes no page fault. For a benchmark, whose
-/// runs write gigabytes through the cluster: a page fault took about 10 us on a 2-core VM
-/// (12 GiB written in 32 s of system time), so a log growing by 1 GiB cost some 2.6 s of the
-/// cluster's CPU, much of it under the cluster's lock (request handlers held it up to 125 ms,
-/// and every client's produce latency stalled for 100-300 ms meanwhile). Each segment size
-/// gets a share (a log's first segments are small) and the rest is in the largest.
-pub fn reserve_log_memory(bytes: usize) {
-    POOL_LIMIT.fetch_max(bytes, std::sync::atomic::Ordering::Relaxed);
-    let buffers: Vec<Vec<u8>> = reserve_plan(bytes)
-        .into_iter()
-        .map(|size| {
-            let mut b = vec![1u8; size];
-            b.clear();
-            b
-        })
-        .collect();
-    POOL.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).extend(buffers);
-}
-
-/// The segment sizes [`reserve_log_memory`] maps for `bytes`: the first segments of up to 64
-/// logs at each size below the largest (while they take at most half), the rest the largest.
-fn reserve_plan(bytes: usize) -> Vec<usize> {
-    let mut sizes = Vec::new();
-    let mut total = 0;
-    let mut size = FIRST_SEGMENT;
-    while size < MAX_SEGMENT && total + 64 * size <= bytes / 2 {
-        sizes.extend(std::iter::repeat_n(size, 64));
-        total += 64 * size;
-        size *= 2;
-    }
-    while total + MAX_SEGMENT <= bytes {
-        sizes.push(MAX_SEGMENT);
-        total += MAX_SEGMENT;
-    }
-    sizes
-}
 
 /// A buffer of `size` bytes' capacity, from the pool when it has one.
 fn segment(size: usize) -> Vec<u8> {
@@ -115,23 +74,16 @@ fn segment(size: usize) -> Vec<u8> {
 
 /// Gives dropped segment buffers to the pool, as far as it has room.
 fn recycle(buffers: impl Iterator<Item = Vec<u8>>) {
-    let mut freed = Vec::new();
     let mut pool = POOL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut held: usize = pool.iter().map(Vec::capacity).sum();
-    let limit = POOL_LIMIT.load(std::sync::atomic::Ordering::Relaxed);
     for mut b in buffers {
-        if b.capacity() < FIRST_SEGMENT || held + b.capacity() > limit {
-            freed.push(b);
+        if b.capacity() < FIRST_SEGMENT || held + b.capacity() > POOL_BYTES {
             continue;
         }
         held += b.capacity();
         b.clear();
         pool.push(b);
     }
-    // the rest go back to the allocator once the pool is unlocked (a log taking a segment
-    // from it does so under the cluster's lock)
-    drop(pool);
-    drop(freed);
 }
 
 impl Drop for Segments {
@@ -487,23 +439,6 @@ mod tests {
 
     /// Segments behave as one `Vec<u8>` under appends of every size, copies across segment
     /// boundaries and truncations (a seeded xorshift drives it; the model is a plain Vec).
-    /// `reserve_log_memory`'s plan: every segment size a log starts with, 64 of each, then the
-    /// largest; never more than asked; a small reservation is only the largest.
-    #[test]
-    fn reserved_log_memory_covers_the_first_segments_then_the_largest() {
-        let plan = reserve_plan(2048 << 20);
-        assert!(plan.iter().sum::<usize>() <= 2048 << 20);
-        assert!(plan.iter().sum::<usize>() > (2048 << 20) - MAX_SEGMENT);
-        let mut size = FIRST_SEGMENT;
-        while size < MAX_SEGMENT {
-            assert_eq!(plan.iter().filter(|s| **s == size).count(), 64, "{size}");
-            size *= 2;
-        }
-        assert!(plan.iter().all(|s| s.is_power_of_two() && (FIRST_SEGMENT..=MAX_SEGMENT).contains(s)));
-        assert_eq!(reserve_plan(7 << 20), vec![MAX_SEGMENT], "small ones only while they take at most half");
-        assert!(reserve_plan(MAX_SEGMENT - 1).is_empty());
-    }
-
     #[test]
     fn segments_behave_as_one_vec() {
         let mut seed = 0x2545_f491_4f6c_dd1du64;

@@ -47,7 +47,6 @@ pub use config::{
     OFFSETS_TOPIC,
 };
 pub use hooks::{Action, Intercept, LoggedRequest, REQUEST_LOG_CAPACITY};
-pub use log::reserve_log_memory;
 
 use handlers::BrokerCtx;
 use state::{BrokerSlot, Shared};
