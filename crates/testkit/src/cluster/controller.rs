@@ -329,7 +329,10 @@ async fn on_delete(shared: &Shared, zk: &ZkClient, topics: Vec<String>) {
         return;
     }
     for t in topics {
-        shared.state().topics.remove(&t);
+        // its logs are freed after the lock is let go (a topic of a few million messages is a
+        // gigabyte or more to free, and every produce and fetch of the cluster takes the lock)
+        let removed = shared.state().topics.remove(&t);
+        drop(removed);
         for path in [paths::topic(&t), paths::topic_config(&t), paths::delete_topic(&t)] {
             if let Err(e) = zk.delete_all(&path).await {
                 tracing::warn!(topic = %t, error = %e, "fake controller could not delete a topic's znodes");

@@ -74,16 +74,22 @@ fn segment(size: usize) -> Vec<u8> {
 
 /// Gives dropped segment buffers to the pool, as far as it has room.
 fn recycle(buffers: impl Iterator<Item = Vec<u8>>) {
+    let mut freed = Vec::new();
     let mut pool = POOL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut held: usize = pool.iter().map(Vec::capacity).sum();
     for mut b in buffers {
         if b.capacity() < FIRST_SEGMENT || held + b.capacity() > POOL_BYTES {
+            freed.push(b);
             continue;
         }
         held += b.capacity();
         b.clear();
         pool.push(b);
     }
+    // the rest go back to the allocator once the pool is unlocked (a log taking a segment
+    // from it does so under the cluster's lock)
+    drop(pool);
+    drop(freed);
 }
 
 impl Drop for Segments {
