@@ -23,11 +23,75 @@ struct Entry {
     pos: usize,
 }
 
+/// A log's entries in order, in chunks of [`INDEX_CHUNK`] that never move: one growing `Vec`
+/// copied the whole index at every doubling (an uncompressed set has an entry per message: 24
+/// MiB for a million), into fresh memory, under the cluster's lock. Measured with a temporary
+/// build: single appends of 250 KB taking 35-118 ms, each with about 6,200 page faults (24 MiB),
+/// and the replicator's step up to 149 ms with 12,558; every client's produce latency stalled
+/// for 100-300 ms meanwhile.
+#[derive(Debug, Default)]
+struct Index {
+    /// Every chunk but the last holds exactly `INDEX_CHUNK` entries.
+    chunks: Vec<Vec<Entry>>,
+}
+
+const INDEX_CHUNK: usize = 16 * 1024;
+
+impl Index {
+    fn len(&self) -> usize {
+        self.chunks.last().map_or(0, |c| (self.chunks.len() - 1) * INDEX_CHUNK + c.len())
+    }
+
+    fn push(&mut self, e: Entry) {
+        match self.chunks.last_mut() {
+            Some(c) if c.len() < INDEX_CHUNK => c.push(e),
+            _ => {
+                let mut c = Vec::with_capacity(INDEX_CHUNK);
+                c.push(e);
+                self.chunks.push(c);
+            }
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<&Entry> {
+        self.chunks.get(i / INDEX_CHUNK)?.get(i % INDEX_CHUNK)
+    }
+
+    /// The number of leading entries with `last_offset < offset` (offsets ascend).
+    fn before(&self, offset: i64) -> usize {
+        let whole = self.chunks.partition_point(|c| c.last().is_some_and(|e| e.last_offset < offset));
+        match self.chunks.get(whole) {
+            // the chunks before it are full
+            Some(c) => whole * INDEX_CHUNK + c.partition_point(|e| e.last_offset < offset),
+            None => self.len(),
+        }
+    }
+
+    fn iter_from(&self, i: usize) -> impl Iterator<Item = &Entry> {
+        let (chunk, at) = (i / INDEX_CHUNK, i % INDEX_CHUNK);
+        self.chunks
+            .iter()
+            .skip(chunk)
+            .enumerate()
+            .flat_map(move |(k, c)| c[if k == 0 { at.min(c.len()) } else { 0 }..].iter())
+    }
+
+    fn truncate(&mut self, n: usize) {
+        if n >= self.len() {
+            return;
+        }
+        self.chunks.truncate(n.div_ceil(INDEX_CHUNK));
+        if let Some(c) = self.chunks.last_mut() {
+            c.truncate(n - (n.div_ceil(INDEX_CHUNK) - 1) * INDEX_CHUNK);
+        }
+    }
+}
+
 /// A replica's log: the entries' bytes back to back, as a segment file holds them.
 #[derive(Debug)]
 pub(crate) struct PartitionLog {
     data: Segments,
-    index: Vec<Entry>,
+    index: Index,
     leo: i64,
     /// Time of the last append (a 0.8 segment's mtime, used by Offsets with a time).
     pub(crate) modified: SystemTime,
@@ -154,7 +218,7 @@ impl Segments {
 
 impl PartitionLog {
     pub(crate) fn new() -> PartitionLog {
-        PartitionLog { data: Segments::default(), index: Vec::new(), leo: 0, modified: SystemTime::now() }
+        PartitionLog { data: Segments::default(), index: Index::default(), leo: 0, modified: SystemTime::now() }
     }
 
     /// Log end offset: the offset the next message gets.
@@ -178,10 +242,10 @@ impl PartitionLog {
     /// Copies the entries at and after `from` (a follower's fetch); returns bytes, their
     /// entries and the new log end offset they reach.
     pub(crate) fn entries_from(&self, from: i64) -> Option<(Bytes, Vec<EntrySpan>, i64)> {
-        let start = self.index.partition_point(|e| e.last_offset < from);
+        let start = self.index.before(from);
         let first = self.index.get(start)?;
         let bytes = self.data.copy(first.pos, self.data.len());
-        let entries = self.index[start..].iter().map(|e| (e.first_offset, e.last_offset, e.pos - first.pos)).collect();
+        let entries = self.index.iter_from(start).map(|e| (e.first_offset, e.last_offset, e.pos - first.pos)).collect();
         Some((bytes, entries, self.leo))
     }
 
@@ -199,7 +263,7 @@ impl PartitionLog {
     /// Drops everything at and above `offset` (a restarted follower truncates to its high
     /// watermark before fetching again). Whole entries only.
     pub(crate) fn truncate_to(&mut self, offset: i64) {
-        let keep = self.index.partition_point(|e| e.last_offset < offset);
+        let keep = self.index.before(offset);
         if let Some(e) = self.index.get(keep) {
             self.data.truncate(e.pos);
             self.leo = e.first_offset;
@@ -211,12 +275,12 @@ impl PartitionLog {
     /// entries below `visible_end` (the high watermark), cut at `max_bytes` exactly as Kafka
     /// cuts a segment read (the set may end in a partial entry).
     pub(crate) fn read(&self, offset: i64, max_bytes: usize, visible_end: i64) -> Bytes {
-        let start = self.index.partition_point(|e| e.last_offset < offset);
-        let end = self.index.partition_point(|e| e.last_offset < visible_end);
-        if start >= end {
+        let start = self.index.before(offset);
+        let end = self.index.before(visible_end);
+        let Some(first) = self.index.get(start).filter(|_| start < end) else {
             return Bytes::new();
-        }
-        let from = self.index[start].pos;
+        };
+        let from = first.pos;
         let to = self.index.get(end).map_or(self.data.len(), |e| e.pos);
         let to = to.min(from + max_bytes);
         self.data.copy(from, to)
@@ -445,6 +509,43 @@ mod tests {
 
     /// Segments behave as one `Vec<u8>` under appends of every size, copies across segment
     /// boundaries and truncations (a seeded xorshift drives it; the model is a plain Vec).
+    /// The chunked index answers as one `Vec` of the same entries would, across chunk
+    /// boundaries: lookups, reads from an entry on, and truncation.
+    #[test]
+    fn the_index_behaves_as_one_vec() {
+        let mut index = Index::default();
+        let mut vec = Vec::new();
+        // entries of 1 to 3 offsets, so offsets and positions differ
+        let mut offset = 0i64;
+        for i in 0..(2 * INDEX_CHUNK + 100) {
+            let n = 1 + (i % 3) as i64;
+            let e = Entry { first_offset: offset, last_offset: offset + n - 1, pos: i * 10 };
+            offset += n;
+            index.push(Entry { ..e });
+            vec.push(e);
+        }
+        let check = |index: &Index, vec: &Vec<Entry>| {
+            assert_eq!(index.len(), vec.len());
+            let last = vec.last().map_or(0, |e| e.last_offset + 2);
+            for o in (0..last).step_by(97).chain([INDEX_CHUNK as i64 * 2 - 1, INDEX_CHUNK as i64 * 2, last]) {
+                let at = vec.partition_point(|e| e.last_offset < o);
+                assert_eq!(index.before(o), at, "before({o})");
+                assert_eq!(index.get(at).map(|e| e.pos), vec.get(at).map(|e| e.pos));
+                let from: Vec<usize> = index.iter_from(at).map(|e| e.pos).collect();
+                let want: Vec<usize> = vec[at..].iter().map(|e| e.pos).collect();
+                assert_eq!(from, want, "iter_from({at})");
+            }
+        };
+        check(&index, &vec);
+        for n in [2 * INDEX_CHUNK + 50, 2 * INDEX_CHUNK, INDEX_CHUNK + 1, INDEX_CHUNK, 7, 0] {
+            index.truncate(n);
+            vec.truncate(n);
+            check(&index, &vec);
+        }
+        index.push(Entry { first_offset: 0, last_offset: 0, pos: 0 });
+        assert_eq!((index.len(), index.before(1)), (1, 1));
+    }
+
     #[test]
     fn segments_behave_as_one_vec() {
         let mut seed = 0x2545_f491_4f6c_dd1du64;
