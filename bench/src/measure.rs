@@ -125,8 +125,15 @@ pub struct Recorder {
     latency_us: Vec<AtomicU32>,
     pub acked: AtomicUsize,
     pub failed: AtomicUsize,
+    /// The most messages handed to the client and not yet reported back (sampled on every
+    /// [`HELD_EVERY`]th message): what the client had to keep, its queue and what was in
+    /// flight.
+    peak_held: AtomicUsize,
     first_error: std::sync::Mutex<Option<String>>,
 }
+
+/// [`Recorder::sent`] samples the messages held on one message in this many (a power of two).
+const HELD_EVERY: usize = 256;
 
 impl Recorder {
     /// For `n` messages, timing one in `every` (rounded up to a power of two).
@@ -140,6 +147,7 @@ impl Recorder {
             latency_us,
             acked: AtomicUsize::new(0),
             failed: AtomicUsize::new(0),
+            peak_held: AtomicUsize::new(0),
             first_error: std::sync::Mutex::new(None),
         }
     }
@@ -160,6 +168,18 @@ impl Recorder {
         if self.timed(i) {
             self.sent_ns[i].store(self.now_ns(), Ordering::Relaxed);
         }
+        if i & (HELD_EVERY - 1) == 0 {
+            // messages 0..i were handed over; only the sending thread writes the peak
+            let held = i.saturating_sub(self.done());
+            if held > self.peak_held.load(Ordering::Relaxed) {
+                self.peak_held.store(held, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The most messages the client held at once, as sampled by [`Recorder::sent`].
+    pub fn peak_held(&self) -> usize {
+        self.peak_held.load(Ordering::Relaxed)
     }
 
     /// Message `i` got its acknowledgement now.
@@ -377,6 +397,28 @@ impl Pacer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peak_held_is_the_most_messages_handed_over_and_not_reported() {
+        let rec = Recorder::new(4096, 1024);
+        // each message reported 1,000 messages after it was handed over, but for the ones due
+        // in a stall between 2,000 and 3,000 (never reported)
+        for i in 0..4096 {
+            rec.sent(i);
+            if i >= 1000 && !(2000..3000).contains(&i) {
+                rec.acked(i - 1000);
+            }
+        }
+        // the samples (every 256th message) see 1,000 held before the stall, 1,816 at its last
+        // one (2,816), and 2,000 after it (the 1,000 messages due in the stall stay unreported)
+        assert_eq!(rec.peak_held(), 2000);
+        let quiet = Recorder::new(512, 1);
+        for i in 0..512 {
+            quiet.sent(i);
+            quiet.acked(i);
+        }
+        assert_eq!(quiet.peak_held(), 0);
+    }
 
     #[test]
     fn expected_fingerprint_is_the_sum_over_the_messages_in_any_order() {

@@ -323,7 +323,10 @@ fn producer_section(s: &mut String, args: &Args, res: &Results) {
          CPU = user+sys of the client's process from producer creation to the last acknowledgement, \
          per million messages; peak RSS = its VmHWM; client MiB = peak RSS less the process's RSS just \
          before the client was made (the benchmark's own payload pool and per-message latency arrays, \
-         the same for every client). gregor runs on tokio's multi-thread runtime (the sending loop in \
+         the same for every client); peak held = the most messages handed to the client and not yet \
+         acknowledged to the benchmark at once (sampled every 256 messages): its queue and what is in \
+         flight, which its memory holds (a client whose sending side outruns its network fills its \
+         queue to queue.buffering.max.messages). gregor runs on tokio's multi-thread runtime (the sending loop in \
          `block_on`, the producer's task on the workers), gregor-ct on a current-thread runtime (both \
          on one thread, but for rounds with more than about 40 us of compression, which it builds on \
          tokio's blocking pool). Every run verified: all acknowledged, the topic's high watermarks sum to N.\n",
@@ -342,32 +345,33 @@ fn producer_section(s: &mut String, args: &Args, res: &Results) {
     );
     let _ = writeln!(
         s,
-        "| partitions | acks | codec | client | msg/s | MB/s | CPU s/M msgs | peak RSS MiB | client MiB | cluster CPU s | other CPU s |"
+        "| partitions | acks | codec | client | msg/s | MB/s | CPU s/M msgs | peak RSS MiB | client MiB | peak held | cluster CPU s | other CPU s |"
     );
-    let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in &res.throughput {
         let head = format!("| {} | {} | {} | {} ", row.partitions, row.acks, row.codec.name(), row.client.name());
         match &row.outcome {
             Outcome::Ok(r) => {
                 let _ = writeln!(
                     s,
-                    "{head}| {:.0}{} | {:.1} | {:.2} | {} | {} | {} | {}{} |",
+                    "{head}| {:.0}{} | {:.1} | {:.2} | {} | {} | {} | {} | {}{} |",
                     r.rate(),
                     spread(&row.all_rates),
                     r.rate() * args.message_size as f64 / 1e6,
                     produce_cpu(r),
                     mib(r.peak_rss_kib),
                     mib(r.client_kib()),
+                    r.peak_held,
                     opt1(r.cluster_cpu_s),
                     opt1(r.other_cpu_s),
                     if disturbed_run(r, args.max_other) { " !" } else { "" }
                 );
             }
             Outcome::Failed(e) => {
-                let _ = writeln!(s, "{head}| FAILED: {} | | | | | | |", escape(e));
+                let _ = writeln!(s, "{head}| FAILED: {} | | | | | | | |", escape(e));
             }
             Outcome::Na(why) => {
-                let _ = writeln!(s, "{head}| n/a: {} | | | | | | |", escape(why));
+                let _ = writeln!(s, "{head}| n/a: {} | | | | | | | |", escape(why));
             }
         }
     }

@@ -205,6 +205,10 @@ pub struct RunResult {
     /// VmHWM at the end of the run (KiB) and before the producer was created.
     pub peak_rss_kib: u64,
     pub baseline_rss_kib: u64,
+    /// The most messages handed to the client and not yet acknowledged to the benchmark at
+    /// once (sampled every 256 messages): its queue and what was in flight.
+    #[serde(default)]
+    pub peak_held: usize,
     /// Filled in by the coordinator: sum of the topic's high watermarks after the run.
     #[serde(default)]
     pub high_watermark_sum: Option<i64>,

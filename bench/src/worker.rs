@@ -59,6 +59,7 @@ pub fn run(spec: RunSpec) -> Result<RunResult, String> {
         process_cpu_s: (total.user + total.sys).as_secs_f64(),
         peak_rss_kib,
         baseline_rss_kib,
+        peak_held: rec.peak_held(),
         high_watermark_sum: None,
         high_watermarks: Vec::new(),
         cluster_cpu_s: None,
