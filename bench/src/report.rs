@@ -193,6 +193,16 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
 }
 
 /// Geometric means of gregor ÷ peer over the configs both ran.
+/// Client memory per message held at the peak, gregor's over the peer's (`None` for a run
+/// without the count, from an older JSON).
+fn memory_per_held(g: &RunResult, p: &RunResult) -> Option<f64> {
+    if g.peak_held == 0 || p.peak_held == 0 {
+        return None;
+    }
+    let per = |r: &RunResult| r.client_kib().max(1) as f64 / r.peak_held as f64;
+    Some(per(g) / per(p))
+}
+
 fn summary(s: &mut String, res: &Results) {
     let mut lines = Vec::new();
     for gregor in [Client::Gregor, Client::GregorCt] {
@@ -205,9 +215,11 @@ fn summary(s: &mut String, res: &Results) {
             let cpu: Vec<f64> = pairs.iter().map(|(g, p)| produce_cpu(g) / produce_cpu(p)).collect();
             let mem: Vec<f64> =
                 pairs.iter().map(|(g, p)| g.client_kib().max(1) as f64 / p.client_kib().max(1) as f64).collect();
+            let per_held: Vec<f64> = pairs.iter().filter_map(|(g, p)| memory_per_held(g, p)).collect();
             if let (Some(t), Some(c), Some(m)) = (geomean(&tp), geomean(&cpu), geomean(&mem)) {
+                let per_held = geomean(&per_held).map_or(String::new(), |h| format!("; per message held {h:.2}"));
                 lines.push(format!(
-                    "producer throughput {} ÷ {}: {t:.2} (CPU per message {c:.2}, client memory {m:.2}) over {} configs",
+                    "producer throughput {} ÷ {}: {t:.2} (CPU per message {c:.2}, client memory {m:.2}{per_held}) over {} configs",
                     gregor.name(),
                     peer.name(),
                     tp.len()
@@ -405,9 +417,9 @@ fn produce_ratios(s: &mut String, rows: &[ProduceRow], latency: bool) {
         } else {
             let _ = writeln!(
                 s,
-                "| partitions | acks | codec | peer | throughput | CPU per msg | peak RSS | client memory |"
+                "| partitions | acks | codec | peer | throughput | CPU per msg | peak RSS | client memory | memory per msg held |"
             );
-            let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|");
+            let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|---:|");
         }
         for g in rows.iter().filter(|r| r.client == gregor) {
             for &peer in &peers {
@@ -420,11 +432,14 @@ fn produce_ratios(s: &mut String, rows: &[ProduceRow], latency: bool) {
                 let (gr, pr) = match (&g.outcome, &p.outcome) {
                     (Outcome::Ok(a), Outcome::Ok(b)) => (a, b),
                     (_, Outcome::Na(_)) => {
-                        let _ = writeln!(s, "{head}| n/a | n/a | n/a | n/a |");
+                        let cells =
+                            if latency { "| n/a | n/a | n/a | n/a |" } else { "| n/a | n/a | n/a | n/a | n/a |" };
+                        let _ = writeln!(s, "{head}{cells}");
                         continue;
                     }
                     _ => {
-                        let _ = writeln!(s, "{head}| - | - | - | - |");
+                        let cells = if latency { "| - | - | - | - |" } else { "| - | - | - | - | - |" };
+                        let _ = writeln!(s, "{head}{cells}");
                         continue;
                     }
                 };
@@ -444,11 +459,12 @@ fn produce_ratios(s: &mut String, rows: &[ProduceRow], latency: bool) {
                 } else {
                     let _ = writeln!(
                         s,
-                        "{head}| {} | {} | {} | {} |",
+                        "{head}| {} | {} | {} | {} | {} |",
                         ratio(gr.rate(), pr.rate()),
                         ratio(produce_cpu(gr), produce_cpu(pr)),
                         ratio(gr.peak_rss_kib as f64, pr.peak_rss_kib as f64),
-                        ratio(gr.client_kib().max(1) as f64, pr.client_kib().max(1) as f64)
+                        ratio(gr.client_kib().max(1) as f64, pr.client_kib().max(1) as f64),
+                        memory_per_held(gr, pr).map_or_else(|| "-".into(), |r| format!("{r:.2}"))
                     );
                 }
             }
