@@ -990,6 +990,21 @@ async fn bad_records_are_refused_with_the_record_back() {
         SendError::Encode { what, record, .. } => assert_eq!((what, record.value.as_str()), ("value", "v")),
         other => panic!("{other:?}"),
     }
+    // a value over i32::MAX bytes cannot be framed: the record's one result is that error,
+    // with its value handed back (its pages zeroed by the kernel on first touch: this allocates
+    // 2 GiB of address space, and encoding it must fail before it reads or copies any of it)
+    let p: AsyncProducer<String, bytes::Bytes> =
+        AsyncProducer::new(config(&c).build().unwrap(), gregor_serde::StringEncoder::new(), gregor_serde::BytesEncoder)
+            .unwrap();
+    let huge = bytes::Bytes::from(vec![0u8; i32::MAX as usize + 1]);
+    let delivery = p.send(Record::new("t", huge.clone()).with_key("k".to_string())).await.unwrap();
+    let failed = delivery.bounded().await.expect_err("a value over i32::MAX bytes fails");
+    assert!(matches!(failed.error, Error::Encode { .. }), "{:?}", failed.error);
+    assert_eq!(failed.attempts, 0);
+    assert_eq!(failed.key.as_deref(), Some(&b"k"[..]));
+    let value = failed.value.expect("the value comes back");
+    assert_eq!((value.len(), value.as_ptr()), (huge.len(), huge.as_ptr()), "handed back, not copied");
+    assert_eq!(p.queued(), 0, "its place in the queue is free again");
     assert!(!c.requests().iter().any(|r| matches!(r.request, AnyRequest::Produce(_))));
 }
 

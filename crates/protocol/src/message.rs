@@ -97,6 +97,16 @@ impl Message {
         self.attributes & Compression::ATTRIBUTE_MASK != 0
     }
 
+    /// The key's and the value's lengths as the wire writes them (-1: null).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TooLong`] for a key or value over `i32::MAX` bytes.
+    fn field_lengths(&self) -> Result<(i32, i32)> {
+        let nullable_len = |field, b: Option<&Bytes>| b.map_or(Ok(-1), |b| wire::len_i32(field, b.len()));
+        Ok((nullable_len("key", self.key.as_ref())?, nullable_len("value", self.value.as_ref())?))
+    }
+
     /// Bytes this message takes on the wire (without the set's offset and size).
     pub fn encoded_len(&self) -> usize {
         MESSAGE_V0_OVERHEAD + self.key.as_ref().map_or(0, Bytes::len) + self.value.as_ref().map_or(0, Bytes::len)
@@ -110,8 +120,7 @@ impl Message {
     pub fn encode(&self, buf: &mut BytesMut) -> Result<()> {
         let (key, value) = (self.key.as_deref(), self.value.as_deref());
         // both lengths checked before anything is written: `buf` is left as it was on error
-        let nullable_len = |field, b: Option<&[u8]>| b.map_or(Ok(-1), |b| wire::len_i32(field, b.len()));
-        let (key_len, value_len) = (nullable_len("key", key)?, nullable_len("value", value)?);
+        let (key_len, value_len) = self.field_lengths()?;
         // one room check and a few copies (a message is small, and its fields' puts one by
         // one cost more than the copying)
         buf.reserve(self.encoded_len());
@@ -706,6 +715,8 @@ impl EncodedMessage {
     ///
     /// As [`EncodedMessage::encode_into`].
     pub fn encode(message: &Message) -> Result<EncodedMessage> {
+        // the lengths checked before the buffer is sized after them
+        message.field_lengths()?;
         let mut buf = BytesMut::with_capacity(message.encoded_len());
         message.encode(&mut buf)?;
         Ok(EncodedMessage { bytes: buf.freeze() })
