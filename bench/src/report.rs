@@ -192,7 +192,6 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
     s
 }
 
-/// Geometric means of gregor ÷ peer over the configs both ran.
 /// Client memory per message held at the peak, gregor's over the peer's (`None` for a run
 /// without the count, from an older JSON).
 fn memory_per_held(g: &RunResult, p: &RunResult) -> Option<f64> {
@@ -203,6 +202,7 @@ fn memory_per_held(g: &RunResult, p: &RunResult) -> Option<f64> {
     Some(per(g) / per(p))
 }
 
+/// Geometric means of gregor ÷ peer over the configs both ran.
 fn summary(s: &mut String, res: &Results) {
     let mut lines = Vec::new();
     for gregor in [Client::Gregor, Client::GregorCt] {
