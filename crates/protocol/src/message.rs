@@ -107,6 +107,14 @@ impl Message {
         Ok((nullable_len("key", self.key.as_ref())?, nullable_len("value", self.value.as_ref())?))
     }
 
+    /// [`Message::encoded_len`], once the lengths are known to fit the wire: what a buffer
+    /// about to hold the message is sized by (a record over `i32::MAX` bytes fails here, before
+    /// its size is reserved).
+    fn checked_len(&self) -> Result<usize> {
+        self.field_lengths()?;
+        Ok(self.encoded_len())
+    }
+
     /// Bytes this message takes on the wire (without the set's offset and size).
     pub fn encoded_len(&self) -> usize {
         MESSAGE_V0_OVERHEAD + self.key.as_ref().map_or(0, Bytes::len) + self.value.as_ref().map_or(0, Bytes::len)
@@ -404,8 +412,9 @@ impl MessageSet {
     ///
     /// [`Error::TooLong`] for a field or an entry too long for its length prefix.
     pub fn encode(entries: &[MessageAndOffset]) -> Result<MessageSet> {
-        let mut buf =
-            BytesMut::with_capacity(entries.iter().map(|e| ENTRY_HEADER_SIZE + e.message.encoded_len()).sum());
+        let size =
+            entries.iter().map(|e| e.message.checked_len().map(|n| ENTRY_HEADER_SIZE + n)).sum::<Result<usize>>()?;
+        let mut buf = BytesMut::with_capacity(size);
         encode_entries(entries, &mut buf)?;
         Ok(MessageSet { bytes: buf.freeze() })
     }
@@ -443,7 +452,9 @@ impl MessageSet {
                 reason: "a wrapper needs a codec other than none".to_owned(),
             });
         }
-        let mut raw = BytesMut::with_capacity(inner.iter().map(|e| ENTRY_HEADER_SIZE + e.message.encoded_len()).sum());
+        let size =
+            inner.iter().map(|e| e.message.checked_len().map(|n| ENTRY_HEADER_SIZE + n)).sum::<Result<usize>>()?;
+        let mut raw = BytesMut::with_capacity(size);
         encode_entries(inner, &mut raw)?;
         let mut compressed = Vec::with_capacity(raw.len() / 2 + 64);
         let compressed_now = match codec {
@@ -481,7 +492,7 @@ impl MessageSet {
         I::IntoIter: Clone,
     {
         let messages = messages.into_iter();
-        let size = messages.clone().map(|m| ENTRY_HEADER_SIZE + m.encoded_len()).sum();
+        let size = messages.clone().map(|m| m.checked_len().map(|n| ENTRY_HEADER_SIZE + n)).sum::<Result<usize>>()?;
         let mut raw = BytesMut::with_capacity(size);
         let mut count: i64 = 0;
         for message in messages {
@@ -715,9 +726,7 @@ impl EncodedMessage {
     ///
     /// As [`EncodedMessage::encode_into`].
     pub fn encode(message: &Message) -> Result<EncodedMessage> {
-        // the lengths checked before the buffer is sized after them
-        message.field_lengths()?;
-        let mut buf = BytesMut::with_capacity(message.encoded_len());
+        let mut buf = BytesMut::with_capacity(message.checked_len()?);
         message.encode(&mut buf)?;
         Ok(EncodedMessage { bytes: buf.freeze() })
     }
