@@ -143,7 +143,9 @@ pub(crate) struct PerfProduceArgs {
     pub(crate) message_size: usize,
 
     /// A Kafka 0.8.2 producer property, repeatable (request.required.acks, compression.codec,
-    /// batch.num.messages, ...)
+    /// batch.num.messages, ...). The messages have no key, so partitioner.class defaults to
+    /// round_robin here (0.8's default partitioner would send them all to one partition); the
+    /// summary names the partitioner and counts each partition's messages
     #[arg(long = "property", value_name = "KEY=VALUE", value_parser = parse_property)]
     pub(crate) properties: Vec<(String, String)>,
 

@@ -4,8 +4,14 @@
 //! Latency of `produce`: from handing a message to the asynchronous producer to its delivery
 //! callback (batching included). Latency of `consume`: how long each `next()` of the consumer
 //! stream waited for its message.
+//!
+//! `produce` sends null-key messages, and Kafka 0.8's default partitioner sends every null-key
+//! message to one partition until the next metadata refresh (10 minutes by default): a run would
+//! measure one partition while looking like a topic benchmark. So `perf produce` partitions
+//! round robin unless `--property partitioner.class=...` says otherwise, and its summary says
+//! which partitioner ran and how many messages each partition took.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -69,6 +75,31 @@ struct Summary {
     failed: u64,
     elapsed: Duration,
     latencies_us: Vec<u64>,
+    /// `produce` only: the partitioner and the messages delivered to each partition.
+    spread: Option<Spread>,
+}
+
+/// How a `perf produce` run partitioned its messages.
+#[derive(Debug)]
+struct Spread {
+    /// `partitioner.class` as the producer read it.
+    partitioner: String,
+    /// Messages delivered per partition.
+    per_partition: BTreeMap<i32, u64>,
+}
+
+impl Spread {
+    /// `partitioner round_robin: 3 partitions, p0 667, p1 667, p2 666`.
+    fn describe(&self) -> String {
+        let parts: Vec<String> = self.per_partition.iter().map(|(p, n)| format!("p{p} {n}")).collect();
+        format!(
+            "partitioner {}: {} partition{}, {}",
+            self.partitioner,
+            self.per_partition.len(),
+            if self.per_partition.len() == 1 { "" } else { "s" },
+            parts.join(", ")
+        )
+    }
 }
 
 impl Summary {
@@ -87,21 +118,27 @@ impl Summary {
         let (msg_s, mb_s) = (self.messages as f64 / secs, self.bytes as f64 / secs / 1_000_000.0);
         let (p50, p99) = (self.percentile(50.0), self.percentile(99.0));
         let text = match output {
-            OutputFormat::Json => format!(
-                "{}\n",
-                serde_json::to_string_pretty(&json!({
+            OutputFormat::Json => {
+                let mut j = json!({
                     "messages": self.messages, "bytes": self.bytes, "failed": self.failed,
                     "seconds": secs, "messages_per_second": msg_s, "mb_per_second": mb_s,
                     "latency_p50_ms": p50, "latency_p99_ms": p99,
-                }))
-                .unwrap_or_default()
-            ),
+                });
+                if let Some(spread) = &self.spread {
+                    let per: serde_json::Map<String, serde_json::Value> =
+                        spread.per_partition.iter().map(|(p, n)| (p.to_string(), json!(n))).collect();
+                    j["partitioner"] = json!(spread.partitioner);
+                    j["messages_per_partition"] = serde_json::Value::Object(per);
+                }
+                format!("{}\n", serde_json::to_string_pretty(&j).unwrap_or_default())
+            }
             OutputFormat::Table => format!(
                 "{what} {} messages ({:.2} MB) in {secs:.2} s: {msg_s:.0} messages/s, {mb_s:.2} MB/s, \
-                 latency p50 {p50:.2} ms, p99 {p99:.2} ms{}\n",
+                 latency p50 {p50:.2} ms, p99 {p99:.2} ms{}\n{}",
                 self.messages,
                 self.bytes as f64 / 1_000_000.0,
-                if self.failed > 0 { format!(", {} failed", self.failed) } else { String::new() }
+                if self.failed > 0 { format!(", {} failed", self.failed) } else { String::new() },
+                self.spread.as_ref().map(|s| format!("{}\n", s.describe())).unwrap_or_default()
             ),
         };
         let _ = std::io::stdout().write_all(text.as_bytes());
@@ -121,6 +158,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// `partitioner.class` of `perf produce` unless a `--property` sets it: its messages have no
+/// key, and 0.8's default partitioner would send them all to one partition.
+const PERF_PARTITIONER: &str = "round_robin";
+
 /// Runs `gregor perf produce`.
 pub(crate) async fn produce(args: PerfProduceArgs) -> Result<(), CliError> {
     let mut props: Vec<(String, String)> = vec![
@@ -129,23 +170,27 @@ pub(crate) async fn produce(args: PerfProduceArgs) -> Result<(), CliError> {
         ("request.required.acks".into(), "1".into()),
         ("queue.buffering.max.ms".into(), "5".into()),
         ("batch.num.messages".into(), "500".into()),
+        ("partitioner.class".into(), PERF_PARTITIONER.into()),
     ];
     props.extend(args.properties.iter().cloned());
     props.push(("metadata.broker.list".into(), args.broker_list.clone()));
     let config = ProducerConfig::from_properties(props).map_err(|e| CliError::usage("invalid producer settings", e))?;
+    let partitioner = config.partitioner().class_name().to_owned();
     let producer: AsyncProducer<Bytes, Bytes> = AsyncProducer::new(config, BytesEncoder, BytesEncoder)
         .map_err(|e| CliError::usage("could not create the producer", e))?;
     let payload = Bytes::from(vec![b'x'; args.message_size]);
     let latencies = Arc::new(Mutex::new(Vec::with_capacity(args.messages as usize)));
+    let per_partition: Arc<Mutex<BTreeMap<i32, u64>>> = Arc::default();
     let mut progress = Progress::new(args.messages);
     let started = Instant::now();
     for i in 0..args.messages {
         let record = Record::new(args.topic.clone(), payload.clone());
-        let latencies = latencies.clone();
+        let (latencies, per_partition) = (latencies.clone(), per_partition.clone());
         let sent_at = Instant::now();
         let callback = move |r: gregor_producer::DeliveryResult| {
-            if r.is_ok() {
+            if let Ok(metadata) = r {
                 lock(&latencies).push(sent_at.elapsed().as_micros() as u64);
+                *lock(&per_partition).entry(metadata.partition).or_default() += 1;
             }
         };
         // a refused message counts as failed below (no delivery recorded)
@@ -159,8 +204,16 @@ pub(crate) async fn produce(args: PerfProduceArgs) -> Result<(), CliError> {
     let latencies_us = std::mem::take(&mut *lock(&latencies));
     let delivered = latencies_us.len() as u64;
     let failed = args.messages - delivered;
-    Summary { messages: delivered, bytes: delivered * args.message_size as u64, failed, elapsed, latencies_us }
-        .print("produced", args.output)
+    let spread = Spread { partitioner, per_partition: std::mem::take(&mut *lock(&per_partition)) };
+    Summary {
+        messages: delivered,
+        bytes: delivered * args.message_size as u64,
+        failed,
+        elapsed,
+        latencies_us,
+        spread: Some(spread),
+    }
+    .print("produced", args.output)
 }
 
 /// Runs `gregor perf consume`.
@@ -231,5 +284,6 @@ pub(crate) async fn consume(args: PerfConsumeArgs) -> Result<(), CliError> {
     if let Some(e) = error {
         return Err(e);
     }
-    Summary { messages, bytes, failed: 0, elapsed: last - started, latencies_us }.print("consumed", args.output)
+    Summary { messages, bytes, failed: 0, elapsed: last - started, latencies_us, spread: None }
+        .print("consumed", args.output)
 }

@@ -515,8 +515,36 @@ async fn perf_produce_and_consume_summarize_throughput_and_latency() {
         text.contains(" messages/s, ") && text.contains(" MB/s, latency p50 ") && text.contains(" ms, p99 "),
         "{text}"
     );
+    // null keys spread over every partition (0.8's default partitioner would pick one); round
+    // robin starts at a random partition
+    let mut hws: Vec<i64> = c.partitions("p").iter().map(|p| c.offsets("p", *p).unwrap().0).collect();
+    let line = format!("\npartitioner round_robin: 3 partitions, p0 {}, p1 {}, p2 {}\n", hws[0], hws[1], hws[2]);
+    assert!(text.contains(&line), "{text}");
+    hws.sort_unstable();
+    assert_eq!(hws, [666, 667, 667]);
+    // the partitioner can still be chosen, and the summary says which ran
+    let j = gregor(&[
+        "perf",
+        "produce",
+        "--broker-list",
+        &b,
+        "--topic",
+        "p",
+        "--messages",
+        "300",
+        "--property",
+        "partitioner.class=kafka.producer.DefaultPartitioner",
+        "--output",
+        "json",
+    ])
+    .await
+    .json();
+    assert_eq!(j["partitioner"], "kafka.producer.DefaultPartitioner", "{j}");
+    let per = j["messages_per_partition"].as_object().expect("a per-partition object");
+    assert_eq!(per.len(), 1, "0.8's sticky rule sends a run's null keys to one partition: {j}");
+    assert_eq!(per.values().map(|n| n.as_u64().unwrap()).sum::<u64>(), 300);
     let hw: i64 = c.partitions("p").iter().map(|p| c.offsets("p", *p).unwrap().0).sum();
-    assert_eq!(hw, 2000);
+    assert_eq!(hw, 2300);
     let j = gregor(&[
         "perf",
         "consume",
@@ -525,14 +553,14 @@ async fn perf_produce_and_consume_summarize_throughput_and_latency() {
         "--topic",
         "p",
         "--messages",
-        "2000",
+        "2300",
         "--output",
         "json",
     ])
     .await
     .json();
-    assert_eq!(j["messages"], 2000);
-    assert_eq!(j["bytes"], 100_000);
+    assert_eq!(j["messages"], 2300);
+    assert_eq!(j["bytes"], 100_000 + 300 * 100);
     assert!(j["messages_per_second"].as_f64().unwrap() > 0.0, "{j}");
     assert!(j["latency_p99_ms"].as_f64().unwrap() >= j["latency_p50_ms"].as_f64().unwrap(), "{j}");
     gregor(&["perf", "consume", "--zookeeper", c.zookeeper(), "--topic", "nope", "--messages", "1"])
