@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use gregor_net::BrokerId;
 
 use crate::error::Result;
-use crate::topics::{PartitionDescription, TopicFilter};
+use crate::topics::{PartitionDescription, TopicSelection};
 use crate::Admin;
 
 /// One broker's share of the cluster.
@@ -70,7 +70,7 @@ impl Admin {
     pub async fn health(&self) -> Result<ClusterHealth> {
         let controller = self.controller().await?;
         let live_brokers = self.live_brokers().await?;
-        let topics = self.describe_topics(&TopicFilter::All).await?;
+        let topics = self.describe_topics(&TopicSelection::All).await?;
         let live: BTreeSet<BrokerId> = live_brokers.iter().copied().collect();
         let mut health = ClusterHealth { controller, topic_count: topics.len(), ..ClusterHealth::default() };
         let mut counts: BTreeMap<BrokerId, (usize, usize, usize)> = BTreeMap::new();

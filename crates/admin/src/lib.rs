@@ -30,12 +30,12 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use gregor_admin::{Admin, OffsetStorage, TopicFilter};
+//! use gregor_admin::{Admin, OffsetStorage, TopicSelection};
 //!
 //! # async fn demo() -> gregor_admin::Result<()> {
 //! let admin = Admin::connect("127.0.0.1:2181", Duration::from_secs(6)).await?;
 //! admin.create_topic("events", 6, 2, [("retention.ms", "86400000")]).await?;
-//! for topic in admin.describe_topics(&TopicFilter::All).await? {
+//! for topic in admin.describe_topics(&TopicSelection::All).await? {
 //!     for p in topic.under_replicated() {
 //!         println!("{} {} leader {:?} replicas {:?} isr {:?}", p.topic, p.partition, p.leader, p.replicas, p.isr);
 //!     }
@@ -82,7 +82,7 @@ pub use reassign::{
     parse_reassignment_json, parse_topics_to_move_json, topics_to_move_json, ExecutedReassignment, PartitionStatus,
     ProposedReassignment, ReassignmentPlan, ReassignmentStatus,
 };
-pub use topics::{DeleteTopicOutcome, PartitionDescription, TopicDescription, TopicFilter, TopicListing};
+pub use topics::{DeleteTopicOutcome, PartitionDescription, TopicDescription, TopicListing, TopicSelection};
 
 /// A partition of a reassignment plan and its target replicas (`topic`, `partition`,
 /// `replicas`), as in `/admin/reassign_partitions`.
@@ -384,7 +384,7 @@ mod tests {
         send(admin.create_topic("t", 1, 1, [("retention.ms", "1")]));
         send(admin.create_topic_with_assignment("t", &[vec![0]], Vec::<(String, String)>::new()));
         send(admin.list_topics());
-        send(admin.describe_topics(&TopicFilter::All));
+        send(admin.describe_topics(&TopicSelection::All));
         send(admin.add_partitions("t", 2, None));
         send(admin.alter_topic_config("t", [("a", "b")], &["c"]));
         send(admin.describe_topic_config("t"));

@@ -12,9 +12,11 @@ use crate::error::{Error, Result};
 use crate::placement::{assign_replicas_from, assign_replicas_random, check_assignment_from, to_map};
 use crate::Admin;
 
-/// Which topics an operation looks at.
+/// Which topics an admin operation looks at: all of them or the ones named. (Not a
+/// subscription: the high-level consumer's regex whitelist/blacklist is
+/// `gregor_consumer::TopicFilter`.)
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum TopicFilter {
+pub enum TopicSelection {
     /// Every topic of the cluster.
     #[default]
     All,
@@ -22,14 +24,14 @@ pub enum TopicFilter {
     Only(Vec<String>),
 }
 
-impl TopicFilter {
+impl TopicSelection {
     /// A filter for the named topics.
-    pub fn only<I, S>(topics: I) -> TopicFilter
+    pub fn only<I, S>(topics: I) -> TopicSelection
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        TopicFilter::Only(topics.into_iter().map(Into::into).collect())
+        TopicSelection::Only(topics.into_iter().map(Into::into).collect())
     }
 }
 
@@ -252,10 +254,10 @@ impl Admin {
             .collect())
     }
 
-    async fn filtered_topics(&self, filter: &TopicFilter) -> Result<Vec<String>> {
+    async fn filtered_topics(&self, filter: &TopicSelection) -> Result<Vec<String>> {
         match filter {
-            TopicFilter::All => self.topic_names().await,
-            TopicFilter::Only(names) => {
+            TopicSelection::All => self.topic_names().await,
+            TopicSelection::Only(names) => {
                 let mut out = BTreeSet::new();
                 for name in names {
                     if self.zk.exists(&paths::topic(name)).await?.is_none() {
@@ -277,7 +279,7 @@ impl Admin {
     /// # Errors
     ///
     /// [`Error::UnknownTopic`] for a named topic that does not exist, [`Error::ZooKeeper`].
-    pub async fn describe_topics(&self, filter: &TopicFilter) -> Result<Vec<TopicDescription>> {
+    pub async fn describe_topics(&self, filter: &TopicSelection) -> Result<Vec<TopicDescription>> {
         let names = self.filtered_topics(filter).await?;
         let live: BTreeSet<BrokerId> = self.live_brokers().await?.into_iter().collect();
         let marked: BTreeSet<String> =
@@ -310,7 +312,7 @@ impl Admin {
     /// # Errors
     ///
     /// As [`Admin::describe_topics`].
-    pub async fn under_replicated_partitions(&self, filter: &TopicFilter) -> Result<Vec<PartitionDescription>> {
+    pub async fn under_replicated_partitions(&self, filter: &TopicSelection) -> Result<Vec<PartitionDescription>> {
         let topics = self.describe_topics(filter).await?;
         Ok(topics.iter().flat_map(|t| t.under_replicated().cloned()).collect())
     }
@@ -320,7 +322,7 @@ impl Admin {
     /// # Errors
     ///
     /// As [`Admin::describe_topics`].
-    pub async fn unavailable_partitions(&self, filter: &TopicFilter) -> Result<Vec<PartitionDescription>> {
+    pub async fn unavailable_partitions(&self, filter: &TopicSelection) -> Result<Vec<PartitionDescription>> {
         let topics = self.describe_topics(filter).await?;
         Ok(topics.iter().flat_map(|t| t.unavailable().cloned()).collect())
     }
@@ -538,7 +540,7 @@ mod tests {
 
     #[test]
     fn topic_filter() {
-        assert_eq!(TopicFilter::default(), TopicFilter::All);
-        assert_eq!(TopicFilter::only(["a", "b"]), TopicFilter::Only(vec!["a".into(), "b".into()]));
+        assert_eq!(TopicSelection::default(), TopicSelection::All);
+        assert_eq!(TopicSelection::only(["a", "b"]), TopicSelection::Only(vec!["a".into(), "b".into()]));
     }
 }

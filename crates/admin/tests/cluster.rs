@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::{commit_in_kafka, eventually, produce};
 use gregor_admin::{
     Admin, DeleteTopicOutcome, Error, OffsetReset, OffsetStorage, PartitionDescription, ReassignmentStatus,
-    TopicDescription, TopicFilter,
+    TopicDescription, TopicSelection,
 };
 use gregor_net::Backoff;
 use gregor_protocol::frame::ApiKey;
@@ -38,7 +38,7 @@ const WAIT: Duration = Duration::from_secs(10);
 /// The topic's description once `ready` holds for it.
 async fn describe_until(admin: &Admin, topic: &str, ready: impl Fn(&TopicDescription) -> bool) -> TopicDescription {
     eventually(&format!("the description of {topic}"), || async {
-        let t = admin.describe_topics(&TopicFilter::only([topic])).await.ok()?.pop()?;
+        let t = admin.describe_topics(&TopicSelection::only([topic])).await.ok()?.pop()?;
         ready(&t).then_some(t)
     })
     .await
@@ -104,7 +104,7 @@ async fn created_topics_come_online_and_describe_shows_lost_replicas() {
     // broker 1 goes: its replicas leave the ISRs, "single" has nobody left to lead
     c.kill_broker(1).await.unwrap();
     let under = eventually("the ISRs to shrink", || async {
-        let under = admin.under_replicated_partitions(&TopicFilter::All).await.ok()?;
+        let under = admin.under_replicated_partitions(&TopicSelection::All).await.ok()?;
         let want: usize = events.partitions.iter().filter(|p| p.replicas.contains(&1)).count() + 2;
         (under.len() == want).then_some(under)
     })
@@ -112,7 +112,7 @@ async fn created_topics_come_online_and_describe_shows_lost_replicas() {
     let under = names(&under);
     assert!(under.contains(&("spread".to_owned(), 0)) && under.contains(&("spread".to_owned(), 1)), "{under:?}");
     assert!(!under.contains(&("single".to_owned(), 0)), "its ISR is its one replica");
-    let unavailable = admin.unavailable_partitions(&TopicFilter::All).await.unwrap();
+    let unavailable = admin.unavailable_partitions(&TopicSelection::All).await.unwrap();
     assert_eq!(names(&unavailable), [("single".to_owned(), 0)]);
     assert_eq!(unavailable[0].leader, Some(1), "the state still names the dead leader");
     let spread = describe_until(&admin, "spread", |t| t.partitions[1].leader == Some(2)).await;
@@ -194,7 +194,7 @@ async fn deleted_topic_is_gone_with_delete_topic_enable() {
     })
     .await;
     assert!(zk.exists(&paths::topic_config("doomed")).await.unwrap().is_none());
-    let err = admin.describe_topics(&TopicFilter::only(["doomed"])).await.unwrap_err();
+    let err = admin.describe_topics(&TopicSelection::only(["doomed"])).await.unwrap_err();
     assert!(matches!(err, Error::UnknownTopic { .. }), "{err}");
     assert!(matches!(admin.delete_topic("doomed").await.unwrap_err(), Error::UnknownTopic { .. }));
     admin.close().await.unwrap();

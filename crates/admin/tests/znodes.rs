@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use gregor_admin::placement::assign_replicas;
 use gregor_admin::{
     Admin, DeleteTopicOutcome, Error, PartitionReassignment, ReassignmentPlan, ReassignmentStatus, TopicAndPartition,
-    TopicFilter,
+    TopicSelection,
 };
 use gregor_zk::payloads::{BrokerRegistration, ControllerRegistration, PartitionState, TopicAssignment};
 use gregor_zk::{paths, CreateMode};
@@ -134,7 +134,7 @@ async fn describe_filters_and_health_from_the_state_znodes() {
         .unwrap();
     write_state(&admin, "old", 0, 5, &[5]).await;
 
-    let topics = admin.describe_topics(&TopicFilter::All).await.unwrap();
+    let topics = admin.describe_topics(&TopicSelection::All).await.unwrap();
     assert_eq!(topics.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["old", "t"]);
     let t = &topics[1];
     assert_eq!((t.partition_count(), t.replication_factor()), (4, 2));
@@ -146,13 +146,13 @@ async fn describe_filters_and_health_from_the_state_znodes() {
     assert_eq!(under, [1, 2, 3]);
     let unavailable: Vec<i32> = t.unavailable().map(|p| p.partition).collect();
     assert_eq!(unavailable, [2, 3]);
-    let unavailable = admin.unavailable_partitions(&TopicFilter::All).await.unwrap();
+    let unavailable = admin.unavailable_partitions(&TopicSelection::All).await.unwrap();
     assert_eq!(
         unavailable.iter().map(|p| (p.topic.as_str(), p.partition)).collect::<Vec<_>>(),
         [("old", 0), ("t", 2), ("t", 3)]
     );
-    assert_eq!(admin.under_replicated_partitions(&TopicFilter::only(["old"])).await.unwrap().len(), 0);
-    let err = admin.describe_topics(&TopicFilter::only(["nope"])).await.unwrap_err();
+    assert_eq!(admin.under_replicated_partitions(&TopicSelection::only(["old"])).await.unwrap().len(), 0);
+    let err = admin.describe_topics(&TopicSelection::only(["nope"])).await.unwrap_err();
     assert_eq!(err.to_string(), "topic \"nope\" does not exist");
 
     let health = admin.health().await.unwrap();

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use gregor_admin::{
     parse_reassignment_json, parse_topics_to_move_json, Admin, DeleteTopicOutcome, OffsetReset, OffsetStorage,
-    PartitionDescription, ReassignmentPlan, ReassignmentStatus, TopicAndPartition, TopicDescription, TopicFilter,
+    PartitionDescription, ReassignmentPlan, ReassignmentStatus, TopicAndPartition, TopicDescription, TopicSelection,
 };
 use serde_json::{json, Value};
 
@@ -139,8 +139,8 @@ async fn topics_with(admin: &Admin, args: &TopicsArgs) -> Result<(), CliError> {
     }
     if args.describe {
         let filter = match &args.topic {
-            Some(t) => TopicFilter::only([t.clone()]),
-            None => TopicFilter::All,
+            Some(t) => TopicSelection::only([t.clone()]),
+            None => TopicSelection::All,
         };
         let what = args.topic.as_ref().map_or_else(|| "the topics".to_owned(), |t| format!("topic {t:?}"));
         let topics =
@@ -644,7 +644,7 @@ pub(crate) async fn elect_leaders(args: ElectLeadersArgs) -> Result<(), CliError
             (Some(l), _) => Some(l.clone()),
             (None, Some(topic)) => {
                 let topics = admin
-                    .describe_topics(&TopicFilter::only([topic.clone()]))
+                    .describe_topics(&TopicSelection::only([topic.clone()]))
                     .await
                     .map_err(|e| CliError::new(format!("could not describe topic {topic:?}"), e))?;
                 Some(
