@@ -6,6 +6,8 @@
 //! Run: `cargo run --example audit` (a real ZooKeeper and a 3-broker FakeCluster are started;
 //! with `GREGOR_BROKERS` and `GREGOR_ZOOKEEPER` set, that cluster is used instead).
 
+mod common;
+
 use std::time::Duration;
 
 use gregor::admin::audit::AuditOptions;
@@ -13,25 +15,13 @@ use gregor::admin::Admin;
 use gregor::producer::audit::AuditConfig;
 use gregor::producer::{AsyncProducer, ProducerConfig, Record};
 use gregor::serde::StringEncoder;
-use gregor_testkit::zookeeper::ZooKeeperServer;
-use gregor_testkit::FakeCluster;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // a cluster: the one named by the environment, or ZooKeeper and a FakeCluster started here
-    let mut _started = None;
-    let (brokers, zookeeper) = match gregor_testkit::external_cluster() {
-        Some(external) => (external.brokers, external.zookeeper),
-        None => {
-            let zk = ZooKeeperServer::start()?;
-            let fake = FakeCluster::start(3, zk.connect_string()).await?;
-            fake.create_topic("payments", 3, 2).await?;
-            fake.create_topic(gregor::producer::audit::DEFAULT_AUDIT_TOPIC, 1, 2).await?;
-            let found = (fake.bootstrap(), zk.connect_string());
-            _started = Some((fake, zk));
-            found
-        }
-    };
+    let cluster =
+        common::cluster_with_topics(&[("payments", 3), (gregor::producer::audit::DEFAULT_AUDIT_TOPIC, 1)]).await?;
+    let (brokers, zookeeper) = (cluster.brokers.clone(), cluster.zookeeper.clone());
 
     // 1. a producer with audit on: 2-second windows (a minute is the default)
     let config = ProducerConfig::builder()

@@ -1,13 +1,17 @@
-//! gregor's demo: a real ZooKeeper and a 3-broker FakeCluster; 100,000 messages sent with the
-//! async producer, read back with the simple consumer, then consumed by a group of 3
-//! high-level consumers coordinated through ZooKeeper.
+//! gregor's demo: 100,000 messages sent with the async producer, read back with the simple
+//! consumer, then consumed by a group of 3 high-level consumers coordinated through ZooKeeper.
 //!
-//! Run: `cargo run --release --example demo` (needs Debian's `zookeeper` package: java and
-//! /usr/share/java/zookeeper.jar).
+//! Run: `bash scripts/demo.sh` on a fresh Debian machine (it installs ZooKeeper when missing),
+//! or `cargo run --release --example demo` where Debian's `zookeeper` package is installed: a
+//! real ZooKeeper and a 3-broker FakeCluster are started here. With `GREGOR_BROKERS` and
+//! `GREGOR_ZOOKEEPER` set (e.g. the cluster of `docker-compose.yml`), that cluster is used
+//! instead, with a topic and a group named after the run.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+mod common;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use gregor::consumer::{AutoOffsetReset, ConsumerConfig, ConsumerConnector};
 use gregor::producer::{AsyncProducer, ProducerConfig, Record};
@@ -15,30 +19,31 @@ use gregor::protocol::Compression;
 use gregor::serde::StringDecoder;
 use gregor::serde::StringEncoder;
 use gregor::simple_consumer::{SimpleConsumer, SimpleConsumerConfig};
-use gregor_testkit::zookeeper::ZooKeeperServer;
-use gregor_testkit::FakeCluster;
 
-const TOPIC: &str = "demo";
 const PARTITIONS: i32 = 6;
 const MESSAGES: usize = 100_000;
+/// How long the group may take to consume everything.
+const GROUP_WITHIN: Duration = Duration::from_secs(120);
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let started = Instant::now();
-    let zookeeper = ZooKeeperServer::start()?;
-    let cluster = FakeCluster::start(3, zookeeper.connect_string()).await?;
-    cluster.create_topic(TOPIC, PARTITIONS, 2).await?;
-    println!(
-        "ZooKeeper {} and brokers {} up in {:.1?}",
-        zookeeper.connect_string(),
-        cluster.bootstrap(),
-        started.elapsed()
-    );
-    println!("topic {TOPIC}: {PARTITIONS} partitions, replication factor 2\n");
+    // on an external cluster a re-run must not read an earlier run's messages
+    let run = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis();
+    let external = gregor_testkit::external_cluster().is_some();
+    let (topic, group) = if external {
+        (format!("demo-{run}"), format!("demo-group-{run}"))
+    } else {
+        ("demo".into(), "demo-group".into())
+    };
+    let topic = topic.as_str();
+    let cluster = common::cluster(topic, PARTITIONS).await?;
+    println!("cluster ready in {:.1?}", started.elapsed());
+    println!("topic {topic}: {PARTITIONS} partitions\n");
 
     // the async producer: acks=-1, snappy, batches of up to 1,000 messages or 10 ms
     let config = ProducerConfig::builder()
-        .metadata_broker_list(cluster.bootstrap())
+        .metadata_broker_list(&cluster.brokers)
         .client_id("gregor-demo")
         .request_required_acks(-1)
         .compression_codec(Compression::Snappy)
@@ -51,7 +56,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = Instant::now();
     let mut deliveries = Vec::with_capacity(MESSAGES);
     for i in 0..MESSAGES {
-        let record = Record::new(TOPIC, format!("event {i}: temperature={}.{} C", 15 + i % 17, i % 10))
+        let record = Record::new(topic, format!("event {i}: temperature={}.{} C", 15 + i % 17, i % 10))
             .with_key(format!("sensor-{}", i % 997));
         deliveries.push(producer.send(record).await.map_err(|e| e.to_string())?);
     }
@@ -80,14 +85,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // read everything back with the simple consumer, one fetch covering every partition
     let consumer = SimpleConsumer::new(
-        SimpleConsumerConfig::builder().metadata_broker_list(cluster.bootstrap()).client_id("gregor-demo").build()?,
+        SimpleConsumerConfig::builder().metadata_broker_list(&cluster.brokers).client_id("gregor-demo").build()?,
     )?;
     let t = Instant::now();
     let mut next: BTreeMap<i32, i64> = (0..PARTITIONS).map(|p| (p, 0)).collect();
     let mut read: BTreeMap<i32, usize> = BTreeMap::new();
     let mut hw: BTreeMap<i32, i64> = BTreeMap::new();
     while read.values().sum::<usize>() < MESSAGES - failed {
-        let requests: Vec<(&str, i32, i64)> = next.iter().map(|(p, o)| (TOPIC, *p, *o)).collect();
+        let requests: Vec<(&str, i32, i64)> = next.iter().map(|(p, o)| (topic, *p, *o)).collect();
         let batch = consumer.fetch(&requests).await?;
         for data in batch.data() {
             *read.entry(data.partition).or_default() += data.messages.len();
@@ -111,7 +116,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     for p in 0..PARTITIONS {
         let (n, first, last) = sent.get(&p).copied().unwrap_or((0, 0, -1));
-        let leader = cluster.leader(TOPIC, p).map_or("-".to_string(), |l| l.to_string());
+        let leader = consumer.leader(topic, p).await.map_or("-".to_string(), |(id, _)| id.to_string());
         println!(
             "{p:>9} {leader:>7} {n:>9} {:>9} {:>9} {:>10}",
             read.get(&p).copied().unwrap_or(0),
@@ -122,8 +127,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     consumer.close().await;
 
     // a consumer group: 3 high-level consumers share the 6 partitions through ZooKeeper
-    let group = consumer_group(&cluster, MESSAGES - failed).await?;
-    cluster.shutdown().await;
+    let group = consumer_group(&cluster.zookeeper, topic, &group, MESSAGES - failed).await?;
+    drop(cluster);
     if total != MESSAGES - failed || failed > 0 || group != MESSAGES - failed {
         return Err(format!(
             "{failed} messages failed, {total} read back and {group} consumed by the group of {MESSAGES}"
@@ -133,36 +138,45 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Three members of group `demo-group`, one stream each, consume the topic from the beginning;
-/// returns how many messages they got together.
-async fn consumer_group(cluster: &FakeCluster, expected: usize) -> Result<usize, Box<dyn std::error::Error>> {
-    println!("\nconsumer group demo-group: 3 members, 1 stream each, range assignment");
+/// Three members of `group`, one stream each, consume `topic` from the beginning until they
+/// have `expected` messages between them; returns how many they got.
+async fn consumer_group(
+    zookeeper: &str,
+    topic: &str,
+    group: &str,
+    expected: usize,
+) -> Result<usize, Box<dyn std::error::Error>> {
+    println!("\nconsumer group {group}: 3 members, 1 stream each, range assignment");
     let t = Instant::now();
     let mut members = Vec::new();
     for i in 0..3 {
         let config = ConsumerConfig::builder()
-            .zookeeper_connect(cluster.zookeeper())
-            .group_id("demo-group")
+            .zookeeper_connect(zookeeper)
+            .group_id(group)
             .consumer_id(format!("member-{i}"))
             .auto_offset_reset(AutoOffsetReset::Smallest)
             .build()?;
         let connector = ConsumerConnector::new(config).await?;
         let mut streams = connector
-            .create_message_streams(HashMap::from([(TOPIC.to_owned(), 1)]), Arc::new(StringDecoder::new()))
+            .create_message_streams(HashMap::from([(topic.to_owned(), 1)]), Arc::new(StringDecoder::new()))
             .await?;
-        let stream = streams.remove(TOPIC).and_then(|mut v| v.pop()).ok_or("no stream")?;
+        let stream = streams.remove(topic).and_then(|mut v| v.pop()).ok_or("no stream")?;
         members.push((connector, stream));
     }
-    // let the last join settle, then every member drains what it owns
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // every member reads what it owns (ownership moves while the others join) until the group
+    // has every message between them, or the time is up; a message is counted once however
+    // often it is delivered (a rebalance may hand the next owner a message again)
+    let seen: Arc<Mutex<HashSet<(i32, i64)>>> = Arc::default();
+    let deadline = tokio::time::Instant::now() + GROUP_WITHIN;
     let mut tasks = Vec::new();
     for (connector, mut stream) in members {
+        let seen = Arc::clone(&seen);
         tasks.push(tokio::spawn(async move {
             let mut count = 0usize;
-            let idle = Duration::from_millis(1500);
-            while let Ok(Some(item)) = tokio::time::timeout(idle, stream.next()).await {
-                if item.is_ok() {
+            while seen.lock().unwrap().len() < expected && tokio::time::Instant::now() < deadline {
+                if let Ok(Some(Ok(m))) = tokio::time::timeout(Duration::from_millis(100), stream.next()).await {
                     count += 1;
+                    seen.lock().unwrap().insert((m.partition, m.offset));
                 }
             }
             (connector, count)
@@ -174,20 +188,22 @@ async fn consumer_group(cluster: &FakeCluster, expected: usize) -> Result<usize,
     }
     // ownership and lag read while all three are still members (a member shutting down makes
     // the others rebalance)
-    let mut total = 0;
-    println!("{:>20} {:>18} {:>9} {:>6}", "member", "partitions owned", "consumed", "lag");
+    let mut deliveries = 0;
+    println!("{:>36} {:>18} {:>9} {:>6}", "member", "partitions owned", "consumed", "lag");
     for (connector, count) in &done {
         let owned: Vec<String> = connector.owned_partitions().keys().map(|(_, p)| p.to_string()).collect();
         let lag: i64 = connector.lag().iter().map(|l| l.lag).sum();
-        println!("{:>20} {:>18} {:>9} {:>6}", connector.consumer_id(), owned.join(","), count, lag);
-        total += count;
+        println!("{:>36} {:>18} {:>9} {:>6}", connector.consumer_id(), owned.join(","), count, lag);
+        deliveries += count;
     }
+    let total = seen.lock().unwrap().len();
     for (connector, _) in done {
         connector.shutdown().await?;
     }
     println!(
-        "the group consumed {total} of {expected} messages in {:.2?} (offsets committed to ZooKeeper)",
-        t.elapsed()
+        "the group consumed {total} of {expected} messages in {:.2?} ({} delivered twice; offsets committed to ZooKeeper)",
+        t.elapsed(),
+        deliveries - total
     );
     Ok(total)
 }
