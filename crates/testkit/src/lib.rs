@@ -34,13 +34,14 @@
 //! ```
 
 pub mod cluster;
+pub mod fault;
 pub mod hostile;
 pub mod proxy;
 pub mod tools;
 pub mod wire;
 pub mod zookeeper;
 
-pub use cluster::{Action, BrokerConfig, FakeCluster, FakeClusterBuilder, Intercept, LoggedRequest};
+pub use cluster::{BrokerConfig, FakeCluster, FakeClusterBuilder, LoggedRequest};
 
 /// Installs a `tracing` subscriber that prints to stderr, filtered by `RUST_LOG` (default
 /// `warn`). Safe to call more than once; for tests and the binary, never for libraries.
