@@ -112,33 +112,30 @@ fn map_topics<P, R>(topics: &[TopicPartitions<P>], mut f: impl FnMut(&P) -> R) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gregor_protocol::frame::{decode_response, ApiKey};
-    use gregor_protocol::messages::{ConsumerMetadataRequest, FetchPartition, FetchRequest, ProducePartition};
+    use gregor_protocol::frame::decode_response;
+    use gregor_protocol::messages::{
+        ConsumerMetadataRequest, FetchPartition, FetchRequest, ProducePartition, ProduceRequest,
+    };
     use gregor_protocol::{MessageSet, Request};
 
     fn header<R: Request>(correlation_id: i32) -> RequestHeader {
         RequestHeader { api_key: R::KEY, api_version: 0, correlation_id, client_id: None }
     }
 
-    fn produce(acks: i16) -> gregor_protocol::messages::ProduceRequest {
-        gregor_protocol::messages::ProduceRequest {
+    fn produce(acks: i16) -> ProduceRequest {
+        let partition = |partition| ProducePartition { partition, message_set: MessageSet::new() };
+        ProduceRequest {
             required_acks: acks,
             timeout: 100,
-            topics: vec![TopicPartitions::new(
-                "t",
-                vec![
-                    ProducePartition { partition: 0, message_set: MessageSet::new() },
-                    ProducePartition { partition: 3, message_set: MessageSet::new() },
-                ],
-            )],
+            topics: vec![TopicPartitions::new("t", vec![partition(0), partition(3)])],
         }
     }
 
     #[test]
     fn every_partition_named_gets_the_code() {
-        let h = header::<gregor_protocol::messages::ProduceRequest>(7);
+        let h = header::<ProduceRequest>(7);
         let frame = error_response(&h, &AnyRequest::Produce(produce(1)), ErrorCode::NotLeaderForPartition).unwrap();
-        let (rh, r) = decode_response::<gregor_protocol::messages::ProduceRequest>(0, frame.slice(4..)).unwrap();
+        let (rh, r) = decode_response::<ProduceRequest>(0, frame.slice(4..)).unwrap();
         assert_eq!(rh.correlation_id, 7);
         let got: Vec<_> = r.topics[0].partitions.iter().map(|p| (p.partition, p.error_code, p.offset)).collect();
         assert_eq!(got, [(0, 6, -1), (3, 6, -1)]);
@@ -166,12 +163,11 @@ mod tests {
         .unwrap();
         let (_, r) = decode_response::<ConsumerMetadataRequest>(0, frame.slice(4..)).unwrap();
         assert_eq!((r.error_code, r.coordinator_id), (ErrorCode::ConsumerCoordinatorNotAvailable.code(), -1));
-        assert_eq!(h.api_key, ApiKey::Produce);
     }
 
     #[test]
     fn an_acks_0_produce_closes_instead() {
-        let h = header::<gregor_protocol::messages::ProduceRequest>(1);
+        let h = header::<ProduceRequest>(1);
         assert_eq!(error_response(&h, &AnyRequest::Produce(produce(0)), ErrorCode::MessageSizeTooLarge), None);
     }
 }

@@ -452,13 +452,7 @@ mod tests {
                 ],
             )],
         });
-        assert_eq!(Asked::of(&header, &request), Asked { fetch_offset: Some(17), ..fetch_asked(0) }.with_id(3));
-    }
-
-    impl Asked {
-        fn with_id(mut self, correlation_id: i32) -> Asked {
-            self.correlation_id = correlation_id;
-            self
-        }
+        let expected = Asked { api_key: ApiKey::Fetch, version: 0, correlation_id: 3, fetch_offset: Some(17) };
+        assert_eq!(Asked::of(&header, &request), expected);
     }
 }

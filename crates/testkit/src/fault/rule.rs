@@ -125,11 +125,14 @@ mod tests {
     const FETCH: ApiKey = ApiKey::Fetch;
     const META: ApiKey = ApiKey::Metadata;
 
-    /// Each case: the rules, then the requests (broker, API) in order and the fault each gets.
+    /// A request to a broker with an API, and the fault it should get.
+    type Request = (i32, ApiKey, Option<Fault>);
+
+    /// Each case: the rules, then the requests in order and the fault each gets.
     #[test]
     fn rules_are_tried_in_order_and_spent() {
         let delay = Fault::Delay(Duration::from_millis(5));
-        let cases: Vec<(&str, Vec<Rule>, Vec<(i32, ApiKey, Option<Fault>)>)> = vec![
+        let cases: Vec<(&str, Vec<Rule>, Vec<Request>)> = vec![
             ("no rules", vec![], vec![(0, FETCH, None)]),
             (
                 "always by default",
