@@ -89,7 +89,6 @@ pub(super) fn error_response(header: &RequestHeader, request: &AnyRequest, code:
                 coordinator_port: -1,
             },
         ),
-        #[allow(unreachable_patterns)]
         _ => None,
     }
 }

@@ -52,7 +52,6 @@ fn answer(shared: &Shared, header: &RequestHeader, request: &AnyRequest) -> Hand
         AnyRequest::OffsetFetch(r) => frame(header, &offset_fetch(r)),
         AnyRequest::ConsumerMetadata(_) => frame(header, &consumer_metadata(shared)),
         // as 0.8.2 does with an API it does not know
-        #[allow(unreachable_patterns)]
         _ => Handled::Close,
     }
 }
