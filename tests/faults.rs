@@ -33,8 +33,9 @@ use std::time::{Duration, Instant};
 use gregor::producer::{ProducerConfig, ProducerConfigBuilder};
 use gregor::protocol::frame::ApiKey;
 use gregor::protocol::ErrorCode;
+use gregor_testkit::fault::{Fault as BrokerFault, Rule};
 use gregor_testkit::zookeeper::ZooKeeperServer;
-use gregor_testkit::{Action, FakeCluster, Intercept};
+use gregor_testkit::FakeCluster;
 use support::*;
 use tokio::sync::watch;
 
@@ -436,7 +437,7 @@ async fn inject(fault: Fault, cluster: &FakeCluster, members: &[Member], rng: &m
             let api = rng.pick(&[ApiKey::Produce, ApiKey::Fetch, ApiKey::Metadata, ApiKey::Offsets]);
             let delay = rng.millis(100, 2500);
             let times = 1 + rng.below(10) as usize;
-            let mut rule = Intercept::new(api, Action::Delay(delay)).times(times);
+            let mut rule = Rule::on(api, BrokerFault::Delay(delay)).times(times);
             if rng.below(2) == 0 {
                 rule = rule.on_broker(rng.pick(&brokers));
             }
@@ -447,7 +448,7 @@ async fn inject(fault: Fault, cluster: &FakeCluster, members: &[Member], rng: &m
         Fault::DropConnections => {
             let api = rng.pick(&[ApiKey::Produce, ApiKey::Fetch, ApiKey::Metadata, ApiKey::Offsets]);
             let times = 1 + rng.below(5) as usize;
-            cluster.intercept(Intercept::new(api, Action::DropConnection).times(times));
+            cluster.intercept(Rule::on(api, BrokerFault::Close).times(times));
             n.drops += 1;
             eprintln!("[{:6.1}s] drop the connection of {times} {api:?} requests", secs(t0));
         }
@@ -461,7 +462,7 @@ async fn inject(fault: Fault, cluster: &FakeCluster, members: &[Member], rng: &m
                 (ApiKey::Fetch, ErrorCode::UnknownTopicOrPartition),
             ]);
             let times = 1 + rng.below(4) as usize;
-            cluster.intercept(Intercept::new(api, Action::Error(code)).times(times));
+            cluster.intercept(Rule::on(api, BrokerFault::Error(code)).times(times));
             n.errors += 1;
             eprintln!("[{:6.1}s] answer {times} {api:?} requests with {code:?}", secs(t0));
         }

@@ -16,7 +16,7 @@ use gregor_admin::{
 use gregor_net::Backoff;
 use gregor_protocol::frame::ApiKey;
 use gregor_protocol::ErrorCode;
-use gregor_testkit::{Action, Intercept};
+use gregor_testkit::fault::{Fault, Rule};
 use gregor_zk::payloads::{encode_offset, ConsumerRegistration, PATTERN_STATIC};
 use gregor_zk::{paths, CreateMode};
 
@@ -411,10 +411,10 @@ async fn kafka_stored_offsets_lag_and_reset() {
     assert_eq!((rows[0].log_size, rows[0].lag), (Some(15), Some(3)));
 
     // a coordinator that moved is looked up again; one that never comes is given up on
-    c.intercept(Intercept::new(ApiKey::OffsetFetch, Action::Error(ErrorCode::NotCoordinatorForConsumer)).times(2));
+    c.intercept(Rule::on(ApiKey::OffsetFetch, Fault::Error(ErrorCode::NotCoordinatorForConsumer)).times(2));
     let again = admin.group_offsets_for_topics("billing", OffsetStorage::Kafka, &["orders"]).await.unwrap();
     assert_eq!(again, rows);
-    c.intercept(Intercept::new(ApiKey::ConsumerMetadata, Action::Error(ErrorCode::ConsumerCoordinatorNotAvailable)));
+    c.intercept(Rule::on(ApiKey::ConsumerMetadata, Fault::Error(ErrorCode::ConsumerCoordinatorNotAvailable)));
     let impatient =
         admin.clone().with_coordinator_retries(3, Backoff::new(Duration::from_millis(10), Duration::from_millis(20)));
     let err = impatient.group_offsets_for_topics("billing", OffsetStorage::Kafka, &["orders"]).await.unwrap_err();

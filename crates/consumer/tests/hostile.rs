@@ -20,7 +20,8 @@ use std::time::Duration;
 use gregor_consumer::{AutoOffsetReset, ConsumerConfig, ConsumerConnector, Error, KafkaStream};
 use gregor_protocol::frame::ApiKey;
 use gregor_serde::StringDecoder;
-use gregor_testkit::hostile::{Behaviour, HostileBroker, Rule};
+use gregor_testkit::fault::{Fault, Rule};
+use gregor_testkit::hostile::HostileBroker;
 use gregor_testkit::wire;
 use gregor_zk::payloads::{BrokerRegistration, PartitionState, TopicAssignment};
 use gregor_zk::{paths, CreateMode, ZkClient};
@@ -53,7 +54,7 @@ async fn hostile_leader(connect: &str, rules: Vec<Rule>) -> (HostileBroker, ZkCl
     let messages = (0..3).map(|i| wire::msg(None, &format!("m{i}"))).collect();
     let mut b = HostileBroker::builder().messages(TOPIC, 0, messages);
     for rule in rules {
-        b = b.rule(rule);
+        b = b.intercept(rule);
     }
     let broker = b.start().await.unwrap();
     let zk = ZkClient::connect(connect, Duration::from_secs(6)).await.unwrap();
@@ -119,7 +120,7 @@ async fn read(stream: &mut KafkaStream<String>, want: usize) -> Vec<(i64, String
 async fn a_bad_crc_is_put_on_the_stream_naming_the_message_and_never_skipped() {
     let Some(connect) = chroot("consumer_hostile_crc").await else { return };
     gregor_testkit::init_tracing();
-    let (broker, _zk) = hostile_leader(&connect, vec![Rule::on(ApiKey::Fetch, Behaviour::BadCrc)]).await;
+    let (broker, _zk) = hostile_leader(&connect, vec![Rule::on(ApiKey::Fetch, Fault::BadCrc)]).await;
     let (c, mut stream) = consumer(&connect, "g-crc").await;
     let mut errors = 0;
     let deadline = Instant::now() + LIVENESS;
@@ -143,7 +144,7 @@ async fn a_bad_crc_is_put_on_the_stream_naming_the_message_and_never_skipped() {
             other => panic!("{other:?}"),
         }
     }
-    broker.clear_rules();
+    broker.clear_intercepts();
     let got = read(&mut stream, 3).await;
     assert_eq!(got, [(0, "m0".into()), (1, "m1".into()), (2, "m2".into())], "nothing skipped");
     tokio::time::timeout(LIVENESS, c.shutdown()).await.expect("shutdown in time").unwrap();
@@ -154,7 +155,7 @@ async fn a_leader_that_never_answers_or_answers_garbage_never_hangs_the_stream()
     gregor_testkit::init_tracing();
     // the behaviours side by side, each with its own chroot, broker and consumer
     let mut set = tokio::task::JoinSet::new();
-    let behaviours = [Behaviour::Silent, Behaviour::WrongCorrelationId, Behaviour::HugeArrayCount, Behaviour::Close];
+    let behaviours = [Fault::Silent, Fault::WrongCorrelationId, Fault::HugeArrayCount, Fault::Close];
     for (i, behaviour) in behaviours.into_iter().enumerate() {
         let Some(connect) = chroot(&format!("consumer_hostile_silent_{i}")).await else { return };
         set.spawn(async move {
@@ -172,7 +173,7 @@ async fn a_leader_that_never_answers_or_answers_garbage_never_hangs_the_stream()
                 assert!(Instant::now() < deadline, "{behaviour:?}: the fetcher stopped trying");
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            broker.clear_rules();
+            broker.clear_intercepts();
             let got = read(&mut stream, 3).await;
             assert_eq!(got.iter().map(|m| m.0).collect::<Vec<_>>(), [0, 1, 2], "{behaviour:?}");
             tokio::time::timeout(LIVENESS, c.shutdown()).await.expect("shutdown in time").unwrap();

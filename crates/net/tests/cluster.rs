@@ -9,8 +9,9 @@ use gregor_net::{ConnectionConfig, Error, MetadataCache, PoisonReason, Pool};
 use gregor_protocol::frame::ApiKey;
 use gregor_protocol::messages::{FetchPartition, FetchRequest, MetadataRequest, TopicPartitions};
 use gregor_protocol::ErrorCode;
+use gregor_testkit::fault::{Fault, Rule};
 use gregor_testkit::zookeeper::ZooKeeperServer;
-use gregor_testkit::{Action, FakeCluster, Intercept};
+use gregor_testkit::FakeCluster;
 
 /// A cluster of three brokers in a chroot of its own, or `None` to skip.
 async fn cluster(test: &str, configure: impl FnOnce(&mut gregor_testkit::BrokerConfig)) -> Option<FakeCluster> {
@@ -252,7 +253,7 @@ async fn a_dropped_connection_poisons_and_a_retry_through_the_pool_succeeds() {
     pool.set_brokers(c.broker_addrs().into_iter().map(|(id, a)| (id, a.to_string())));
     let md = MetadataRequest { topics: vec![] };
     let conn = pool.get(2).await.unwrap();
-    c.intercept(Intercept::new(ApiKey::Metadata, Action::DropConnection).once().on_broker(2));
+    c.intercept(Rule::on(ApiKey::Metadata, Fault::Close).once().on_broker(2));
     let err = conn.request(0, &md).await.unwrap_err();
     let reason = err.poison_reason().unwrap_or_else(|| panic!("{err:?}"));
     assert!(matches!(reason, PoisonReason::BrokerClosed { in_flight: 1, .. }), "{reason:?}");
@@ -272,12 +273,12 @@ async fn intercepted_errors_and_delays_reach_the_caller() {
     let cache = MetadataCache::new(&c.bootstrap(), pool()).unwrap();
     cache.refresh(&topics(&["e"])).await.unwrap();
     let leader = cache.leader("e", 0).unwrap();
-    c.intercept(Intercept::new(ApiKey::Fetch, Action::Error(ErrorCode::NotLeaderForPartition)).once());
+    c.intercept(Rule::on(ApiKey::Fetch, Fault::Error(ErrorCode::NotLeaderForPartition)).once());
     let conn = cache.leader_connection("e", 0).await.unwrap();
     let r = conn.request(0, &fetch("e", 0, 0, 0)).await.unwrap();
     assert_eq!(r.topics[0].partitions[0].error(), Some(ErrorCode::NotLeaderForPartition));
     // a delayed response is still matched; other requests wait behind it on the broker
-    c.intercept(Intercept::new(ApiKey::Fetch, Action::Delay(Duration::from_millis(200))).once().on_broker(leader));
+    c.intercept(Rule::on(ApiKey::Fetch, Fault::Delay(Duration::from_millis(200))).once().on_broker(leader));
     let started = Instant::now();
     let r = conn.request(0, &fetch("e", 0, 0, 0)).await.unwrap();
     assert!(started.elapsed() >= Duration::from_millis(200));
@@ -290,7 +291,7 @@ async fn no_response_times_out_and_poisons() {
     let config = ConnectionConfig::builder().request_timeout(Duration::from_millis(300)).build().unwrap();
     let pool = Pool::new(config);
     pool.set_brokers(c.broker_addrs().into_iter().map(|(id, a)| (id, a.to_string())));
-    c.intercept(Intercept::new(ApiKey::Metadata, Action::NoResponse).once().on_broker(0));
+    c.intercept(Rule::on(ApiKey::Metadata, Fault::NoResponse).once().on_broker(0));
     let conn = pool.get(0).await.unwrap();
     let err = conn.request(0, &MetadataRequest { topics: vec![] }).await.unwrap_err();
     assert!(matches!(err, Error::Timeout { api: ApiKey::Metadata, .. }), "{err:?}");

@@ -21,7 +21,8 @@ use std::time::Duration;
 use gregor_net::{BrokerConnection, ConnectionConfig, Error, MetadataCache, MetadataConfig, PoisonReason, Pool};
 use gregor_protocol::frame::ApiKey;
 use gregor_protocol::messages::{FetchPartition, FetchRequest, MetadataRequest, TopicPartitions};
-use gregor_testkit::hostile::{self, Accept, Behaviour, HostileBroker, Rule};
+use gregor_testkit::fault::{self, Accept, Fault, Rule};
+use gregor_testkit::hostile::HostileBroker;
 use gregor_testkit::wire;
 use tokio::time::Instant;
 
@@ -142,7 +143,7 @@ async fn broker(rules: Vec<Rule>) -> HostileBroker {
         vec![wire::msg(Some("k"), "v0"), wire::msg(None, "v1")],
     );
     for rule in rules {
-        b = b.rule(rule);
+        b = b.intercept(rule);
     }
     b.start().await.unwrap()
 }
@@ -212,14 +213,14 @@ async fn a_correct_broker_is_a_correct_broker() {
 #[tokio::test]
 async fn a_wrong_correlation_id_poisons_at_once() {
     let panics = count_panics();
-    let b = broker(vec![Rule::on(ApiKey::Metadata, Behaviour::WrongCorrelationId)]).await;
+    let b = broker(vec![Rule::on(ApiKey::Metadata, Fault::WrongCorrelationId)]).await;
     let conn = connect(&b).await;
     let (err, took) = timed_md(&conn).await;
     let err = err.unwrap_err();
     let id = b.served()[0].header.correlation_id;
     match poison_of(&err) {
         PoisonReason::UnexpectedCorrelation { expected, got } => {
-            assert_eq!((*expected, *got), (Some(id), id + hostile::WRONG_CORRELATION_OFFSET))
+            assert_eq!((*expected, *got), (Some(id), id + fault::WRONG_CORRELATION_OFFSET))
         }
         other => panic!("{other:?}"),
     }
@@ -234,9 +235,9 @@ async fn pipelined_requests_fail_together() {
     let panics = count_panics();
     // the second of three pipelined requests is answered with a wrong id: all three fail
     let b = broker(vec![
-        Rule::on(ApiKey::Metadata, Behaviour::Delay(Duration::from_millis(50))).once(),
-        Rule::on(ApiKey::Metadata, Behaviour::WrongCorrelationId).once(),
-        Rule::on(ApiKey::Metadata, Behaviour::Silent),
+        Rule::on(ApiKey::Metadata, Fault::Delay(Duration::from_millis(50))).once(),
+        Rule::on(ApiKey::Metadata, Fault::WrongCorrelationId).once(),
+        Rule::on(ApiKey::Metadata, Fault::Silent),
     ])
     .await;
     let conn = connect(&b).await;
@@ -255,7 +256,7 @@ async fn pipelined_requests_fail_together() {
     assert!(took < TIMEOUT, "{took:?}");
 
     // silence: the oldest request times out, the others in flight fail with the same reason
-    let b = broker(vec![Rule::on(ApiKey::Metadata, Behaviour::Silent)]).await;
+    let b = broker(vec![Rule::on(ApiKey::Metadata, Fault::Silent)]).await;
     let conn = connect(&b).await;
     let started = Instant::now();
     let (r1, r2) = bounded("two requests", async {
@@ -274,7 +275,7 @@ async fn pipelined_requests_fail_together() {
 #[tokio::test]
 async fn a_truncated_frame_then_close_poisons_at_once() {
     let panics = count_panics();
-    let b = broker(vec![Rule::on(ApiKey::Metadata, Behaviour::TruncateThenClose)]).await;
+    let b = broker(vec![Rule::on(ApiKey::Metadata, Fault::TruncateThenClose)]).await;
     let conn = connect(&b).await;
     let (err, took) = timed_md(&conn).await;
     let err = err.unwrap_err();
@@ -288,13 +289,13 @@ async fn a_truncated_frame_then_close_poisons_at_once() {
 async fn silence_times_out_within_the_request_timeout() {
     let panics = count_panics();
     for (what, broker) in [
-        ("truncated then silent", broker(vec![Rule::on(ApiKey::Metadata, Behaviour::TruncateThenSilence)]).await),
-        ("silent", broker(vec![Rule::on(ApiKey::Metadata, Behaviour::Silent)]).await),
+        ("truncated then silent", broker(vec![Rule::on(ApiKey::Metadata, Fault::TruncateThenSilence)]).await),
+        ("silent", broker(vec![Rule::on(ApiKey::Metadata, Fault::Silent)]).await),
         ("accepts, never answers", HostileBroker::builder().accept(Accept::Silent).start().await.unwrap()),
         ("accepts, never reads", HostileBroker::builder().accept(Accept::Stall).start().await.unwrap()),
         (
             "a size prefix within the max, no frame",
-            broker(vec![Rule::on(ApiKey::Metadata, Behaviour::SizePrefix(1000))]).await,
+            broker(vec![Rule::on(ApiKey::Metadata, Fault::SizePrefix(1000))]).await,
         ),
     ] {
         let conn = connect(&broker).await;
@@ -319,7 +320,7 @@ async fn silence_times_out_within_the_request_timeout() {
 async fn huge_and_negative_size_prefixes_poison_at_once_without_allocating() {
     let panics = count_panics();
     for size in [i32::MAX, MAX_FRAME as i32 + 1, -1, i32::MIN] {
-        let b = broker(vec![Rule::on(ApiKey::Metadata, Behaviour::SizePrefix(size))]).await;
+        let b = broker(vec![Rule::on(ApiKey::Metadata, Fault::SizePrefix(size))]).await;
         let conn = connect(&b).await;
         arm();
         let (err, took) = timed_md(&conn).await;
@@ -351,7 +352,7 @@ async fn huge_and_negative_size_prefixes_poison_at_once_without_allocating() {
 async fn a_size_prefix_within_the_max_is_not_allocated_up_front() {
     let panics = count_panics();
     let max = gregor_net::config::DEFAULT_MAX_FRAME_SIZE;
-    let b = broker(vec![Rule::on(ApiKey::Metadata, Behaviour::SizePrefix(max as i32))]).await;
+    let b = broker(vec![Rule::on(ApiKey::Metadata, Fault::SizePrefix(max as i32))]).await;
     let config = config().to_builder().max_frame_size(max).build().unwrap();
     let conn = bounded("connect", BrokerConnection::connect(b.addr(), &config)).await.unwrap();
     arm();
@@ -383,7 +384,7 @@ async fn a_size_prefix_within_the_max_is_not_allocated_up_front() {
 #[tokio::test]
 async fn a_bad_crc_reaches_the_reader_as_a_crc_error_and_the_connection_stays_usable() {
     let panics = count_panics();
-    let b = broker(vec![Rule::on(ApiKey::Fetch, Behaviour::BadCrc).once()]).await;
+    let b = broker(vec![Rule::on(ApiKey::Fetch, Fault::BadCrc).once()]).await;
     let conn = connect(&b).await;
     // the connection moves bytes; the CRC is checked where the messages are decoded
     let f = bounded("fetch", conn.request(0, &fetch(0, 1))).await.unwrap();
@@ -405,17 +406,17 @@ async fn corrupt_bodies_fail_only_their_request_without_allocating() {
     let panics = count_panics();
     // (behaviour, API, what the codec must say)
     type Check = fn(&gregor_protocol::Error) -> bool;
-    let cases: [(Behaviour, ApiKey, Check); 4] = [
-        (Behaviour::MessageSetOverrun, ApiKey::Fetch, |e| {
+    let cases: [(Fault, ApiKey, Check); 4] = [
+        (Fault::MessageSetOverrun, ApiKey::Fetch, |e| {
             matches!(e, gregor_protocol::Error::InvalidLength { field: "message_set", .. })
         }),
-        (Behaviour::HugeArrayCount, ApiKey::Fetch, |e| {
+        (Fault::HugeArrayCount, ApiKey::Fetch, |e| {
             matches!(e, gregor_protocol::Error::InvalidLength { length: 2147483647, .. })
         }),
-        (Behaviour::HugeArrayCount, ApiKey::Metadata, |e| {
+        (Fault::HugeArrayCount, ApiKey::Metadata, |e| {
             matches!(e, gregor_protocol::Error::InvalidLength { field: "brokers", length: 2147483647, .. })
         }),
-        (Behaviour::TrailingBytes, ApiKey::Metadata, |e| {
+        (Fault::TrailingBytes, ApiKey::Metadata, |e| {
             matches!(e, gregor_protocol::Error::TrailingBytes { remaining: 4, .. })
         }),
     ];
@@ -451,7 +452,7 @@ async fn corrupt_bodies_fail_only_their_request_without_allocating() {
 #[tokio::test]
 async fn garbage_after_a_valid_response_delivers_it_then_poisons() {
     let panics = count_panics();
-    let b = broker(vec![Rule::on(ApiKey::Metadata, Behaviour::GarbageAfter).once()]).await;
+    let b = broker(vec![Rule::on(ApiKey::Metadata, Fault::GarbageAfter).once()]).await;
     let conn = connect(&b).await;
     let (ok, took) = timed_md(&conn).await;
     assert_eq!(ok.unwrap().topics[0].partitions.len(), 2, "the valid response is delivered");
@@ -463,7 +464,7 @@ async fn garbage_after_a_valid_response_delivers_it_then_poisons() {
         assert!(Instant::now() < deadline, "the garbage went unnoticed");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let garbage_size = i64::from(i32::from_be_bytes(hostile::GARBAGE[..4].try_into().unwrap()));
+    let garbage_size = i64::from(i32::from_be_bytes(fault::GARBAGE[..4].try_into().unwrap()));
     let reason = conn.poison_reason();
     assert!(matches!(reason, Some(PoisonReason::FrameTooLarge { size, .. }) if size == garbage_size), "{reason:?}");
     assert_poisoned(&conn).await;
@@ -471,7 +472,7 @@ async fn garbage_after_a_valid_response_delivers_it_then_poisons() {
     // garbage that looks like a frame (a small size, an id nobody waits for): the same
     let mut fake = 8i32.to_be_bytes().to_vec();
     fake.extend_from_slice(&[0x7f, 0, 0, 1, 0, 0, 0, 0]);
-    let b = broker(vec![Rule::on(ApiKey::Metadata, Behaviour::Raw(fake.into()))]).await;
+    let b = broker(vec![Rule::on(ApiKey::Metadata, Fault::Raw(fake.into()))]).await;
     let conn = connect(&b).await;
     let (err, took) = timed_md(&conn).await;
     let err = err.unwrap_err();
@@ -482,7 +483,7 @@ async fn garbage_after_a_valid_response_delivers_it_then_poisons() {
     assert!(took < TIMEOUT);
 
     // a frame too short to hold a correlation id
-    let b = broker(vec![Rule::on(ApiKey::Metadata, Behaviour::Raw(vec![0, 0, 0, 2, 0, 0].into()))]).await;
+    let b = broker(vec![Rule::on(ApiKey::Metadata, Fault::Raw(vec![0, 0, 0, 2, 0, 0].into()))]).await;
     let conn = connect(&b).await;
     let (err, _) = timed_md(&conn).await;
     let err = err.unwrap_err();
@@ -494,7 +495,7 @@ async fn garbage_after_a_valid_response_delivers_it_then_poisons() {
 async fn a_broker_that_closes_poisons_at_once() {
     let panics = count_panics();
     // after reading the request
-    let b = broker(vec![Rule::on(ApiKey::Metadata, Behaviour::Close)]).await;
+    let b = broker(vec![Rule::on(ApiKey::Metadata, Fault::Close)]).await;
     let conn = connect(&b).await;
     let (err, took) = timed_md(&conn).await;
     let err = err.unwrap_err();
@@ -520,14 +521,14 @@ async fn a_broker_that_closes_poisons_at_once() {
 async fn slowloris_is_read_when_in_time_and_cut_off_at_the_request_timeout() {
     let panics = count_panics();
     // a byte every millisecond: a Metadata response of ~60 bytes comes whole in time
-    let b = broker(vec![Rule::on(ApiKey::Metadata, Behaviour::Slowloris(Duration::from_millis(1)))]).await;
+    let b = broker(vec![Rule::on(ApiKey::Metadata, Fault::Slowloris(Duration::from_millis(1)))]).await;
     let conn = connect(&b).await;
     let (ok, took) = timed_md(&conn).await;
     assert_eq!(ok.unwrap().topics[0].partitions.len(), 2);
     assert!(took < TIMEOUT, "{took:?}");
 
     // a byte every 50 ms: each byte is progress, but the request's deadline does not move
-    let b = broker(vec![Rule::on(ApiKey::Metadata, Behaviour::Slowloris(Duration::from_millis(50)))]).await;
+    let b = broker(vec![Rule::on(ApiKey::Metadata, Fault::Slowloris(Duration::from_millis(50)))]).await;
     let conn = connect(&b).await;
     let (err, took) = timed_md(&conn).await;
     assert!(matches!(err, Err(Error::Timeout { after: TIMEOUT, .. })), "{err:?}");
@@ -539,7 +540,7 @@ async fn slowloris_is_read_when_in_time_and_cut_off_at_the_request_timeout() {
 #[tokio::test]
 async fn the_pool_replaces_a_poisoned_connection() {
     let panics = count_panics();
-    let b = broker(vec![Rule::on(ApiKey::Metadata, Behaviour::WrongCorrelationId).once()]).await;
+    let b = broker(vec![Rule::on(ApiKey::Metadata, Fault::WrongCorrelationId).once()]).await;
     let pool = Pool::new(config());
     let first = bounded("pool", pool.get_addr(&b.bootstrap())).await.unwrap();
     assert!(bounded("md", first.request(0, &md())).await.is_err());
@@ -569,23 +570,19 @@ async fn metadata_refresh_fails_typed_and_bounded_against_every_behaviour() {
     const ROUNDS: u32 = 2;
     type Check = fn(&Error) -> bool;
     let timeout: Check = |e| matches!(e, Error::Timeout { api: ApiKey::Metadata, .. });
-    let cases: Vec<(Behaviour, Check)> = vec![
-        (Behaviour::WrongCorrelationId, |e| {
-            matches!(e.poison_reason(), Some(PoisonReason::UnexpectedCorrelation { .. }))
-        }),
-        (Behaviour::TruncateThenClose, |e| matches!(e.poison_reason(), Some(PoisonReason::BrokerClosed { .. }))),
-        (Behaviour::TruncateThenSilence, timeout),
-        (Behaviour::SizePrefix(i32::MAX), |e| matches!(e.poison_reason(), Some(PoisonReason::FrameTooLarge { .. }))),
-        (Behaviour::SizePrefix(-7), |e| {
-            matches!(e.poison_reason(), Some(PoisonReason::FrameTooLarge { size: -7, .. }))
-        }),
-        (Behaviour::HugeArrayCount, |e| matches!(e, Error::Decode { api: ApiKey::Metadata, .. })),
-        (Behaviour::TrailingBytes, |e| matches!(e, Error::Decode { api: ApiKey::Metadata, .. })),
-        (Behaviour::Silent, timeout),
-        (Behaviour::Close, |e| {
+    let cases: Vec<(Fault, Check)> = vec![
+        (Fault::WrongCorrelationId, |e| matches!(e.poison_reason(), Some(PoisonReason::UnexpectedCorrelation { .. }))),
+        (Fault::TruncateThenClose, |e| matches!(e.poison_reason(), Some(PoisonReason::BrokerClosed { .. }))),
+        (Fault::TruncateThenSilence, timeout),
+        (Fault::SizePrefix(i32::MAX), |e| matches!(e.poison_reason(), Some(PoisonReason::FrameTooLarge { .. }))),
+        (Fault::SizePrefix(-7), |e| matches!(e.poison_reason(), Some(PoisonReason::FrameTooLarge { size: -7, .. }))),
+        (Fault::HugeArrayCount, |e| matches!(e, Error::Decode { api: ApiKey::Metadata, .. })),
+        (Fault::TrailingBytes, |e| matches!(e, Error::Decode { api: ApiKey::Metadata, .. })),
+        (Fault::Silent, timeout),
+        (Fault::Close, |e| {
             matches!(e.poison_reason(), Some(PoisonReason::BrokerClosed { .. } | PoisonReason::Io { .. }))
         }),
-        (Behaviour::Slowloris(Duration::from_millis(50)), timeout),
+        (Fault::Slowloris(Duration::from_millis(50)), timeout),
     ];
     for (behaviour, check) in cases {
         let b = broker(vec![Rule::on(ApiKey::Metadata, behaviour.clone())]).await;
@@ -613,7 +610,7 @@ async fn metadata_refresh_fails_typed_and_bounded_against_every_behaviour() {
 #[tokio::test]
 async fn metadata_falls_through_a_hostile_broker_to_a_good_one() {
     let panics = count_panics();
-    let bad = broker(vec![Rule::any(Behaviour::WrongCorrelationId)]).await;
+    let bad = broker(vec![Rule::any(Fault::WrongCorrelationId)]).await;
     let good = broker(vec![]).await;
     let cache = cache(&format!("{},{}", bad.bootstrap(), good.bootstrap()), 1);
     let started = Instant::now();

@@ -14,7 +14,8 @@ use common::*;
 use gregor_producer::{AsyncProducer, DeliveryFuture, Error, Record};
 use gregor_protocol::frame::ApiKey;
 use gregor_protocol::ErrorCode;
-use gregor_testkit::{Action, FakeCluster, Intercept};
+use gregor_testkit::fault::{Fault, Rule};
+use gregor_testkit::FakeCluster;
 
 fn rec(topic: &str, value: impl ToString) -> Record<String, String> {
     Record::new(topic, value.to_string())
@@ -35,7 +36,7 @@ async fn not_leader_once_is_refreshed_retried_and_delivered() {
     let p = producer(config(&c));
     warm(&p, "t").await;
     c.clear_requests();
-    c.intercept(Intercept::new(ApiKey::Produce, Action::Error(ErrorCode::NotLeaderForPartition)).once());
+    c.intercept(Rule::on(ApiKey::Produce, Fault::Error(ErrorCode::NotLeaderForPartition)).once());
     let m = p.send(rec("t", "one")).await.unwrap().bounded().await.unwrap();
     assert_eq!(m.offset, 1);
     assert_eq!(produce_requests(&c, "t").len(), 2, "sent, refused, sent again");
@@ -50,13 +51,13 @@ async fn retriable_errors_and_dropped_connections_are_retried() {
     let p = producer(config(&c));
     warm(&p, "t").await;
     for action in [
-        Action::Error(ErrorCode::RequestTimedOut),
-        Action::Error(ErrorCode::LeaderNotAvailable),
-        Action::Error(ErrorCode::UnknownTopicOrPartition),
-        Action::DropConnection,
+        Fault::Error(ErrorCode::RequestTimedOut),
+        Fault::Error(ErrorCode::LeaderNotAvailable),
+        Fault::Error(ErrorCode::UnknownTopicOrPartition),
+        Fault::Close,
     ] {
         c.clear_requests();
-        c.intercept(Intercept::new(ApiKey::Produce, action.clone()).once());
+        c.intercept(Rule::on(ApiKey::Produce, action.clone()).once());
         let m = p.send(rec("t", format!("{action:?}"))).await.unwrap().bounded().await;
         assert!(m.is_ok(), "{action:?}: {m:?}");
         assert_eq!(produce_requests(&c, "t").len(), 2, "{action:?}");
@@ -71,7 +72,7 @@ async fn retries_run_out_into_a_delivery_error() {
     let p = producer(config(&c).message_send_max_retries(2).retry_backoff(Duration::from_millis(20)));
     warm(&p, "t").await;
     c.clear_requests();
-    c.intercept(Intercept::new(ApiKey::Produce, Action::Error(ErrorCode::NotLeaderForPartition)).times(10));
+    c.intercept(Rule::on(ApiKey::Produce, Fault::Error(ErrorCode::NotLeaderForPartition)).times(10));
     let e = p.send(rec("t", "doomed")).await.unwrap().bounded().await.unwrap_err();
     c.clear_intercepts();
     assert_eq!((&*e.topic, e.partition, e.attempts), ("t", Some(0), 3), "{e:?}");
@@ -89,7 +90,7 @@ async fn message_size_too_large_fails_at_once() {
     let p = producer(config(&c));
     warm(&p, "t").await;
     c.clear_requests();
-    c.intercept(Intercept::new(ApiKey::Produce, Action::Error(ErrorCode::MessageSizeTooLarge)).once());
+    c.intercept(Rule::on(ApiKey::Produce, Fault::Error(ErrorCode::MessageSizeTooLarge)).once());
     let e = p.send(rec("t", "refused")).await.unwrap().bounded().await.unwrap_err();
     assert_eq!(e.attempts, 1);
     assert_eq!(e.error.code(), Some(ErrorCode::MessageSizeTooLarge));

@@ -23,7 +23,8 @@ use gregor_producer::{
 };
 use gregor_protocol::frame::ApiKey;
 use gregor_serde::StringEncoder;
-use gregor_testkit::hostile::{Accept, Behaviour, HostileBroker, Rule};
+use gregor_testkit::fault::{Accept, Fault, Rule};
+use gregor_testkit::hostile::HostileBroker;
 
 /// `request.timeout.ms` of these tests; the connection waits this plus
 /// [`RESPONSE_TIMEOUT_MARGIN`] for a response.
@@ -59,7 +60,7 @@ fn producer(b: &HostileBroker) -> AsyncProducer<String, String> {
 async fn broker(rules: Vec<Rule>) -> HostileBroker {
     let mut b = HostileBroker::builder().topic("t", 2);
     for rule in rules {
-        b = b.rule(rule);
+        b = b.intercept(rule);
     }
     b.start().await.unwrap()
 }
@@ -147,16 +148,16 @@ impl Expect {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_record_fails_typed_and_in_time_whatever_the_broker_does_to_produce() {
     let cases = vec![
-        (Behaviour::WrongCorrelationId, Expect::UnexpectedCorrelation),
-        (Behaviour::TruncateThenClose, Expect::Closed),
-        (Behaviour::TruncateThenSilence, Expect::Timeout),
-        (Behaviour::SizePrefix(i32::MAX), Expect::FrameTooLarge(i64::from(i32::MAX))),
-        (Behaviour::SizePrefix(-1), Expect::FrameTooLarge(-1)),
-        (Behaviour::HugeArrayCount, Expect::Decode),
-        (Behaviour::TrailingBytes, Expect::Decode),
-        (Behaviour::Silent, Expect::Timeout),
-        (Behaviour::Close, Expect::Closed),
-        (Behaviour::Slowloris(Duration::from_millis(100)), Expect::Timeout),
+        (Fault::WrongCorrelationId, Expect::UnexpectedCorrelation),
+        (Fault::TruncateThenClose, Expect::Closed),
+        (Fault::TruncateThenSilence, Expect::Timeout),
+        (Fault::SizePrefix(i32::MAX), Expect::FrameTooLarge(i64::from(i32::MAX))),
+        (Fault::SizePrefix(-1), Expect::FrameTooLarge(-1)),
+        (Fault::HugeArrayCount, Expect::Decode),
+        (Fault::TrailingBytes, Expect::Decode),
+        (Fault::Silent, Expect::Timeout),
+        (Fault::Close, Expect::Closed),
+        (Fault::Slowloris(Duration::from_millis(100)), Expect::Timeout),
     ];
     all(cases, |(behaviour, expect)| async move {
         let b = broker(vec![Rule::on(ApiKey::Produce, behaviour.clone())]).await;
@@ -196,13 +197,13 @@ async fn every_record_fails_typed_and_in_time_whatever_the_broker_does_to_produc
 async fn a_readable_response_is_a_delivery_however_it_comes() {
     let cases = vec![
         // garbage after the response: delivered, the connection then given up and replaced
-        (ApiKey::Produce, Behaviour::GarbageAfter),
-        (ApiKey::Metadata, Behaviour::GarbageAfter),
+        (ApiKey::Produce, Fault::GarbageAfter),
+        (ApiKey::Metadata, Fault::GarbageAfter),
         // a byte every millisecond: slow, but in time
-        (ApiKey::Produce, Behaviour::Slowloris(Duration::from_millis(1))),
-        (ApiKey::Metadata, Behaviour::Slowloris(Duration::from_millis(1))),
+        (ApiKey::Produce, Fault::Slowloris(Duration::from_millis(1))),
+        (ApiKey::Metadata, Fault::Slowloris(Duration::from_millis(1))),
         // nothing to corrupt in a Produce response: answered correctly
-        (ApiKey::Produce, Behaviour::BadCrc),
+        (ApiKey::Produce, Fault::BadCrc),
     ];
     all(cases, |(api, behaviour)| async move {
         let b = broker(vec![Rule::on(api, behaviour.clone())]).await;
@@ -227,12 +228,12 @@ async fn a_readable_response_is_a_delivery_however_it_comes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_record_fails_typed_and_in_time_whatever_the_broker_does_to_metadata() {
     let cases = vec![
-        Behaviour::WrongCorrelationId,
-        Behaviour::TruncateThenClose,
-        Behaviour::SizePrefix(i32::MAX),
-        Behaviour::HugeArrayCount,
-        Behaviour::Silent,
-        Behaviour::Close,
+        Fault::WrongCorrelationId,
+        Fault::TruncateThenClose,
+        Fault::SizePrefix(i32::MAX),
+        Fault::HugeArrayCount,
+        Fault::Silent,
+        Fault::Close,
     ];
     all(cases, |behaviour| async move {
         let b = broker(vec![Rule::on(ApiKey::Metadata, behaviour.clone())]).await;
@@ -266,7 +267,7 @@ async fn every_record_fails_typed_and_in_time_whatever_the_broker_does_to_metada
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_returns_in_time_with_records_in_flight_to_a_silent_broker() {
     for accept in [Accept::Serve, Accept::Stall] {
-        let b = broker(vec![Rule::on(ApiKey::Produce, Behaviour::Silent)]).await;
+        let b = broker(vec![Rule::on(ApiKey::Produce, Fault::Silent)]).await;
         let p = producer(&b);
         let mut deliveries = Vec::new();
         for i in 0..RECORDS {
@@ -296,10 +297,10 @@ async fn close_returns_in_time_with_records_in_flight_to_a_silent_broker() {
 fn sync_sends_fail_typed_and_in_time() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     for (behaviour, expect) in [
-        (Behaviour::WrongCorrelationId, Expect::UnexpectedCorrelation),
-        (Behaviour::SizePrefix(i32::MAX), Expect::FrameTooLarge(i64::from(i32::MAX))),
-        (Behaviour::HugeArrayCount, Expect::Decode),
-        (Behaviour::Silent, Expect::Timeout),
+        (Fault::WrongCorrelationId, Expect::UnexpectedCorrelation),
+        (Fault::SizePrefix(i32::MAX), Expect::FrameTooLarge(i64::from(i32::MAX))),
+        (Fault::HugeArrayCount, Expect::Decode),
+        (Fault::Silent, Expect::Timeout),
     ] {
         let b = rt.block_on(broker(vec![Rule::on(ApiKey::Produce, behaviour.clone())]));
         let config = config(&b).build().unwrap();

@@ -17,8 +17,9 @@ use gregor_simple_consumer::{
     Error, FetchedMessage, SimpleConsumer, SimpleConsumerConfig, SimpleConsumerConfigBuilder, EARLIEST_TIME,
     LATEST_TIME,
 };
+use gregor_testkit::fault::{Fault, Rule};
 use gregor_testkit::zookeeper::ZooKeeperServer;
-use gregor_testkit::{Action, BrokerConfig, FakeCluster, Intercept, LoggedRequest};
+use gregor_testkit::{BrokerConfig, FakeCluster, LoggedRequest};
 
 const CLIENT_ID: &str = "simple-consumer-test";
 
@@ -331,7 +332,7 @@ async fn a_moved_leader_is_found_again_after_not_leader_for_partition() {
 
     // an intercepted NotLeaderForPartition on the current leader is retried the same way
     c.clear_requests();
-    c.intercept(Intercept::new(ApiKey::Fetch, Action::Error(ErrorCode::NotLeaderForPartition)).once());
+    c.intercept(Rule::on(ApiKey::Fetch, Fault::Error(ErrorCode::NotLeaderForPartition)).once());
     let data = consumer.fetch_partition("m", 0, 0).await.unwrap();
     assert_eq!(data.messages.len(), 10);
     let apis: Vec<ApiKey> = logged(&c, ApiKey::Fetch).iter().map(|r| r.header.api_key).collect();
@@ -340,7 +341,7 @@ async fn a_moved_leader_is_found_again_after_not_leader_for_partition() {
 
     // retries are bounded: a leader that keeps refusing is surfaced with the attempts made
     let strict = SimpleConsumer::new(config(&c).refresh_leader_max_retries(2).build().unwrap()).unwrap();
-    c.intercept(Intercept::new(ApiKey::Fetch, Action::Error(ErrorCode::NotLeaderForPartition)).times(3));
+    c.intercept(Rule::on(ApiKey::Fetch, Fault::Error(ErrorCode::NotLeaderForPartition)).times(3));
     match strict.fetch_partition("m", 0, 0).await {
         Err(Error::Broker { code: ErrorCode::NotLeaderForPartition, attempts: 3, broker, .. }) => {
             assert_eq!(broker, new)

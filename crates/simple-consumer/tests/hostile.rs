@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use gregor_net::PoisonReason;
 use gregor_protocol::frame::ApiKey;
 use gregor_simple_consumer::{Error, SimpleConsumer, SimpleConsumerConfig, EARLIEST_TIME, LATEST_TIME};
-use gregor_testkit::hostile::{Behaviour, HostileBroker, Rule};
+use gregor_testkit::fault::{Fault, Rule};
+use gregor_testkit::hostile::HostileBroker;
 use gregor_testkit::wire;
 
 /// `socket.timeout.ms` of these tests.
@@ -50,7 +51,7 @@ async fn broker(rules: Vec<Rule>) -> HostileBroker {
     let messages = (0..3).map(|i| wire::msg(None, &format!("m{i}"))).collect();
     let mut b = HostileBroker::builder().topic("t", 2).messages("t", 0, messages);
     for rule in rules {
-        b = b.rule(rule);
+        b = b.intercept(rule);
     }
     b.start().await.unwrap()
 }
@@ -135,26 +136,26 @@ impl Expect {
     }
 }
 
-fn leader_cases() -> Vec<(Behaviour, Expect)> {
+fn leader_cases() -> Vec<(Fault, Expect)> {
     vec![
-        (Behaviour::WrongCorrelationId, Expect::UnexpectedCorrelation),
-        (Behaviour::TruncateThenClose, Expect::Closed),
-        (Behaviour::TruncateThenSilence, Expect::Timeout),
-        (Behaviour::SizePrefix(i32::MAX), Expect::FrameTooLarge),
-        (Behaviour::SizePrefix(i32::MIN), Expect::FrameTooLarge),
-        (Behaviour::MessageSetOverrun, Expect::Decode),
-        (Behaviour::HugeArrayCount, Expect::Decode),
-        (Behaviour::TrailingBytes, Expect::Decode),
-        (Behaviour::Silent, Expect::Timeout),
-        (Behaviour::Close, Expect::Closed),
-        (Behaviour::Slowloris(Duration::from_millis(50)), Expect::Timeout),
+        (Fault::WrongCorrelationId, Expect::UnexpectedCorrelation),
+        (Fault::TruncateThenClose, Expect::Closed),
+        (Fault::TruncateThenSilence, Expect::Timeout),
+        (Fault::SizePrefix(i32::MAX), Expect::FrameTooLarge),
+        (Fault::SizePrefix(i32::MIN), Expect::FrameTooLarge),
+        (Fault::MessageSetOverrun, Expect::Decode),
+        (Fault::HugeArrayCount, Expect::Decode),
+        (Fault::TrailingBytes, Expect::Decode),
+        (Fault::Silent, Expect::Timeout),
+        (Fault::Close, Expect::Closed),
+        (Fault::Slowloris(Duration::from_millis(50)), Expect::Timeout),
     ]
 }
 
 /// Checks a leader call's error: Connection from broker 0 for t/`partition`, with the expected
 /// attempts and cause.
 fn check_connection_error(
-    behaviour: &Behaviour,
+    behaviour: &Fault,
     expect: Expect,
     api: ApiKey,
     partition: i32,
@@ -174,7 +175,7 @@ fn check_connection_error(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_crc_names_topic_partition_and_offset_and_is_not_skipped() {
-    let b = broker(vec![Rule::on(ApiKey::Fetch, Behaviour::BadCrc)]).await;
+    let b = broker(vec![Rule::on(ApiKey::Fetch, Fault::BadCrc)]).await;
     let c = consumer(&b);
     let started = Instant::now();
     let e = bounded("fetch", c.fetch_partition("t", 0, 1)).await.unwrap_err();
@@ -208,7 +209,7 @@ async fn a_bad_crc_names_topic_partition_and_offset_and_is_not_skipped() {
         assert_eq!(stream.position(), 2);
     }
     // once the broker behaves, the stream goes on from there
-    b.clear_rules();
+    b.clear_intercepts();
     let m = bounded("stream", stream.next()).await.unwrap().unwrap();
     assert_eq!((m.offset, m.value.as_deref()), (2, Some(&b"m2"[..])));
     bounded("close", c.close()).await;
@@ -262,14 +263,14 @@ async fn offsets_fail_typed_and_in_time_whatever_the_leader_does() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_lookups_fail_typed_and_in_time_whatever_the_broker_does() {
     let cases = vec![
-        Behaviour::WrongCorrelationId,
-        Behaviour::TruncateThenClose,
-        Behaviour::TruncateThenSilence,
-        Behaviour::SizePrefix(i32::MAX),
-        Behaviour::HugeArrayCount,
-        Behaviour::TrailingBytes,
-        Behaviour::Silent,
-        Behaviour::Close,
+        Fault::WrongCorrelationId,
+        Fault::TruncateThenClose,
+        Fault::TruncateThenSilence,
+        Fault::SizePrefix(i32::MAX),
+        Fault::HugeArrayCount,
+        Fault::TrailingBytes,
+        Fault::Silent,
+        Fault::Close,
     ];
     all(cases, |behaviour| async move {
         let b = broker(vec![Rule::on(ApiKey::Metadata, behaviour.clone())]).await;
@@ -301,7 +302,7 @@ async fn metadata_lookups_fail_typed_and_in_time_whatever_the_broker_does() {
 /// A readable response is used however it comes: garbage after it, or a byte at a time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_readable_response_is_used_however_it_comes() {
-    let cases = vec![Behaviour::GarbageAfter, Behaviour::Slowloris(Duration::from_millis(1))];
+    let cases = vec![Fault::GarbageAfter, Fault::Slowloris(Duration::from_millis(1))];
     all(cases, |behaviour| async move {
         let b = broker(vec![Rule::any(behaviour.clone())]).await;
         let c = Arc::new(consumer(&b));

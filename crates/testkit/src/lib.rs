@@ -9,8 +9,17 @@
 //!   for real or cut a client off a broker.
 //! * [`FakeCluster`]: Kafka 0.8.2 brokers on 127.0.0.1 that speak the wire protocol and
 //!   coordinate through the real ZooKeeper exactly as Kafka does (registration, controller,
-//!   topics, partition state, ISR, admin paths, consumer offsets), with fault hooks and a
-//!   request log.
+//!   topics, partition state, ISR, admin paths, consumer offsets), with faults (kill,
+//!   crash, restart or pause a broker, move a leader, any [`fault::Fault`] on any request) and
+//!   a request log.
+//! * [`hostile::HostileBroker`]: one misbehaving broker with no ZooKeeper and no replicas, to
+//!   prove a client turns corrupt frames and silence into typed errors within its timeouts.
+//! * [`fault`]: the one fault vocabulary both fakes take. A [`fault::Rule`] (an API key or any,
+//!   optionally one broker, once / `times(n)` / always) picks a [`fault::Fault`] for each
+//!   request: an error code, a delay, a closed connection, silence, or a corrupt frame (a
+//!   wrong correlation id, a truncated frame, a bad CRC, a huge array count, ...), each
+//!   documented once with what it models. `cluster.intercept(rule)` and
+//!   `hostile.intercept(rule)` apply it the same way to every connection they serve.
 //! * [`wire`]: a tiny raw wire client (one connection, the codec, nothing else) and request
 //!   builders, to poke a broker exactly.
 //! * [`tools`]: kcat (in 0.8.2 mode) and kafka-python run in child processes bounded by a
@@ -34,13 +43,14 @@
 //! ```
 
 pub mod cluster;
+pub mod fault;
 pub mod hostile;
 pub mod proxy;
 pub mod tools;
 pub mod wire;
 pub mod zookeeper;
 
-pub use cluster::{Action, BrokerConfig, FakeCluster, FakeClusterBuilder, Intercept, LoggedRequest};
+pub use cluster::{BrokerConfig, FakeCluster, FakeClusterBuilder, LoggedRequest};
 
 /// Installs a `tracing` subscriber that prints to stderr, filtered by `RUST_LOG` (default
 /// `warn`). Safe to call more than once; for tests and the binary, never for libraries.

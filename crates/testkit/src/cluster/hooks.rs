@@ -1,61 +1,14 @@
-//! Fault hooks and the request log.
+//! What the cluster's brokers do on purpose: the fault [`Rule`]s every broker consults, how
+//! each broker greets connections ([`Accept`]), and the request log.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use gregor_protocol::frame::{ApiKey, RequestHeader};
 use gregor_protocol::messages::AnyRequest;
-use gregor_protocol::ErrorCode;
 
-/// What an interception does to a matching request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Action {
-    /// Answer with this error code for every topic/partition (or the whole response) of the
-    /// request instead of handling it.
-    Error(ErrorCode),
-    /// Handle the request normally, but only after this delay.
-    Delay(Duration),
-    /// Close the connection without answering.
-    DropConnection,
-    /// Handle the request but send no response (the client must time out).
-    NoResponse,
-}
-
-/// A rule: requests with this API key (optionally to one broker) get the action, once, a
-/// number of times, or always.
-#[derive(Debug, Clone)]
-pub struct Intercept {
-    api_key: ApiKey,
-    broker: Option<i32>,
-    remaining: Option<usize>,
-    action: Action,
-}
-
-impl Intercept {
-    /// Every request with `api_key` gets `action`, until [`Intercept::times`] says otherwise.
-    pub fn new(api_key: ApiKey, action: Action) -> Intercept {
-        Intercept { api_key, broker: None, remaining: None, action }
-    }
-
-    /// Only requests sent to `broker`.
-    pub fn on_broker(mut self, broker: i32) -> Intercept {
-        self.broker = Some(broker);
-        self
-    }
-
-    /// Only the next request.
-    pub fn once(self) -> Intercept {
-        self.times(1)
-    }
-
-    /// Only the next `n` requests.
-    pub fn times(mut self, n: usize) -> Intercept {
-        self.remaining = Some(n);
-        self
-    }
-}
+use crate::fault::{Accept, Fault, Rule, Rules};
 
 /// A request as a broker received it.
 #[derive(Debug, Clone)]
@@ -68,6 +21,9 @@ pub struct LoggedRequest {
     pub header: RequestHeader,
     /// Its body.
     pub request: AnyRequest,
+    /// The fault it met: [`Fault::Answer`] when no rule matched, [`Fault::Silent`] on a
+    /// connection a fault had silenced.
+    pub fault: Fault,
 }
 
 /// Most requests the log keeps by default (the oldest go first); see
@@ -78,35 +34,36 @@ pub const REQUEST_LOG_CAPACITY: usize = 100_000;
 #[derive(Debug)]
 pub(crate) struct Hooks {
     capacity: usize,
-    intercepts: Mutex<Vec<Intercept>>,
+    rules: Mutex<Rules>,
+    accept: Mutex<BTreeMap<i32, Accept>>,
     log: Mutex<VecDeque<LoggedRequest>>,
 }
 
 impl Hooks {
     pub(crate) fn new(capacity: usize) -> Hooks {
-        Hooks { capacity, intercepts: Mutex::default(), log: Mutex::default() }
+        Hooks { capacity, rules: Mutex::default(), accept: Mutex::default(), log: Mutex::default() }
     }
 
-    pub(crate) fn add(&self, intercept: Intercept) {
-        lock(&self.intercepts).push(intercept);
+    pub(crate) fn add(&self, rule: Rule) {
+        lock(&self.rules).push(rule);
     }
 
     pub(crate) fn clear(&self) {
-        lock(&self.intercepts).clear();
+        lock(&self.rules).clear();
     }
 
-    /// The action for a request, consuming one use of the rule that matched.
-    pub(crate) fn take(&self, broker: i32, api_key: ApiKey) -> Option<Action> {
-        let mut rules = lock(&self.intercepts);
-        let i = rules.iter().position(|r| r.api_key == api_key && r.broker.is_none_or(|b| b == broker))?;
-        let action = rules[i].action.clone();
-        if let Some(n) = rules[i].remaining.as_mut() {
-            *n -= 1;
-            if *n == 0 {
-                rules.remove(i);
-            }
-        }
-        Some(action)
+    /// The fault for a request, spending one use of the rule that matched.
+    pub(crate) fn take(&self, broker: i32, api_key: ApiKey) -> Option<Fault> {
+        lock(&self.rules).take(broker, api_key)
+    }
+
+    pub(crate) fn set_accept(&self, broker: i32, accept: Accept) {
+        lock(&self.accept).insert(broker, accept);
+    }
+
+    /// How `broker` greets a new connection.
+    pub(crate) fn accept(&self, broker: i32) -> Accept {
+        lock(&self.accept).get(&broker).copied().unwrap_or_default()
     }
 
     pub(crate) fn record(&self, entry: LoggedRequest) {

@@ -15,9 +15,11 @@
 //! a killed broker's partitions move to the ISR's next replica.
 //!
 //! Faults: [`FakeCluster::kill_broker`], [`FakeCluster::restart_broker`],
-//! [`FakeCluster::pause_broker`], [`FakeCluster::move_leader`], [`FakeCluster::intercept`]
-//! (error codes, delays, dropped connections, missing responses by API key), and a request log
-//! ([`FakeCluster::requests`]).
+//! [`FakeCluster::pause_broker`], [`FakeCluster::move_leader`], [`FakeCluster::intercept`] (any
+//! [`Fault`](crate::fault::Fault) by API key and broker: error codes, delays, dropped
+//! connections, missing responses, and every corrupt frame the
+//! [`HostileBroker`](crate::hostile::HostileBroker) can send), [`FakeCluster::set_accept`], and
+//! a request log ([`FakeCluster::requests`]) that names the fault each request met.
 
 mod config;
 mod controller;
@@ -46,8 +48,9 @@ pub use config::{
     DEFAULT_OFFSETS_TOPIC_REPLICATION_FACTOR, DEFAULT_OFFSET_METADATA_MAX_BYTES, DEFAULT_REPLICA_LAG_TIME_MAX,
     OFFSETS_TOPIC,
 };
-pub use hooks::{Action, Intercept, LoggedRequest, REQUEST_LOG_CAPACITY};
+pub use hooks::{LoggedRequest, REQUEST_LOG_CAPACITY};
 
+use crate::fault::{Accept, Rule};
 use handlers::BrokerCtx;
 use state::{BrokerSlot, Shared};
 
@@ -591,14 +594,34 @@ impl FakeCluster {
         controller::move_leader(&self.shared, &self.admin, topic, partition, to).await.map_err(Error::Invalid)
     }
 
-    /// Adds a fault rule (see [`Intercept`]).
-    pub fn intercept(&self, rule: Intercept) {
+    /// Adds a fault rule, tried after the existing ones, by every broker (or the one
+    /// [`Rule::on_broker`] names); see [`crate::fault`] for how rules are tried and what each
+    /// [`Fault`](crate::fault::Fault) does.
+    ///
+    /// ```no_run
+    /// # fn demo(cluster: &gregor_testkit::FakeCluster) {
+    /// use gregor_protocol::frame::ApiKey;
+    /// use gregor_protocol::ErrorCode;
+    /// use gregor_testkit::fault::{Fault, Rule};
+    ///
+    /// cluster.intercept(Rule::on(ApiKey::Produce, Fault::Error(ErrorCode::NotLeaderForPartition)).once());
+    /// cluster.intercept(Rule::on(ApiKey::Fetch, Fault::TruncateThenClose).on_broker(1).times(3));
+    /// # }
+    /// ```
+    pub fn intercept(&self, rule: Rule) {
         self.shared.hooks.add(rule);
     }
 
-    /// Removes every fault rule.
+    /// Removes every fault rule: requests are answered correctly from now on (connections a
+    /// fault already silenced stay silent).
     pub fn clear_intercepts(&self) {
         self.shared.hooks.clear();
+    }
+
+    /// How broker `id` greets the connections it accepts from now on (default
+    /// [`Accept::Serve`]); connections already open are left as they are.
+    pub fn set_accept(&self, id: i32, accept: Accept) {
+        self.shared.hooks.set_accept(id, accept);
     }
 
     /// The requests the brokers received, oldest first (at most

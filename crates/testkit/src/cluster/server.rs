@@ -1,17 +1,20 @@
 //! A broker's listener and connections: frames in, one request at a time per connection (as
-//! Kafka 0.8 processes them), responses out in order.
+//! Kafka 0.8 processes them), responses out in order. Faults ([`crate::fault`]) apply here, to
+//! every connection: which rule a request meets, whether the broker carries it out, what is
+//! written back, and how new connections are greeted.
 
 use std::time::SystemTime;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use gregor_protocol::frame::{split_frame, RequestHeader};
 use gregor_protocol::messages::AnyRequest;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use super::handlers::{error_reply, handle, BrokerCtx, Reply};
-use super::hooks::{Action, LoggedRequest};
+use super::handlers::{handle, BrokerCtx, Reply};
+use super::hooks::LoggedRequest;
+use crate::fault::{self, Accept, Fault, Handled, Plan, Then};
 
 /// Largest request frame a fake broker reads (`socket.request.max.bytes`, 100 MiB).
 const MAX_REQUEST_BYTES: usize = 104_857_600;
@@ -21,10 +24,22 @@ pub(crate) async fn serve(listener: TcpListener, ctx: BrokerCtx, shutdown: watch
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let _ = stream.set_nodelay(true);
-                    tokio::spawn(connection(stream, ctx.clone(), shutdown.clone()));
-                }
+                Ok((stream, _)) => match ctx.shared.hooks.accept(ctx.id) {
+                    Accept::Close => drop(stream),
+                    Accept::Stall => {
+                        // hold the socket, never read, until the broker stops
+                        let mut stop = shutdown.clone();
+                        tokio::spawn(async move {
+                            let _held = stream;
+                            let _ = stop.changed().await;
+                        });
+                    }
+                    accept @ (Accept::Serve | Accept::Silent) => {
+                        let _ = stream.set_nodelay(true);
+                        let muted = accept == Accept::Silent;
+                        tokio::spawn(connection(stream, ctx.clone(), shutdown.clone(), muted));
+                    }
+                },
                 Err(e) => tracing::warn!(broker = ctx.id, error = %e, "fake broker accept failed"),
             },
             _ = stop.changed() => return,
@@ -32,7 +47,10 @@ pub(crate) async fn serve(listener: TcpListener, ctx: BrokerCtx, shutdown: watch
     }
 }
 
-async fn connection(mut stream: TcpStream, ctx: BrokerCtx, mut shutdown: watch::Receiver<bool>) {
+/// Serves one connection until the client closes it, a request is malformed, a fault closes
+/// it or the broker stops. A muted connection (a fault silenced it) reads and logs requests
+/// and does nothing else.
+async fn connection(mut stream: TcpStream, ctx: BrokerCtx, mut shutdown: watch::Receiver<bool>, mut muted: bool) {
     let mut buf = BytesMut::with_capacity(64 * 1024);
     loop {
         let frame = match split_frame(&mut buf, MAX_REQUEST_BYTES) {
@@ -51,30 +69,33 @@ async fn connection(mut stream: TcpStream, ctx: BrokerCtx, mut shutdown: watch::
                 return;
             }
         };
-        let served = tokio::select! {
-            r = serve_one(&ctx, frame) => r,
+        let plan = tokio::select! {
+            plan = serve_one(&ctx, frame, muted) => plan,
             _ = shutdown.changed() => return,
         };
-        match served {
-            Reply::Frame(out) => {
-                if stream.write_all(&out).await.is_err() {
-                    return;
-                }
-            }
-            Reply::Nothing => {}
-            Reply::Close => return,
+        let then = tokio::select! {
+            written = fault::write_plan(&plan, &mut stream) => match written {
+                Ok(then) => then,
+                Err(_) => return,
+            },
+            _ = shutdown.changed() => return,
+        };
+        match then {
+            Then::Serve => {}
+            Then::Mute => muted = true,
+            Then::Close => return,
         }
     }
 }
 
-async fn serve_one(ctx: &BrokerCtx, mut frame: bytes::Bytes) -> Reply {
+async fn serve_one(ctx: &BrokerCtx, mut frame: Bytes, muted: bool) -> Plan {
     // a paused broker holds every request until it is resumed
     let id = ctx.id;
     let far = tokio::time::Instant::now() + std::time::Duration::from_secs(86_400 * 365);
     ctx.shared.wait_until(far, |st| st.brokers.get(&id).is_none_or(|b| !b.paused)).await;
     let header = match RequestHeader::decode(&mut frame) {
         Ok(h) => h,
-        Err(_) => return Reply::Close,
+        Err(_) => return Plan::close(),
     };
     // 0.8 brokers close the connection on an API or version they do not know, or a body they
     // cannot parse
@@ -82,26 +103,31 @@ async fn serve_one(ctx: &BrokerCtx, mut frame: bytes::Bytes) -> Reply {
         Ok(r) => r,
         Err(e) => {
             tracing::debug!(broker = id, api = %header.api_key, error = %e, "fake broker closes a connection: bad request");
-            return Reply::Close;
+            return Plan::close();
         }
+    };
+    let fault = if muted { None } else { ctx.shared.hooks.take(id, header.api_key) };
+    let logged = match (&fault, muted) {
+        (_, true) => Fault::Silent,
+        (Some(f), false) => f.clone(),
+        (None, false) => Fault::Answer,
     };
     ctx.shared.hooks.record(LoggedRequest {
         broker: id,
         at: SystemTime::now(),
         header: header.clone(),
         request: request.clone(),
+        fault: logged,
     });
-    match ctx.shared.hooks.take(id, header.api_key) {
-        Some(Action::Error(code)) => error_reply(&header, &request, code),
-        Some(Action::Delay(d)) => {
-            tokio::time::sleep(d).await;
-            handle(ctx, &header, request).await
-        }
-        Some(Action::DropConnection) => Reply::Close,
-        Some(Action::NoResponse) => {
-            let _ = handle(ctx, &header, request).await;
-            Reply::Nothing
-        }
-        None => handle(ctx, &header, request).await,
+    if muted {
+        return Plan::mute();
     }
+    fault::serve(fault.as_ref(), &header, request, |request| async {
+        match handle(ctx, &header, request).await {
+            Reply::Frame(out) => Handled::Frame(out.freeze()),
+            Reply::Nothing => Handled::Nothing,
+            Reply::Close => Handled::Close,
+        }
+    })
+    .await
 }

@@ -1,0 +1,172 @@
+//! The response of [`Fault::Error`](super::Fault::Error): one error code for everything a
+//! request names.
+
+use bytes::{Bytes, BytesMut};
+use gregor_protocol::frame::{encode_response, RequestHeader};
+use gregor_protocol::messages::{
+    AnyRequest, ConsumerMetadataResponse, FetchResponse, FetchResponsePartition, MetadataResponse,
+    OffsetCommitResponse, OffsetCommitResponsePartition, OffsetFetchResponse, OffsetFetchResponsePartition,
+    OffsetsResponse, OffsetsResponsePartition, ProduceResponse, ProduceResponsePartition, TopicMetadata,
+    TopicPartitions,
+};
+use gregor_protocol::{Encode, ErrorCode};
+
+/// The response frame (size prefix included) a broker gives when `code` applies to every
+/// topic/partition of `request`; `None` when it closes the connection instead (an `acks=0`
+/// Produce, as 0.8.2 does when one fails).
+pub(super) fn error_response(header: &RequestHeader, request: &AnyRequest, code: ErrorCode) -> Option<Bytes> {
+    let c = code.code();
+    match request {
+        AnyRequest::Produce(r) if r.required_acks == 0 => None,
+        AnyRequest::Produce(r) => frame(
+            header,
+            &ProduceResponse {
+                topics: map_topics(&r.topics, |p| ProduceResponsePartition {
+                    partition: p.partition,
+                    error_code: c,
+                    offset: -1,
+                }),
+            },
+        ),
+        AnyRequest::Fetch(r) => frame(
+            header,
+            &FetchResponse {
+                topics: map_topics(&r.topics, |p| FetchResponsePartition {
+                    partition: p.partition,
+                    error_code: c,
+                    high_watermark: -1,
+                    message_set: Default::default(),
+                }),
+            },
+        ),
+        AnyRequest::Offsets(r) => frame(
+            header,
+            &OffsetsResponse {
+                topics: map_topics(&r.topics, |p| OffsetsResponsePartition {
+                    partition: p.partition,
+                    error_code: c,
+                    offsets: vec![],
+                }),
+            },
+        ),
+        AnyRequest::Metadata(r) => frame(
+            header,
+            &MetadataResponse {
+                brokers: vec![],
+                topics: r
+                    .topics
+                    .iter()
+                    .map(|t| TopicMetadata { error_code: c, topic: t.clone(), partitions: vec![] })
+                    .collect(),
+            },
+        ),
+        AnyRequest::OffsetCommit(r) => frame(
+            header,
+            &OffsetCommitResponse {
+                topics: map_topics(&r.topics, |p| OffsetCommitResponsePartition {
+                    partition: p.partition,
+                    error_code: c,
+                }),
+            },
+        ),
+        AnyRequest::OffsetFetch(r) => frame(
+            header,
+            &OffsetFetchResponse {
+                topics: map_topics(&r.topics, |p| OffsetFetchResponsePartition {
+                    partition: *p,
+                    offset: -1,
+                    metadata: String::new(),
+                    error_code: c,
+                }),
+            },
+        ),
+        AnyRequest::ConsumerMetadata(_) => frame(
+            header,
+            &ConsumerMetadataResponse {
+                error_code: c,
+                coordinator_id: -1,
+                coordinator_host: String::new(),
+                coordinator_port: -1,
+            },
+        ),
+        _ => None,
+    }
+}
+
+fn frame<B: Encode>(header: &RequestHeader, body: &B) -> Option<Bytes> {
+    let mut buf = BytesMut::new();
+    match encode_response(header.correlation_id, header.api_version, body, &mut buf) {
+        Ok(()) => Some(buf.freeze()),
+        Err(e) => {
+            tracing::error!(api = %header.api_key, error = %e, "fake broker could not encode an error response");
+            None
+        }
+    }
+}
+
+fn map_topics<P, R>(topics: &[TopicPartitions<P>], mut f: impl FnMut(&P) -> R) -> Vec<TopicPartitions<R>> {
+    topics.iter().map(|t| TopicPartitions::new(t.topic.clone(), t.partitions.iter().map(&mut f).collect())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gregor_protocol::frame::decode_response;
+    use gregor_protocol::messages::{
+        ConsumerMetadataRequest, FetchPartition, FetchRequest, ProducePartition, ProduceRequest,
+    };
+    use gregor_protocol::{MessageSet, Request};
+
+    fn header<R: Request>(correlation_id: i32) -> RequestHeader {
+        RequestHeader { api_key: R::KEY, api_version: 0, correlation_id, client_id: None }
+    }
+
+    fn produce(acks: i16) -> ProduceRequest {
+        let partition = |partition| ProducePartition { partition, message_set: MessageSet::new() };
+        ProduceRequest {
+            required_acks: acks,
+            timeout: 100,
+            topics: vec![TopicPartitions::new("t", vec![partition(0), partition(3)])],
+        }
+    }
+
+    #[test]
+    fn every_partition_named_gets_the_code() {
+        let h = header::<ProduceRequest>(7);
+        let frame = error_response(&h, &AnyRequest::Produce(produce(1)), ErrorCode::NotLeaderForPartition).unwrap();
+        let (rh, r) = decode_response::<ProduceRequest>(0, frame.slice(4..)).unwrap();
+        assert_eq!(rh.correlation_id, 7);
+        let got: Vec<_> = r.topics[0].partitions.iter().map(|p| (p.partition, p.error_code, p.offset)).collect();
+        assert_eq!(got, [(0, 6, -1), (3, 6, -1)]);
+
+        let fetch = FetchRequest {
+            replica_id: -1,
+            max_wait_time: 0,
+            min_bytes: 0,
+            topics: vec![TopicPartitions::new(
+                "t",
+                vec![FetchPartition { partition: 1, fetch_offset: 4, max_bytes: 9 }],
+            )],
+        };
+        let frame =
+            error_response(&header::<FetchRequest>(8), &AnyRequest::Fetch(fetch), ErrorCode::OffsetOutOfRange).unwrap();
+        let (_, r) = decode_response::<FetchRequest>(0, frame.slice(4..)).unwrap();
+        let p = &r.topics[0].partitions[0];
+        assert_eq!((p.partition, p.error(), p.high_watermark), (1, Some(ErrorCode::OffsetOutOfRange), -1));
+
+        let frame = error_response(
+            &header::<ConsumerMetadataRequest>(9),
+            &AnyRequest::ConsumerMetadata(ConsumerMetadataRequest { group_id: "g".into() }),
+            ErrorCode::ConsumerCoordinatorNotAvailable,
+        )
+        .unwrap();
+        let (_, r) = decode_response::<ConsumerMetadataRequest>(0, frame.slice(4..)).unwrap();
+        assert_eq!((r.error_code, r.coordinator_id), (ErrorCode::ConsumerCoordinatorNotAvailable.code(), -1));
+    }
+
+    #[test]
+    fn an_acks_0_produce_closes_instead() {
+        let h = header::<ProduceRequest>(1);
+        assert_eq!(error_response(&h, &AnyRequest::Produce(produce(0)), ErrorCode::MessageSizeTooLarge), None);
+    }
+}
