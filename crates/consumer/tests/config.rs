@@ -165,7 +165,10 @@ fn missing_and_unknown_properties() {
     assert_eq!(error_of(&[("zookeeper.connect", "  ")]), ConfigError::Missing { property: "zookeeper.connect" });
     for unknown in ["groupid", "metadata.broker.list", "auto_offset_reset", "queued.max.messages", "fetch.size"] {
         let e = error_of(&[(unknown, "1")]);
-        assert_eq!(e, ConfigError::Unknown { property: unknown.to_owned() });
+        assert_eq!(
+            e,
+            ConfigError::UnknownProperty { client: "consumer", property: unknown.to_owned(), known: PROPERTIES }
+        );
         assert_eq!(e.to_string(), format!("unknown consumer property {unknown:?}; known: {}", PROPERTIES.join(", ")));
     }
 }
