@@ -22,6 +22,8 @@
 //! * Kafka 0.8.2's naming rules: [`validate_client_id`], [`check_name_chars`] (`group.id`,
 //!   `consumer.id`), [`validate_topic_name`] (and [`check_topic_name`] for a property whose
 //!   value is a topic).
+//! * With the `testing` feature, the `testing` module: the assertions the client crates'
+//!   configuration tests share.
 //!
 //! ```
 //! use std::time::Duration;
@@ -56,6 +58,8 @@ mod check;
 mod error;
 mod names;
 mod read;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use check::{check_at_most, check_count, check_ms, check_timeout};
 pub use error::{shorten, ConfigError, MAX_SHOWN_VALUE_BYTES};
