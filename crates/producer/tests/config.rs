@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use gregor_config::testing::{self, assert_invalid};
 use gregor_producer::{config::PROPERTIES, ConfigError, EnqueueTimeout, ProducerConfig};
 use gregor_protocol::Compression;
 
@@ -36,30 +37,7 @@ const DEFAULTS: &[(&str, &str)] = &[
 
 /// Reads `props` after a valid broker list (unless `props` sets one) and returns the error.
 fn error_of(props: &[(&str, &str)]) -> ConfigError {
-    let mut all = Vec::new();
-    if !props.iter().any(|(k, _)| *k == "metadata.broker.list") {
-        all.push(BROKERS);
-    }
-    all.extend_from_slice(props);
-    match ProducerConfig::from_properties(all.iter().copied()) {
-        Ok(c) => panic!("{props:?} was accepted: {c:?}"),
-        Err(e) => e,
-    }
-}
-
-/// Asserts `e` is an `Invalid` for `property` whose reason contains `reason`, and that its
-/// message says both (and the value, when `value` is given).
-fn assert_invalid(e: &ConfigError, property: &str, value: Option<&str>, reason: &str, case: &str) {
-    let ConfigError::Invalid { property: p, value: v, reason: r } = e else {
-        panic!("{case}: expected Invalid for {property}, got {e:?}");
-    };
-    assert_eq!(*p, property, "{case}: {e}");
-    assert!(r.contains(reason), "{case}: reason {r:?} lacks {reason:?}");
-    let message = e.to_string();
-    assert_eq!(message, format!("invalid value {v:?} for {p}: {r}"), "{case}");
-    if let Some(value) = value {
-        assert_eq!(v, value, "{case}");
-    }
+    testing::error_of(ProducerConfig::from_properties, &[BROKERS], props)
 }
 
 #[test]
