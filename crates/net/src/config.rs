@@ -52,6 +52,20 @@ pub const MAX_TIMEOUT: Duration = Duration::from_millis(u32::MAX as u64);
 // configuration kit (re-exported here, where they were first defined).
 pub use gregor_config::{validate_client_id, ConfigError};
 
+/// Checks a required `metadata.broker.list` (the producer's and the simple consumer's) and
+/// returns its addresses.
+///
+/// # Errors
+///
+/// [`ConfigError::Missing`] when it is empty or only spaces, else what
+/// [`parse_broker_list`](crate::parse_broker_list) refuses.
+pub fn validate_broker_list(list: &str) -> Result<Vec<String>, ConfigError> {
+    if list.trim().is_empty() {
+        return Err(ConfigError::missing("metadata.broker.list"));
+    }
+    crate::parse_broker_list(list)
+}
+
 fn check_buffer(property: &'static str, bytes: Option<usize>) -> Result<(), ConfigError> {
     match bytes {
         Some(0) => Err(ConfigError::invalid(property, 0, "must be above zero (None for the OS default)")),

@@ -711,10 +711,7 @@ impl ProducerConfigBuilder {
     /// bytes), or an illegal topic name in `compressed.topics`.
     pub fn build(self) -> Result<ProducerConfig, ConfigError> {
         let c = self.config;
-        if c.metadata_broker_list.trim().is_empty() {
-            return Err(ConfigError::missing("metadata.broker.list"));
-        }
-        gregor_net::parse_broker_list(&c.metadata_broker_list)?;
+        gregor_net::config::validate_broker_list(&c.metadata_broker_list)?;
         if !matches!(c.request_required_acks, -1..=1) {
             return Err(ConfigError::invalid("request.required.acks", c.request_required_acks, ACKS_REASON));
         }

@@ -400,10 +400,7 @@ impl SimpleConsumerConfigBuilder {
     /// not above `fetch.message.max.bytes`.
     pub fn build(self) -> Result<SimpleConsumerConfig, ConfigError> {
         let c = self.config;
-        if c.metadata_broker_list.trim().is_empty() {
-            return Err(ConfigError::missing("metadata.broker.list"));
-        }
-        gregor_net::parse_broker_list(&c.metadata_broker_list)?;
+        gregor_net::config::validate_broker_list(&c.metadata_broker_list)?;
         gregor_config::validate_client_id(&c.client_id)?;
         check_ms("socket.timeout.ms", c.socket_timeout, 1)?;
         check_ms("fetch.wait.max.ms", c.fetch_wait_max, 0)?;
