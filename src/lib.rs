@@ -11,10 +11,13 @@
 //! * [`admin`] (`gregor-admin`): topics, reassignment, elections, groups and lag, health.
 //! * [`serde`] (`gregor-serde`): encoders and decoders (string, bytes, Avro).
 //! * [`zk`] (`gregor-zk`): Kafka's ZooKeeper layout and a ZooKeeper client.
+//! * [`config`] (`gregor-config`): the configuration error every client returns, the Kafka
+//!   properties reader and Kafka's naming rules.
 //!
 #![doc = include_str!("../README.md")]
 
 pub use gregor_admin as admin;
+pub use gregor_config as config;
 pub use gregor_consumer as consumer;
 pub use gregor_net as net;
 pub use gregor_producer as producer;

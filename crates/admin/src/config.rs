@@ -122,7 +122,7 @@ pub fn validate_config(property: &str, value: &str) -> Result<()> {
             }
         }
         ConfigType::Boolean => {
-            if !value.eq_ignore_ascii_case("true") && !value.eq_ignore_ascii_case("false") {
+            if gregor_config::kafka_bool(value).is_none() {
                 return Err(bad("expected true or false"));
             }
         }

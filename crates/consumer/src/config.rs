@@ -17,11 +17,12 @@
 //! `consumer.timeout.ms` -1 or more, `zookeeper.connect` a parseable
 //! `host:port[,host:port...][/chroot]`, `partition.assignment.strategy` `range` or `roundrobin`
 //! (0.8.2 silently uses range for anything else), `consumer.id` Kafka's characters (it becomes
-//! part of a znode name). An unknown property name is [`ConfigError::Unknown`], where Kafka
-//! 0.8.2 only logs a warning.
+//! part of a znode name). An unknown property name is [`ConfigError::UnknownProperty`], where
+//! Kafka 0.8.2 only logs a warning.
 
 use std::time::Duration;
 
+use gregor_config::{check_count, check_ms, check_name_chars, validate_client_id, INT_MAX};
 use gregor_protocol::message::{ENTRY_HEADER_SIZE, MESSAGE_V0_OVERHEAD};
 
 use crate::assignment::AssignmentStrategy;
@@ -111,8 +112,8 @@ pub const PROPERTIES: &[&str] = &[
     "dual.commit.enabled",
 ];
 
-/// The largest value of a Kafka `int` property (milliseconds, counts, sizes).
-const INT_MAX: i64 = i32::MAX as i64;
+/// The client name in [`ConfigError::UnknownProperty`].
+const CLIENT: &str = "consumer";
 
 /// `auto.offset.reset`: where to start when there is no committed offset, or it is out of range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,102 +153,9 @@ impl OffsetsStorage {
     }
 }
 
-/// Returned by [`ConsumerConfigBuilder::build`] and [`ConsumerConfig::from_properties`]. Its
-/// messages are those of every gregor client crate's configuration error (see
-/// [`gregor_net::ConfigError`]).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// Returned when a property has an impossible value or combination.
-    #[error("invalid value {value:?} for {property}: {reason}")]
-    Invalid {
-        /// Kafka's property name.
-        property: &'static str,
-        /// The value given (values over 64 bytes are shortened).
-        value: String,
-        /// Why it is rejected, with the fix.
-        reason: String,
-    },
-    /// Returned when a required property is missing.
-    #[error("missing required property {property}")]
-    Missing {
-        /// Kafka's property name.
-        property: &'static str,
-    },
-    /// Returned by `from_properties` for a property the consumer does not know (a typo, or a
-    /// property of another client). Kafka 0.8.2 logs a warning and goes on; gregor refuses, so
-    /// a typo cannot silently keep a default.
-    #[error("unknown consumer property {property:?}; known: {}", PROPERTIES.join(", "))]
-    Unknown {
-        /// The name given.
-        property: String,
-    },
-}
-
-fn invalid(property: &'static str, value: impl ToString, reason: impl Into<String>) -> ConfigError {
-    let value = value.to_string();
-    let value = if value.len() > 64 {
-        let mut end = 64;
-        while !value.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{}... ({} bytes)", &value[..end], value.len())
-    } else {
-        value
-    };
-    ConfigError::Invalid { property, value, reason: reason.into() }
-}
-
-/// Parses an integer property and checks it lies in `min..=max`.
-fn parse_int(property: &'static str, value: &str, min: i64, max: i64) -> Result<i64, ConfigError> {
-    let n: i64 = value.parse().map_err(|_| invalid(property, value, format!("not an integer ({min} to {max})")))?;
-    if n < min || n > max {
-        return Err(invalid(property, value, format!("must be between {min} and {max}")));
-    }
-    Ok(n)
-}
-
-/// `true` or `false` in any case, as Kafka's `VerifiableProperties.getBoolean` (Scala's
-/// `toBoolean`) reads them.
-fn parse_bool(property: &'static str, value: &str) -> Result<bool, ConfigError> {
-    if value.eq_ignore_ascii_case("true") {
-        Ok(true)
-    } else if value.eq_ignore_ascii_case("false") {
-        Ok(false)
-    } else {
-        Err(invalid(property, value, "must be true or false"))
-    }
-}
-
-/// Checks a duration set through the builder: `min_ms` to 2147483647 ms (a Kafka `int`).
-fn check_ms(property: &'static str, d: Duration, min_ms: u128) -> Result<(), ConfigError> {
-    let ms = d.as_millis();
-    if ms < min_ms || ms > INT_MAX as u128 {
-        return Err(invalid(property, ms, format!("must be between {min_ms} and {INT_MAX}")));
-    }
-    Ok(())
-}
-
-/// Checks a count or size set through the builder: `min` to 2147483647 (a Kafka `int`).
-fn check_count(property: &'static str, n: i64, min: i64) -> Result<(), ConfigError> {
-    if n < min || n > INT_MAX {
-        return Err(invalid(property, n, format!("must be between {min} and {INT_MAX}")));
-    }
-    Ok(())
-}
-
-/// Kafka 0.8.2's `Config.validateChars` for `group.id`, `client.id` (and, here, `consumer.id`):
-/// only ASCII letters and digits, `.`, `_` and `-`.
-fn check_chars(property: &'static str, value: &str) -> Result<(), ConfigError> {
-    match value.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
-        Some(c) => Err(invalid(
-            property,
-            value,
-            format!("contains {c:?}: only ASCII letters and digits, '.', '_' and '-' are allowed"),
-        )),
-        None => Ok(()),
-    }
-}
+// Returned by `ConsumerConfigBuilder::build` and `ConsumerConfig::from_properties`: the one
+// configuration error of every gregor client, from the configuration kit.
+pub use gregor_config::ConfigError;
 
 /// Kafka 0.8.2's high-level consumer configuration. See each builder setter for the
 /// property, its default and its cost.
@@ -323,10 +231,10 @@ impl ConsumerConfig {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::Unknown`] for a name the consumer does not know, [`ConfigError::Invalid`]
-    /// for a value that does not parse or is impossible, [`ConfigError::Missing`] without
-    /// `group.id` or `zookeeper.connect`, and everything [`ConsumerConfigBuilder::build`]
-    /// refuses.
+    /// [`ConfigError::UnknownProperty`] for a name the consumer does not know,
+    /// [`ConfigError::Invalid`] for a value that does not parse or is impossible,
+    /// [`ConfigError::Missing`] without `group.id` or `zookeeper.connect`, and everything
+    /// [`ConsumerConfigBuilder::build`] refuses.
     pub fn from_properties<I, K, V>(properties: I) -> Result<ConsumerConfig, ConfigError>
     where
         I: IntoIterator<Item = (K, V)>,
@@ -334,59 +242,55 @@ impl ConsumerConfig {
         V: AsRef<str>,
     {
         let mut b = ConsumerConfig::builder();
-        for (k, v) in properties {
-            let (k, v) = (k.as_ref().trim(), v.as_ref().trim());
-            let Some(p) = PROPERTIES.iter().copied().find(|p| *p == k) else {
-                return Err(ConfigError::Unknown { property: k.to_owned() });
-            };
-            let int = |min: i64| parse_int(p, v, min, INT_MAX);
-            let ms = |min: i64| parse_int(p, v, min, INT_MAX).map(|n| Duration::from_millis(n as u64));
-            b = match p {
-                "group.id" => b.group_id(v),
-                "consumer.id" => b.consumer_id(v),
-                "zookeeper.connect" => b.zookeeper_connect(v),
-                "zookeeper.session.timeout.ms" => b.zookeeper_session_timeout(ms(0)?),
-                "zookeeper.connection.timeout.ms" => b.zookeeper_connection_timeout(ms(0)?),
-                "zookeeper.sync.time.ms" => b.zookeeper_sync_time(ms(0)?),
-                "socket.timeout.ms" => b.socket_timeout(ms(0)?),
-                "socket.receive.buffer.bytes" => b.socket_receive_buffer_bytes(int(1)? as usize),
-                "fetch.message.max.bytes" => b.fetch_message_max_bytes(int(i32::MIN as i64)? as i32),
-                "num.consumer.fetchers" => b.num_consumer_fetchers(int(1)? as usize),
-                "auto.commit.enable" => b.auto_commit_enable(parse_bool(p, v)?),
-                "auto.commit.interval.ms" => b.auto_commit_interval(ms(0)?),
-                "queued.max.message.chunks" => b.queued_max_message_chunks(int(1)? as usize),
-                "rebalance.max.retries" => b.rebalance_max_retries(int(0)? as u32),
-                "rebalance.backoff.ms" => b.rebalance_backoff(ms(0)?),
-                "refresh.leader.backoff.ms" => b.refresh_leader_backoff(ms(0)?),
-                "fetch.min.bytes" => b.fetch_min_bytes(int(i32::MIN as i64)? as i32),
-                "fetch.wait.max.ms" => b.fetch_wait_max(ms(0)?),
-                "auto.offset.reset" => b.auto_offset_reset(match v {
-                    "smallest" => AutoOffsetReset::Smallest,
-                    "largest" => AutoOffsetReset::Largest,
-                    _ => return Err(invalid(p, v, "must be smallest or largest")),
-                }),
-                "consumer.timeout.ms" => match parse_int(p, v, -1, INT_MAX)
-                    .map_err(|_| invalid(p, v, "must be -1 (block forever) or 0 to 2147483647"))?
-                {
-                    -1 => b.consumer_timeout(None),
-                    n => b.consumer_timeout(Some(Duration::from_millis(n as u64))),
-                },
-                "exclude.internal.topics" => b.exclude_internal_topics(parse_bool(p, v)?),
-                "partition.assignment.strategy" => b.partition_assignment_strategy(match v {
-                    "range" => AssignmentStrategy::Range,
-                    "roundrobin" => AssignmentStrategy::RoundRobin,
-                    _ => return Err(invalid(p, v, "must be range or roundrobin")),
-                }),
-                "client.id" => b.client_id(v),
-                "offsets.storage" => b.offsets_storage(match v.to_ascii_lowercase().as_str() {
-                    "zookeeper" => OffsetsStorage::Zookeeper,
-                    "kafka" => OffsetsStorage::Kafka,
-                    _ => return Err(invalid(p, v, "must be zookeeper or kafka")),
-                }),
-                "offsets.channel.backoff.ms" => b.offsets_channel_backoff(ms(0)?),
-                "offsets.channel.socket.timeout.ms" => b.offsets_channel_socket_timeout(ms(0)?),
-                "offsets.commit.max.retries" => b.offsets_commit_max_retries(int(0)? as u32),
-                "dual.commit.enabled" => b.dual_commit_enabled(parse_bool(p, v)?),
+        for property in gregor_config::read(CLIENT, PROPERTIES, properties) {
+            let p = property?;
+            b = match p.name() {
+                "group.id" => b.group_id(p.value()),
+                "consumer.id" => b.consumer_id(p.value()),
+                "zookeeper.connect" => b.zookeeper_connect(p.value()),
+                "zookeeper.session.timeout.ms" => b.zookeeper_session_timeout(p.ms(0)?),
+                "zookeeper.connection.timeout.ms" => b.zookeeper_connection_timeout(p.ms(0)?),
+                "zookeeper.sync.time.ms" => b.zookeeper_sync_time(p.ms(0)?),
+                "socket.timeout.ms" => b.socket_timeout(p.ms(0)?),
+                "socket.receive.buffer.bytes" => b.socket_receive_buffer_bytes(p.int(1)?),
+                "fetch.message.max.bytes" => b.fetch_message_max_bytes(p.int(i32::MIN.into())?),
+                "num.consumer.fetchers" => b.num_consumer_fetchers(p.int(1)?),
+                "auto.commit.enable" => b.auto_commit_enable(p.bool()?),
+                "auto.commit.interval.ms" => b.auto_commit_interval(p.ms(0)?),
+                "queued.max.message.chunks" => b.queued_max_message_chunks(p.int(1)?),
+                "rebalance.max.retries" => b.rebalance_max_retries(p.int(0)?),
+                "rebalance.backoff.ms" => b.rebalance_backoff(p.ms(0)?),
+                "refresh.leader.backoff.ms" => b.refresh_leader_backoff(p.ms(0)?),
+                "fetch.min.bytes" => b.fetch_min_bytes(p.int(i32::MIN.into())?),
+                "fetch.wait.max.ms" => b.fetch_wait_max(p.ms(0)?),
+                "auto.offset.reset" => b.auto_offset_reset(
+                    p.choice(&[("smallest", AutoOffsetReset::Smallest), ("largest", AutoOffsetReset::Largest)])?,
+                ),
+                "consumer.timeout.ms" => {
+                    match p
+                        .int_between::<i64>(-1, INT_MAX)
+                        .map_err(|_| p.invalid("must be -1 (block forever) or 0 to 2147483647"))?
+                    {
+                        -1 => b.consumer_timeout(None),
+                        n => b.consumer_timeout(Some(Duration::from_millis(n.unsigned_abs()))),
+                    }
+                }
+                "exclude.internal.topics" => b.exclude_internal_topics(p.bool()?),
+                "partition.assignment.strategy" => {
+                    b.partition_assignment_strategy(p.choice(&[
+                        ("range", AssignmentStrategy::Range),
+                        ("roundrobin", AssignmentStrategy::RoundRobin),
+                    ])?)
+                }
+                "client.id" => b.client_id(p.value()),
+                "offsets.storage" => b.offsets_storage(p.choice_ignore_case(&[
+                    ("zookeeper", OffsetsStorage::Zookeeper),
+                    ("kafka", OffsetsStorage::Kafka),
+                ])?),
+                "offsets.channel.backoff.ms" => b.offsets_channel_backoff(p.ms(0)?),
+                "offsets.channel.socket.timeout.ms" => b.offsets_channel_socket_timeout(p.ms(0)?),
+                "offsets.commit.max.retries" => b.offsets_commit_max_retries(p.int(0)?),
+                "dual.commit.enabled" => b.dual_commit_enabled(p.bool()?),
                 _ => unreachable!("every name of PROPERTIES is handled"),
             };
         }
@@ -666,60 +570,66 @@ impl ConsumerConfigBuilder {
     /// in `zookeeper.connect`); [`ConfigError::Invalid`] for impossible values, as the
     /// [module docs](self) list them.
     pub fn build(self) -> Result<ConsumerConfig, ConfigError> {
-        let group_id = self.group_id.ok_or(ConfigError::Missing { property: "group.id" })?;
+        let group_id = self.group_id.ok_or(ConfigError::missing("group.id"))?;
         if group_id.is_empty() {
-            return Err(invalid("group.id", "", "must not be empty"));
+            return Err(ConfigError::invalid("group.id", "", "must not be empty"));
         }
-        check_chars("group.id", &group_id)?;
+        check_name_chars("group.id", &group_id)?;
         if let Some(id) = &self.consumer_id {
             if id.is_empty() {
-                return Err(invalid("consumer.id", "", "must not be empty (leave it unset for a generated id)"));
+                return Err(ConfigError::invalid(
+                    "consumer.id",
+                    "",
+                    "must not be empty (leave it unset for a generated id)",
+                ));
             }
-            check_chars("consumer.id", id)?;
+            check_name_chars("consumer.id", id)?;
         }
         let zookeeper_connect = match self.zookeeper_connect {
             Some(connect) if !connect.trim().is_empty() => connect,
-            _ => return Err(ConfigError::Missing { property: "zookeeper.connect" }),
+            _ => return Err(ConfigError::missing("zookeeper.connect")),
         };
         gregor_zk::validate_connect_string(&zookeeper_connect).map_err(|e| match e {
             gregor_zk::Error::InvalidConnectString { reason, .. } => {
-                invalid("zookeeper.connect", &zookeeper_connect, reason)
+                ConfigError::invalid("zookeeper.connect", &zookeeper_connect, reason)
             }
-            other => invalid("zookeeper.connect", &zookeeper_connect, other.to_string()),
+            other => ConfigError::invalid("zookeeper.connect", &zookeeper_connect, other.to_string()),
         })?;
         let c = self.c;
-        let min_session = gregor_zk::MIN_SESSION_TIMEOUT.as_millis();
+        let min_session = u64::try_from(gregor_zk::MIN_SESSION_TIMEOUT.as_millis()).unwrap_or(u64::MAX);
         check_ms("zookeeper.session.timeout.ms", c.zookeeper_session_timeout, min_session)?;
         check_ms("zookeeper.connection.timeout.ms", c.zookeeper_connection_timeout, 1)?;
         check_ms("zookeeper.sync.time.ms", c.zookeeper_sync_time, 0)?;
         check_ms("socket.timeout.ms", c.socket_timeout, 1)?;
-        check_count("socket.receive.buffer.bytes", c.socket_receive_buffer_bytes as i64, 1)?;
-        check_count("fetch.message.max.bytes", c.fetch_message_max_bytes.into(), MIN_FETCH_MESSAGE_MAX_BYTES.into())
-            .map_err(|_| {
-                invalid(
-                    "fetch.message.max.bytes",
-                    c.fetch_message_max_bytes,
-                    format!(
-                        "must be at least {MIN_FETCH_MESSAGE_MAX_BYTES} bytes, the smallest message with its offset \
-                         and size"
-                    ),
-                )
-            })?;
-        check_count("num.consumer.fetchers", c.num_consumer_fetchers as i64, 1)?;
+        check_count("socket.receive.buffer.bytes", c.socket_receive_buffer_bytes, 1)?;
+        if c.fetch_message_max_bytes < MIN_FETCH_MESSAGE_MAX_BYTES {
+            return Err(ConfigError::invalid(
+                "fetch.message.max.bytes",
+                c.fetch_message_max_bytes,
+                format!(
+                    "must be at least {MIN_FETCH_MESSAGE_MAX_BYTES} bytes, the smallest message with its offset and size"
+                ),
+            ));
+        }
+        check_count("num.consumer.fetchers", c.num_consumer_fetchers, 1)?;
         check_ms("auto.commit.interval.ms", c.auto_commit_interval, 0)?;
         if c.auto_commit_enable && c.auto_commit_interval.is_zero() {
-            return Err(invalid("auto.commit.interval.ms", 0, "must be at least 1 when auto.commit.enable=true"));
+            return Err(ConfigError::invalid(
+                "auto.commit.interval.ms",
+                0,
+                "must be at least 1 when auto.commit.enable=true",
+            ));
         }
-        check_count("queued.max.message.chunks", c.queued_max_message_chunks as i64, 1)?;
-        check_count("rebalance.max.retries", c.rebalance_max_retries.into(), 0)?;
+        check_count("queued.max.message.chunks", c.queued_max_message_chunks, 1)?;
+        check_count("rebalance.max.retries", c.rebalance_max_retries, 0)?;
         if let Some(backoff) = self.rebalance_backoff {
             check_ms("rebalance.backoff.ms", backoff, 0)?;
         }
         check_ms("refresh.leader.backoff.ms", c.refresh_leader_backoff, 0)?;
-        check_count("fetch.min.bytes", c.fetch_min_bytes.into(), 0)?;
+        check_count("fetch.min.bytes", c.fetch_min_bytes, 0)?;
         check_ms("fetch.wait.max.ms", c.fetch_wait_max, 0)?;
         if c.socket_timeout < c.fetch_wait_max {
-            return Err(invalid(
+            return Err(ConfigError::invalid(
                 "socket.timeout.ms",
                 c.socket_timeout.as_millis(),
                 format!(
@@ -732,15 +642,10 @@ impl ConsumerConfigBuilder {
             check_ms("consumer.timeout.ms", timeout, 0)?;
         }
         let client_id = self.client_id.unwrap_or_else(|| group_id.clone());
-        gregor_net::config::validate_client_id(&client_id).map_err(|e| match e {
-            gregor_net::ConfigError::Invalid { property, value, reason } => {
-                ConfigError::Invalid { property, value, reason }
-            }
-            other => invalid("client.id", &client_id, other.to_string()),
-        })?;
+        validate_client_id(&client_id)?;
         check_ms("offsets.channel.backoff.ms", c.offsets_channel_backoff, 0)?;
         check_ms("offsets.channel.socket.timeout.ms", c.offsets_channel_socket_timeout, 1)?;
-        check_count("offsets.commit.max.retries", c.offsets_commit_max_retries.into(), 0)?;
+        check_count("offsets.commit.max.retries", c.offsets_commit_max_retries, 0)?;
         if c.rebalance_max_retries == 0 {
             tracing::warn!("rebalance.max.retries=0: a single conflict leaves the consumer without partitions until the next change");
         }
@@ -924,7 +829,7 @@ mod tests {
         assert!(matches!(with("partition.assignment.strategy", "sticky"), Err(ConfigError::Invalid { .. })));
         assert!(matches!(with("auto.commit.enable", "yes"), Err(ConfigError::Invalid { .. })));
         assert!(matches!(with("num.consumer.fetchers", "x"), Err(ConfigError::Invalid { .. })));
-        assert!(matches!(with("bogus.prop", "1"), Err(ConfigError::Unknown { .. })));
+        assert!(matches!(with("bogus.prop", "1"), Err(ConfigError::UnknownProperty { client: "consumer", .. })));
         assert!(matches!(
             ConsumerConfig::from_properties([("group.id", "g")]),
             Err(ConfigError::Missing { property: "zookeeper.connect" })

@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use gregor_config::testing::{self, assert_invalid};
 use gregor_consumer::assignment::AssignmentStrategy;
 use gregor_consumer::config::{MIN_FETCH_MESSAGE_MAX_BYTES, PROPERTIES};
 use gregor_consumer::{AutoOffsetReset, ConfigError, ConsumerConfig, OffsetsStorage};
@@ -44,26 +45,9 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("dual.commit.enabled", "true"),
 ];
 
+/// Reads `props`, with the required properties it does not set, and returns the error.
 fn error_of(props: &[(&str, &str)]) -> ConfigError {
-    let mut all: Vec<(&str, &str)> =
-        REQUIRED.iter().copied().filter(|(k, _)| !props.iter().any(|(p, _)| p == k)).collect();
-    all.extend_from_slice(props);
-    match ConsumerConfig::from_properties(all) {
-        Ok(c) => panic!("{props:?} was accepted: {c:?}"),
-        Err(e) => e,
-    }
-}
-
-fn assert_invalid(e: &ConfigError, property: &str, value: Option<&str>, reason: &str, case: &str) {
-    let ConfigError::Invalid { property: p, value: v, reason: r } = e else {
-        panic!("{case}: expected Invalid for {property}, got {e:?}");
-    };
-    assert_eq!(*p, property, "{case}: {e}");
-    assert!(r.contains(reason), "{case}: reason {r:?} lacks {reason:?}");
-    assert_eq!(e.to_string(), format!("invalid value {v:?} for {p}: {r}"), "{case}");
-    if let Some(value) = value {
-        assert_eq!(v, value, "{case}");
-    }
+    testing::error_of(ConsumerConfig::from_properties, &REQUIRED, props)
 }
 
 #[test]
@@ -165,7 +149,10 @@ fn missing_and_unknown_properties() {
     assert_eq!(error_of(&[("zookeeper.connect", "  ")]), ConfigError::Missing { property: "zookeeper.connect" });
     for unknown in ["groupid", "metadata.broker.list", "auto_offset_reset", "queued.max.messages", "fetch.size"] {
         let e = error_of(&[(unknown, "1")]);
-        assert_eq!(e, ConfigError::Unknown { property: unknown.to_owned() });
+        assert_eq!(
+            e,
+            ConfigError::UnknownProperty { client: "consumer", property: unknown.to_owned(), known: PROPERTIES }
+        );
         assert_eq!(e.to_string(), format!("unknown consumer property {unknown:?}; known: {}", PROPERTIES.join(", ")));
     }
 }

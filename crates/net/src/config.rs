@@ -17,6 +17,8 @@
 
 use std::time::Duration;
 
+use gregor_config::{check_at_most, check_timeout};
+
 /// Kafka 0.8.2's default `client.id`: empty.
 pub const DEFAULT_CLIENT_ID: &str = "";
 /// Default [`ConnectionConfig::request_timeout`]: 30 s, the 0.8.2 consumer's `socket.timeout.ms`.
@@ -46,109 +48,28 @@ pub const DEFAULT_REFRESH_ROUNDS: u32 = 3;
 /// timeouts are `int` milliseconds, at most 2147483647.
 pub const MAX_TIMEOUT: Duration = Duration::from_millis(u32::MAX as u64);
 
-/// A setting that cannot work.
-///
-/// The same three shapes, with the same messages, are used by every gregor client crate's
-/// configuration error (`gregor_producer::ConfigError`, `gregor_consumer::ConfigError`, and this
-/// one, which `gregor-simple-consumer` re-exports):
-///
-/// * `invalid value "2" for request.required.acks: must be -1, 0 or 1`
-/// * `missing required property metadata.broker.list`
-/// * `unknown simple-consumer property "group.id"; known: metadata.broker.list, ...`
-///
-/// Properties are named as Kafka names them (`socket.timeout.ms`); settings Kafka does not
-/// have are named after their setter (`max_in_flight`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// Returned when a property has a value that cannot work, alone or with another one.
-    #[error("invalid value {value:?} for {property}: {reason}")]
-    Invalid {
-        /// The Kafka property (or gregor setting) name.
-        property: &'static str,
-        /// The value given (values over 64 bytes are shortened).
-        value: String,
-        /// Why it cannot work (and, where there is one, the fix).
-        reason: String,
-    },
-    /// Returned when a required property is not set (or set to nothing but spaces).
-    #[error("missing required property {property}")]
-    Missing {
-        /// The Kafka property.
-        property: &'static str,
-    },
-    /// Returned by a `from_properties` for a property name the client does not have (a typo,
-    /// or a property of another client). Kafka 0.8.2 only logs a warning ("Property ... is not
-    /// valid") and goes on without it; gregor refuses, so a typo cannot silently keep a
-    /// default.
-    #[error("unknown {client} property {property:?}; known: {}", known.join(", "))]
-    UnknownProperty {
-        /// The client the properties were for (`simple-consumer`).
-        client: &'static str,
-        /// The name as given.
-        property: String,
-        /// Every property that client knows.
-        known: &'static [&'static str],
-    },
-}
+// The one configuration error of every gregor client, and Kafka's `client.id` rule, from the
+// configuration kit (re-exported here, where they were first defined).
+pub use gregor_config::{validate_client_id, ConfigError};
 
-/// A [`ConfigError::Invalid`]; a value over 64 bytes is shortened to its first 64 and its length.
-fn invalid(property: &'static str, value: impl ToString, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid { property, value: shorten(value.to_string()), reason: reason.into() }
-}
-
-fn shorten(value: String) -> String {
-    const MAX: usize = 64;
-    if value.len() <= MAX {
-        return value;
-    }
-    let mut end = MAX;
-    while !value.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}... ({} bytes)", &value[..end], value.len())
-}
-
-/// Checks a `client.id` as Kafka 0.8.2 does (`Config.validateChars`): only ASCII letters and
-/// digits, `.`, `_` and `-` (empty is allowed), and, for the request header's `int16` length, at
-/// most 32767 bytes.
+/// Checks a required `metadata.broker.list` (the producer's and the simple consumer's) and
+/// returns its addresses.
 ///
 /// # Errors
 ///
-/// [`ConfigError::Invalid`] naming `client.id`.
-pub fn validate_client_id(client_id: &str) -> Result<(), ConfigError> {
-    if client_id.len() > i16::MAX as usize {
-        return Err(invalid("client.id", client_id, "longer than 32767 bytes"));
+/// [`ConfigError::Missing`] when it is empty or only spaces, else what
+/// [`parse_broker_list`](crate::parse_broker_list) refuses.
+pub fn validate_broker_list(list: &str) -> Result<Vec<String>, ConfigError> {
+    if list.trim().is_empty() {
+        return Err(ConfigError::missing("metadata.broker.list"));
     }
-    if let Some(c) = client_id.chars().find(|c| !is_legal_char(*c)) {
-        return Err(invalid(
-            "client.id",
-            client_id,
-            format!("contains {c:?}: only ASCII letters and digits, '.', '_' and '-' are allowed"),
-        ));
-    }
-    Ok(())
-}
-
-/// The characters Kafka 0.8.2 allows in a `client.id` or `group.id` (`[a-zA-Z0-9._-]`).
-fn is_legal_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')
-}
-
-fn check_timeout(property: &'static str, timeout: Duration) -> Result<(), ConfigError> {
-    if timeout.is_zero() {
-        return Err(invalid(property, 0, "must be above zero"));
-    }
-    if timeout > MAX_TIMEOUT {
-        return Err(invalid(property, timeout.as_millis(), format!("must be at most {} ms", MAX_TIMEOUT.as_millis())));
-    }
-    Ok(())
+    crate::parse_broker_list(list)
 }
 
 fn check_buffer(property: &'static str, bytes: Option<usize>) -> Result<(), ConfigError> {
     match bytes {
-        Some(0) => Err(invalid(property, 0, "must be above zero (None for the OS default)")),
-        Some(n) if n > i32::MAX as usize => Err(invalid(property, n, "must be at most 2147483647 bytes")),
+        Some(0) => Err(ConfigError::invalid(property, 0, "must be above zero (None for the OS default)")),
+        Some(n) if n > i32::MAX as usize => Err(ConfigError::invalid(property, n, "must be at most 2147483647 bytes")),
         _ => Ok(()),
     }
 }
@@ -320,15 +241,19 @@ impl ConnectionConfigBuilder {
     pub fn build(self) -> Result<ConnectionConfig, ConfigError> {
         let c = self.config;
         validate_client_id(&c.client_id)?;
-        check_timeout("socket.timeout.ms", c.request_timeout)?;
-        check_timeout("connect_timeout", c.connect_timeout)?;
+        check_timeout("socket.timeout.ms", c.request_timeout, MAX_TIMEOUT)?;
+        check_timeout("connect_timeout", c.connect_timeout, MAX_TIMEOUT)?;
         if c.max_frame_size < 8 || c.max_frame_size > i32::MAX as usize {
-            return Err(invalid("max_frame_size", c.max_frame_size, "must be between 8 and 2147483647 bytes"));
+            return Err(ConfigError::invalid(
+                "max_frame_size",
+                c.max_frame_size,
+                "must be between 8 and 2147483647 bytes",
+            ));
         }
         check_buffer("send.buffer.bytes", c.send_buffer_bytes)?;
         check_buffer("socket.receive.buffer.bytes", c.receive_buffer_bytes)?;
         if c.max_in_flight == 0 || c.max_in_flight > 1_000_000 {
-            return Err(invalid("max_in_flight", c.max_in_flight, "must be between 1 and 1000000"));
+            return Err(ConfigError::invalid("max_in_flight", c.max_in_flight, "must be between 1 and 1000000"));
         }
         Ok(c)
     }
@@ -434,19 +359,12 @@ impl MetadataConfigBuilder {
     pub fn build(self) -> Result<MetadataConfig, ConfigError> {
         let c = self.config;
         if c.refresh_rounds == 0 {
-            return Err(invalid("refresh_rounds", 0, "must be at least 1"));
+            return Err(ConfigError::invalid("refresh_rounds", 0, "must be at least 1"));
         }
-        for (property, backoff) in [("retry.backoff.ms", c.retry_backoff), ("retry_backoff_max", c.retry_backoff_max)] {
-            if backoff > MAX_TIMEOUT {
-                return Err(invalid(
-                    property,
-                    backoff.as_millis(),
-                    format!("must be at most {} ms", MAX_TIMEOUT.as_millis()),
-                ));
-            }
-        }
+        check_at_most("retry.backoff.ms", c.retry_backoff, MAX_TIMEOUT)?;
+        check_at_most("retry_backoff_max", c.retry_backoff_max, MAX_TIMEOUT)?;
         if c.retry_backoff_max < c.retry_backoff {
-            return Err(invalid(
+            return Err(ConfigError::invalid(
                 "retry_backoff_max",
                 c.retry_backoff_max.as_millis(),
                 format!("must be at least retry.backoff.ms ({} ms)", c.retry_backoff.as_millis()),

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use gregor_net::config::{validate_client_id, MAX_TIMEOUT};
+use gregor_net::config::{validate_broker_list, validate_client_id, MAX_TIMEOUT};
 use gregor_net::{parse_broker_list, ConfigError, ConnectionConfig, MetadataConfig};
 
 fn assert_invalid(result: Result<impl std::fmt::Debug, ConfigError>, property: &str, value: &str, reason: &str) {
@@ -132,6 +132,13 @@ fn broker_lists_refuse_what_cannot_be_dialled() {
     }
     assert_eq!(parse_broker_list(" k1:1 ,[::1]:2,k1:1").unwrap(), ["k1:1", "[::1]:2"]);
     assert_eq!(parse_broker_list("k1:65535").unwrap(), ["k1:65535"]);
+    // a required list (the producer's, the simple consumer's): blank is missing, the rest as above
+    for blank in ["", "  "] {
+        assert_eq!(validate_broker_list(blank), Err(ConfigError::Missing { property: "metadata.broker.list" }));
+    }
+    assert_invalid(validate_broker_list(" , "), "metadata.broker.list", " , ", "no broker given");
+    assert_invalid(validate_broker_list("k1"), "metadata.broker.list", "k1", "k1 is not host:port");
+    assert_eq!(validate_broker_list("k1:1, k2:2").unwrap(), ["k1:1", "k2:2"]);
 }
 
 #[test]

@@ -234,13 +234,7 @@ impl AuditConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let invalid =
             |property, value: String, reason: &str| ConfigError::Invalid { property, value, reason: reason.to_owned() };
-        let t = &self.topic;
-        if t.is_empty() || t.len() > 249 || t == "." || t == ".." {
-            return Err(invalid("audit.topic", t.clone(), "a topic name has 1 to 249 characters, not . or .."));
-        }
-        if !t.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) {
-            return Err(invalid("audit.topic", t.clone(), "a topic name is made of [a-zA-Z0-9._-]"));
-        }
+        gregor_config::check_topic_name("audit.topic", &self.topic)?;
         let ms = self.window.as_millis();
         if ms == 0 || self.window.subsec_nanos() % 1_000_000 != 0 || ms > u64::MAX as u128 {
             return Err(invalid(

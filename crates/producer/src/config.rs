@@ -41,6 +41,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use gregor_config::{check_count, check_ms, shorten, validate_client_id, validate_topic_name, INT_MAX};
 use gregor_protocol::Compression;
 
 use crate::partitioner::PartitionerKind;
@@ -107,68 +108,11 @@ pub const PROPERTIES: &[&str] = &[
     "key.serializer.class",
 ];
 
-/// The largest value of a Kafka `int` property (milliseconds, counts, sizes).
-const INT_MAX: i64 = i32::MAX as i64;
+/// The client name in [`ConfigError::UnknownProperty`].
+const CLIENT: &str = "producer";
 
-/// A setting that cannot work. Its messages are those of every gregor client crate's
-/// configuration error (see [`gregor_net::ConfigError`]).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// Returned when [`ProducerConfig::from_properties`] meets a property Kafka 0.8.2's producer
-    /// does not have (a typo, or a property of the new Java producer or of the consumer).
-    /// Kafka 0.8.2 logs a warning and goes on; gregor refuses, so a typo cannot silently keep a
-    /// default.
-    #[error("unknown producer property {property:?}; known: {}", PROPERTIES.join(", "))]
-    UnknownProperty {
-        /// The name as given.
-        property: String,
-    },
-    /// Returned when a property has a value that cannot work, alone or with another one.
-    #[error("invalid value {value:?} for {property}: {reason}")]
-    Invalid {
-        /// The Kafka property.
-        property: &'static str,
-        /// The value given (values over 64 bytes are shortened).
-        value: String,
-        /// Why it cannot work (and, where there is one, the fix).
-        reason: String,
-    },
-    /// Returned when a required property (`metadata.broker.list`) is not set.
-    #[error("missing required property {property}")]
-    Missing {
-        /// The Kafka property.
-        property: &'static str,
-    },
-}
-
-fn invalid(property: &'static str, value: impl fmt::Display, reason: impl Into<String>) -> ConfigError {
-    let value = value.to_string();
-    let value = if value.len() > 64 {
-        let mut end = 64;
-        while !value.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{}... ({} bytes)", &value[..end], value.len())
-    } else {
-        value
-    };
-    ConfigError::Invalid { property, value, reason: reason.into() }
-}
-
-impl From<gregor_net::ConfigError> for ConfigError {
-    /// The same error, for a check done by `gregor-net` (`metadata.broker.list`, `client.id`).
-    fn from(e: gregor_net::ConfigError) -> Self {
-        match e {
-            gregor_net::ConfigError::Invalid { property, value, reason } => {
-                ConfigError::Invalid { property, value, reason }
-            }
-            gregor_net::ConfigError::Missing { property } => ConfigError::Missing { property },
-            gregor_net::ConfigError::UnknownProperty { property, .. } => ConfigError::UnknownProperty { property },
-            other => invalid("?", "", other.to_string()),
-        }
-    }
-}
+// The one configuration error of every gregor client, from the configuration kit.
+pub use gregor_config::ConfigError;
 
 /// `producer.type`: whether `send` waits for the broker (`sync`) or queues (`async`).
 ///
@@ -203,11 +147,8 @@ impl FromStr for ProducerType {
     type Err = ConfigError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim() {
-            "sync" => Ok(ProducerType::Sync),
-            "async" => Ok(ProducerType::Async),
-            other => Err(invalid("producer.type", other, "must be sync or async")),
-        }
+        let table = [("sync", ProducerType::Sync), ("async", ProducerType::Async)];
+        gregor_config::parse_choice("producer.type", s.trim(), &table, false)
     }
 }
 
@@ -235,7 +176,7 @@ impl EnqueueTimeout {
             -1 => Ok(EnqueueTimeout::Block),
             0 => Ok(EnqueueTimeout::FailFast),
             ms if ms > 0 && ms <= INT_MAX => Ok(EnqueueTimeout::Wait(Duration::from_millis(ms as u64))),
-            ms => Err(invalid(
+            ms => Err(ConfigError::invalid(
                 "queue.enqueue.timeout.ms",
                 ms,
                 "must be -1 (block), 0 (fail at once) or a wait of 1 to 2147483647 ms",
@@ -362,50 +303,46 @@ impl ProducerConfig {
         V: AsRef<str>,
     {
         let mut b = ProducerConfig::builder();
-        for (key, value) in properties {
-            let (key, value) = (key.as_ref().trim(), value.as_ref().trim());
-            let Some(property) = PROPERTIES.iter().copied().find(|p| *p == key) else {
-                return Err(ConfigError::UnknownProperty { property: key.to_owned() });
-            };
-            let int = |min: i64| parse_int(property, value, min, INT_MAX);
-            let ms = |min: i64| parse_int(property, value, min, INT_MAX).map(|n| Duration::from_millis(n as u64));
-            b = match property {
+        for property in gregor_config::read(CLIENT, PROPERTIES, properties) {
+            let p = property?;
+            let value = p.value();
+            b = match p.name() {
                 "metadata.broker.list" => b.metadata_broker_list(value),
                 "producer.type" => b.producer_type(value.parse()?),
-                "request.required.acks" => b.request_required_acks(parse_acks(value)?),
-                "request.timeout.ms" => b.request_timeout(ms(1)?),
-                "queue.buffering.max.ms" => b.queue_buffering_max(ms(0)?),
-                "queue.buffering.max.messages" => b.queue_buffering_max_messages(int(1)? as usize),
+                "request.required.acks" => b.request_required_acks(p.choice(ACKS).map_err(|_| p.invalid(ACKS_REASON))?),
+                "request.timeout.ms" => b.request_timeout(p.ms(1)?),
+                "queue.buffering.max.ms" => b.queue_buffering_max(p.ms(0)?),
+                "queue.buffering.max.messages" => b.queue_buffering_max_messages(p.int(1)?),
                 "queue.enqueue.timeout.ms" => {
-                    let n: i64 = value.parse().map_err(|_| {
-                        invalid(property, value, "not an integer (-1 to block, 0 to fail at once, or a wait in ms)")
-                    })?;
+                    let n: i64 = value
+                        .parse()
+                        .map_err(|_| p.invalid("not an integer (-1 to block, 0 to fail at once, or a wait in ms)"))?;
                     b.queue_enqueue_timeout(EnqueueTimeout::from_ms(n)?)
                 }
-                "batch.num.messages" => b.batch_num_messages(int(1)? as usize),
-                "message.send.max.retries" => b.message_send_max_retries(int(0)? as u32),
-                "retry.backoff.ms" => b.retry_backoff(ms(0)?),
-                "max.in.flight.requests.per.connection" => b.max_in_flight(int(1)? as usize),
+                "batch.num.messages" => b.batch_num_messages(p.int(1)?),
+                "message.send.max.retries" => b.message_send_max_retries(p.int(0)?),
+                "retry.backoff.ms" => b.retry_backoff(p.ms(0)?),
+                "max.in.flight.requests.per.connection" => b.max_in_flight(p.int(1)?),
                 "topic.metadata.refresh.interval.ms" => {
-                    let n = parse_int(property, value, i32::MIN as i64, INT_MAX)?;
+                    let n: i64 = p.int(i32::MIN.into())?;
                     b.topic_metadata_refresh_interval(u64::try_from(n).ok().map(Duration::from_millis))
                 }
-                "compression.codec" => b.compression_codec(value.parse().map_err(|_| {
-                    invalid(property, value, "must be none, gzip, snappy or lz4 (any case), or 0 to 3")
-                })?),
+                "compression.codec" => b.compression_codec(
+                    value.parse().map_err(|_| p.invalid("must be none, gzip, snappy or lz4 (any case), or 0 to 3"))?,
+                ),
                 "compressed.topics" => {
                     b.compressed_topics(value.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned))
                 }
                 "client.id" => b.client_id(value),
-                "send.buffer.bytes" => b.send_buffer_bytes(int(1)? as usize),
+                "send.buffer.bytes" => b.send_buffer_bytes(p.int(1)?),
                 "partitioner.class" => b.partitioner(PartitionerKind::from_class_name(value)?),
                 "serializer.class" => {
-                    check_serializer(property, value, false)?;
+                    check_serializer(p.name(), value, false)?;
                     b.config.serializer_class = Some(value.to_owned());
                     b
                 }
                 "key.serializer.class" => {
-                    check_serializer(property, value, true)?;
+                    check_serializer(p.name(), value, true)?;
                     b.config.key_serializer_class = Some(value.to_owned());
                     b
                 }
@@ -563,62 +500,10 @@ impl ProducerConfig {
     }
 }
 
-/// Parses an integer property and checks it lies in `min..=max`.
-fn parse_int(property: &'static str, value: &str, min: i64, max: i64) -> Result<i64, ConfigError> {
-    let n: i64 = value.parse().map_err(|_| invalid(property, value, format!("not an integer ({min} to {max})")))?;
-    if n < min || n > max {
-        return Err(invalid(property, value, format!("must be between {min} and {max}")));
-    }
-    Ok(n)
-}
-
-fn parse_acks(value: &str) -> Result<i16, ConfigError> {
-    match value {
-        "-1" => Ok(-1),
-        "0" => Ok(0),
-        "1" => Ok(1),
-        _ => Err(invalid("request.required.acks", value, ACKS_REASON)),
-    }
-}
+/// `request.required.acks` as Kafka spells its three values.
+const ACKS: &[(&str, i16)] = &[("-1", -1), ("0", 0), ("1", 1)];
 
 const ACKS_REASON: &str = "must be -1 (all in-sync replicas), 0 (no response) or 1 (the leader)";
-
-/// Checks a duration set through the builder: `min_ms` to 2147483647 ms (a Kafka `int`).
-fn check_ms(property: &'static str, d: Duration, min_ms: u128) -> Result<(), ConfigError> {
-    let ms = d.as_millis();
-    if ms < min_ms || ms > INT_MAX as u128 {
-        return Err(invalid(property, ms, format!("must be between {min_ms} and {INT_MAX}")));
-    }
-    Ok(())
-}
-
-/// Checks a count or size set through the builder: `min` to 2147483647 (a Kafka `int`).
-fn check_count(property: &'static str, n: u64, min: u64) -> Result<(), ConfigError> {
-    if n < min || n > INT_MAX as u64 {
-        return Err(invalid(property, n, format!("must be between {min} and {INT_MAX}")));
-    }
-    Ok(())
-}
-
-/// Kafka 0.8.2's topic name rule (`Topic.validate`): 1 to 255 of `[a-zA-Z0-9._-]`, not `.` or
-/// `..`. `None` when legal, else why not.
-fn topic_name_problem(topic: &str) -> Option<String> {
-    if topic.is_empty() {
-        return Some("contains an empty topic name".to_owned());
-    }
-    if topic == "." || topic == ".." {
-        return Some(format!("{topic:?} is not a legal topic name"));
-    }
-    if topic.len() > 255 {
-        return Some(format!("topic name of {} bytes is longer than 255", topic.len()));
-    }
-    if let Some(c) = topic.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
-        return Some(format!(
-            "topic {topic:?} contains {c:?}: topic names have only ASCII letters and digits, '.', '_' and '-'"
-        ));
-    }
-    None
-}
 
 fn check_serializer(property: &'static str, value: &str, key: bool) -> Result<(), ConfigError> {
     let known = matches!(value, "kafka.serializer.DefaultEncoder" | "kafka.serializer.StringEncoder")
@@ -626,7 +511,7 @@ fn check_serializer(property: &'static str, value: &str, key: bool) -> Result<()
     if known {
         return Ok(());
     }
-    Err(invalid(
+    Err(ConfigError::invalid(
         property,
         value,
         "encoders are Rust values given to the producer's constructor (gregor_serde::BytesEncoder is \
@@ -822,26 +707,23 @@ impl ProducerConfigBuilder {
     /// than -1, 0 and 1, a `request.timeout.ms` of zero, a duration over 2147483647 ms, a zero
     /// queue capacity, `batch.num.messages` or `send.buffer.bytes`, a count over 2147483647, a
     /// `batch.num.messages` above `queue.buffering.max.messages`, a `client.id` that
-    /// [`gregor_net::config::validate_client_id`] refuses (Kafka's characters, at most 32767
+    /// [`validate_client_id`] refuses (Kafka's characters, at most 32767
     /// bytes), or an illegal topic name in `compressed.topics`.
     pub fn build(self) -> Result<ProducerConfig, ConfigError> {
         let c = self.config;
-        if c.metadata_broker_list.trim().is_empty() {
-            return Err(ConfigError::Missing { property: "metadata.broker.list" });
-        }
-        gregor_net::parse_broker_list(&c.metadata_broker_list)?;
+        gregor_net::config::validate_broker_list(&c.metadata_broker_list)?;
         if !matches!(c.request_required_acks, -1..=1) {
-            return Err(invalid("request.required.acks", c.request_required_acks, ACKS_REASON));
+            return Err(ConfigError::invalid("request.required.acks", c.request_required_acks, ACKS_REASON));
         }
         check_ms("request.timeout.ms", c.request_timeout, 1)?;
         check_ms("queue.buffering.max.ms", c.queue_buffering_max, 0)?;
-        check_count("queue.buffering.max.messages", c.queue_buffering_max_messages as u64, 1)?;
+        check_count("queue.buffering.max.messages", c.queue_buffering_max_messages, 1)?;
         if let EnqueueTimeout::Wait(d) = c.queue_enqueue_timeout {
             check_ms("queue.enqueue.timeout.ms", d, 0)?;
         }
-        check_count("batch.num.messages", c.batch_num_messages as u64, 1)?;
+        check_count("batch.num.messages", c.batch_num_messages, 1)?;
         if c.batch_num_messages > c.queue_buffering_max_messages {
-            return Err(invalid(
+            return Err(ConfigError::invalid(
                 "batch.num.messages",
                 c.batch_num_messages,
                 format!(
@@ -851,18 +733,23 @@ impl ProducerConfigBuilder {
                 ),
             ));
         }
-        check_count("message.send.max.retries", c.message_send_max_retries.into(), 0)?;
-        check_count("max.in.flight.requests.per.connection", c.max_in_flight as u64, 1)?;
+        check_count("message.send.max.retries", c.message_send_max_retries, 0)?;
+        check_count("max.in.flight.requests.per.connection", c.max_in_flight, 1)?;
         check_ms("retry.backoff.ms", c.retry_backoff, 0)?;
         if let Some(d) = c.topic_metadata_refresh_interval {
             check_ms("topic.metadata.refresh.interval.ms", d, 0)?;
         }
-        if let Some(problem) = c.compressed_topics.iter().find_map(|t| topic_name_problem(t)) {
+        let bad_topic = c.compressed_topics.iter().find_map(|t| validate_topic_name(t).err().map(|e| (t, e)));
+        if let Some((topic, e)) = bad_topic {
             let list = c.compressed_topics.iter().map(String::as_str).collect::<Vec<_>>().join(",");
-            return Err(invalid("compressed.topics", list, problem));
+            return Err(ConfigError::invalid(
+                "compressed.topics",
+                list,
+                format!("topic {:?} {e}", shorten(topic.clone())),
+            ));
         }
-        gregor_net::config::validate_client_id(&c.client_id)?;
-        check_count("send.buffer.bytes", c.send_buffer_bytes as u64, 1)?;
+        validate_client_id(&c.client_id)?;
+        check_count("send.buffer.bytes", c.send_buffer_bytes, 1)?;
         warn_suspicious(&c);
         Ok(c)
     }
@@ -903,62 +790,38 @@ mod tests {
     use super::*;
 
     /// Holds the constants against Kafka 0.8.2's documented producer defaults (the
-    /// "Producer Configs" table of the 0.8.2 documentation).
+    /// "Producer Configs" table of the 0.8.2 documentation), and the builder's defaults against
+    /// the constants. tests/config.rs holds `to_properties` of the defaults against the same
+    /// table, property by property.
     #[test]
     fn defaults_are_kafka_0_8_2s() {
-        let documented: &[(&str, &str)] = &[
-            ("producer.type", "sync"),
-            ("request.required.acks", "0"),
-            ("request.timeout.ms", "10000"),
-            ("queue.buffering.max.ms", "5000"),
-            ("queue.buffering.max.messages", "10000"),
-            ("queue.enqueue.timeout.ms", "-1"),
-            ("batch.num.messages", "200"),
-            ("message.send.max.retries", "3"),
-            ("retry.backoff.ms", "100"),
-            ("topic.metadata.refresh.interval.ms", "600000"),
-            ("compression.codec", "none"),
-            ("client.id", ""),
-            ("send.buffer.bytes", "102400"),
-            ("partitioner.class", "kafka.producer.DefaultPartitioner"),
-            ("serializer.class", "kafka.serializer.DefaultEncoder"),
-        ];
-        let c = ProducerConfig::builder().metadata_broker_list("k:9092").build().unwrap();
-        let actual = |name: &str| -> String {
-            match name {
-                "producer.type" => c.producer_type().to_string(),
-                "request.required.acks" => c.request_required_acks().to_string(),
-                "request.timeout.ms" => c.request_timeout().as_millis().to_string(),
-                "queue.buffering.max.ms" => c.queue_buffering_max().as_millis().to_string(),
-                "queue.buffering.max.messages" => c.queue_buffering_max_messages().to_string(),
-                "queue.enqueue.timeout.ms" => c.queue_enqueue_timeout().as_ms().to_string(),
-                "batch.num.messages" => c.batch_num_messages().to_string(),
-                "message.send.max.retries" => c.message_send_max_retries().to_string(),
-                "retry.backoff.ms" => c.retry_backoff().as_millis().to_string(),
-                "topic.metadata.refresh.interval.ms" => {
-                    c.topic_metadata_refresh_interval().unwrap().as_millis().to_string()
-                }
-                "compression.codec" => c.compression_codec().to_string(),
-                "client.id" => c.client_id().to_owned(),
-                "send.buffer.bytes" => c.send_buffer_bytes().to_string(),
-                "partitioner.class" => c.partitioner().class_name().to_owned(),
-                "serializer.class" => DEFAULT_SERIALIZER_CLASS.to_owned(),
-                other => panic!("{other}"),
-            }
-        };
-        for (name, value) in documented {
-            assert_eq!(&actual(name), value, "{name}");
-        }
-        assert!(c.compressed_topics().is_empty());
+        let ms = Duration::from_millis;
+        assert_eq!(DEFAULT_PRODUCER_TYPE, ProducerType::Sync);
+        assert_eq!(DEFAULT_REQUEST_REQUIRED_ACKS, 0);
+        assert_eq!(DEFAULT_REQUEST_TIMEOUT, ms(10_000));
+        assert_eq!(DEFAULT_QUEUE_BUFFERING_MAX, ms(5000));
+        assert_eq!(DEFAULT_QUEUE_BUFFERING_MAX_MESSAGES, 10_000);
+        assert_eq!(DEFAULT_QUEUE_ENQUEUE_TIMEOUT.as_ms(), -1);
+        assert_eq!(DEFAULT_BATCH_NUM_MESSAGES, 200);
+        assert_eq!(DEFAULT_MESSAGE_SEND_MAX_RETRIES, 3);
+        assert_eq!(DEFAULT_RETRY_BACKOFF, ms(100));
+        assert_eq!(DEFAULT_TOPIC_METADATA_REFRESH_INTERVAL, ms(600_000));
+        assert_eq!(DEFAULT_COMPRESSION_CODEC, Compression::None);
+        assert_eq!(DEFAULT_CLIENT_ID, "");
+        assert_eq!(DEFAULT_SEND_BUFFER_BYTES, 100 * 1024);
         assert_eq!(DEFAULT_PARTITIONER_CLASS, "kafka.producer.DefaultPartitioner");
-        // the same table read back through from_properties gives the same config
-        let mut props: Vec<(&str, &str)> = documented.to_vec();
-        props.push(("metadata.broker.list", "k:9092"));
-        let parsed = ProducerConfig::from_properties(props).unwrap();
-        assert!(parsed.compressed_topics().is_empty());
-        assert_eq!(parsed.request_timeout(), c.request_timeout());
-        assert_eq!(parsed.queue_enqueue_timeout(), EnqueueTimeout::Block);
-        assert_eq!(parsed.serializer_class(), Some(DEFAULT_SERIALIZER_CLASS));
+        assert_eq!(DEFAULT_SERIALIZER_CLASS, "kafka.serializer.DefaultEncoder");
+        let c = ProducerConfig::builder().metadata_broker_list("k:9092").build().unwrap();
+        assert_eq!((c.producer_type(), c.request_required_acks()), (DEFAULT_PRODUCER_TYPE, 0));
+        assert_eq!((c.request_timeout(), c.queue_buffering_max()), (DEFAULT_REQUEST_TIMEOUT, ms(5000)));
+        assert_eq!((c.queue_buffering_max_messages(), c.batch_num_messages()), (10_000, 200));
+        assert_eq!(c.queue_enqueue_timeout(), DEFAULT_QUEUE_ENQUEUE_TIMEOUT);
+        assert_eq!((c.message_send_max_retries(), c.retry_backoff()), (3, DEFAULT_RETRY_BACKOFF));
+        assert_eq!(c.topic_metadata_refresh_interval(), Some(DEFAULT_TOPIC_METADATA_REFRESH_INTERVAL));
+        assert_eq!((c.compression_codec(), c.compressed_topics().len()), (Compression::None, 0));
+        assert_eq!((c.client_id(), c.send_buffer_bytes()), ("", DEFAULT_SEND_BUFFER_BYTES));
+        assert_eq!(c.partitioner().class_name(), DEFAULT_PARTITIONER_CLASS);
+        assert_eq!((c.serializer_class(), c.key_serializer_class()), (None, None));
     }
 
     #[test]
@@ -1011,7 +874,10 @@ mod tests {
     #[test]
     fn unknown_properties_are_named() {
         let e = ProducerConfig::from_properties([("metadata.broker.list", "a:1"), ("linger.ms", "5")]).unwrap_err();
-        assert_eq!(e, ConfigError::UnknownProperty { property: "linger.ms".into() });
+        assert_eq!(
+            e,
+            ConfigError::UnknownProperty { client: "producer", property: "linger.ms".into(), known: PROPERTIES }
+        );
         assert!(e.to_string().starts_with("unknown producer property \"linger.ms\"; known: metadata.broker.list"));
     }
 

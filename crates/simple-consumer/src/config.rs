@@ -26,10 +26,12 @@
 
 use std::time::Duration;
 
+use gregor_config::{check_count, check_ms};
 use gregor_net::{ConnectionConfig, MetadataConfig};
 use gregor_protocol::message::{ENTRY_HEADER_SIZE, MESSAGE_V0_OVERHEAD};
 
-pub use gregor_net::ConfigError;
+// The one configuration error of every gregor client, from the configuration kit.
+pub use gregor_config::ConfigError;
 
 /// Kafka 0.8.2's default `client.id` for a simple consumer: empty (its `SimpleConsumer` takes
 /// the id as an argument; the high-level consumer uses the group id).
@@ -71,27 +73,8 @@ pub const PROPERTIES: &[&str] = &[
     "fetch.message.auto.grow.max.bytes",
 ];
 
-/// The largest value of a Kafka `int` property (milliseconds, bytes, counts).
-const INT_MAX: i64 = i32::MAX as i64;
-
-fn invalid(property: &'static str, value: impl ToString, reason: impl Into<String>) -> ConfigError {
-    let value = value.to_string();
-    let value = if value.len() > 64 {
-        let mut end = 64;
-        while !value.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{}... ({} bytes)", &value[..end], value.len())
-    } else {
-        value
-    };
-    ConfigError::Invalid { property, value, reason: reason.into() }
-}
-
-/// The property `key` as its `&'static` name in [`PROPERTIES`].
-fn known(key: &str) -> Option<&'static str> {
-    PROPERTIES.iter().copied().find(|p| *p == key)
-}
+/// The client name in [`ConfigError::UnknownProperty`].
+const CLIENT: &str = "simple-consumer";
 
 /// How a [`crate::SimpleConsumer`] talks to the cluster. Cheap to clone.
 ///
@@ -181,30 +164,21 @@ impl SimpleConsumerConfig {
         V: AsRef<str>,
     {
         let mut b = SimpleConsumerConfig::builder();
-        for (key, value) in properties {
-            let (key, value) = (key.as_ref().trim(), value.as_ref().trim());
-            let Some(property) = known(key) else {
-                return Err(ConfigError::UnknownProperty {
-                    client: "simple-consumer",
-                    property: key.to_owned(),
-                    known: PROPERTIES,
-                });
-            };
-            let int = |min: i64| parse_int(property, value, min, INT_MAX);
-            let ms = |min: i64| parse_int(property, value, min, INT_MAX).map(|n| Duration::from_millis(n as u64));
-            b = match property {
-                "metadata.broker.list" => b.metadata_broker_list(value),
-                "client.id" => b.client_id(value),
-                "socket.timeout.ms" => b.socket_timeout(ms(1)?),
-                "fetch.message.max.bytes" => b.fetch_message_max_bytes(int(MIN_FETCH_MESSAGE_MAX_BYTES as i64)? as i32),
-                "fetch.min.bytes" => b.fetch_min_bytes(int(0)? as i32),
-                "fetch.wait.max.ms" => b.fetch_wait_max(ms(0)?),
-                "refresh.leader.backoff.ms" => b.refresh_leader_backoff(ms(0)?),
-                "refresh.leader.backoff.max.ms" => b.refresh_leader_backoff_max(ms(0)?),
-                "refresh.leader.max.retries" => b.refresh_leader_max_retries(int(0)? as u32),
-                "fetch.message.auto.grow.max.bytes" => match int(0)? {
+        for property in gregor_config::read(CLIENT, PROPERTIES, properties) {
+            let p = property?;
+            b = match p.name() {
+                "metadata.broker.list" => b.metadata_broker_list(p.value()),
+                "client.id" => b.client_id(p.value()),
+                "socket.timeout.ms" => b.socket_timeout(p.ms(1)?),
+                "fetch.message.max.bytes" => b.fetch_message_max_bytes(p.int(MIN_FETCH_MESSAGE_MAX_BYTES.into())?),
+                "fetch.min.bytes" => b.fetch_min_bytes(p.int(0)?),
+                "fetch.wait.max.ms" => b.fetch_wait_max(p.ms(0)?),
+                "refresh.leader.backoff.ms" => b.refresh_leader_backoff(p.ms(0)?),
+                "refresh.leader.backoff.max.ms" => b.refresh_leader_backoff_max(p.ms(0)?),
+                "refresh.leader.max.retries" => b.refresh_leader_max_retries(p.int(0)?),
+                "fetch.message.auto.grow.max.bytes" => match p.int(0)? {
                     0 => b.fetch_message_auto_grow_max_bytes(None),
-                    n => b.fetch_message_auto_grow_max_bytes(Some(n as i32)),
+                    n => b.fetch_message_auto_grow_max_bytes(Some(n)),
                 },
                 _ => unreachable!("every name of PROPERTIES is handled"),
             };
@@ -302,24 +276,6 @@ impl SimpleConsumerConfig {
     pub fn metadata_config(&self) -> MetadataConfig {
         MetadataConfig::default()
     }
-}
-
-/// Parses an integer property and checks it lies in `min..=max`.
-fn parse_int(property: &'static str, value: &str, min: i64, max: i64) -> Result<i64, ConfigError> {
-    let n: i64 = value.parse().map_err(|_| invalid(property, value, format!("not an integer ({min} to {max})")))?;
-    if n < min || n > max {
-        return Err(invalid(property, value, format!("must be between {min} and {max}")));
-    }
-    Ok(n)
-}
-
-/// Checks a duration property set through the builder: `min_ms` to 2147483647 ms (a Kafka `int`).
-fn check_ms(property: &'static str, d: Duration, min_ms: u128) -> Result<(), ConfigError> {
-    let ms = d.as_millis();
-    if ms < min_ms || ms > INT_MAX as u128 {
-        return Err(invalid(property, ms, format!("must be between {min_ms} and {INT_MAX}")));
-    }
-    Ok(())
 }
 
 /// Builds a [`SimpleConsumerConfig`]; [`SimpleConsumerConfigBuilder::build`] checks it.
@@ -444,24 +400,21 @@ impl SimpleConsumerConfigBuilder {
     /// not above `fetch.message.max.bytes`.
     pub fn build(self) -> Result<SimpleConsumerConfig, ConfigError> {
         let c = self.config;
-        if c.metadata_broker_list.trim().is_empty() {
-            return Err(ConfigError::Missing { property: "metadata.broker.list" });
-        }
-        gregor_net::parse_broker_list(&c.metadata_broker_list)?;
-        gregor_net::config::validate_client_id(&c.client_id)?;
+        gregor_net::config::validate_broker_list(&c.metadata_broker_list)?;
+        gregor_config::validate_client_id(&c.client_id)?;
         check_ms("socket.timeout.ms", c.socket_timeout, 1)?;
         check_ms("fetch.wait.max.ms", c.fetch_wait_max, 0)?;
         check_ms("refresh.leader.backoff.ms", c.refresh_leader_backoff, 0)?;
         check_ms("refresh.leader.backoff.max.ms", c.refresh_leader_backoff_max, 0)?;
         if c.socket_timeout <= c.fetch_wait_max {
-            return Err(invalid(
+            return Err(ConfigError::invalid(
                 "socket.timeout.ms",
                 c.socket_timeout.as_millis(),
                 format!("must exceed fetch.wait.max.ms ({} ms), or long polls time out", c.fetch_wait_max.as_millis()),
             ));
         }
         if c.fetch_message_max_bytes < MIN_FETCH_MESSAGE_MAX_BYTES {
-            return Err(invalid(
+            return Err(ConfigError::invalid(
                 "fetch.message.max.bytes",
                 c.fetch_message_max_bytes,
                 format!(
@@ -469,18 +422,10 @@ impl SimpleConsumerConfigBuilder {
                 ),
             ));
         }
-        if c.fetch_min_bytes < 0 {
-            return Err(invalid("fetch.min.bytes", c.fetch_min_bytes, format!("must be between 0 and {INT_MAX}")));
-        }
-        if c.refresh_leader_max_retries > i32::MAX as u32 {
-            return Err(invalid(
-                "refresh.leader.max.retries",
-                c.refresh_leader_max_retries,
-                format!("must be between 0 and {INT_MAX}"),
-            ));
-        }
+        check_count("fetch.min.bytes", c.fetch_min_bytes, 0)?;
+        check_count("refresh.leader.max.retries", c.refresh_leader_max_retries, 0)?;
         if c.refresh_leader_backoff_max < c.refresh_leader_backoff {
-            return Err(invalid(
+            return Err(ConfigError::invalid(
                 "refresh.leader.backoff.max.ms",
                 c.refresh_leader_backoff_max.as_millis(),
                 format!("must be at least refresh.leader.backoff.ms ({} ms)", c.refresh_leader_backoff.as_millis()),
@@ -488,7 +433,7 @@ impl SimpleConsumerConfigBuilder {
         }
         if let Some(max) = c.fetch_message_auto_grow_max_bytes {
             if max <= c.fetch_message_max_bytes {
-                return Err(invalid(
+                return Err(ConfigError::invalid(
                     "fetch.message.auto.grow.max.bytes",
                     max,
                     format!("must exceed fetch.message.max.bytes ({}), or be 0 (off)", c.fetch_message_max_bytes),

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use gregor_config::testing::{self, assert_invalid};
 use gregor_simple_consumer::config::{MIN_FETCH_MESSAGE_MAX_BYTES, PROPERTIES};
 use gregor_simple_consumer::{ConfigError, SimpleConsumerConfig};
 
@@ -24,28 +25,9 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("fetch.message.auto.grow.max.bytes", "0"),
 ];
 
+/// The error of `props` read after a valid broker list (unless `props` sets one).
 fn error_of(props: &[(&str, &str)]) -> ConfigError {
-    let mut all = Vec::new();
-    if !props.iter().any(|(k, _)| *k == "metadata.broker.list") {
-        all.push(BROKERS);
-    }
-    all.extend_from_slice(props);
-    match SimpleConsumerConfig::from_properties(all) {
-        Ok(c) => panic!("{props:?} was accepted: {c:?}"),
-        Err(e) => e,
-    }
-}
-
-fn assert_invalid(e: &ConfigError, property: &str, value: Option<&str>, reason: &str, case: &str) {
-    let ConfigError::Invalid { property: p, value: v, reason: r } = e else {
-        panic!("{case}: expected Invalid for {property}, got {e:?}");
-    };
-    assert_eq!(*p, property, "{case}: {e}");
-    assert!(r.contains(reason), "{case}: reason {r:?} lacks {reason:?}");
-    assert_eq!(e.to_string(), format!("invalid value {v:?} for {p}: {r}"), "{case}");
-    if let Some(value) = value {
-        assert_eq!(v, value, "{case}");
-    }
+    testing::error_of(SimpleConsumerConfig::from_properties, &[BROKERS], props)
 }
 
 #[test]

@@ -219,31 +219,22 @@ pub fn offset(group: &str, topic: &str, partition: i32) -> String {
 // ---------------------------------------------------------------------------------------------
 
 /// The longest topic name Kafka 0.8.2 accepts (`Topic.maxNameLength`).
-pub const MAX_TOPIC_NAME_LENGTH: usize = 255;
+pub const MAX_TOPIC_NAME_LENGTH: usize = gregor_config::MAX_TOPIC_NAME_LENGTH;
 
 /// Checks a topic name against Kafka 0.8.2's rules (`kafka.common.Topic.validate`): not empty,
 /// not `.` or `..`, at most [`MAX_TOPIC_NAME_LENGTH`] characters, and only ASCII letters,
-/// digits, `.`, `_` and `-`.
+/// digits, `.`, `_` and `-` (the rules are [`gregor_config::validate_topic_name`]'s).
 ///
 /// Kafka's admin tools refuse other names, and a name with `/` would put the topic's znodes in
 /// the wrong place.
 ///
 /// # Errors
 ///
-/// [`Error::InvalidTopic`] naming the rule the name breaks.
+/// [`Error::InvalidTopic`] naming the rule the name breaks
+/// ([`TopicNameError::rule`](gregor_config::TopicNameError::rule)).
 pub fn validate_topic_name(name: &str) -> Result<()> {
-    let reason = if name.is_empty() {
-        "must not be empty"
-    } else if name == "." || name == ".." {
-        "must not be \".\" or \"..\""
-    } else if name.len() > MAX_TOPIC_NAME_LENGTH {
-        "must not be longer than 255 characters"
-    } else if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-') {
-        "contains a character other than ASCII alphanumerics, '.', '_' and '-'"
-    } else {
-        return Ok(());
-    };
-    Err(Error::InvalidTopic { topic: name.to_owned(), reason })
+    gregor_config::validate_topic_name(name)
+        .map_err(|e| Error::InvalidTopic { topic: name.to_owned(), reason: e.rule() })
 }
 
 /// Checks a znode path the way ZooKeeper's `PathUtils.validatePath` does: it starts with `/`,
@@ -418,7 +409,7 @@ mod tests {
         let err = validate_topic_name("a b").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "invalid topic name \"a b\": contains a character other than ASCII alphanumerics, \
+            "invalid topic name \"a b\": contains a character other than ASCII letters and digits, \
              '.', '_' and '-'"
         );
     }
