@@ -7,26 +7,27 @@
 //!   session events)   fetcher tasks ──chunks (room per stream)──► KafkaStream queues
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use gregor_net::{ConnectionConfig, Pool};
 use gregor_serde::{BytesDecoder, Decoder};
-use gregor_zk::payloads::{ConsumerRegistration, TopicAssignment, PATTERN_STATIC};
-use gregor_zk::{paths, CreateMode, SessionEvent, ZkClient};
+use gregor_zk::{paths, SessionEvent, ZkClient};
 use rand::Rng;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::assignment::{self, GroupState, ThreadId};
+use crate::assignment::ThreadId;
 use crate::brokers::Brokers;
 use crate::config::ConsumerConfig;
 use crate::error::{self, Error, Result};
 use crate::fetcher::{run_fetchers, FetchTarget};
 use crate::filter::TopicFilter;
 use crate::offsets::OffsetStore;
+use crate::rebalance::{self, Attempt, Subscription, TopicPartition};
+use crate::registry::{Registry, ZkRegistry};
 use crate::stream::{Chunk, KafkaStream, PartitionState, Prefetch, StreamQueue};
 
 /// Lag of one owned partition.
@@ -50,12 +51,6 @@ pub struct PartitionLag {
 enum Command {
     Commit(oneshot::Sender<Result<()>>),
     Shutdown(oneshot::Sender<Result<()>>),
-}
-
-#[derive(Debug, Clone)]
-enum Subscription {
-    Static(BTreeMap<String, usize>),
-    Filter(TopicFilter, usize),
 }
 
 #[derive(Debug, Default)]
@@ -261,11 +256,7 @@ impl ConsumerConnector {
         let cap = self.config.queued_max_message_chunks + 16;
         let mut senders = Senders::new();
         let mut streams = Vec::new();
-        let keys: Vec<(String, usize)> = match sub {
-            Subscription::Static(m) => m.iter().map(|(t, n)| (t.clone(), *n)).collect(),
-            Subscription::Filter(_, n) => vec![(WILDCARD.to_owned(), *n)],
-        };
-        for (key, n) in keys {
+        for (key, n) in sub.stream_keys() {
             for _ in 0..n {
                 let (tx, rx) = mpsc::channel(cap);
                 senders
@@ -299,6 +290,7 @@ impl ConsumerConnector {
             config: self.config.clone(),
             consumer_id: self.consumer_id.clone(),
             zk: self.zk.clone(),
+            registry: ZkRegistry::new(self.zk.clone(), self.config.group_id.clone()),
             brokers: self.brokers.clone(),
             store: self.store.clone(),
             owned: Arc::clone(&self.owned),
@@ -419,14 +411,16 @@ impl ConsumerConnector {
     }
 }
 
-const WILDCARD: &str = "*";
 type Senders = BTreeMap<String, Vec<StreamQueue>>;
 type NamedStreams<T, K> = Vec<(String, KafkaStream<T, K>)>;
 
 struct Coordinator {
     config: ConsumerConfig,
     consumer_id: String,
+    /// For the watches.
     zk: ZkClient,
+    /// What a rebalance reads and writes.
+    registry: ZkRegistry,
     brokers: Brokers,
     store: OffsetStore,
     owned: Arc<Mutex<Owned>>,
@@ -447,34 +441,9 @@ struct Coordinator {
 }
 
 impl Coordinator {
-    fn registration(&self) -> ConsumerRegistration {
-        match &self.sub {
-            Subscription::Static(m) => ConsumerRegistration::new(
-                m.iter().map(|(t, n)| (t.clone(), *n as i32)).collect(),
-                PATTERN_STATIC,
-                now_ms(),
-            ),
-            Subscription::Filter(f, n) => {
-                ConsumerRegistration::new([(f.regex(), *n as i32)].into_iter().collect(), f.pattern(), now_ms())
-            }
-        }
-    }
-
     /// Creates `/consumers/G/ids/<id>` (ephemeral).
     async fn register(&self) -> Result<()> {
-        let path = paths::consumer_id(&self.config.group_id, &self.consumer_id);
-        let data = self.registration().to_json();
-        for _ in 0..3 {
-            match self.zk.create_all(&path, &data, CreateMode::Ephemeral).await {
-                Ok(_) => return Ok(()),
-                Err(gregor_zk::Error::NodeExists { .. }) => {
-                    // a registration of an older session not yet gone, or ours after a retry
-                    let _ = self.zk.delete(&path, None).await;
-                }
-                Err(e) => return Err(error::zk(format!("registering {path}"))(e)),
-            }
-        }
-        Err(Error::InvalidSubscription(format!("{path} exists and could not be replaced: is consumer.id shared?")))
+        rebalance::register(&self.registry, &self.consumer_id, &self.sub.registration(now_ms())).await
     }
 
     fn arm_watches(&mut self, tx: &mpsc::Sender<()>) {
@@ -579,7 +548,7 @@ impl Coordinator {
         self.stop_fetchers().await;
         let r = if self.config.auto_commit_enable { self.commit().await } else { Ok(()) };
         self.release().await;
-        let _ = self.zk.delete(&paths::consumer_id(&self.config.group_id, &self.consumer_id), None).await;
+        let _ = self.registry.deregister(&self.consumer_id).await;
         self.senders.clear(); // ends the streams
         r
     }
@@ -613,15 +582,17 @@ impl Coordinator {
         }
     }
 
-    async fn release(&mut self) {
+    /// Releases every owner node; the partitions' states are kept for a later claim. Returns
+    /// what was owned.
+    async fn release(&mut self) -> BTreeSet<TopicPartition> {
         let parts = {
             let mut owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
             std::mem::take(&mut owned.parts)
         };
-        for ((t, p), (_, st)) in parts {
-            let _ = self.zk.delete(&paths::owner(&self.config.group_id, &t, p), None).await;
-            self.kept.insert((t, p), st);
-        }
+        let released: Vec<TopicPartition> = parts.keys().cloned().collect();
+        rebalance::release(&self.registry, &released).await;
+        self.kept.extend(parts.into_iter().map(|(k, (_, st))| (k, st)));
+        released.into_iter().collect()
     }
 
     /// Rebalances with `rebalance.max.retries` attempts; returns the topics of the group (to
@@ -636,19 +607,20 @@ impl Coordinator {
             let _e = span.enter();
             drop(_e);
             match self.rebalance().await {
-                Ok(Attempt::Done(t)) => {
+                Ok(Attempt::Claimed { topics: t, .. }) => {
                     self.stats.rebalances.fetch_add(1, Ordering::AcqRel);
                     if let Some(w) = self.conflict_watch.take() {
                         w.abort();
                     }
                     return t;
                 }
-                Ok(Attempt::Conflict(t, path, holder)) => {
+                Ok(Attempt::Conflict { topics: t, conflict: c }) => {
                     topics = t;
-                    reason = format!("partition ownership conflict: {path} is held by {holder}");
+                    let path = paths::owner(&self.config.group_id, &c.topic, c.partition);
+                    reason = format!("partition ownership conflict: {path} is held by {}", c.holder);
                     conflict = Some(path);
                 }
-                Err(e) => reason = e.to_string(),
+                Err(e) => reason = rebalance::error_chain(&e),
             }
             tracing::warn!(attempt, %reason, "rebalance attempt failed: backing off");
             self.stop_fetchers().await;
@@ -678,66 +650,8 @@ impl Coordinator {
         topics
     }
 
-    async fn read_group(&self) -> Result<GroupState> {
-        let g = &self.config.group_id;
-        let ids =
-            self.zk.children(&paths::consumer_ids(g)).await.map_err(error::zk("listing members"))?.unwrap_or_default();
-        let mut all_topics: Option<Vec<String>> = None;
-        let mut state = GroupState::default();
-        for id in ids {
-            let Some((data, _)) =
-                self.zk.get(&paths::consumer_id(g, &id)).await.map_err(error::zk("reading member"))?
-            else {
-                continue;
-            };
-            let Ok(reg) = ConsumerRegistration::from_json(&data) else {
-                tracing::warn!(member = %id, "unreadable registration: ignored");
-                continue;
-            };
-            let mut subs = BTreeMap::new();
-            if reg.pattern == PATTERN_STATIC {
-                for (t, n) in reg.subscription {
-                    subs.insert(t, n.max(0) as usize);
-                }
-            } else {
-                if all_topics.is_none() {
-                    all_topics = Some(
-                        self.zk
-                            .children(paths::BROKER_TOPICS)
-                            .await
-                            .map_err(error::zk("listing topics"))?
-                            .unwrap_or_default(),
-                    );
-                }
-                for (re, n) in reg.subscription {
-                    if let Some(f) = TopicFilter::from_registration(&reg.pattern, &re) {
-                        let Ok(m) = f.matcher() else {
-                            tracing::warn!(member = %id, filter = %re, "member's topic filter is not a valid regex: ignored");
-                            continue;
-                        };
-                        for t in all_topics.iter().flatten() {
-                            if f.allowed_by(&m, t, self.config.exclude_internal_topics) {
-                                subs.insert(t.clone(), n.max(0) as usize);
-                            }
-                        }
-                    }
-                }
-            }
-            state.members.insert(id, subs);
-        }
-        let topics: std::collections::BTreeSet<String> =
-            state.members.values().flat_map(|s| s.keys().cloned()).collect();
-        for t in topics {
-            if let Some((data, _)) = self.zk.get(&paths::topic(&t)).await.map_err(error::zk("reading topic"))? {
-                if let Ok(a) = TopicAssignment::from_json(&data) {
-                    state.partitions.insert(t, a.partitions.keys().copied().collect());
-                }
-            }
-        }
-        Ok(state)
-    }
-
-    /// One attempt: `Ok((true, topics))` when every planned partition was claimed.
+    /// One attempt: release, read the group, plan, claim (all or nothing), then start
+    /// fetching what was claimed from the stored offsets (or the positions kept).
     async fn rebalance(&mut self) -> Result<Attempt> {
         self.stop_fetchers().await;
         if self.config.auto_commit_enable {
@@ -745,86 +659,40 @@ impl Coordinator {
                 tracing::warn!(error = %e, "commit before rebalance failed");
             }
         }
-        self.release().await;
-        let state = self.read_group().await?;
-        let topics: Vec<String> = state.partitions.keys().cloned().collect();
-        if !state.members.contains_key(&self.consumer_id) {
-            return Err(Error::InvalidSubscription(format!("{} is not registered", self.consumer_id)));
-        }
-        let plan = assignment::plan(self.config.partition_assignment_strategy, &state)
-            .map_err(|e| Error::InvalidSubscription(e.to_string()))?;
-        let mine: Vec<((String, i32), ThreadId)> =
-            assignment::owned_by(&plan, &self.consumer_id).map(|(k, t)| (k.clone(), t.clone())).collect();
-        // claim, all or nothing
-        let g = self.config.group_id.clone();
-        let mut claimed: Vec<(String, i32)> = Vec::new();
-        for ((t, p), thread) in &mine {
-            let path = paths::owner(&g, t, *p);
-            let holder = match self.zk.create_all(&path, thread.as_str().as_bytes(), CreateMode::Ephemeral).await {
-                Ok(_) => None,
-                Err(gregor_zk::Error::NodeExists { .. }) => match self.zk.get(&path).await {
-                    Ok(Some((d, stat))) if d == thread.as_str().as_bytes() && stat.is_ephemeral() => {
-                        // ours only if it belongs to this session (not a stale one of an
-                        // expired session of ours that the server has not removed yet)
-                        match self.zk.delete(&path, Some(stat.version)).await {
-                            Ok(_) => {
-                                match self.zk.create_all(&path, thread.as_str().as_bytes(), CreateMode::Ephemeral).await
-                                {
-                                    Ok(_) => None,
-                                    Err(e) => Some(e.to_string()),
-                                }
-                            }
-                            Err(e) => Some(e.to_string()),
-                        }
-                    }
-                    Ok(Some((d, _))) => Some(String::from_utf8_lossy(&d).into_owned()),
-                    Ok(None) => Some("a node that vanished".into()),
-                    Err(e) => Some(e.to_string()),
-                },
-                Err(e) => {
-                    tracing::warn!(error = %e, %path, "claim failed");
-                    Some(e.to_string())
-                }
-            };
-            if let Some(holder) = holder {
-                for (t, p) in claimed {
-                    let _ = self.zk.delete(&paths::owner(&g, &t, p), None).await;
-                }
-                return Ok(Attempt::Conflict(topics, path, holder));
-            }
-            claimed.push((t.clone(), *p));
-        }
-        let keys: Vec<(String, i32)> = mine.iter().map(|(k, _)| k.clone()).collect();
-        let offsets = self.store.fetch(&keys).await?;
+        let before = self.release().await;
+        let attempt = rebalance::attempt(
+            &self.registry,
+            &self.consumer_id,
+            self.config.partition_assignment_strategy,
+            self.config.exclude_internal_topics,
+        )
+        .await?;
+        let Attempt::Claimed { mine, .. } = &attempt else { return Ok(attempt) };
+        let keys: Vec<TopicPartition> = mine.iter().map(|(k, _)| k.clone()).collect();
+        let stored = self.store.fetch(&keys).await?;
+        let kept: BTreeSet<TopicPartition> = self.kept.keys().cloned().collect();
+        let plan = rebalance::reconcile(mine, &before, &kept, &stored, &self.sub);
         let generation = self.generation.load(Ordering::Acquire);
         let mut targets: Vec<FetchTarget> = Vec::new();
-        let mut kept = std::mem::take(&mut self.kept);
+        let mut resumed = 0;
         {
             let mut owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
-            for ((t, p), thread) in &mine {
-                let stored = offsets.get(&(t.clone(), *p)).copied().flatten().unwrap_or(-1);
-                let (st, offset) = match kept.remove(&(t.clone(), *p)) {
-                    // still ours: go on from what was handed out (or what another member
-                    // committed meanwhile, if more)
+            for s in plan.starts {
+                let key = (s.topic.clone(), s.partition);
+                let (st, offset) = match self.kept.remove(&key).filter(|_| s.resume) {
                     Some(st) => {
-                        st.committed.store(stored, Ordering::Release);
-                        st.committable.fetch_max(stored, Ordering::AcqRel);
-                        let position = st.consumed.fetch_max(stored, Ordering::AcqRel).max(stored);
+                        resumed += 1;
+                        let position = st.resume(s.stored);
                         (st, position)
                     }
-                    None => (Arc::new(PartitionState::new(t, *p, stored)), stored),
+                    None => (Arc::new(PartitionState::new(&s.topic, s.partition, s.stored)), s.stored),
                 };
-                owned.parts.insert((t.clone(), *p), (thread.clone(), Arc::clone(&st)));
-                let stream = thread.stream().unwrap_or(0);
-                let queue = match &self.sub {
-                    Subscription::Static(_) => self.senders.get(t).and_then(|v| v.get(stream)),
-                    Subscription::Filter(..) => self.senders.get(WILDCARD).and_then(|v| v.get(stream)),
-                };
-                let Some(queue) = queue else { continue };
+                owned.parts.insert(key, (s.thread, Arc::clone(&st)));
+                let Some(queue) = self.senders.get(&s.slot.key).and_then(|v| v.get(s.slot.index)) else { continue };
                 targets.push(FetchTarget::new(st, offset, queue.clone()));
             }
         }
-        tracing::info!(owned = mine.len(), "rebalance done");
+        tracing::info!(owned = mine.len(), resumed, handed_off = plan.handed_off.len(), "rebalance done");
         if !targets.is_empty() {
             self.fetchers.push(tokio::spawn(run_fetchers(
                 self.config.clone(),
@@ -834,16 +702,8 @@ impl Coordinator {
                 targets,
             )));
         }
-        Ok(Attempt::Done(topics))
+        Ok(attempt)
     }
-}
-
-/// The outcome of one rebalance attempt.
-enum Attempt {
-    /// Every planned partition claimed; the group's topics.
-    Done(Vec<String>),
-    /// A claim failed: the topics, the owner znode and who holds it.
-    Conflict(Vec<String>, String, String),
 }
 
 fn forward<T: Send + 'static>(mut w: gregor_zk::Watch<T>, tx: mpsc::Sender<()>) -> JoinHandle<()> {

@@ -24,6 +24,8 @@ mod error;
 mod fetcher;
 pub mod filter;
 mod offsets;
+mod rebalance;
+mod registry;
 mod stream;
 
 pub use assignment::{AssignmentStrategy, ThreadId};

@@ -40,6 +40,18 @@ impl PartitionState {
             high_watermark: AtomicI64::new(-1),
         }
     }
+
+    /// Takes the partition up again after a rebalance gave it back to this member, with
+    /// `stored` the offset read from the store (-1: none): the committed offset becomes
+    /// `stored`, and delivery goes on from what was handed out, or from `stored` if another
+    /// member got further meanwhile. Returns that position (where fetching starts).
+    ///
+    /// Atomic against a stream still handing out a chunk of the older generation.
+    pub(crate) fn resume(&self, stored: i64) -> i64 {
+        self.committed.store(stored, Ordering::Release);
+        self.committable.fetch_max(stored, Ordering::AcqRel);
+        self.consumed.fetch_max(stored, Ordering::AcqRel).max(stored)
+    }
 }
 
 /// The prefetch accounting of one connector, shared by its fetchers and its streams.
