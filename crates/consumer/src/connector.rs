@@ -18,6 +18,7 @@ use gregor_zk::{paths, SessionEvent, ZkClient};
 use rand::Rng;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 use crate::assignment::ThreadId;
 use crate::brokers::Brokers;
@@ -596,38 +597,56 @@ impl Coordinator {
     }
 
     /// Rebalances with `rebalance.max.retries` attempts; returns the topics of the group (to
-    /// watch their partitions).
+    /// watch their partitions). Each attempt, with its backoff when it fails, runs in a span
+    /// `rebalance{group, consumer_id, attempt}`.
     async fn synced_rebalance(&mut self) -> Vec<String> {
         let attempts = self.config.rebalance_max_retries.max(1);
         let mut reason = String::new();
         let mut topics = Vec::new();
         let mut conflict = None;
         for attempt in 0..attempts {
-            let span = tracing::info_span!("rebalance", group = %self.config.group_id, consumer_id = %self.consumer_id, attempt);
-            let _e = span.enter();
-            drop(_e);
-            match self.rebalance().await {
-                Ok(Attempt::Claimed { topics: t, .. }) => {
+            let span = tracing::info_span!(
+                "rebalance",
+                group = %self.config.group_id,
+                consumer_id = %self.consumer_id,
+                attempt
+            );
+            let failed = async {
+                let failed = match self.rebalance().await {
+                    Ok(Attempt::Claimed { topics, .. }) => return Ok(topics),
+                    Ok(Attempt::Conflict { topics, conflict: c }) => {
+                        let path = paths::owner(&self.config.group_id, &c.topic, c.partition);
+                        let reason = format!("partition ownership conflict: {path} is held by {}", c.holder);
+                        (reason, Some((topics, path)))
+                    }
+                    Err(e) => (rebalance::error_chain(&e), None),
+                };
+                tracing::warn!(reason = %failed.0, "rebalance attempt failed: backing off");
+                self.stop_fetchers().await;
+                self.release().await;
+                let base = self.config.rebalance_backoff.as_millis() as f64;
+                let jitter: f64 = rand::rng().random_range(0.5..1.5);
+                tokio::time::sleep(Duration::from_millis((base * jitter) as u64)).await;
+                Err(failed)
+            }
+            .instrument(span)
+            .await;
+            match failed {
+                Ok(t) => {
                     self.stats.rebalances.fetch_add(1, Ordering::AcqRel);
                     if let Some(w) = self.conflict_watch.take() {
                         w.abort();
                     }
                     return t;
                 }
-                Ok(Attempt::Conflict { topics: t, conflict: c }) => {
-                    topics = t;
-                    let path = paths::owner(&self.config.group_id, &c.topic, c.partition);
-                    reason = format!("partition ownership conflict: {path} is held by {}", c.holder);
-                    conflict = Some(path);
+                Err((r, c)) => {
+                    reason = r;
+                    if let Some((t, path)) = c {
+                        topics = t;
+                        conflict = Some(path);
+                    }
                 }
-                Err(e) => reason = rebalance::error_chain(&e),
             }
-            tracing::warn!(attempt, %reason, "rebalance attempt failed: backing off");
-            self.stop_fetchers().await;
-            self.release().await;
-            let base = self.config.rebalance_backoff.as_millis() as f64;
-            let jitter: f64 = rand::rng().random_range(0.5..1.5);
-            tokio::time::sleep(Duration::from_millis((base * jitter) as u64)).await;
         }
         self.stats.failed_rebalances.fetch_add(1, Ordering::AcqRel);
         let e = Error::RebalanceFailed { group: self.config.group_id.clone(), attempts, reason: reason.clone() };
