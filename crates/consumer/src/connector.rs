@@ -169,8 +169,9 @@ impl ConsumerConnector {
         &self.consumer_id
     }
 
-    /// `n` streams per topic. Registers in `/consumers/G/ids`, rebalances once (waiting for
-    /// it), and follows the group from then on.
+    /// `n` streams per topic (Java's `createMessageStreams(topicCountMap, decoder)`, for code
+    /// ported from 0.8; [`ConsumerConnector::subscribe`] is the Rust way). Registers in
+    /// `/consumers/G/ids`, rebalances once (waiting for it), and follows the group from then on.
     ///
     /// # Errors
     ///
@@ -196,21 +197,17 @@ impl ConsumerConnector {
         key_decoder: Arc<dyn Decoder<K>>,
         decoder: Arc<dyn Decoder<T>>,
     ) -> Result<HashMap<String, Vec<KafkaStream<T, K>>>> {
-        if topic_count.is_empty() || topic_count.values().any(|&n| n == 0) {
-            return Err(Error::InvalidSubscription("every topic needs at least one stream".into()));
-        }
         let sub = Subscription::Static(topic_count.into_iter().collect());
-        let (senders, streams) = self.make_streams(&sub, key_decoder, decoder);
-        self.start(sub, senders).await?;
         let mut out: HashMap<String, Vec<KafkaStream<T, K>>> = HashMap::new();
-        for (k, s) in streams {
-            out.entry(k).or_default().push(s);
+        for s in self.open_streams(sub, key_decoder, decoder).await? {
+            out.entry(s.topic().unwrap_or_default().to_owned()).or_default().push(s);
         }
         Ok(out)
     }
 
-    /// `n` streams over every topic allowed by `filter` (new topics are picked up). See
-    /// [`TopicFilter`] for the supported filter syntax.
+    /// `n` streams over every topic allowed by `filter` (new topics are picked up): Java's
+    /// `createMessageStreamsByFilter`; [`ConsumerConnector::subscribe_filter`] is the Rust way.
+    /// See [`TopicFilter`] for the supported filter syntax.
     ///
     /// # Errors
     ///
@@ -238,14 +235,33 @@ impl ConsumerConnector {
         key_decoder: Arc<dyn Decoder<K>>,
         decoder: Arc<dyn Decoder<T>>,
     ) -> Result<Vec<KafkaStream<T, K>>> {
-        if n == 0 || filter.regex().is_empty() {
-            return Err(Error::InvalidSubscription("a filter needs a pattern and at least one stream".into()));
+        self.open_streams(Subscription::Filter(filter, n), key_decoder, decoder).await
+    }
+
+    /// Checks the subscription, makes its streams (topics in name order, then stream number),
+    /// registers and waits for the first rebalance.
+    pub(crate) async fn open_streams<K: Send + 'static, T: Send + 'static>(
+        &self,
+        sub: Subscription,
+        key_decoder: Arc<dyn Decoder<K>>,
+        decoder: Arc<dyn Decoder<T>>,
+    ) -> Result<Vec<KafkaStream<T, K>>> {
+        match &sub {
+            Subscription::Static(m) => {
+                if m.is_empty() || m.values().any(|&n| n == 0) {
+                    return Err(Error::InvalidSubscription("every topic needs at least one stream".into()));
+                }
+            }
+            Subscription::Filter(filter, n) => {
+                if *n == 0 || filter.regex().is_empty() {
+                    return Err(Error::InvalidSubscription("a filter needs a pattern and at least one stream".into()));
+                }
+                filter.validate()?;
+            }
         }
-        filter.validate()?;
-        let sub = Subscription::Filter(filter, n);
         let (senders, streams) = self.make_streams(&sub, key_decoder, decoder);
         self.start(sub, senders).await?;
-        Ok(streams.into_iter().map(|(_, s)| s).collect())
+        Ok(streams)
     }
 
     fn make_streams<K: Send + 'static, T: Send + 'static>(
@@ -253,7 +269,7 @@ impl ConsumerConnector {
         sub: &Subscription,
         key_decoder: Arc<dyn Decoder<K>>,
         decoder: Arc<dyn Decoder<T>>,
-    ) -> (Senders, NamedStreams<T, K>) {
+    ) -> (Senders, Vec<KafkaStream<T, K>>) {
         let cap = self.config.queued_max_message_chunks + 16;
         let mut senders = Senders::new();
         let mut streams = Vec::new();
@@ -270,8 +286,9 @@ impl ConsumerConnector {
                     Arc::clone(&decoder),
                     Arc::clone(&key_decoder),
                     self.config.consumer_timeout,
+                    matches!(sub, Subscription::Static(_)).then(|| key.clone()),
                 );
-                streams.push((key.clone(), s));
+                streams.push(s);
             }
         }
         (senders, streams)
@@ -413,7 +430,6 @@ impl ConsumerConnector {
 }
 
 type Senders = BTreeMap<String, Vec<StreamQueue>>;
-type NamedStreams<T, K> = Vec<(String, KafkaStream<T, K>)>;
 
 struct Coordinator {
     config: ConsumerConfig,
