@@ -107,6 +107,15 @@ pub struct ConsumerConnector {
     task: Mutex<Option<JoinHandle<()>>>,
 }
 
+/// `high_watermark - consumed`, not below 0, and 0 while either is unknown (-1).
+fn lag(consumed: i64, high_watermark: i64) -> i64 {
+    if high_watermark < 0 || consumed < 0 {
+        0
+    } else {
+        (high_watermark - consumed).max(0)
+    }
+}
+
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
@@ -364,7 +373,7 @@ impl ConsumerConnector {
                     owner: owner.to_string(),
                     consumed,
                     high_watermark: hw,
-                    lag: if hw < 0 || consumed < 0 { 0 } else { (hw - consumed).max(0) },
+                    lag: lag(consumed, hw),
                 }
             })
             .collect()
@@ -575,13 +584,8 @@ impl Coordinator {
             let owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
             owned.parts.values().map(|(_, s)| Arc::clone(s)).collect()
         };
-        let mut offsets = BTreeMap::new();
-        for s in &parts {
-            let c = s.committable.load(Ordering::Acquire);
-            if c >= 0 && c != s.committed.load(Ordering::Acquire) {
-                offsets.insert((s.topic.clone(), s.partition), c);
-            }
-        }
+        let offsets: BTreeMap<TopicPartition, i64> =
+            parts.iter().filter_map(|s| Some(((s.topic.clone(), s.partition), s.to_commit()?))).collect();
         self.store.commit(&offsets).await?;
         for s in &parts {
             if let Some(&o) = offsets.get(&(s.topic.clone(), s.partition)) {
@@ -777,4 +781,28 @@ fn forward_skip_first<T: Send + PartialEq + 'static>(
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lag_is_never_negative_and_zero_while_unknown() {
+        for (consumed, hw, want) in [(5, 9, 4), (9, 9, 0), (12, 9, 0), (-1, 9, 0), (5, -1, 0), (-1, -1, 0)] {
+            assert_eq!(lag(consumed, hw), want, "consumed {consumed}, high watermark {hw}");
+        }
+    }
+
+    #[test]
+    fn consumer_ids_are_javas() {
+        assert_eq!(make_consumer_id("g", Some("a")), "g_a");
+        let generated = make_consumer_id("g", None);
+        // g_<host>-<ms>-<8 hex>
+        let (rest, hex) = generated.rsplit_once('-').unwrap();
+        let (host, ms) = rest.strip_prefix("g_").unwrap().rsplit_once('-').unwrap();
+        assert!(!host.is_empty());
+        assert!(ms.parse::<i64>().unwrap() > 1_400_000_000_000, "{ms}");
+        assert!(hex.len() == 8 && hex.chars().all(|c| c.is_ascii_hexdigit()), "{hex}");
+    }
 }

@@ -47,6 +47,13 @@ impl PartitionState {
         }
     }
 
+    /// What a commit writes now: the committable offset, unless nothing was delivered or
+    /// stored (-1) or it is already committed.
+    pub(crate) fn to_commit(&self) -> Option<i64> {
+        let c = self.committable.load(Ordering::Acquire);
+        (c >= 0 && c != self.committed.load(Ordering::Acquire)).then_some(c)
+    }
+
     /// Takes the partition up again after a rebalance gave it back to this member, with
     /// `stored` the offset read from the store (-1: none): the committed offset becomes
     /// `stored`, and delivery goes on from what was handed out, or from `stored` if another
@@ -462,6 +469,17 @@ mod tests {
         drop(tx);
         assert!(StreamExt::next(&mut s).await.is_none());
         assert_eq!(counts(&prefetch), [0, 0, 0, 0], "every chunk released");
+    }
+
+    #[test]
+    fn a_commit_writes_what_was_delivered_once() {
+        let st = PartitionState::new("t", 0, -1);
+        assert_eq!(st.to_commit(), None, "nothing delivered, nothing stored");
+        st.committable.store(4, Ordering::Release);
+        assert_eq!(st.to_commit(), Some(4));
+        st.committed.store(4, Ordering::Release);
+        assert_eq!(st.to_commit(), None, "already committed");
+        assert_eq!(PartitionState::new("t", 0, 7).to_commit(), None, "the stored offset is committed");
     }
 
     #[tokio::test]
