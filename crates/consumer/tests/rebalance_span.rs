@@ -93,10 +93,14 @@ async fn the_rebalance_span_covers_the_rebalance() {
 
     let seen = capture.0.lock().unwrap().clone();
     let done: Vec<&Seen> = seen.iter().filter(|s| s.fields.iter().any(|f| f == "message=rebalance done")).collect();
-    assert_eq!(done.len(), 1, "one rebalance so far: {done:?}");
-    let (name, fields) = done[0].scope.first().expect("the event is inside a span");
-    assert_eq!(name, "rebalance", "{:?}", done[0].scope);
+    // the first rebalance (a spurious watch event may have brought another one meanwhile)
+    let first = done.first().expect("a rebalance was logged");
+    let (name, fields) = first.scope.first().expect("the event is inside a span");
+    assert_eq!(name, "rebalance", "{:?}", first.scope);
     assert_eq!(fields, &["group=gs", "consumer_id=gs_a", "attempt=0"].map(String::from));
-    assert!(done[0].fields.contains(&"owned=2".to_string()), "{:?}", done[0].fields);
+    assert!(first.fields.contains(&"owned=2".to_string()), "{:?}", first.fields);
+    for later in &done[1..] {
+        assert_eq!(later.scope.first().map(|(name, _)| name.as_str()), Some("rebalance"), "{later:?}");
+    }
     c.shutdown().await.unwrap();
 }
