@@ -169,3 +169,27 @@ impl<'c, T: Send + 'static, K: Send + 'static> Subscribe<'c, T, K> {
         self.connector.open_streams(sub, self.key_decoder, self.decoder).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send<T: Send>(_: &T) {}
+
+    /// Compiled, not run: the front door's future and streams can go to another task, and the
+    /// streams are `Unpin` (what `StreamExt::next` and `select_all` need).
+    #[allow(dead_code)]
+    fn the_front_door_is_send(connector: &ConsumerConnector) {
+        let start = connector.subscribe(["t"]).decoder(gregor_serde::StringDecoder::new()).start();
+        send(&start);
+        let filtered = connector.subscribe_filter(TopicFilter::Whitelist("t.*".into())).streams(2).start();
+        send(&filtered);
+    }
+
+    #[test]
+    fn streams_are_send_sync_and_unpin() {
+        fn check<T: Send + Sync + Unpin + 'static>() {}
+        check::<KafkaStream<String, Bytes>>();
+        check::<KafkaStream<Bytes>>();
+    }
+}
