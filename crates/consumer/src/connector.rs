@@ -7,26 +7,28 @@
 //!   session events)   fetcher tasks ──chunks (room per stream)──► KafkaStream queues
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use gregor_net::{ConnectionConfig, Pool};
 use gregor_serde::{BytesDecoder, Decoder};
-use gregor_zk::payloads::{ConsumerRegistration, TopicAssignment, PATTERN_STATIC};
-use gregor_zk::{paths, CreateMode, SessionEvent, ZkClient};
+use gregor_zk::{paths, SessionEvent, ZkClient};
 use rand::Rng;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
-use crate::assignment::{self, GroupState, ThreadId};
+use crate::assignment::ThreadId;
 use crate::brokers::Brokers;
 use crate::config::ConsumerConfig;
 use crate::error::{self, Error, Result};
 use crate::fetcher::{run_fetchers, FetchTarget};
 use crate::filter::TopicFilter;
 use crate::offsets::OffsetStore;
+use crate::rebalance::{self, Attempt, Subscription, TopicPartition};
+use crate::registry::{Registry, ZkRegistry};
 use crate::stream::{Chunk, KafkaStream, PartitionState, Prefetch, StreamQueue};
 
 /// Lag of one owned partition.
@@ -50,12 +52,6 @@ pub struct PartitionLag {
 enum Command {
     Commit(oneshot::Sender<Result<()>>),
     Shutdown(oneshot::Sender<Result<()>>),
-}
-
-#[derive(Debug, Clone)]
-enum Subscription {
-    Static(BTreeMap<String, usize>),
-    Filter(TopicFilter, usize),
 }
 
 #[derive(Debug, Default)]
@@ -109,6 +105,15 @@ pub struct ConsumerConnector {
     prefetch: Arc<Prefetch>,
     commands: Mutex<Option<mpsc::Sender<Command>>>,
     task: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// `high_watermark - consumed`, not below 0, and 0 while either is unknown (-1).
+fn lag(consumed: i64, high_watermark: i64) -> i64 {
+    if high_watermark < 0 || consumed < 0 {
+        0
+    } else {
+        (high_watermark - consumed).max(0)
+    }
 }
 
 fn now_ms() -> i64 {
@@ -173,8 +178,9 @@ impl ConsumerConnector {
         &self.consumer_id
     }
 
-    /// `n` streams per topic. Registers in `/consumers/G/ids`, rebalances once (waiting for
-    /// it), and follows the group from then on.
+    /// `n` streams per topic (Java's `createMessageStreams(topicCountMap, decoder)`, for code
+    /// ported from 0.8; [`ConsumerConnector::subscribe`] is the Rust way). Registers in
+    /// `/consumers/G/ids`, rebalances once (waiting for it), and follows the group from then on.
     ///
     /// # Errors
     ///
@@ -200,21 +206,17 @@ impl ConsumerConnector {
         key_decoder: Arc<dyn Decoder<K>>,
         decoder: Arc<dyn Decoder<T>>,
     ) -> Result<HashMap<String, Vec<KafkaStream<T, K>>>> {
-        if topic_count.is_empty() || topic_count.values().any(|&n| n == 0) {
-            return Err(Error::InvalidSubscription("every topic needs at least one stream".into()));
-        }
         let sub = Subscription::Static(topic_count.into_iter().collect());
-        let (senders, streams) = self.make_streams(&sub, key_decoder, decoder);
-        self.start(sub, senders).await?;
         let mut out: HashMap<String, Vec<KafkaStream<T, K>>> = HashMap::new();
-        for (k, s) in streams {
-            out.entry(k).or_default().push(s);
+        for s in self.open_streams(sub, key_decoder, decoder).await? {
+            out.entry(s.topic().unwrap_or_default().to_owned()).or_default().push(s);
         }
         Ok(out)
     }
 
-    /// `n` streams over every topic allowed by `filter` (new topics are picked up). See
-    /// [`TopicFilter`] for the supported filter syntax.
+    /// `n` streams over every topic allowed by `filter` (new topics are picked up): Java's
+    /// `createMessageStreamsByFilter`; [`ConsumerConnector::subscribe_filter`] is the Rust way.
+    /// See [`TopicFilter`] for the supported filter syntax.
     ///
     /// # Errors
     ///
@@ -242,14 +244,33 @@ impl ConsumerConnector {
         key_decoder: Arc<dyn Decoder<K>>,
         decoder: Arc<dyn Decoder<T>>,
     ) -> Result<Vec<KafkaStream<T, K>>> {
-        if n == 0 || filter.regex().is_empty() {
-            return Err(Error::InvalidSubscription("a filter needs a pattern and at least one stream".into()));
+        self.open_streams(Subscription::Filter(filter, n), key_decoder, decoder).await
+    }
+
+    /// Checks the subscription, makes its streams (topics in name order, then stream number),
+    /// registers and waits for the first rebalance.
+    pub(crate) async fn open_streams<K: Send + 'static, T: Send + 'static>(
+        &self,
+        sub: Subscription,
+        key_decoder: Arc<dyn Decoder<K>>,
+        decoder: Arc<dyn Decoder<T>>,
+    ) -> Result<Vec<KafkaStream<T, K>>> {
+        match &sub {
+            Subscription::Static(m) => {
+                if m.is_empty() || m.values().any(|&n| n == 0) {
+                    return Err(Error::InvalidSubscription("every topic needs at least one stream".into()));
+                }
+            }
+            Subscription::Filter(filter, n) => {
+                if *n == 0 || filter.regex().is_empty() {
+                    return Err(Error::InvalidSubscription("a filter needs a pattern and at least one stream".into()));
+                }
+                filter.validate()?;
+            }
         }
-        filter.validate()?;
-        let sub = Subscription::Filter(filter, n);
         let (senders, streams) = self.make_streams(&sub, key_decoder, decoder);
         self.start(sub, senders).await?;
-        Ok(streams.into_iter().map(|(_, s)| s).collect())
+        Ok(streams)
     }
 
     fn make_streams<K: Send + 'static, T: Send + 'static>(
@@ -257,15 +278,11 @@ impl ConsumerConnector {
         sub: &Subscription,
         key_decoder: Arc<dyn Decoder<K>>,
         decoder: Arc<dyn Decoder<T>>,
-    ) -> (Senders, NamedStreams<T, K>) {
+    ) -> (Senders, Vec<KafkaStream<T, K>>) {
         let cap = self.config.queued_max_message_chunks + 16;
         let mut senders = Senders::new();
         let mut streams = Vec::new();
-        let keys: Vec<(String, usize)> = match sub {
-            Subscription::Static(m) => m.iter().map(|(t, n)| (t.clone(), *n)).collect(),
-            Subscription::Filter(_, n) => vec![(WILDCARD.to_owned(), *n)],
-        };
-        for (key, n) in keys {
+        for (key, n) in sub.stream_keys() {
             for _ in 0..n {
                 let (tx, rx) = mpsc::channel(cap);
                 senders
@@ -278,8 +295,9 @@ impl ConsumerConnector {
                     Arc::clone(&decoder),
                     Arc::clone(&key_decoder),
                     self.config.consumer_timeout,
+                    matches!(sub, Subscription::Static(_)).then(|| key.clone()),
                 );
-                streams.push((key.clone(), s));
+                streams.push(s);
             }
         }
         (senders, streams)
@@ -299,6 +317,7 @@ impl ConsumerConnector {
             config: self.config.clone(),
             consumer_id: self.consumer_id.clone(),
             zk: self.zk.clone(),
+            registry: ZkRegistry::new(self.zk.clone(), self.config.group_id.clone()),
             brokers: self.brokers.clone(),
             store: self.store.clone(),
             owned: Arc::clone(&self.owned),
@@ -354,7 +373,7 @@ impl ConsumerConnector {
                     owner: owner.to_string(),
                     consumed,
                     high_watermark: hw,
-                    lag: if hw < 0 || consumed < 0 { 0 } else { (hw - consumed).max(0) },
+                    lag: lag(consumed, hw),
                 }
             })
             .collect()
@@ -419,14 +438,15 @@ impl ConsumerConnector {
     }
 }
 
-const WILDCARD: &str = "*";
 type Senders = BTreeMap<String, Vec<StreamQueue>>;
-type NamedStreams<T, K> = Vec<(String, KafkaStream<T, K>)>;
 
 struct Coordinator {
     config: ConsumerConfig,
     consumer_id: String,
+    /// For the watches.
     zk: ZkClient,
+    /// What a rebalance reads and writes.
+    registry: ZkRegistry,
     brokers: Brokers,
     store: OffsetStore,
     owned: Arc<Mutex<Owned>>,
@@ -447,34 +467,9 @@ struct Coordinator {
 }
 
 impl Coordinator {
-    fn registration(&self) -> ConsumerRegistration {
-        match &self.sub {
-            Subscription::Static(m) => ConsumerRegistration::new(
-                m.iter().map(|(t, n)| (t.clone(), *n as i32)).collect(),
-                PATTERN_STATIC,
-                now_ms(),
-            ),
-            Subscription::Filter(f, n) => {
-                ConsumerRegistration::new([(f.regex(), *n as i32)].into_iter().collect(), f.pattern(), now_ms())
-            }
-        }
-    }
-
     /// Creates `/consumers/G/ids/<id>` (ephemeral).
     async fn register(&self) -> Result<()> {
-        let path = paths::consumer_id(&self.config.group_id, &self.consumer_id);
-        let data = self.registration().to_json();
-        for _ in 0..3 {
-            match self.zk.create_all(&path, &data, CreateMode::Ephemeral).await {
-                Ok(_) => return Ok(()),
-                Err(gregor_zk::Error::NodeExists { .. }) => {
-                    // a registration of an older session not yet gone, or ours after a retry
-                    let _ = self.zk.delete(&path, None).await;
-                }
-                Err(e) => return Err(error::zk(format!("registering {path}"))(e)),
-            }
-        }
-        Err(Error::InvalidSubscription(format!("{path} exists and could not be replaced: is consumer.id shared?")))
+        rebalance::register(&self.registry, &self.consumer_id, &self.sub.registration(now_ms())).await
     }
 
     fn arm_watches(&mut self, tx: &mpsc::Sender<()>) {
@@ -579,7 +574,7 @@ impl Coordinator {
         self.stop_fetchers().await;
         let r = if self.config.auto_commit_enable { self.commit().await } else { Ok(()) };
         self.release().await;
-        let _ = self.zk.delete(&paths::consumer_id(&self.config.group_id, &self.consumer_id), None).await;
+        let _ = self.registry.deregister(&self.consumer_id).await;
         self.senders.clear(); // ends the streams
         r
     }
@@ -589,13 +584,8 @@ impl Coordinator {
             let owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
             owned.parts.values().map(|(_, s)| Arc::clone(s)).collect()
         };
-        let mut offsets = BTreeMap::new();
-        for s in &parts {
-            let c = s.committable.load(Ordering::Acquire);
-            if c >= 0 && c != s.committed.load(Ordering::Acquire) {
-                offsets.insert((s.topic.clone(), s.partition), c);
-            }
-        }
+        let offsets: BTreeMap<TopicPartition, i64> =
+            parts.iter().filter_map(|s| Some(((s.topic.clone(), s.partition), s.to_commit()?))).collect();
         self.store.commit(&offsets).await?;
         for s in &parts {
             if let Some(&o) = offsets.get(&(s.topic.clone(), s.partition)) {
@@ -613,49 +603,70 @@ impl Coordinator {
         }
     }
 
-    async fn release(&mut self) {
+    /// Releases every owner node; the partitions' states are kept for a later claim. Returns
+    /// what was owned.
+    async fn release(&mut self) -> BTreeSet<TopicPartition> {
         let parts = {
             let mut owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
             std::mem::take(&mut owned.parts)
         };
-        for ((t, p), (_, st)) in parts {
-            let _ = self.zk.delete(&paths::owner(&self.config.group_id, &t, p), None).await;
-            self.kept.insert((t, p), st);
-        }
+        let released: Vec<TopicPartition> = parts.keys().cloned().collect();
+        rebalance::release(&self.registry, &released).await;
+        self.kept.extend(parts.into_iter().map(|(k, (_, st))| (k, st)));
+        released.into_iter().collect()
     }
 
     /// Rebalances with `rebalance.max.retries` attempts; returns the topics of the group (to
-    /// watch their partitions).
+    /// watch their partitions). Each attempt, with its backoff when it fails, runs in a span
+    /// `rebalance{group, consumer_id, attempt}`.
     async fn synced_rebalance(&mut self) -> Vec<String> {
         let attempts = self.config.rebalance_max_retries.max(1);
         let mut reason = String::new();
         let mut topics = Vec::new();
         let mut conflict = None;
         for attempt in 0..attempts {
-            let span = tracing::info_span!("rebalance", group = %self.config.group_id, consumer_id = %self.consumer_id, attempt);
-            let _e = span.enter();
-            drop(_e);
-            match self.rebalance().await {
-                Ok(Attempt::Done(t)) => {
+            let span = tracing::info_span!(
+                "rebalance",
+                group = %self.config.group_id,
+                consumer_id = %self.consumer_id,
+                attempt
+            );
+            let failed = async {
+                let failed = match self.rebalance().await {
+                    Ok(Attempt::Claimed { topics, .. }) => return Ok(topics),
+                    Ok(Attempt::Conflict { topics, conflict: c }) => {
+                        let path = paths::owner(&self.config.group_id, &c.topic, c.partition);
+                        let reason = format!("partition ownership conflict: {path} is held by {}", c.holder);
+                        (reason, Some((topics, path)))
+                    }
+                    Err(e) => (rebalance::error_chain(&e), None),
+                };
+                tracing::warn!(reason = %failed.0, "rebalance attempt failed: backing off");
+                self.stop_fetchers().await;
+                self.release().await;
+                let base = self.config.rebalance_backoff.as_millis() as f64;
+                let jitter: f64 = rand::rng().random_range(0.5..1.5);
+                tokio::time::sleep(Duration::from_millis((base * jitter) as u64)).await;
+                Err(failed)
+            }
+            .instrument(span)
+            .await;
+            match failed {
+                Ok(t) => {
                     self.stats.rebalances.fetch_add(1, Ordering::AcqRel);
                     if let Some(w) = self.conflict_watch.take() {
                         w.abort();
                     }
                     return t;
                 }
-                Ok(Attempt::Conflict(t, path, holder)) => {
-                    topics = t;
-                    reason = format!("partition ownership conflict: {path} is held by {holder}");
-                    conflict = Some(path);
+                Err((r, c)) => {
+                    reason = r;
+                    if let Some((t, path)) = c {
+                        topics = t;
+                        conflict = Some(path);
+                    }
                 }
-                Err(e) => reason = e.to_string(),
             }
-            tracing::warn!(attempt, %reason, "rebalance attempt failed: backing off");
-            self.stop_fetchers().await;
-            self.release().await;
-            let base = self.config.rebalance_backoff.as_millis() as f64;
-            let jitter: f64 = rand::rng().random_range(0.5..1.5);
-            tokio::time::sleep(Duration::from_millis((base * jitter) as u64)).await;
         }
         self.stats.failed_rebalances.fetch_add(1, Ordering::AcqRel);
         let e = Error::RebalanceFailed { group: self.config.group_id.clone(), attempts, reason: reason.clone() };
@@ -678,66 +689,8 @@ impl Coordinator {
         topics
     }
 
-    async fn read_group(&self) -> Result<GroupState> {
-        let g = &self.config.group_id;
-        let ids =
-            self.zk.children(&paths::consumer_ids(g)).await.map_err(error::zk("listing members"))?.unwrap_or_default();
-        let mut all_topics: Option<Vec<String>> = None;
-        let mut state = GroupState::default();
-        for id in ids {
-            let Some((data, _)) =
-                self.zk.get(&paths::consumer_id(g, &id)).await.map_err(error::zk("reading member"))?
-            else {
-                continue;
-            };
-            let Ok(reg) = ConsumerRegistration::from_json(&data) else {
-                tracing::warn!(member = %id, "unreadable registration: ignored");
-                continue;
-            };
-            let mut subs = BTreeMap::new();
-            if reg.pattern == PATTERN_STATIC {
-                for (t, n) in reg.subscription {
-                    subs.insert(t, n.max(0) as usize);
-                }
-            } else {
-                if all_topics.is_none() {
-                    all_topics = Some(
-                        self.zk
-                            .children(paths::BROKER_TOPICS)
-                            .await
-                            .map_err(error::zk("listing topics"))?
-                            .unwrap_or_default(),
-                    );
-                }
-                for (re, n) in reg.subscription {
-                    if let Some(f) = TopicFilter::from_registration(&reg.pattern, &re) {
-                        let Ok(m) = f.matcher() else {
-                            tracing::warn!(member = %id, filter = %re, "member's topic filter is not a valid regex: ignored");
-                            continue;
-                        };
-                        for t in all_topics.iter().flatten() {
-                            if f.allowed_by(&m, t, self.config.exclude_internal_topics) {
-                                subs.insert(t.clone(), n.max(0) as usize);
-                            }
-                        }
-                    }
-                }
-            }
-            state.members.insert(id, subs);
-        }
-        let topics: std::collections::BTreeSet<String> =
-            state.members.values().flat_map(|s| s.keys().cloned()).collect();
-        for t in topics {
-            if let Some((data, _)) = self.zk.get(&paths::topic(&t)).await.map_err(error::zk("reading topic"))? {
-                if let Ok(a) = TopicAssignment::from_json(&data) {
-                    state.partitions.insert(t, a.partitions.keys().copied().collect());
-                }
-            }
-        }
-        Ok(state)
-    }
-
-    /// One attempt: `Ok((true, topics))` when every planned partition was claimed.
+    /// One attempt: release, read the group, plan, claim (all or nothing), then start
+    /// fetching what was claimed from the stored offsets (or the positions kept).
     async fn rebalance(&mut self) -> Result<Attempt> {
         self.stop_fetchers().await;
         if self.config.auto_commit_enable {
@@ -745,86 +698,40 @@ impl Coordinator {
                 tracing::warn!(error = %e, "commit before rebalance failed");
             }
         }
-        self.release().await;
-        let state = self.read_group().await?;
-        let topics: Vec<String> = state.partitions.keys().cloned().collect();
-        if !state.members.contains_key(&self.consumer_id) {
-            return Err(Error::InvalidSubscription(format!("{} is not registered", self.consumer_id)));
-        }
-        let plan = assignment::plan(self.config.partition_assignment_strategy, &state)
-            .map_err(|e| Error::InvalidSubscription(e.to_string()))?;
-        let mine: Vec<((String, i32), ThreadId)> =
-            assignment::owned_by(&plan, &self.consumer_id).map(|(k, t)| (k.clone(), t.clone())).collect();
-        // claim, all or nothing
-        let g = self.config.group_id.clone();
-        let mut claimed: Vec<(String, i32)> = Vec::new();
-        for ((t, p), thread) in &mine {
-            let path = paths::owner(&g, t, *p);
-            let holder = match self.zk.create_all(&path, thread.as_str().as_bytes(), CreateMode::Ephemeral).await {
-                Ok(_) => None,
-                Err(gregor_zk::Error::NodeExists { .. }) => match self.zk.get(&path).await {
-                    Ok(Some((d, stat))) if d == thread.as_str().as_bytes() && stat.is_ephemeral() => {
-                        // ours only if it belongs to this session (not a stale one of an
-                        // expired session of ours that the server has not removed yet)
-                        match self.zk.delete(&path, Some(stat.version)).await {
-                            Ok(_) => {
-                                match self.zk.create_all(&path, thread.as_str().as_bytes(), CreateMode::Ephemeral).await
-                                {
-                                    Ok(_) => None,
-                                    Err(e) => Some(e.to_string()),
-                                }
-                            }
-                            Err(e) => Some(e.to_string()),
-                        }
-                    }
-                    Ok(Some((d, _))) => Some(String::from_utf8_lossy(&d).into_owned()),
-                    Ok(None) => Some("a node that vanished".into()),
-                    Err(e) => Some(e.to_string()),
-                },
-                Err(e) => {
-                    tracing::warn!(error = %e, %path, "claim failed");
-                    Some(e.to_string())
-                }
-            };
-            if let Some(holder) = holder {
-                for (t, p) in claimed {
-                    let _ = self.zk.delete(&paths::owner(&g, &t, p), None).await;
-                }
-                return Ok(Attempt::Conflict(topics, path, holder));
-            }
-            claimed.push((t.clone(), *p));
-        }
-        let keys: Vec<(String, i32)> = mine.iter().map(|(k, _)| k.clone()).collect();
-        let offsets = self.store.fetch(&keys).await?;
+        let before = self.release().await;
+        let attempt = rebalance::attempt(
+            &self.registry,
+            &self.consumer_id,
+            self.config.partition_assignment_strategy,
+            self.config.exclude_internal_topics,
+        )
+        .await?;
+        let Attempt::Claimed { mine, .. } = &attempt else { return Ok(attempt) };
+        let keys: Vec<TopicPartition> = mine.iter().map(|(k, _)| k.clone()).collect();
+        let stored = self.store.fetch(&keys).await?;
+        let kept: BTreeSet<TopicPartition> = self.kept.keys().cloned().collect();
+        let plan = rebalance::reconcile(mine, &before, &kept, &stored, &self.sub);
         let generation = self.generation.load(Ordering::Acquire);
         let mut targets: Vec<FetchTarget> = Vec::new();
-        let mut kept = std::mem::take(&mut self.kept);
+        let mut resumed = 0;
         {
             let mut owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
-            for ((t, p), thread) in &mine {
-                let stored = offsets.get(&(t.clone(), *p)).copied().flatten().unwrap_or(-1);
-                let (st, offset) = match kept.remove(&(t.clone(), *p)) {
-                    // still ours: go on from what was handed out (or what another member
-                    // committed meanwhile, if more)
+            for s in plan.starts {
+                let key = (s.topic.clone(), s.partition);
+                let (st, offset) = match self.kept.remove(&key).filter(|_| s.resume) {
                     Some(st) => {
-                        st.committed.store(stored, Ordering::Release);
-                        st.committable.fetch_max(stored, Ordering::AcqRel);
-                        let position = st.consumed.fetch_max(stored, Ordering::AcqRel).max(stored);
+                        resumed += 1;
+                        let position = st.resume(s.stored);
                         (st, position)
                     }
-                    None => (Arc::new(PartitionState::new(t, *p, stored)), stored),
+                    None => (Arc::new(PartitionState::new(&s.topic, s.partition, s.stored)), s.stored),
                 };
-                owned.parts.insert((t.clone(), *p), (thread.clone(), Arc::clone(&st)));
-                let stream = thread.stream().unwrap_or(0);
-                let queue = match &self.sub {
-                    Subscription::Static(_) => self.senders.get(t).and_then(|v| v.get(stream)),
-                    Subscription::Filter(..) => self.senders.get(WILDCARD).and_then(|v| v.get(stream)),
-                };
-                let Some(queue) = queue else { continue };
+                owned.parts.insert(key, (s.thread, Arc::clone(&st)));
+                let Some(queue) = self.senders.get(&s.slot.key).and_then(|v| v.get(s.slot.index)) else { continue };
                 targets.push(FetchTarget::new(st, offset, queue.clone()));
             }
         }
-        tracing::info!(owned = mine.len(), "rebalance done");
+        tracing::info!(owned = mine.len(), resumed, handed_off = plan.handed_off.len(), "rebalance done");
         if !targets.is_empty() {
             self.fetchers.push(tokio::spawn(run_fetchers(
                 self.config.clone(),
@@ -834,16 +741,8 @@ impl Coordinator {
                 targets,
             )));
         }
-        Ok(Attempt::Done(topics))
+        Ok(attempt)
     }
-}
-
-/// The outcome of one rebalance attempt.
-enum Attempt {
-    /// Every planned partition claimed; the group's topics.
-    Done(Vec<String>),
-    /// A claim failed: the topics, the owner znode and who holds it.
-    Conflict(Vec<String>, String, String),
 }
 
 fn forward<T: Send + 'static>(mut w: gregor_zk::Watch<T>, tx: mpsc::Sender<()>) -> JoinHandle<()> {
@@ -882,4 +781,28 @@ fn forward_skip_first<T: Send + PartialEq + 'static>(
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lag_is_never_negative_and_zero_while_unknown() {
+        for (consumed, hw, want) in [(5, 9, 4), (9, 9, 0), (12, 9, 0), (-1, 9, 0), (5, -1, 0), (-1, -1, 0)] {
+            assert_eq!(lag(consumed, hw), want, "consumed {consumed}, high watermark {hw}");
+        }
+    }
+
+    #[test]
+    fn consumer_ids_are_javas() {
+        assert_eq!(make_consumer_id("g", Some("a")), "g_a");
+        let generated = make_consumer_id("g", None);
+        // g_<host>-<ms>-<8 hex>
+        let (rest, hex) = generated.rsplit_once('-').unwrap();
+        let (host, ms) = rest.strip_prefix("g_").unwrap().rsplit_once('-').unwrap();
+        assert!(!host.is_empty());
+        assert!(ms.parse::<i64>().unwrap() > 1_400_000_000_000, "{ms}");
+        assert!(hex.len() == 8 && hex.chars().all(|c| c.is_ascii_hexdigit()), "{hex}");
+    }
 }

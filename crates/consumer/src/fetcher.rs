@@ -40,11 +40,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use gregor_net::MetadataCache;
-use gregor_protocol::message::DecodeOptions;
+use gregor_net::{classify_fetch, FetchClass, MetadataCache};
 use gregor_protocol::messages::{
-    FetchPartition, FetchRequest, OffsetsPartition, OffsetsRequest, TopicPartitions, CONSUMER_REPLICA_ID,
-    EARLIEST_TIME, LATEST_TIME,
+    FetchPartition, FetchRequest, FetchResponsePartition, OffsetsPartition, OffsetsRequest, TopicPartitions,
+    CONSUMER_REPLICA_ID, EARLIEST_TIME, LATEST_TIME,
 };
 use gregor_protocol::{ErrorCode, MessageSet};
 use tokio::sync::mpsc;
@@ -73,6 +72,18 @@ pub(crate) struct FetchTarget {
     closed: bool,
 }
 
+/// What becomes of a partition after its answer (see [`FetchTarget::absorb`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum After {
+    /// Stays with its broker task.
+    Keep,
+    /// Back to the supervisor, to reset its offset with `auto.offset.reset`.
+    Reset,
+    /// Back to the supervisor, to find its leader again (as Java's fetcher does with every code
+    /// but OffsetOutOfRange).
+    FindLeader(ErrorCode),
+}
+
 /// A stuck partition's last error: its token is dropped when the app takes the error.
 #[derive(Debug)]
 struct Stuck {
@@ -98,6 +109,62 @@ impl FetchTarget {
             Some(s) if Arc::strong_count(&s.token) == 1 => Some(*s.taken.get_or_insert(now) + backoff),
             Some(_) => None, // the error is still in the queue
         }
+    }
+
+    /// Takes the partition's answer to a data fetch (not a probe), classified by
+    /// [`classify_fetch`]: records the high watermark, makes the pending chunk (the messages,
+    /// or the error of a partition stuck on a set it cannot read) and moves the offset on.
+    /// `set_bytes` is the wire size of the set (what the chunk is charged).
+    fn absorb(
+        &mut self,
+        class: FetchClass,
+        high_watermark: i64,
+        set_bytes: usize,
+        generation: u64,
+        prefetch: &Arc<Prefetch>,
+    ) -> After {
+        let (topic, partition) = (&self.part.topic, self.part.partition);
+        let source = match class {
+            FetchClass::OffsetOutOfRange => {
+                tracing::warn!(%topic, partition, offset = self.offset, "offset out of range: auto.offset.reset");
+                self.offset = -1;
+                self.stuck = None;
+                return After::Reset;
+            }
+            FetchClass::Retry(code) | FetchClass::Fail(code) => return After::FindLeader(code),
+            FetchClass::Data { messages, next_offset, .. } => {
+                self.part.high_watermark.store(high_watermark, Ordering::Release);
+                if set_bytes == 0 {
+                    return After::Keep; // nothing new (a stuck partition stays stuck)
+                }
+                if self.stuck.take().is_some() {
+                    tracing::info!(%topic, partition, offset = self.offset, "partition readable again");
+                }
+                let Some(next) = next_offset else { return After::Keep };
+                self.pending = Some(Chunk::Messages {
+                    generation,
+                    part: Arc::clone(&self.part),
+                    messages,
+                    charge: Charge::held(prefetch, set_bytes, None),
+                });
+                self.offset = next;
+                return After::Keep;
+            }
+            FetchClass::MessageTooLarge { source, .. } | FetchClass::Corrupt(source) => source,
+        };
+        self.part.high_watermark.store(high_watermark, Ordering::Release);
+        let e = Error::Fetch { topic: topic.clone(), partition, offset: self.offset, source };
+        if self.stuck.is_none() {
+            tracing::error!(error = %e, "this partition is stuck at this offset (the others go on): the error is repeated on its stream until the message can be read");
+        }
+        let token = Arc::new(());
+        self.pending = Some(Chunk::Error {
+            error: e,
+            generation: Some(generation),
+            charge: Some(Charge::held(prefetch, 0, Some(Arc::clone(&token)))),
+        });
+        self.stuck = Some(Stuck { token, taken: None });
+        After::Keep
     }
 
     /// Queues the pending chunk if its stream has room.
@@ -325,56 +392,20 @@ async fn broker_fetcher(
                     }
                     continue;
                 }
-                match rp.error() {
-                    None => {}
-                    Some(ErrorCode::OffsetOutOfRange) => {
-                        tracing::warn!(topic = %rt.topic, partition = rp.partition, offset = t.offset, "offset out of range: auto.offset.reset");
-                        t.offset = -1;
-                        t.stuck = None;
-                        keep[i] = false;
-                        continue;
-                    }
-                    Some(code) => {
+                // a copy of its own: the set is a slice of the connection's read buffer, which
+                // holds the whole response (and more), and a chunk may wait a long time
+                let owned = FetchResponsePartition {
+                    message_set: MessageSet::from_bytes(Bytes::copy_from_slice(rp.message_set.as_bytes())),
+                    ..*rp
+                };
+                let class = classify_fetch(&rt.topic, &owned, t.offset);
+                match t.absorb(class, owned.high_watermark, owned.message_set.len(), ctx.generation, &ctx.prefetch) {
+                    After::Keep => {}
+                    After::Reset => keep[i] = false,
+                    After::FindLeader(code) => {
                         tracing::warn!(broker, topic = %rt.topic, partition = rp.partition, %code, "fetch error: finding the leader again");
                         ctx.brokers.metadata().invalidate(&rt.topic);
                         keep[i] = false;
-                        continue;
-                    }
-                }
-                t.part.high_watermark.store(rp.high_watermark, Ordering::Release);
-                if rp.message_set.is_empty() {
-                    continue;
-                }
-                // a copy of its own: the set is a slice of the connection's read buffer, which
-                // holds the whole response (and more), and a chunk may wait a long time
-                let set = MessageSet::from_bytes(Bytes::copy_from_slice(rp.message_set.as_bytes()));
-                match set.decode(&DecodeOptions::fetched(&rt.topic, rp.partition, t.offset)) {
-                    Ok(decoded) => {
-                        if t.stuck.take().is_some() {
-                            tracing::info!(topic = %rt.topic, partition = rp.partition, offset = t.offset, "partition readable again");
-                        }
-                        let Some(next) = decoded.next_offset() else { continue };
-                        t.pending = Some(Chunk::Messages {
-                            generation: ctx.generation,
-                            part: t.part.clone(),
-                            messages: decoded.messages,
-                            charge: Charge::held(&ctx.prefetch, set.len(), None),
-                        });
-                        t.offset = next;
-                    }
-                    Err(source) => {
-                        let e =
-                            Error::Fetch { topic: rt.topic.clone(), partition: rp.partition, offset: t.offset, source };
-                        if t.stuck.is_none() {
-                            tracing::error!(error = %e, "this partition is stuck at this offset (the others go on): the error is repeated on its stream until the message can be read");
-                        }
-                        let token = Arc::new(());
-                        t.pending = Some(Chunk::Error {
-                            error: e,
-                            generation: Some(ctx.generation),
-                            charge: Some(Charge::held(&ctx.prefetch, 0, Some(Arc::clone(&token)))),
-                        });
-                        t.stuck = Some(Stuck { token, taken: None });
                     }
                 }
             }
@@ -428,4 +459,128 @@ async fn reset_offset(
         context: format!("Offsets {topic}/{partition}: no offset"),
         code: ErrorCode::UnknownServerError,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gregor_protocol::{Message, MessageAndOffset};
+
+    const BACKOFF: Duration = Duration::from_millis(200);
+
+    fn target(offset: i64, room: usize) -> (FetchTarget, mpsc::Receiver<Chunk>) {
+        let (tx, rx) = mpsc::channel(room + 16);
+        let part = Arc::new(PartitionState::new("t", 3, offset));
+        (FetchTarget::new(part, offset, StreamQueue::new(tx, room)), rx)
+    }
+
+    fn set(first: i64, values: &[&str]) -> MessageSet {
+        let inner: Vec<MessageAndOffset> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| MessageAndOffset::new(first + i as i64, Message::new(None, Some(Bytes::from(v.to_string())))))
+            .collect();
+        MessageSet::encode(&inner).unwrap()
+    }
+
+    fn answer(t: &mut FetchTarget, error_code: i16, hw: i64, set: MessageSet, prefetch: &Arc<Prefetch>) -> After {
+        let p = FetchResponsePartition { partition: 3, error_code, high_watermark: hw, message_set: set };
+        let class = classify_fetch("t", &p, t.offset);
+        t.absorb(class, hw, p.message_set.len(), 7, prefetch)
+    }
+
+    #[test]
+    fn messages_become_a_pending_chunk_and_move_the_offset() {
+        let prefetch = Arc::new(Prefetch::default());
+        let (mut t, mut rx) = target(5, 1);
+        let s = set(5, &["a", "b"]);
+        let bytes = s.len() as u64;
+        assert_eq!(answer(&mut t, 0, 9, s, &prefetch), After::Keep);
+        assert_eq!((t.offset, t.part.high_watermark.load(Ordering::Acquire)), (7, 9));
+        assert_eq!(prefetch.held_bytes.load(Ordering::Acquire), bytes);
+        let now = Instant::now();
+        assert_eq!(t.fetchable_at(now, BACKOFF), None, "not fetched again while its chunk waits");
+        t.flush();
+        assert!(t.pending.is_none());
+        assert_eq!(prefetch.queued_bytes.load(Ordering::Acquire), bytes);
+        match rx.try_recv() {
+            Ok(Chunk::Messages { generation: 7, messages, .. }) => {
+                assert_eq!(messages.iter().map(|m| m.offset).collect::<Vec<_>>(), [5, 6])
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(t.fetchable_at(now, BACKOFF), Some(now));
+    }
+
+    #[test]
+    fn a_full_stream_keeps_the_chunk_pending() {
+        let prefetch = Arc::new(Prefetch::default());
+        let (mut t, mut rx) = target(0, 1);
+        answer(&mut t, 0, 9, set(0, &["a"]), &prefetch);
+        t.flush();
+        answer(&mut t, 0, 9, set(1, &["b"]), &prefetch);
+        t.flush();
+        assert!(t.pending.is_some(), "one chunk of room, taken");
+        assert_eq!(
+            (prefetch.held_chunks.load(Ordering::Acquire), prefetch.queued_chunks.load(Ordering::Acquire)),
+            (1, 1)
+        );
+        drop(rx.try_recv().unwrap()); // the stream hands the first chunk out
+        t.flush();
+        assert!(t.pending.is_none());
+        // a dropped stream closes the partition: it is not fetched any more
+        let (mut u, rx) = target(0, 4);
+        drop(rx);
+        answer(&mut u, 0, 1, set(0, &["a"]), &prefetch);
+        u.flush();
+        assert!(u.closed);
+        assert_eq!(u.fetchable_at(Instant::now(), BACKOFF), None);
+    }
+
+    #[test]
+    fn an_unreadable_set_sticks_until_the_error_is_taken_then_after_the_backoff() {
+        let prefetch = Arc::new(Prefetch::default());
+        let (mut t, mut rx) = target(4, 2);
+        let full = set(4, &[&"x".repeat(300)]);
+        let cut = MessageSet::from_bytes(full.as_bytes().slice(..100));
+        assert_eq!(answer(&mut t, 0, 5, cut.clone(), &prefetch), After::Keep);
+        assert_eq!((t.offset, t.part.high_watermark.load(Ordering::Acquire)), (4, 5));
+        t.flush();
+        let now = Instant::now();
+        assert_eq!(t.fetchable_at(now, BACKOFF), None, "the error is still in the queue");
+        match rx.try_recv() {
+            Ok(Chunk::Error { error: Error::Fetch { offset: 4, partition: 3, .. }, generation: Some(7), charge }) => {
+                drop(charge) // taken by the app
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(t.fetchable_at(now, BACKOFF), Some(now + BACKOFF));
+        assert_eq!(t.fetchable_at(now + BACKOFF, BACKOFF), Some(now + BACKOFF), "the first sight counts");
+        // an empty answer leaves it stuck; readable data frees it
+        answer(&mut t, 0, 5, MessageSet::new(), &prefetch);
+        assert!(t.stuck.is_some());
+        answer(&mut t, 0, 5, full, &prefetch);
+        assert!(t.stuck.is_none());
+        assert_eq!(t.offset, 5);
+    }
+
+    #[test]
+    fn codes_hand_the_partition_back() {
+        let prefetch = Arc::new(Prefetch::default());
+        let (mut t, _rx) = target(9, 1);
+        t.stuck = Some(Stuck { token: Arc::new(()), taken: None });
+        assert_eq!(answer(&mut t, 1, -1, MessageSet::new(), &prefetch), After::Reset);
+        assert_eq!(t.offset, -1, "auto.offset.reset decides");
+        assert!(t.stuck.is_none());
+        let (mut t, _rx) = target(9, 1);
+        for (code, want) in [
+            (6, ErrorCode::NotLeaderForPartition),
+            (3, ErrorCode::UnknownTopicOrPartition),
+            (2, ErrorCode::InvalidMessage),
+        ] {
+            assert_eq!(answer(&mut t, code, -1, MessageSet::new(), &prefetch), After::FindLeader(want));
+            assert_eq!(t.offset, 9);
+        }
+        assert_eq!(t.part.high_watermark.load(Ordering::Acquire), -1, "an error's high watermark is not recorded");
+    }
 }

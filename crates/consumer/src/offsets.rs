@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use gregor_net::{BrokerConnection, Pool};
 use gregor_protocol::messages::{
-    ConsumerMetadataRequest, OffsetCommitPartition, OffsetCommitRequest, OffsetFetchRequest, TopicPartitions,
-    DEFAULT_CONSUMER_ID, DEFAULT_GENERATION_ID, DEFAULT_TIMESTAMP,
+    ConsumerMetadataRequest, OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
+    OffsetFetchResponse, TopicPartitions, DEFAULT_CONSUMER_ID, DEFAULT_GENERATION_ID, DEFAULT_TIMESTAMP,
 };
 use gregor_protocol::ErrorCode;
 use gregor_zk::{paths, payloads, ZkClient};
@@ -32,6 +32,82 @@ fn is_coordinator_error(code: ErrorCode) -> bool {
             | ErrorCode::NotCoordinatorForConsumer
             | ErrorCode::OffsetsLoadInProgress
     )
+}
+
+/// True when a failed offset request is worth another try at the (re-found) coordinator: a
+/// coordinator error, or a connection that failed.
+fn is_retriable(e: &Error) -> bool {
+    match e {
+        Error::Broker { code, .. } => is_coordinator_error(*code),
+        Error::Net { .. } => true,
+        _ => false,
+    }
+}
+
+/// How many tries an offset request gets (`offsets.commit.max.retries`, at least 3, x4).
+fn max_tries(offsets_commit_max_retries: u32) -> u32 {
+    offsets_commit_max_retries.max(3) * 4
+}
+
+/// An OffsetCommit v1 request for `offsets` (next offset to read, per partition).
+fn commit_request(group_id: &str, offsets: &BTreeMap<(String, i32), i64>) -> OffsetCommitRequest {
+    let mut topics: BTreeMap<&str, Vec<OffsetCommitPartition>> = BTreeMap::new();
+    for ((t, p), o) in offsets {
+        topics.entry(t).or_default().push(OffsetCommitPartition {
+            partition: *p,
+            offset: *o,
+            timestamp: DEFAULT_TIMESTAMP,
+            metadata: String::new(),
+        });
+    }
+    OffsetCommitRequest {
+        group_id: group_id.to_owned(),
+        group_generation_id: DEFAULT_GENERATION_ID,
+        consumer_id: DEFAULT_CONSUMER_ID.to_owned(),
+        topics: topics.into_iter().map(|(t, ps)| TopicPartitions::new(t, ps)).collect(),
+    }
+}
+
+/// The first partition error of an OffsetCommit response.
+#[allow(clippy::result_large_err)] // the crate's one Error type, as everywhere else
+fn check_commit(r: &OffsetCommitResponse) -> Result<()> {
+    for t in &r.topics {
+        for p in &t.partitions {
+            if let Some(code) = p.error() {
+                return Err(Error::Broker { context: format!("OffsetCommit v1 {}/{}", t.topic, p.partition), code });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The offsets of an OffsetFetch response (-1: none; UnknownTopicOrPartition is none too, as
+/// 0.8.2 answers for a partition never committed).
+#[allow(clippy::result_large_err)] // the crate's one Error type, as everywhere else
+fn fetched_offsets(r: &OffsetFetchResponse) -> Result<Vec<((String, i32), i64)>> {
+    let mut out = Vec::new();
+    for t in &r.topics {
+        for p in &t.partitions {
+            match p.error() {
+                None => out.push(((t.topic.clone(), p.partition), p.offset)),
+                Some(ErrorCode::UnknownTopicOrPartition) => out.push(((t.topic.clone(), p.partition), -1)),
+                Some(code) => {
+                    return Err(Error::Broker { context: format!("OffsetFetch v1 {}/{}", t.topic, p.partition), code })
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Dual commit reads both stores: the further offset wins, -1 (none) never does.
+fn merge_offsets(out: &mut BTreeMap<(String, i32), Option<i64>>, kafka: Vec<((String, i32), i64)>) {
+    for (k, o) in kafka {
+        let e = out.entry(k).or_default();
+        if o >= 0 && e.is_none_or(|cur| o > cur) {
+            *e = Some(o);
+        }
+    }
 }
 
 impl OffsetStore {
@@ -83,12 +159,7 @@ impl OffsetStore {
             }
         }
         if self.use_kafka() {
-            for (k, o) in self.fetch_kafka(parts).await? {
-                let e = out.entry(k).or_default();
-                if o >= 0 && e.is_none_or(|cur| o > cur) {
-                    *e = Some(o);
-                }
-            }
+            merge_offsets(&mut out, self.fetch_kafka(parts).await?);
         }
         Ok(out)
     }
@@ -136,13 +207,8 @@ impl OffsetStore {
             match r {
                 Ok(v) => return Ok(v),
                 Err(e) => {
-                    let retriable = match &e {
-                        Error::Broker { code, .. } => is_coordinator_error(*code),
-                        Error::Net { .. } => true,
-                        _ => false,
-                    };
                     attempt += 1;
-                    if !retriable || attempt > self.config.offsets_commit_max_retries.max(3) * 4 {
+                    if !is_retriable(&e) || attempt > max_tries(self.config.offsets_commit_max_retries) {
                         return Err(e);
                     }
                     tracing::warn!(error = %e, attempt, "{what}: retrying after offsets.channel.backoff.ms");
@@ -153,37 +219,10 @@ impl OffsetStore {
     }
 
     async fn commit_kafka(&self, offsets: &BTreeMap<(String, i32), i64>) -> Result<()> {
-        let mut topics: BTreeMap<&str, Vec<OffsetCommitPartition>> = BTreeMap::new();
-        for ((t, p), o) in offsets {
-            topics.entry(t).or_default().push(OffsetCommitPartition {
-                partition: *p,
-                offset: *o,
-                timestamp: DEFAULT_TIMESTAMP,
-                metadata: String::new(),
-            });
-        }
-        let request = OffsetCommitRequest {
-            group_id: self.config.group_id.clone(),
-            group_generation_id: DEFAULT_GENERATION_ID,
-            consumer_id: DEFAULT_CONSUMER_ID.to_owned(),
-            topics: topics.into_iter().map(|(t, ps)| TopicPartitions::new(t, ps)).collect(),
-        };
+        let request = commit_request(&self.config.group_id, offsets);
         self.with_retries("OffsetCommit v1", |conn| {
             let request = request.clone();
-            async move {
-                let r = conn.request(1, &request).await.map_err(error::net("OffsetCommit v1"))?;
-                for t in &r.topics {
-                    for p in &t.partitions {
-                        if let Some(code) = p.error() {
-                            return Err(Error::Broker {
-                                context: format!("OffsetCommit v1 {}/{}", t.topic, p.partition),
-                                code,
-                            });
-                        }
-                    }
-                }
-                Ok(())
-            }
+            async move { check_commit(&conn.request(1, &request).await.map_err(error::net("OffsetCommit v1"))?) }
         })
         .await
     }
@@ -199,26 +238,112 @@ impl OffsetStore {
         };
         self.with_retries("OffsetFetch v1", |conn| {
             let request = request.clone();
-            async move {
-                let r = conn.request(1, &request).await.map_err(error::net("OffsetFetch v1"))?;
-                let mut out = Vec::new();
-                for t in &r.topics {
-                    for p in &t.partitions {
-                        match p.error() {
-                            None => out.push(((t.topic.clone(), p.partition), p.offset)),
-                            Some(ErrorCode::UnknownTopicOrPartition) => out.push(((t.topic.clone(), p.partition), -1)),
-                            Some(code) => {
-                                return Err(Error::Broker {
-                                    context: format!("OffsetFetch v1 {}/{}", t.topic, p.partition),
-                                    code,
-                                })
-                            }
-                        }
-                    }
-                }
-                Ok(out)
-            }
+            async move { fetched_offsets(&conn.request(1, &request).await.map_err(error::net("OffsetFetch v1"))?) }
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gregor_protocol::messages::{OffsetCommitResponsePartition, OffsetFetchResponsePartition};
+
+    fn tp(t: &str, p: i32) -> (String, i32) {
+        (t.to_owned(), p)
+    }
+
+    #[test]
+    fn retried_errors_are_coordinator_errors_and_broken_connections() {
+        let broker = |code| Error::Broker { context: "c".into(), code };
+        for (e, want) in [
+            (broker(ErrorCode::ConsumerCoordinatorNotAvailable), true),
+            (broker(ErrorCode::NotCoordinatorForConsumer), true),
+            (broker(ErrorCode::OffsetsLoadInProgress), true),
+            (broker(ErrorCode::OffsetMetadataTooLarge), false),
+            (broker(ErrorCode::UnknownTopicOrPartition), false),
+            (Error::Net { context: "c".into(), source: gregor_net::Error::Closed { addr: "k:9092".into() } }, true),
+            (Error::Shutdown, false),
+        ] {
+            assert_eq!(is_retriable(&e), want, "{e}");
+        }
+        assert_eq!((max_tries(0), max_tries(3), max_tries(5)), (12, 12, 20));
+    }
+
+    #[test]
+    fn a_commit_request_groups_partitions_by_topic_with_0_8_2_defaults() {
+        let offsets = BTreeMap::from([(tp("b", 1), 7), (tp("a", 0), 3), (tp("b", 0), 5)]);
+        let r = commit_request("g", &offsets);
+        assert_eq!((r.group_id.as_str(), r.group_generation_id), ("g", DEFAULT_GENERATION_ID));
+        assert_eq!(r.consumer_id, DEFAULT_CONSUMER_ID);
+        type Row = (i32, i64, i64); // partition, offset, timestamp
+        let got: Vec<(&str, Vec<Row>)> = r
+            .topics
+            .iter()
+            .map(|t| (t.topic.as_str(), t.partitions.iter().map(|p| (p.partition, p.offset, p.timestamp)).collect()))
+            .collect();
+        assert_eq!(
+            got,
+            [("a", vec![(0, 3, DEFAULT_TIMESTAMP)]), ("b", vec![(0, 5, DEFAULT_TIMESTAMP), (1, 7, DEFAULT_TIMESTAMP)])]
+        );
+    }
+
+    #[test]
+    fn commit_and_fetch_responses_report_partition_errors_with_context() {
+        let ok = OffsetCommitResponse {
+            topics: vec![TopicPartitions::new(
+                "t",
+                vec![OffsetCommitResponsePartition { partition: 0, error_code: 0 }],
+            )],
+        };
+        assert!(check_commit(&ok).is_ok());
+        let bad = OffsetCommitResponse {
+            topics: vec![TopicPartitions::new(
+                "t",
+                vec![
+                    OffsetCommitResponsePartition { partition: 0, error_code: 0 },
+                    OffsetCommitResponsePartition { partition: 1, error_code: 16 },
+                ],
+            )],
+        };
+        match check_commit(&bad) {
+            Err(Error::Broker { context, code: ErrorCode::NotCoordinatorForConsumer }) => {
+                assert_eq!(context, "OffsetCommit v1 t/1")
+            }
+            other => panic!("{other:?}"),
+        }
+
+        let part = |partition, offset, error_code| OffsetFetchResponsePartition {
+            partition,
+            offset,
+            metadata: String::new(),
+            error_code,
+        };
+        let fetched = OffsetFetchResponse {
+            topics: vec![TopicPartitions::new("t", vec![part(0, 42, 0), part(1, 9, 3), part(2, -1, 0)])],
+        };
+        assert_eq!(fetched_offsets(&fetched).unwrap(), [(tp("t", 0), 42), (tp("t", 1), -1), (tp("t", 2), -1)]);
+        let loading = OffsetFetchResponse { topics: vec![TopicPartitions::new("t", vec![part(0, -1, 14)])] };
+        assert!(matches!(fetched_offsets(&loading), Err(Error::Broker { code: ErrorCode::OffsetsLoadInProgress, .. })));
+    }
+
+    #[test]
+    fn dual_reads_keep_the_further_offset_and_never_none_over_some() {
+        let mut out =
+            BTreeMap::from([(tp("t", 0), Some(10)), (tp("t", 1), Some(10)), (tp("t", 2), None), (tp("t", 3), Some(4))]);
+        merge_offsets(
+            &mut out,
+            vec![(tp("t", 0), 12), (tp("t", 1), 8), (tp("t", 2), 5), (tp("t", 3), -1), (tp("t", 4), -1)],
+        );
+        assert_eq!(
+            out,
+            BTreeMap::from([
+                (tp("t", 0), Some(12)),
+                (tp("t", 1), Some(10)),
+                (tp("t", 2), Some(5)),
+                (tp("t", 3), Some(4)),
+                (tp("t", 4), None),
+            ])
+        );
     }
 }

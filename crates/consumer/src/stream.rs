@@ -1,14 +1,20 @@
-//! [`KafkaStream`]: one consumer stream, async (`next().await`) and blocking (`into_iter()`).
+//! [`KafkaStream`]: one consumer stream, a [`Stream`] (also `next().await` without a trait in
+//! scope) and blocking (`into_iter()`).
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_core::Stream;
 use gregor_protocol::MessageAndOffset;
 use gregor_serde::Decoder;
 use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Sleep;
 
 use crate::error::{Error, Result};
 
@@ -39,6 +45,25 @@ impl PartitionState {
             committed: AtomicI64::new(offset),
             high_watermark: AtomicI64::new(-1),
         }
+    }
+
+    /// What a commit writes now: the committable offset, unless nothing was delivered or
+    /// stored (-1) or it is already committed.
+    pub(crate) fn to_commit(&self) -> Option<i64> {
+        let c = self.committable.load(Ordering::Acquire);
+        (c >= 0 && c != self.committed.load(Ordering::Acquire)).then_some(c)
+    }
+
+    /// Takes the partition up again after a rebalance gave it back to this member, with
+    /// `stored` the offset read from the store (-1: none): the committed offset becomes
+    /// `stored`, and delivery goes on from what was handed out, or from `stored` if another
+    /// member got further meanwhile. Returns that position (where fetching starts).
+    ///
+    /// Atomic against a stream still handing out a chunk of the older generation.
+    pub(crate) fn resume(&self, stored: i64) -> i64 {
+        self.committed.store(stored, Ordering::Release);
+        self.committable.fetch_max(stored, Ordering::AcqRel);
+        self.consumed.fetch_max(stored, Ordering::AcqRel).max(stored)
     }
 }
 
@@ -175,12 +200,16 @@ pub struct MessageAndMetadata<T, K = Bytes> {
 
 /// One consumer stream (a thread id `<consumerId>-<n>` of Kafka's connector).
 ///
-/// `next().await` yields messages of the partitions the rebalance gives to this stream, errors
-/// the app must see (a message larger than `fetch.message.max.bytes`, repeated while its
-/// partition is stuck on it: see [`Error::Fetch`]; a rebalance that gave up),
-/// `Err(ConsumerTimeout)` when `consumer.timeout.ms` passes without a message, and `None`
-/// after `shutdown()`. The stream stays usable after any error (Java's iterator is left in a
-/// failed state by `MessageSizeTooLargeException`).
+/// A [`Stream`](futures_core::Stream) of messages: read it with `StreamExt::next` (futures or
+/// tokio-stream) and their combinators, or with the inherent [`KafkaStream::next`], which needs
+/// no trait in scope, or block on it with `into_iter()`.
+///
+/// It yields messages of the partitions the rebalance gives to this stream, errors the app
+/// must see (a message larger than `fetch.message.max.bytes`, repeated while its partition is
+/// stuck on it: see [`Error::Fetch`]; a rebalance that gave up),
+/// `Err(ConsumerTimeout)` when `consumer.timeout.ms` passes without a message, and ends
+/// (`None`) after `shutdown()`. The stream stays usable after any error (Java's iterator is
+/// left in a failed state by `MessageSizeTooLargeException`).
 ///
 /// Each stream buffers at most `queued.max.message.chunks` chunks (one partition's messages
 /// from one fetch, at most `fetch.message.max.bytes` on the wire each), counting the one it is
@@ -193,11 +222,18 @@ pub struct KafkaStream<T, K = Bytes> {
     decoder: Arc<dyn Decoder<T>>,
     key_decoder: Arc<dyn Decoder<K>>,
     timeout: Option<Duration>,
+    /// When `consumer.timeout.ms` runs out, armed while waiting for a chunk.
+    deadline: Option<Pin<Box<Sleep>>>,
+    /// The topic of a topic-list subscription's stream; `None` for a filter's.
+    topic: Option<String>,
 }
 
 impl<T, K> std::fmt::Debug for KafkaStream<T, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KafkaStream").field("timeout", &self.timeout).finish_non_exhaustive()
+        f.debug_struct("KafkaStream")
+            .field("topic", &self.topic)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
     }
 }
 
@@ -208,85 +244,113 @@ impl<T: Send + 'static, K: Send + 'static> KafkaStream<T, K> {
         decoder: Arc<dyn Decoder<T>>,
         key_decoder: Arc<dyn Decoder<K>>,
         timeout: Option<Duration>,
+        topic: Option<String>,
     ) -> Self {
-        KafkaStream { rx, current: None, generation, decoder, key_decoder, timeout }
+        KafkaStream { rx, current: None, generation, decoder, key_decoder, timeout, deadline: None, topic }
     }
 
-    /// The next message, error or `None` at shutdown.
+    /// The topic this stream reads, for a stream of a topic-list subscription; `None` for a
+    /// stream of a filter subscription (its messages say their topic).
+    pub fn topic(&self) -> Option<&str> {
+        self.topic.as_deref()
+    }
+
+    /// The next message, error or `None` at shutdown. `consumer.timeout.ms` counts from this
+    /// call.
     ///
     /// Cancel safety: cancel safe (a message is taken out of the queue only when returned).
     pub async fn next(&mut self) -> Option<Result<MessageAndMetadata<T, K>>> {
+        self.deadline = None;
+        std::future::poll_fn(|cx| self.poll_message(cx)).await
+    }
+
+    /// The next message of the current chunk, if any (dropping a stale chunk).
+    fn take_from_current(&mut self) -> Option<Result<MessageAndMetadata<T, K>>> {
         loop {
-            if let Some((generation, part, messages, _)) = &mut self.current {
-                if *generation != self.generation.load(Ordering::Acquire) {
-                    self.current = None; // a rebalance happened: the chunk is stale
-                    continue;
-                }
-                if let Some(m) = messages.pop_front() {
-                    // atomically: a chunk of an older generation still being handed out by
-                    // another stream of this member cannot deliver the same offset twice
-                    if part.consumed.fetch_max(m.offset + 1, Ordering::AcqRel) > m.offset {
-                        continue; // already delivered
-                    }
-                    part.committable.fetch_max(m.offset + 1, Ordering::AcqRel);
-                    let key = match m.message.key {
-                        None => None,
-                        Some(k) => match self.key_decoder.decode_bytes(k) {
-                            Ok(k) => Some(k),
-                            Err(source) => {
-                                return Some(Err(Error::Decode {
-                                    topic: part.topic.clone(),
-                                    partition: part.partition,
-                                    offset: m.offset,
-                                    source,
-                                }))
-                            }
-                        },
-                    };
-                    let value = match m.message.value {
-                        None => None,
-                        Some(v) => match self.decoder.decode_bytes(v) {
-                            Ok(v) => Some(v),
-                            Err(source) => {
-                                return Some(Err(Error::Decode {
-                                    topic: part.topic.clone(),
-                                    partition: part.partition,
-                                    offset: m.offset,
-                                    source,
-                                }))
-                            }
-                        },
-                    };
-                    return Some(Ok(MessageAndMetadata {
-                        topic: part.topic.clone(),
-                        partition: part.partition,
-                        offset: m.offset,
-                        key,
-                        value,
-                    }));
-                }
-                self.current = None; // releases the permit (its charge)
+            let (generation, part, messages, _) = self.current.as_mut()?;
+            if *generation != self.generation.load(Ordering::Acquire) {
+                self.current = None; // a rebalance happened: the chunk is stale
+                return None;
             }
-            let chunk = match self.timeout {
-                None => self.rx.recv().await,
-                Some(t) => match tokio::time::timeout(t, self.rx.recv()).await {
-                    Ok(c) => c,
-                    Err(_) => return Some(Err(Error::ConsumerTimeout { timeout_ms: t.as_millis() })),
-                },
+            let Some(m) = messages.pop_front() else {
+                self.current = None; // releases the permit (its charge)
+                return None;
             };
-            match chunk? {
-                Chunk::Error { error, generation, charge } => {
+            // atomically: a chunk of an older generation still being handed out by another
+            // stream of this member cannot deliver the same offset twice
+            if part.consumed.fetch_max(m.offset + 1, Ordering::AcqRel) > m.offset {
+                continue; // already delivered
+            }
+            part.committable.fetch_max(m.offset + 1, Ordering::AcqRel);
+            let decode_error = |source| Error::Decode {
+                topic: part.topic.clone(),
+                partition: part.partition,
+                offset: m.offset,
+                source,
+            };
+            let key = match m.message.key.map(|k| self.key_decoder.decode_bytes(k)).transpose() {
+                Ok(k) => k,
+                Err(source) => return Some(Err(decode_error(source))),
+            };
+            let value = match m.message.value.map(|v| self.decoder.decode_bytes(v)).transpose() {
+                Ok(v) => v,
+                Err(source) => return Some(Err(decode_error(source))),
+            };
+            return Some(Ok(MessageAndMetadata {
+                topic: part.topic.clone(),
+                partition: part.partition,
+                offset: m.offset,
+                key,
+                value,
+            }));
+        }
+    }
+
+    /// The stream's one poll function (behind both `next` and `Stream::poll_next`).
+    fn poll_message(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<MessageAndMetadata<T, K>>>> {
+        loop {
+            if let Some(item) = self.take_from_current() {
+                return Poll::Ready(Some(item));
+            }
+            let chunk = match self.rx.poll_recv(cx) {
+                Poll::Ready(chunk) => {
+                    self.deadline = None;
+                    chunk
+                }
+                Poll::Pending => {
+                    let Some(timeout) = self.timeout else { return Poll::Pending };
+                    let deadline = self.deadline.get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+                    if deadline.as_mut().poll(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    self.deadline = None;
+                    return Poll::Ready(Some(Err(Error::ConsumerTimeout { timeout_ms: timeout.as_millis() })));
+                }
+            };
+            match chunk {
+                None => return Poll::Ready(None),
+                Some(Chunk::Error { error, generation, charge }) => {
                     drop(charge); // taken: frees its place and lets its partition be fetched again
                     if generation.is_some_and(|g| g != self.generation.load(Ordering::Acquire)) {
                         continue; // about a partition of an older generation
                     }
-                    return Some(Err(error));
+                    return Poll::Ready(Some(Err(error)));
                 }
-                Chunk::Messages { generation, part, messages, charge } => {
+                Some(Chunk::Messages { generation, part, messages, charge }) => {
                     self.current = Some((generation, part, messages.into(), charge));
                 }
             }
         }
+    }
+}
+
+/// `consumer.timeout.ms` counts from the first poll that finds nothing to hand out, and again
+/// after each item.
+impl<T: Send + 'static, K: Send + 'static> Stream for KafkaStream<T, K> {
+    type Item = Result<MessageAndMetadata<T, K>>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().poll_message(cx)
     }
 }
 
@@ -358,6 +422,64 @@ mod tests {
         assert!(Arc::clone(&room).try_acquire_owned().is_ok(), "the room is free again");
         drop(b);
         assert_eq!(counts(&prefetch), [0, 0, 0, 0]);
+    }
+
+    fn stream(timeout: Option<Duration>) -> (KafkaStream<String>, mpsc::Sender<Chunk>, Arc<Prefetch>) {
+        let (tx, rx) = mpsc::channel(4);
+        let decoder: Arc<dyn Decoder<String>> = Arc::new(gregor_serde::StringDecoder::new());
+        let s = KafkaStream::new(
+            rx,
+            Arc::new(AtomicU64::new(0)),
+            decoder,
+            Arc::new(gregor_serde::BytesDecoder),
+            timeout,
+            None,
+        );
+        (s, tx, Arc::new(Prefetch::default()))
+    }
+
+    fn chunk(prefetch: &Arc<Prefetch>, part: &Arc<PartitionState>, offsets: std::ops::Range<i64>) -> Chunk {
+        let messages = offsets
+            .map(|o| MessageAndOffset::new(o, gregor_protocol::Message::new(None, Some(Bytes::from(format!("m{o}"))))))
+            .collect();
+        Chunk::Messages { generation: 0, part: Arc::clone(part), messages, charge: Charge::held(prefetch, 10, None) }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_stream_trait_and_next_hand_out_the_same_messages_and_time_out_alike() {
+        use futures::StreamExt;
+        let (mut s, tx, prefetch) = stream(Some(Duration::from_millis(100)));
+        let part = Arc::new(PartitionState::new("t", 0, 0));
+        tx.send(chunk(&prefetch, &part, 0..3)).await.unwrap();
+        let via_trait: Vec<i64> = (&mut s).take(2).map(|m| m.unwrap().offset).collect().await;
+        assert_eq!(via_trait, [0, 1]);
+        assert_eq!(s.next().await.unwrap().unwrap().value.as_deref(), Some("m2"));
+        assert_eq!(part.consumed.load(Ordering::Acquire), 3);
+        // nothing more: consumer.timeout.ms, for both
+        let started = tokio::time::Instant::now();
+        assert!(matches!(StreamExt::next(&mut s).await, Some(Err(Error::ConsumerTimeout { timeout_ms: 100 }))));
+        assert!(matches!(s.next().await, Some(Err(Error::ConsumerTimeout { timeout_ms: 100 }))));
+        assert_eq!(started.elapsed(), Duration::from_millis(200));
+        // a next() given up early does not shorten the next one's timeout
+        assert!(tokio::time::timeout(Duration::from_millis(60), s.next()).await.is_err());
+        let again = tokio::time::Instant::now();
+        assert!(matches!(s.next().await, Some(Err(Error::ConsumerTimeout { .. }))));
+        assert_eq!(again.elapsed(), Duration::from_millis(100));
+        // the connector's end ends the stream
+        drop(tx);
+        assert!(StreamExt::next(&mut s).await.is_none());
+        assert_eq!(counts(&prefetch), [0, 0, 0, 0], "every chunk released");
+    }
+
+    #[test]
+    fn a_commit_writes_what_was_delivered_once() {
+        let st = PartitionState::new("t", 0, -1);
+        assert_eq!(st.to_commit(), None, "nothing delivered, nothing stored");
+        st.committable.store(4, Ordering::Release);
+        assert_eq!(st.to_commit(), Some(4));
+        st.committed.store(4, Ordering::Release);
+        assert_eq!(st.to_commit(), None, "already committed");
+        assert_eq!(PartitionState::new("t", 0, 7).to_commit(), None, "the stored offset is committed");
     }
 
     #[tokio::test]

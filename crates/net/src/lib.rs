@@ -20,6 +20,9 @@
 //!   0.8.2's quirks (zero brokers, LeaderNotAvailable for auto-created topics,
 //!   ReplicaNotAvailable with a valid leader).
 //! * [`Backoff`]: exponential, capped, jittered, pure.
+//! * [`classify_fetch`]: what one partition of a Fetch response means ([`FetchClass`]: data,
+//!   a message too large, corrupt, out of range, retry after a leader lookup, fail), pure;
+//!   shared by both consumers.
 //! * [`ConnectionConfig`], [`MetadataConfig`]: Kafka's property names and defaults.
 //!
 //! ```no_run
@@ -54,6 +57,7 @@ mod backoff;
 pub mod config;
 mod connection;
 mod error;
+mod fetch;
 mod metadata;
 mod pool;
 
@@ -61,6 +65,7 @@ pub use backoff::{Backoff, DEFAULT_JITTER};
 pub use config::{ConfigError, ConnectionConfig, ConnectionConfigBuilder, MetadataConfig, MetadataConfigBuilder};
 pub use connection::BrokerConnection;
 pub use error::{Error, PoisonReason, Result, BROKER_CLOSED_HINT};
+pub use fetch::{classify_fetch, FetchClass};
 pub use metadata::{parse_broker_list, Broker, MetadataCache, MetadataSnapshot, PartitionInfo, TopicInfo};
 pub use pool::Pool;
 

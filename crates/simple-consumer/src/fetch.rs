@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 
 use bytes::Bytes;
-use gregor_net::{BrokerConnection, BrokerId, Pool};
+use gregor_net::{classify_fetch, BrokerConnection, BrokerId, FetchClass, Pool};
 use gregor_protocol::messages::{FetchPartition, FetchRequest, FetchResponse, FetchResponsePartition, TopicPartitions};
-use gregor_protocol::{ErrorCode, MessageAndOffset};
+use gregor_protocol::MessageAndOffset;
 use tokio::task::JoinSet;
 
 use crate::driver::{group_by_topic, Cause, LeaderOp, Outcome, Target};
@@ -241,7 +241,9 @@ pub(crate) fn split_for_frame(targets: &[Target<FetchState>], max_frame_size: us
     runs
 }
 
-/// What to do with one partition of a Fetch response (pure).
+/// What to do with one partition of a Fetch response (pure): gregor-net's
+/// [`classify_fetch`] decides what the answer means; a message too large is fetched again at
+/// once with the size it needs when `grow_max` allows, and the leader errors are retried.
 pub(crate) fn classify(
     topic: &str,
     p: &FetchResponsePartition,
@@ -250,55 +252,48 @@ pub(crate) fn classify(
     grow_max: Option<i32>,
 ) -> Outcome<FetchState, PartitionData> {
     let partition = p.partition;
-    match p.error() {
-        None => match p.messages(topic, state.offset) {
-            Ok(decoded) => {
-                let next_offset = decoded.next_offset().unwrap_or(state.offset);
-                Outcome::Done(Ok(PartitionData {
+    match classify_fetch(topic, p, state.offset) {
+        FetchClass::Data { messages, next_offset, high_watermark } => Outcome::Done(Ok(PartitionData {
+            topic: topic.to_owned(),
+            partition,
+            fetch_offset: state.offset,
+            messages: messages.into_iter().map(FetchedMessage::from).collect(),
+            high_watermark,
+            next_offset: next_offset.unwrap_or(state.offset),
+        })),
+        FetchClass::MessageTooLarge { offset, needed, .. } => {
+            let fits = grow_max.is_some_and(|max| needed <= max as usize) && needed > state.fetch_size as usize;
+            if fits {
+                tracing::debug!(
+                    %topic, partition, offset, needed, fetch_size = state.fetch_size,
+                    "message larger than the fetch size: fetching it again with a grown size"
+                );
+                Outcome::Again(FetchState { offset: state.offset, fetch_size: needed as i32 })
+            } else {
+                Outcome::Done(Err(Error::MessageSizeTooLarge {
                     topic: topic.to_owned(),
                     partition,
-                    fetch_offset: state.offset,
-                    messages: decoded.messages.into_iter().map(FetchedMessage::from).collect(),
-                    high_watermark: p.high_watermark,
-                    next_offset,
+                    offset,
+                    fetch_size: state.fetch_size,
+                    needed,
                 }))
             }
-            Err(gregor_protocol::Error::MessageLargerThanFetch { location, entry_size: Some(needed), .. }) => {
-                let fits = grow_max.is_some_and(|max| needed <= max as usize) && needed > state.fetch_size as usize;
-                if fits {
-                    tracing::debug!(
-                        %topic, partition, offset = location.offset, needed, fetch_size = state.fetch_size,
-                        "message larger than the fetch size: fetching it again with a grown size"
-                    );
-                    Outcome::Again(FetchState { offset: state.offset, fetch_size: needed as i32 })
-                } else {
-                    Outcome::Done(Err(Error::MessageSizeTooLarge {
-                        topic: topic.to_owned(),
-                        partition,
-                        offset: location.offset,
-                        fetch_size: state.fetch_size,
-                        needed,
-                    }))
-                }
-            }
-            Err(source) => Outcome::Done(Err(Error::Protocol {
-                topic: topic.to_owned(),
-                partition,
-                offset: state.offset,
-                source: Box::new(source),
-            })),
-        },
-        Some(ErrorCode::OffsetOutOfRange) => Outcome::Done(Err(Error::OffsetOutOfRange {
+        }
+        FetchClass::Corrupt(source) => Outcome::Done(Err(Error::Protocol {
+            topic: topic.to_owned(),
+            partition,
+            offset: state.offset,
+            source: Box::new(source),
+        })),
+        FetchClass::OffsetOutOfRange => Outcome::Done(Err(Error::OffsetOutOfRange {
             topic: topic.to_owned(),
             partition,
             offset: state.offset,
             earliest: None,
             latest: None,
         })),
-        Some(code) if code.is_retriable() || code.needs_metadata_refresh() => {
-            Outcome::Retry(Cause::Code { broker, code })
-        }
-        Some(code) => Outcome::Fail(Cause::Code { broker, code }),
+        FetchClass::Retry(code) => Outcome::Retry(Cause::Code { broker, code }),
+        FetchClass::Fail(code) => Outcome::Fail(Cause::Code { broker, code }),
     }
 }
 

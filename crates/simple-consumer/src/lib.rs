@@ -8,7 +8,8 @@
 //!   one call (one Fetch request per leader, all leaders at once, a result per partition),
 //!   [`offsets_before`](SimpleConsumer::offsets_before) (`getOffsetsBefore`: latest, earliest,
 //!   or a time), [`leader`](SimpleConsumer::leader), [`partitions`](SimpleConsumer::partitions).
-//! * [`MessageStream`]: one partition in order from an offset, long polling, stoppable.
+//! * [`MessageStream`]: one partition in order from an offset, long polling, stoppable; a
+//!   [`futures_core::Stream`], so `StreamExt` (futures, tokio-stream) works on it.
 //! * [`SimpleConsumerConfig`]: Kafka 0.8.2's consumer properties (`fetch.message.max.bytes`,
 //!   `fetch.wait.max.ms`, `refresh.leader.backoff.ms`, ...) and their defaults.
 //! * [`Error`]: per partition, typed: [`Error::OffsetOutOfRange`] (with the valid range),

@@ -37,7 +37,9 @@
 
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::runtime::Handle;
@@ -173,7 +175,8 @@ impl Stat {
 }
 
 /// A stream of the current value of a znode's children or data, from
-/// [`ZkClient::watch_children`] or [`ZkClient::watch_data`].
+/// [`ZkClient::watch_children`] or [`ZkClient::watch_data`]: a [`futures_core::Stream`], or
+/// [`Watch::next`] without a trait in scope.
 ///
 /// It yields the current value at once, then again after every change. `None` as a value
 /// means the znode does not exist (the stream keeps watching for its creation).
@@ -206,6 +209,15 @@ impl<T> Watch<T> {
     /// The watched path (relative to the chroot).
     pub fn path(&self) -> &str {
         &self.path
+    }
+}
+
+/// The same items as [`Watch::next`], for `StreamExt` (futures, tokio-stream) and friends.
+impl<T> futures_core::Stream for Watch<T> {
+    type Item = Result<T>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<T>>> {
+        self.get_mut().rx.poll_recv(cx)
     }
 }
 
@@ -1052,6 +1064,26 @@ async fn run_watch<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_watch_is_a_stream_of_the_same_items() {
+        use futures::StreamExt;
+        let (tx, rx) = mpsc::channel(WATCH_CAPACITY);
+        let watch: Watch<Option<Vec<String>>> = Watch { rx, path: "/brokers/ids".into() };
+        tx.send(Ok(Some(vec!["1".into()]))).await.unwrap();
+        tx.send(Ok(None)).await.unwrap();
+        tx.send(Err(Error::SessionExpired)).await.unwrap();
+        drop(tx);
+        let items: Vec<String> = watch
+            .map(|item| match item {
+                Ok(Some(ids)) => ids.join(","),
+                Ok(None) => "gone".into(),
+                Err(e) => e.to_string(),
+            })
+            .collect()
+            .await;
+        assert_eq!(items, ["1", "gone", "zookeeper session expired: its ephemeral znodes and watches are gone"]);
+    }
 
     fn hosts(list: &[(&str, u16)]) -> Vec<(String, u16)> {
         list.iter().map(|(h, p)| (h.to_string(), *p)).collect()

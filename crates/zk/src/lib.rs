@@ -12,8 +12,8 @@
 //!   handling), create/get/set/delete with `Option` for "no such node", recursive
 //!   [`create_all`](ZkClient::create_all)/[`delete_all`](ZkClient::delete_all), and
 //!   [`watch_children`](ZkClient::watch_children)/[`watch_data`](ZkClient::watch_data): streams
-//!   of the current value that re-arm ZooKeeper's one-shot watches for you and never miss a
-//!   change. [`session_events`](ZkClient::session_events) reports disconnection and session
+//!   of the current value ([`futures_core::Stream`]s) that re-arm ZooKeeper's one-shot watches
+//!   for you and never miss a change. [`session_events`](ZkClient::session_events) reports disconnection and session
 //!   expiry, which the consumer uses to re-register and rebalance as Kafka does.
 //!
 //! ```text
