@@ -9,7 +9,7 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -157,10 +157,8 @@ async fn consumer_group(
             .auto_offset_reset(AutoOffsetReset::Smallest)
             .build()?;
         let connector = ConsumerConnector::new(config).await?;
-        let mut streams = connector
-            .create_message_streams(HashMap::from([(topic.to_owned(), 1)]), Arc::new(StringDecoder::new()))
-            .await?;
-        let stream = streams.remove(topic).and_then(|mut v| v.pop()).ok_or("no stream")?;
+        let stream =
+            connector.subscribe([topic]).decoder(StringDecoder::new()).start().await?.pop().ok_or("no stream")?;
         members.push((connector, stream));
     }
     // every member reads what it owns (ownership moves while the others join) until the group
