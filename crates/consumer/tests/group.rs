@@ -31,17 +31,6 @@ async fn produce_n(cluster: &FakeCluster, topic: &str, partitions: i32, per_part
     }
 }
 
-async fn owners(cluster: &FakeCluster, group: &str, topic: &str) -> BTreeMap<i32, String> {
-    let zk = cluster.zk();
-    let mut out = BTreeMap::new();
-    for p in zk.children(&format!("/consumers/{group}/owners/{topic}")).await.unwrap().unwrap_or_default() {
-        if let Some((d, _)) = zk.get(&format!("/consumers/{group}/owners/{topic}/{p}")).await.unwrap() {
-            out.insert(p.parse().unwrap(), String::from_utf8(d).unwrap());
-        }
-    }
-    out
-}
-
 /// `n` DISTINCT values (a rebalance may redeliver the uncommitted window: at least once).
 async fn drain(stream: &mut KafkaStream<String>, n: usize) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -306,19 +295,6 @@ async fn oversized_message_is_an_error_and_whitelist_picks_up_new_topic() {
     cluster.shutdown().await;
 }
 
-/// Waits until `check` holds (polling every 100 ms), or panics with `what`.
-async fn eventually<F, Fut>(within: Duration, what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + within;
-    while !check().await {
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 /// Reads `stream` in the background into a shared list of values (with duplicates).
 fn collect(mut stream: KafkaStream<String>) -> (Arc<std::sync::Mutex<Vec<String>>>, tokio::task::JoinHandle<()>) {
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -364,7 +340,7 @@ async fn session_expiry_stops_reregisters_reowns_and_loses_nothing() {
     let mut streams = a.create_message_streams(HashMap::from([("e".to_string(), 1)]), dec()).await.unwrap();
     let (seen, reader) = collect(streams.get_mut("e").unwrap().pop().unwrap());
     let all_owned = |o: BTreeMap<i32, String>| o.len() == 4 && o.values().all(|v| v == "gx_a-0");
-    eventually(Duration::from_secs(10), "first delivery", || async { distinct(&seen.lock().unwrap()).len() == 20 })
+    eventually("first delivery", Duration::from_secs(10), || async { distinct(&seen.lock().unwrap()).len() == 20 })
         .await;
     assert!(all_owned(owners(&cluster, "gx", "e").await));
     let before = a.stats();
@@ -372,7 +348,7 @@ async fn session_expiry_stops_reregisters_reowns_and_loses_nothing() {
     // partition the consumer from ZooKeeper until the server expires its session
     proxy.stall();
     let zk = cluster.zk();
-    eventually(session_timeout * 4, "the server to expire the session", || async {
+    eventually("the server to expire the session", session_timeout * 4, || async {
         zk.get("/consumers/gx/ids/gx_a").await.unwrap().is_none()
     })
     .await;
@@ -384,8 +360,8 @@ async fn session_expiry_stops_reregisters_reowns_and_loses_nothing() {
     foreign.create_all("/consumers/gx/owners/e/3", b"gx_java-0", gregor_zk::CreateMode::Ephemeral).await.unwrap();
     proxy.resume();
 
-    eventually(Duration::from_secs(10), "the expiry to be seen", || async { a.stats().session_expirations == 1 }).await;
-    eventually(Duration::from_secs(10), "re-registration", || async {
+    eventually("the expiry to be seen", Duration::from_secs(10), || async { a.stats().session_expirations == 1 }).await;
+    eventually("re-registration", Duration::from_secs(10), || async {
         zk.get("/consumers/gx/ids/gx_a").await.unwrap().is_some()
     })
     .await;
@@ -410,7 +386,7 @@ async fn session_expiry_stops_reregisters_reowns_and_loses_nothing() {
     foreign.delete("/consumers/gx/owners/e/3", None).await.unwrap();
 
     // it rebalances and owns its partitions again
-    eventually(Duration::from_secs(15), "re-ownership", || async {
+    eventually("re-ownership", Duration::from_secs(15), || async {
         a.stats().session_expirations == 1
             && zk.get("/consumers/gx/ids/gx_a").await.unwrap().is_some()
             && all_owned(owners(&cluster, "gx", "e").await)
@@ -422,7 +398,7 @@ async fn session_expiry_stops_reregisters_reowns_and_loses_nothing() {
     assert!(stat.is_ephemeral());
     assert!(String::from_utf8(reg).unwrap().contains(r#""subscription":{"e":1}"#));
     produce_n(&cluster, "e", 4, 5, "after").await;
-    eventually(Duration::from_secs(15), "every message", || async { distinct(&seen.lock().unwrap()).len() == 80 })
+    eventually("every message", Duration::from_secs(15), || async { distinct(&seen.lock().unwrap()).len() == 80 })
         .await;
     let got = seen.lock().unwrap().clone();
     for tag in ["before", "during", "blocked", "after"] {
@@ -698,7 +674,7 @@ async fn leader_move_and_broker_kill_during_consumption_no_gap_no_stall_keys_dec
     };
     let phase = std::time::Instant::now();
     produce_keyed(&cluster, "lm", 4, 20, "one").await;
-    eventually(Duration::from_secs(10), "phase one", || async { count(&seen) == 80 }).await;
+    eventually("phase one", Duration::from_secs(10), || async { count(&seen) == 80 }).await;
 
     // move the leaders of partitions 0 and 1 while messages flow
     for p in 0..2 {
@@ -707,18 +683,18 @@ async fn leader_move_and_broker_kill_during_consumption_no_gap_no_stall_keys_dec
         cluster.move_leader("lm", p, to).await.unwrap();
     }
     produce_keyed(&cluster, "lm", 4, 20, "two").await;
-    eventually(Duration::from_secs(10), "phase two (after leader moves)", || async { count(&seen) == 160 }).await;
+    eventually("phase two (after leader moves)", Duration::from_secs(10), || async { count(&seen) == 160 }).await;
 
     // kill a broker that leads something (not the controller)
     let controller = cluster.controller();
     let victim = (0..4).filter_map(|p| cluster.leader("lm", p)).find(|&l| Some(l) != controller).unwrap();
     cluster.kill_broker(victim).await.unwrap();
-    eventually(Duration::from_secs(10), "new leaders", || async {
+    eventually("new leaders", Duration::from_secs(10), || async {
         (0..4).all(|p| cluster.leader("lm", p).is_some_and(|l| l != victim))
     })
     .await;
     produce_keyed(&cluster, "lm", 4, 20, "three").await;
-    eventually(Duration::from_secs(10), "phase three (after a broker kill)", || async { count(&seen) == 240 }).await;
+    eventually("phase three (after a broker kill)", Duration::from_secs(10), || async { count(&seen) == 240 }).await;
     eprintln!("leaders: 240 messages across a leader move and a broker kill in {:?}", phase.elapsed());
     for (p, offsets) in seen.lock().unwrap().iter() {
         // no gap: every offset 0..60 delivered, in order (a re-read may repeat a suffix)
@@ -825,12 +801,12 @@ async fn auto_commit_on_a_timer_commits_only_delivered_offsets() {
     assert_eq!(drain(stream, 2).await, ["m-0-0", "m-0-1"]);
     let zk = cluster.zk();
     // no commit_offsets(), no shutdown: the timer commits the next offset to read
-    eventually(Duration::from_secs(5), "auto commit of 2", || async {
+    eventually("auto commit of 2", Duration::from_secs(5), || async {
         zk.get("/consumers/gac/offsets/ac/0").await.unwrap().is_some_and(|d| d.0 == b"2")
     })
     .await;
     assert_eq!(drain(stream, 1).await, ["m-0-2"]);
-    eventually(Duration::from_secs(5), "auto commit of 3", || async {
+    eventually("auto commit of 3", Duration::from_secs(5), || async {
         zk.get("/consumers/gac/offsets/ac/0").await.unwrap().is_some_and(|d| d.0 == b"3")
     })
     .await;

@@ -111,7 +111,7 @@ async fn lag_under_load_follows_the_cluster_and_is_zero_once_drained() {
     // the app stops reading: the high watermarks still reach the cluster's
     let hw: BTreeMap<i32, i64> = (0..PARTITIONS).map(|p| (p, cluster.offsets(TOPIC, p).unwrap().0)).collect();
     assert_eq!(hw.values().sum::<i64>(), total as i64);
-    eventually(Duration::from_secs(5), "lag() to see the cluster's high watermarks", || async {
+    eventually("lag() to see the cluster's high watermarks", Duration::from_secs(5), || async {
         a.lag().iter().all(|l| l.high_watermark == hw[&l.partition])
     })
     .await;
