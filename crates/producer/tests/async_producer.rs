@@ -150,7 +150,7 @@ async fn acks_0_offsets_are_unknown_and_the_messages_land() {
     for d in deliveries {
         assert_eq!(d.bounded().await.unwrap().offset, -1, "acks=0: no response, no offset");
     }
-    eventually("30 messages in the logs", Duration::from_secs(5), || {
+    eventually("30 messages in the logs", Duration::from_secs(5), async || {
         (0..3).map(|p| c.offsets("t", p).unwrap().0).sum::<i64>() == 30
     })
     .await;
@@ -183,7 +183,8 @@ async fn acks_1_gives_each_record_its_offset() {
         // acks=1 answers before the follower has the records: consumers see them once the
         // high watermark moves
         let n = records.len() as i64;
-        eventually("the follower catches up", Duration::from_secs(5), || c.offsets("t", part).unwrap().0 == n).await;
+        eventually("the follower catches up", Duration::from_secs(5), async || c.offsets("t", part).unwrap().0 == n)
+            .await;
         let log = read_log(&c, "t", part).await;
         let log: Vec<(i64, String)> = log.into_iter().map(|(o, _, v)| (o, v)).collect();
         assert_eq!(log, records);
@@ -208,7 +209,7 @@ async fn pipelined_requests_deliver_everything_in_order_without_failures() {
         offsets.push(d.bounded().await.unwrap().offset);
     }
     assert_eq!(offsets, (0..2000).collect::<Vec<i64>>());
-    eventually("the follower catches up", Duration::from_secs(5), || c.offsets("t", 0).unwrap().0 == 2000).await;
+    eventually("the follower catches up", Duration::from_secs(5), async || c.offsets("t", 0).unwrap().0 == 2000).await;
     assert_eq!(log_values(&c, "t", 0).await, strings(0..2000));
     assert!(produce_requests(&c, "t").len() >= 100, "batches of 20");
 }
@@ -960,9 +961,10 @@ async fn a_blocking_callback_delays_later_results_but_not_the_sending() {
     })
     .await
     .unwrap();
-    eventually("the first record lands", Duration::from_secs(5), || c.offsets("t", 0).unwrap().0 == base + 1).await;
+    eventually("the first record lands", Duration::from_secs(5), async || c.offsets("t", 0).unwrap().0 == base + 1)
+        .await;
     let second = p.send(rec("t", "second")).await.unwrap();
-    eventually("the second record lands while the first callback blocks", Duration::from_secs(5), || {
+    eventually("the second record lands while the first callback blocks", Duration::from_secs(5), async || {
         c.offsets("t", 0).unwrap().0 == base + 2
     })
     .await;
@@ -1102,7 +1104,7 @@ async fn every_record_for_a_partition_without_a_leader_gets_its_metadata_rounds(
     c.create_topic("orphan", 1, 1).await.unwrap();
     let victim = c.leader("orphan", 0).unwrap();
     c.kill_broker(victim).await.unwrap();
-    eventually("partition 0 loses its leader", Duration::from_secs(10), || c.leader("orphan", 0).is_none()).await;
+    eventually("partition 0 loses its leader", Duration::from_secs(10), async || c.leader("orphan", 0).is_none()).await;
     let p = producer(config(&c).message_send_max_retries(2).retry_backoff(Duration::from_millis(30)));
     for i in 0..3 {
         let d = p.send(rec("orphan", i).with_partition(0)).await.unwrap();

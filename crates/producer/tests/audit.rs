@@ -164,7 +164,7 @@ async fn a_sync_producer_with_acks_0_publishes_counts_without_offsets_at_close()
         }
         p.close(Duration::from_secs(5))
     });
-    eventually("the sync producer's sends and close", LIVENESS, || thread.is_finished()).await;
+    eventually("the sync producer's sends and close", LIVENESS, async || thread.is_finished()).await;
     assert!(thread.join().unwrap().is_ok());
     let records = audit_records_when(&c, |r| !r.is_empty()).await;
     assert_eq!(records.len(), 1, "{records:?}");

@@ -12,7 +12,6 @@
 #[allow(unused_macros)] // the FakeCluster helpers: not needed here
 mod common;
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 use common::{eventually, Bounded, LIVENESS};
@@ -24,6 +23,7 @@ use gregor_producer::{
 use gregor_protocol::frame::ApiKey;
 use gregor_serde::StringEncoder;
 use gregor_testkit::hostile::{Accept, Behaviour, HostileBroker, Rule};
+use gregor_testkit::support::{check, side_by_side};
 
 /// `request.timeout.ms` of these tests; the connection waits this plus
 /// [`RESPONSE_TIMEOUT_MARGIN`] for a response.
@@ -80,34 +80,6 @@ async fn send_all(p: &AsyncProducer<String, String>) -> (Vec<Result<i64, Box<Del
     (results, started.elapsed())
 }
 
-/// Runs `scenario` for every case side by side; each returns a failure message or nothing.
-async fn all<C, F, Fut>(cases: Vec<C>, scenario: F)
-where
-    C: Send + 'static,
-    F: Fn(C) -> Fut,
-    Fut: Future<Output = Result<(), String>> + Send + 'static,
-{
-    let mut set = tokio::task::JoinSet::new();
-    for case in cases {
-        set.spawn(scenario(case));
-    }
-    let mut failures = Vec::new();
-    while let Some(done) = tokio::time::timeout(LIVENESS * 2, set.join_next()).await.expect("a scenario hung") {
-        if let Err(failure) = done.expect("a scenario panicked") {
-            failures.push(failure);
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-macro_rules! check {
-    ($cond:expr, $($arg:tt)+) => {
-        if !$cond {
-            return Err(format!($($arg)+));
-        }
-    };
-}
-
 /// What the network layer must have said about the last try.
 #[derive(Debug, Clone, Copy)]
 enum Expect {
@@ -158,7 +130,7 @@ async fn every_record_fails_typed_and_in_time_whatever_the_broker_does_to_produc
         (Behaviour::Close, Expect::Closed),
         (Behaviour::Slowloris(Duration::from_millis(100)), Expect::Timeout),
     ];
-    all(cases, |(behaviour, expect)| async move {
+    side_by_side(LIVENESS * 2, cases, |(behaviour, expect)| async move {
         let b = broker(vec![Rule::on(ApiKey::Produce, behaviour.clone())]).await;
         let p = producer(&b);
         let (results, took) = send_all(&p).await;
@@ -204,7 +176,7 @@ async fn a_readable_response_is_a_delivery_however_it_comes() {
         // nothing to corrupt in a Produce response: answered correctly
         (ApiKey::Produce, Behaviour::BadCrc),
     ];
-    all(cases, |(api, behaviour)| async move {
+    side_by_side(LIVENESS * 2, cases, |(api, behaviour)| async move {
         let b = broker(vec![Rule::on(api, behaviour.clone())]).await;
         let p = producer(&b);
         for round in 0..2 {
@@ -234,7 +206,7 @@ async fn every_record_fails_typed_and_in_time_whatever_the_broker_does_to_metada
         Behaviour::Silent,
         Behaviour::Close,
     ];
-    all(cases, |behaviour| async move {
+    side_by_side(LIVENESS * 2, cases, |behaviour| async move {
         let b = broker(vec![Rule::on(ApiKey::Metadata, behaviour.clone())]).await;
         let p = producer(&b);
         let (results, took) = send_all(&p).await;
@@ -272,7 +244,7 @@ async fn close_returns_in_time_with_records_in_flight_to_a_silent_broker() {
         for i in 0..RECORDS {
             deliveries.push(p.send(Record::new("t", format!("v{i}")).with_partition(0)).bounded().await.unwrap());
         }
-        eventually("the Produce request is out", LIVENESS, || b.count(ApiKey::Produce) == 1).await;
+        eventually("the Produce request is out", LIVENESS, async || b.count(ApiKey::Produce) == 1).await;
         // new connections are not even read from now on (the retry's)
         b.set_accept(accept);
         let started = Instant::now();

@@ -35,7 +35,7 @@ async fn sync_sends_block_until_acknowledged() {
     });
     // polled rather than joined on a blocking task: a stuck producer fails the test after
     // LIVENESS instead of hanging it (and the runtime's shutdown, which waits for blocking tasks)
-    eventually("the sync producer's sends, flush and close", LIVENESS, || thread.is_finished()).await;
+    eventually("the sync producer's sends, flush and close", LIVENESS, async || thread.is_finished()).await;
     let (one, offsets) = thread.join().unwrap();
     assert_eq!((one.partition, one.offset), (0, 0));
     assert_eq!(offsets, (0..20).collect::<Vec<i64>>());
