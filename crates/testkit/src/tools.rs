@@ -44,6 +44,7 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use gregor_protocol::Compression;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 use tokio::sync::OnceCell;
@@ -57,6 +58,15 @@ pub const PYTHON: &str = "/usr/bin/python3";
 /// How to install kafka-python and the codecs it needs (named when it is missing).
 pub const INSTALL_KAFKA_PYTHON: &str =
     "apt-get install python3 python3-kafka python3-snappy python3-lz4 python3-xxhash";
+
+/// Every compression codec of Kafka 0.8.2 with the name kcat (`-z`) and kafka-python
+/// (`compression_type`) give it.
+pub const CODECS: [(&str, Compression); 4] = [
+    ("none", Compression::None),
+    ("gzip", Compression::Gzip),
+    ("snappy", Compression::Snappy),
+    ("lz4", Compression::Lz4),
+];
 
 /// The kafka-python version the tests were written against; another one is noted on stderr.
 pub const KAFKA_PYTHON_VERSION: &str = "2.0.2";

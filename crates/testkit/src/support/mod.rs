@@ -10,6 +10,8 @@
 //! * Memory: [`CountingAllocator`], a global allocator that counts the live heap, its peak, and
 //!   the largest single allocation of a thread; each test binary installs its own with
 //!   [`counting_allocator!`](crate::counting_allocator).
+//! * Messages: [`MessageAt`], one message as a client read it, with a `Debug` short enough
+//!   to compare thousands.
 //! * Clusters: [`chroot`] hands out a ZooKeeper subtree of the binary's shared server no other
 //!   test uses, and [`cluster`] starts a FakeCluster there with topics whose partitions all have
 //!   leaders. A missing ZooKeeper follows the [skip rule](crate::tools::SkipRule): it fails
@@ -34,10 +36,12 @@
 
 mod alloc;
 mod cluster;
+mod message;
 mod wait;
 
 pub use alloc::{CountingAllocator, LargestAllocation};
 pub use cluster::{chroot, cluster, TestClusterBuilder};
+pub use message::MessageAt;
 pub use wait::{bounded, eventually, side_by_side, Condition, POLL_INTERVAL};
 
 #[doc(inline)]
