@@ -17,7 +17,6 @@
 //! Without ZooKeeper (Debian's `zookeeper` package) the cluster tests skip the same way.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 mod common;
@@ -26,15 +25,11 @@ use common::{cluster_with, run_program, spawn, Run, LIMIT};
 use gregor_producer::murmur2_partition;
 use gregor_protocol::messages::AnyRequest;
 use gregor_protocol::Compression;
+use gregor_testkit::support::eventually;
+use gregor_testkit::tools::{kcat_or_skip, KCAT_0_8_2};
 use gregor_testkit::FakeCluster;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
-
-/// How to install kcat (named in the failure under CI).
-const INSTALL_KCAT: &str = "apt-get install kcat";
-
-/// The options that put librdkafka in Kafka 0.8.2 mode.
-const KCAT_0_8_2: [&str; 4] = ["-X", "api.version.request=false", "-X", "broker.version.fallback=0.8.2"];
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -175,14 +170,6 @@ fn wire(cluster: &FakeCluster, topic: &str) -> (Vec<Compression>, Vec<i16>) {
     acks.sort_unstable();
     acks.dedup();
     (codecs, acks)
-}
-
-async fn wait_until(what: &str, within: Duration, mut ready: impl FnMut() -> bool) {
-    let deadline = Instant::now() + within;
-    while !ready() {
-        assert!(Instant::now() < deadline, "{what} did not happen within {within:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -375,7 +362,7 @@ async fn input_streams_through_a_bounded_queue_and_output_stops_quietly_at_a_clo
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"one\ntwo\nthree\n").await.unwrap();
     stdin.flush().await.unwrap();
-    wait_until("3 messages at the broker before EOF", Duration::from_secs(10), || {
+    eventually("3 messages at the broker before EOF", Duration::from_secs(10), async || {
         c.offsets("s", 0).is_some_and(|(hw, _)| hw >= 3)
     })
     .await;
@@ -390,7 +377,7 @@ async fn input_streams_through_a_bounded_queue_and_output_stops_quietly_at_a_clo
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"six\nseven\n").await.unwrap();
     stdin.flush().await.unwrap();
-    wait_until("7 messages at the broker", Duration::from_secs(10), || {
+    eventually("7 messages at the broker", Duration::from_secs(10), async || {
         c.offsets("s", 0).is_some_and(|(hw, _)| hw >= 7)
     })
     .await;
@@ -413,7 +400,7 @@ async fn input_streams_through_a_bounded_queue_and_output_stops_quietly_at_a_clo
         "1 message sent to s (partition 0: 1)\n  (acks=0: sent means written to the socket; the broker confirms nothing)\n"
     );
     assert_eq!(wire(&c, "s").1, [0, 1], "required_acks on the wire");
-    wait_until("the acks=0 message at the broker", Duration::from_secs(10), || {
+    eventually("the acks=0 message at the broker", Duration::from_secs(10), async || {
         c.offsets("s", 0).is_some_and(|(hw, _)| hw >= 8)
     })
     .await;
@@ -620,22 +607,6 @@ async fn bad_flags_exit_2_and_help_documents_every_flag() {
 // ---------------------------------------------------------------------------------------------
 // kcat
 // ---------------------------------------------------------------------------------------------
-
-/// The kcat executable, or `None` (after saying why) to skip; panics under CI.
-fn kcat_or_skip() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH")
-        .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("kcat")).find(|p| p.is_file()));
-    match found {
-        Some(p) => Some(p),
-        None if std::env::var_os("CI").is_some() => {
-            panic!("kcat is not installed (not on PATH): install it with `{INSTALL_KCAT}` (CI is set, so this fails)")
-        }
-        None => {
-            eprintln!("skipping: kcat is not installed (not on PATH); install it with `{INSTALL_KCAT}`");
-            None
-        }
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kcat_reads_what_gregor_produces_and_gregor_fetches_what_kcat_produces() {
