@@ -15,14 +15,10 @@ use gregor_zk::payloads::{BrokerRegistration, ControllerRegistration, PartitionS
 
 /// The data of a znode the controller writes just after its in-memory change.
 async fn wait_for_znode(zk: &gregor_zk::ZkClient, path: &str) -> Vec<u8> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some((data, _)) = zk.get(path).await.unwrap() {
-            return data;
-        }
-        assert!(Instant::now() < deadline, "{path} never appeared");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(format!("{path} to appear"), Duration::from_secs(10), async || {
+        zk.get(path).await.unwrap().map(|(data, _)| data)
+    })
+    .await
 }
 
 /// The partition's state znode once it satisfies `ready`.
@@ -32,18 +28,20 @@ async fn wait_for_state(
     partition: i32,
     ready: impl Fn(&PartitionState) -> bool,
 ) -> PartitionState {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some((data, _)) = zk.get(&paths::partition_state(topic, partition)).await.unwrap() {
-            let state = PartitionState::from_json(&data).unwrap();
-            if ready(&state) {
-                return state;
+    eventually(format!("the state of {topic}/{partition}"), Duration::from_secs(10), async || {
+        match zk.get(&paths::partition_state(topic, partition)).await.unwrap() {
+            None => Err("no state znode".to_owned()),
+            Some((data, _)) => {
+                let state = PartitionState::from_json(&data).unwrap();
+                if ready(&state) {
+                    Ok(state)
+                } else {
+                    Err(format!("{state:?}"))
+                }
             }
-            assert!(Instant::now() < deadline, "{topic}/{partition} state never got there: {state:?}");
         }
-        assert!(Instant::now() < deadline, "{topic}/{partition} has no state znode");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }
 
 macro_rules! cluster_or_skip {
