@@ -17,7 +17,7 @@ pub fn chroot(test: &str) -> Option<String> {
 
 /// A [`FakeCluster`] for the test `test`, to configure and [`start`](TestClusterBuilder::start):
 /// 3 brokers with [`BrokerConfig::default`], in a [`chroot`] of its own, with tracing to stderr
-/// ([`init_tracing`](crate::init_tracing)).
+/// ([`init_tracing`](crate::init_tracing), unless [turned off](TestClusterBuilder::tracing)).
 pub fn cluster(test: &str) -> TestClusterBuilder {
     TestClusterBuilder {
         test: test.to_owned(),
@@ -25,6 +25,7 @@ pub fn cluster(test: &str) -> TestClusterBuilder {
         config: BrokerConfig::default(),
         request_log_capacity: None,
         topics: Vec::new(),
+        tracing: true,
     }
 }
 
@@ -37,6 +38,7 @@ pub struct TestClusterBuilder {
     config: BrokerConfig,
     request_log_capacity: Option<usize>,
     topics: Vec<(String, i32, i32)>,
+    tracing: bool,
 }
 
 impl TestClusterBuilder {
@@ -59,6 +61,13 @@ impl TestClusterBuilder {
         self
     }
 
+    /// Whether [`start`](Self::start) installs [`init_tracing`](crate::init_tracing) (by
+    /// default it does). A test that provokes thousands of retry warnings turns it off.
+    pub fn tracing(mut self, on: bool) -> Self {
+        self.tracing = on;
+        self
+    }
+
     /// A topic to create once the cluster runs, as [`FakeCluster::create_topic`] does (which
     /// waits until every partition has a leader).
     pub fn topic(mut self, name: &str, partitions: i32, replication_factor: i32) -> Self {
@@ -75,7 +84,9 @@ impl TestClusterBuilder {
     /// test and the error), and as [`chroot`].
     pub async fn start(self) -> Option<FakeCluster> {
         let zookeeper = chroot(&self.test)?;
-        crate::init_tracing();
+        if self.tracing {
+            crate::init_tracing();
+        }
         let test = &self.test;
         let mut builder = FakeCluster::builder(zookeeper).brokers(self.brokers).config(self.config);
         if let Some(n) = self.request_log_capacity {

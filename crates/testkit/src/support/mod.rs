@@ -2,7 +2,7 @@
 //! [`FakeCluster`](crate::FakeCluster), written once.
 //!
 //! * Waiting: [`eventually`] polls a condition until it holds (one argument order: what, how
-//!   long, the check), [`bounded`] awaits a future that must finish in time, and
+//!   long, the check; [`poll_until`] is the same without the failure, for reports), [`bounded`] awaits a future that must finish in time, and
 //!   [`side_by_side`] runs the cases of a test concurrently, collecting the failures that
 //!   [`check!`](crate::support::check) returns. Every timeout is a failure guard, generous
 //!   enough for a loaded machine, never the measurement; all of them follow tokio's clock, so
@@ -42,7 +42,7 @@ mod wait;
 pub use alloc::{CountingAllocator, LargestAllocation};
 pub use cluster::{chroot, cluster, TestClusterBuilder};
 pub use message::MessageAt;
-pub use wait::{bounded, eventually, side_by_side, Condition, POLL_INTERVAL};
+pub use wait::{bounded, eventually, poll_until, side_by_side, Condition, POLL_INTERVAL};
 
 #[doc(inline)]
 pub use crate::__support_check as check;

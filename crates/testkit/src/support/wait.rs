@@ -82,20 +82,34 @@ pub fn eventually<C: Condition>(
 ) -> impl Future<Output = C::Output> {
     let at = Location::caller();
     async move {
-        let deadline = tokio::time::Instant::now() + within;
-        loop {
-            let last = match check().await.holds() {
-                Ok(value) => return value,
-                Err(last) => last,
-            };
-            if tokio::time::Instant::now() >= deadline {
-                match last {
-                    Some(last) => panic!("timed out after {within:?} waiting for {what} (at {at}); last: {last}"),
-                    None => panic!("timed out after {within:?} waiting for {what} (at {at})"),
-                }
-            }
-            tokio::time::sleep(POLL_INTERVAL).await;
+        match poll(within, &mut check).await {
+            Ok(value) => value,
+            Err(Some(last)) => panic!("timed out after {within:?} waiting for {what} (at {at}); last: {last}"),
+            Err(None) => panic!("timed out after {within:?} waiting for {what} (at {at})"),
         }
+    }
+}
+
+/// [`eventually`] without the failure, for a test that reports rather than asserts (a chaos
+/// run counting what recovered): what `check` holds, or `None` when it has not held within
+/// `within`.
+pub async fn poll_until<C: Condition>(within: Duration, mut check: impl AsyncFnMut() -> C) -> Option<C::Output> {
+    poll(within, &mut check).await.ok()
+}
+
+/// Checks at once, then every [`POLL_INTERVAL`] until `within` has passed; `Err` with the last
+/// thing a `Result` check said.
+async fn poll<C: Condition>(within: Duration, check: &mut impl AsyncFnMut() -> C) -> Result<C::Output, Option<String>> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let last = match check().await.holds() {
+            Ok(value) => return Ok(value),
+            Err(last) => last,
+        };
+        if tokio::time::Instant::now() >= deadline {
+            return Err(last);
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
     }
 }
 
@@ -236,6 +250,22 @@ mod tests {
         .await;
         let text = panic_text(failed.expect_err("it times out").into_panic());
         assert!(text.contains("waiting for an isr of 3") && text.contains("; last: \"isr of "), "{text}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn poll_until_says_whether_the_condition_held_in_time() {
+        let started = tokio::time::Instant::now();
+        assert_eq!(poll_until(Duration::from_secs(2), async || false).await, None);
+        assert!(started.elapsed() >= Duration::from_secs(2) && started.elapsed() < Duration::from_secs(3));
+        let mut n = 0;
+        let got = poll_until(Duration::from_secs(2), async || {
+            n += 1;
+            (n == 5).then_some("fifth")
+        })
+        .await;
+        assert_eq!((got, n), (Some("fifth"), 5));
+        let failing: Option<()> = poll_until(Duration::ZERO, async || Err::<(), _>("never")).await;
+        assert_eq!(failing, None, "checked once even with no time at all");
     }
 
     #[tokio::test(start_paused = true)]
