@@ -13,7 +13,7 @@ use gregor::producer::{AsyncProducer, ProducerConfig, Record};
 use gregor::protocol::Compression;
 use gregor::serde::{StringDecoder, StringEncoder};
 use gregor::simple_consumer::{SimpleConsumer, SimpleConsumerConfig};
-use gregor_testkit::zookeeper::ZooKeeperServer;
+use gregor_testkit::support;
 use gregor_testkit::FakeCluster;
 
 /// The cluster under test: external when the environment names one, else a FakeCluster.
@@ -27,8 +27,7 @@ async fn target(name: &str) -> Option<Target> {
     if let Some(real) = gregor_testkit::external_cluster() {
         return Some(Target { brokers: real.brokers, zookeeper: real.zookeeper, _fake: None });
     }
-    let zk = ZooKeeperServer::shared_or_skip()?;
-    let fake = FakeCluster::start(3, zk.unique_chroot(name)).await.expect("a FakeCluster");
+    let fake = support::cluster(name).start().await?;
     Some(Target { brokers: fake.bootstrap(), zookeeper: fake.zookeeper().to_owned(), _fake: Some(fake) })
 }
 
