@@ -1,7 +1,14 @@
 //! A FakeCluster per test, in a ZooKeeper chroot of its own on the binary's shared server.
 
+use std::time::Duration;
+
 use crate::cluster::{BrokerConfig, FakeCluster};
 use crate::zookeeper::ZooKeeperServer;
+
+/// The replica lag of [`TestClusterBuilder::quick`].
+pub const QUICK_REPLICA_LAG: Duration = Duration::from_millis(1500);
+/// The partitions of `__consumer_offsets` of [`TestClusterBuilder::quick`].
+pub const QUICK_OFFSETS_PARTITIONS: i32 = 4;
 
 /// A connect string (`127.0.0.1:PORT/gregor-test/<test>-<pid>-<n>`) for a ZooKeeper subtree no
 /// other test uses, on the test binary's [shared server](ZooKeeperServer::shared); `None` when
@@ -68,6 +75,18 @@ impl TestClusterBuilder {
         self
     }
 
+    /// Settings that keep tests quick: a replica lag of 1.5 s
+    /// ([`replica_lag_time_max`](BrokerConfig::replica_lag_time_max), so a stalled follower leaves
+    /// the ISR within a test) and 4 partitions of `__consumer_offsets`
+    /// ([`offsets_topic_num_partitions`](BrokerConfig::offsets_topic_num_partitions), Kafka's 50
+    /// take a while to create).
+    pub fn quick(self) -> Self {
+        self.configure(|c| {
+            c.replica_lag_time_max = QUICK_REPLICA_LAG;
+            c.offsets_topic_num_partitions = QUICK_OFFSETS_PARTITIONS;
+        })
+    }
+
     /// A topic to create once the cluster runs, as [`FakeCluster::create_topic`] does (which
     /// waits until every partition has a leader).
     pub fn topic(mut self, name: &str, partitions: i32, replication_factor: i32) -> Self {
@@ -100,6 +119,32 @@ impl TestClusterBuilder {
         }
         Some(cluster)
     }
+}
+
+/// Starts a test's cluster of three brokers (with `configure` applied to the
+/// [`BrokerConfig`](crate::BrokerConfig)) like [`cluster`], or returns from the calling test
+/// when the [skip rule](crate::tools::SkipRule) says skip:
+///
+/// ```no_run
+/// use gregor_testkit::support::cluster_or_skip;
+///
+/// # async fn demo() {
+/// let cluster = cluster_or_skip!("my-test");
+/// let other = cluster_or_skip!("my-other-test", |b| b.auto_create_topics_enable = false);
+/// # }
+/// ```
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __support_cluster_or_skip {
+    ($test:expr) => {
+        $crate::support::cluster_or_skip!($test, |_| {})
+    };
+    ($test:expr, $configure:expr) => {
+        match $crate::support::cluster($test).configure($configure).start().await {
+            ::std::option::Option::Some(cluster) => cluster,
+            ::std::option::Option::None => return,
+        }
+    };
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 //!   to compare thousands.
 //! * Clusters: [`chroot`] hands out a ZooKeeper subtree of the binary's shared server no other
 //!   test uses, and [`cluster`] starts a FakeCluster there with topics whose partitions all have
-//!   leaders. A missing ZooKeeper follows the [skip rule](crate::tools::SkipRule): it fails
+//!   leaders ([`cluster_or_skip!`](crate::support::cluster_or_skip) in one line). A missing ZooKeeper follows the [skip rule](crate::tools::SkipRule): it fails
 //!   the test, unless the developer opted in to skipping.
 //!
 //! ```no_run
@@ -40,9 +40,11 @@ mod message;
 mod wait;
 
 pub use alloc::{CountingAllocator, LargestAllocation};
-pub use cluster::{chroot, cluster, TestClusterBuilder};
+pub use cluster::{chroot, cluster, TestClusterBuilder, QUICK_OFFSETS_PARTITIONS, QUICK_REPLICA_LAG};
 pub use message::MessageAt;
 pub use wait::{bounded, eventually, poll_until, side_by_side, Condition, POLL_INTERVAL};
 
 #[doc(inline)]
 pub use crate::__support_check as check;
+#[doc(inline)]
+pub use crate::__support_cluster_or_skip as cluster_or_skip;
