@@ -10,22 +10,8 @@ use gregor_net::{ConnectionConfig, Error, MetadataCache, PoisonReason, Pool};
 use gregor_protocol::frame::ApiKey;
 use gregor_protocol::messages::{FetchPartition, FetchRequest, MetadataRequest, TopicPartitions};
 use gregor_protocol::ErrorCode;
-use gregor_testkit::support;
+use gregor_testkit::support::cluster_or_skip;
 use gregor_testkit::{Action, Intercept};
-
-/// A cluster of three brokers in a chroot of its own; returns from the test when ZooKeeper is
-/// missing and skipping is allowed (`GREGOR_ALLOW_SKIP=1`, never under CI).
-macro_rules! cluster_or_skip {
-    ($name:expr) => {
-        cluster_or_skip!($name, |_| {})
-    };
-    ($name:expr, $configure:expr) => {
-        match support::cluster($name).configure($configure).start().await {
-            Some(c) => c,
-            None => return,
-        }
-    };
-}
 
 fn pool() -> Pool {
     Pool::new(ConnectionConfig::builder().client_id("gregor-net-test").build().unwrap())

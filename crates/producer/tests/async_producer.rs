@@ -3,7 +3,6 @@
 //!
 //! Skipped (with a note on stderr) when java or ZooKeeper is missing, unless `CI` is set.
 
-#[macro_use]
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -19,6 +18,7 @@ use gregor_producer::{
 use gregor_protocol::frame::ApiKey;
 use gregor_protocol::messages::AnyRequest;
 use gregor_protocol::{Compression, ErrorCode};
+use gregor_testkit::support::cluster_or_skip;
 
 fn rec(topic: &str, value: impl ToString) -> Record<String, String> {
     Record::new(topic, value.to_string())

@@ -5,7 +5,6 @@
 //!
 //! Skipped (with a note on stderr) when java or ZooKeeper is missing, unless `CI` is set.
 
-#[macro_use]
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -15,6 +14,7 @@ use common::*;
 use gregor_producer::audit::{fingerprint, AuditConfig, DEFAULT_AUDIT_TOPIC};
 use gregor_producer::{AsyncProducer, EnqueueTimeout, Error, Record, SendError, SyncProducer};
 use gregor_serde::StringEncoder;
+use gregor_testkit::support::cluster_or_skip;
 use serde_json::Value;
 
 const AUDIT: &str = DEFAULT_AUDIT_TOPIC;

@@ -4,7 +4,6 @@
 //!
 //! Skipped (with a note on stderr) when java or ZooKeeper is missing, unless `CI` is set.
 
-#[macro_use]
 mod common;
 
 use std::collections::BTreeMap;
@@ -14,6 +13,7 @@ use common::*;
 use gregor_producer::{AsyncProducer, DeliveryFuture, Error, Record};
 use gregor_protocol::frame::ApiKey;
 use gregor_protocol::ErrorCode;
+use gregor_testkit::support::cluster_or_skip;
 use gregor_testkit::{Action, FakeCluster, Intercept};
 
 fn rec(topic: &str, value: impl ToString) -> Record<String, String> {

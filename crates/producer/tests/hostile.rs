@@ -9,7 +9,6 @@
 //! everything). The scenarios of a test run side by side, each with its own broker and
 //! producer, so the file takes about as long as its slowest scenario (~3 s).
 
-#[allow(unused_macros)] // the FakeCluster helpers: not needed here
 mod common;
 
 use std::time::{Duration, Instant};

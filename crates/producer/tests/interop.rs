@@ -23,7 +23,6 @@
 //! timeout after which it is killed and the test fails. Without kcat or kafka-python the tests
 //! print why and pass, unless `CI` is set: then they fail, naming the apt packages.
 
-#[macro_use]
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -34,6 +33,7 @@ use common::Bounded;
 use gregor_producer::{murmur2_partition, AsyncProducer, DeliveryFuture, PartitionerKind, Record};
 use gregor_protocol::Compression;
 use gregor_serde::BytesEncoder;
+use gregor_testkit::support::cluster_or_skip;
 use gregor_testkit::support::MessageAt;
 use gregor_testkit::tools::{self, kafka_python_or_skip, kcat_or_skip, Finished, CODECS};
 use gregor_testkit::FakeCluster;

@@ -1,7 +1,6 @@
 //! The SyncProducer: blocking sends from plain threads against a 3-broker FakeCluster, and
 //! its refusal to block a runtime thread.
 
-#[macro_use]
 mod common;
 
 use std::time::Duration;
@@ -9,6 +8,7 @@ use std::time::Duration;
 use common::*;
 use gregor_producer::{ProducerConfig, Record, SyncProducer, SyncSendError};
 use gregor_serde::StringEncoder;
+use gregor_testkit::support::cluster_or_skip;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sync_sends_block_until_acknowledged() {

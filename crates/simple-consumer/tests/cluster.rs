@@ -18,24 +18,10 @@ use gregor_simple_consumer::{
     Error, FetchedMessage, SimpleConsumer, SimpleConsumerConfig, SimpleConsumerConfigBuilder, EARLIEST_TIME,
     LATEST_TIME,
 };
-use gregor_testkit::support::{self, eventually};
+use gregor_testkit::support::{cluster_or_skip, eventually};
 use gregor_testkit::{Action, FakeCluster, Intercept, LoggedRequest};
 
 const CLIENT_ID: &str = "simple-consumer-test";
-
-/// A cluster of three brokers in a chroot of its own; returns from the test when ZooKeeper is
-/// missing and skipping is allowed (`GREGOR_ALLOW_SKIP=1`, never under CI).
-macro_rules! cluster_or_skip {
-    ($name:expr) => {
-        cluster_or_skip!($name, |_| {})
-    };
-    ($name:expr, $configure:expr) => {
-        match support::cluster($name).configure($configure).start().await {
-            Some(c) => c,
-            None => return,
-        }
-    };
-}
 
 /// Settings for tests: short backoffs, generous retries.
 fn config(c: &FakeCluster) -> SimpleConsumerConfigBuilder {

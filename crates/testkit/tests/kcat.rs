@@ -178,15 +178,7 @@ async fn setup(
     configure: impl FnOnce(&mut gregor_testkit::BrokerConfig),
 ) -> Option<(PathBuf, FakeCluster)> {
     let kcat = kcat_or_skip()?;
-    let cluster = support::cluster(test)
-        .brokers(n)
-        .configure(|c| {
-            c.replica_lag_time_max = Duration::from_millis(1500);
-            c.offsets_topic_num_partitions = 4;
-        })
-        .configure(configure)
-        .start()
-        .await?;
+    let cluster = support::cluster(test).brokers(n).quick().configure(configure).start().await?;
     Some((kcat, cluster))
 }
 

@@ -20,21 +20,6 @@ use gregor_testkit::FakeCluster;
 /// Waiting comes from the testkit's shared support.
 pub use gregor_testkit::support::eventually;
 
-/// A cluster of three brokers in a chroot of its own with `configure` applied; returns from
-/// the test when ZooKeeper is missing and skipping is allowed (`GREGOR_ALLOW_SKIP=1`, never
-/// under CI).
-macro_rules! cluster_or_skip {
-    ($name:expr) => {
-        cluster_or_skip!($name, |_| {})
-    };
-    ($name:expr, $configure:expr) => {
-        match gregor_testkit::support::cluster($name).configure($configure).start().await {
-            Some(c) => c,
-            None => return,
-        }
-    };
-}
-
 /// A config for `c` with acks=1, a short linger, and retries that fit in a test.
 pub fn config(c: &FakeCluster) -> ProducerConfigBuilder {
     ProducerConfig::builder()
