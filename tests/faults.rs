@@ -20,7 +20,8 @@
 //! GREGOR_FAULT_PROFILE=long cargo test --release --test faults -- --nocapture
 //! ```
 //!
-//! Needs Debian's `zookeeper` (skips without it, fails under `CI`).
+//! Needs Debian's `zookeeper` (fails without it; skips only with `GREGOR_ALLOW_SKIP=1` outside
+//! CI).
 
 #[path = "faults/support.rs"]
 mod support;

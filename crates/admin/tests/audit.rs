@@ -4,7 +4,8 @@
 //! including the lost offsets later given to other messages; failed deliveries and unaudited
 //! messages are reported as such.
 //!
-//! Skipped (with a note on stderr) when java or ZooKeeper is missing, unless `CI` is set.
+//! Needs java and ZooKeeper (`apt-get install default-jre-headless zookeeper`): without them the
+//! tests fail, or skip when `GREGOR_ALLOW_SKIP=1` is set outside CI.
 
 mod common;
 

@@ -1,7 +1,8 @@
 //! The admin against a FakeCluster of three brokers whose controller acts on what the admin
 //! writes, as a Kafka 0.8.2 controller does; brokers are asked over the wire.
 //!
-//! Skipped (with a note on stderr) when java or ZooKeeper is missing, unless `CI` is set.
+//! Needs java and ZooKeeper (`apt-get install default-jre-headless zookeeper`): without them the
+//! tests fail, or skip when `GREGOR_ALLOW_SKIP=1` is set outside CI.
 
 mod common;
 

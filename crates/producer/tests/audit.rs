@@ -3,7 +3,8 @@
 //! counts), when (window ends, close, the last handle's drop), and that audit records take no
 //! place in the application's queue.
 //!
-//! Skipped (with a note on stderr) when java or ZooKeeper is missing, unless `CI` is set.
+//! Needs java and ZooKeeper (`apt-get install default-jre-headless zookeeper`): without them the
+//! tests fail, or skip when `GREGOR_ALLOW_SKIP=1` is set outside CI.
 
 mod common;
 
