@@ -380,7 +380,6 @@ async fn session_expiry_stops_reregisters_reowns_and_loses_nothing() {
         zk.get("/consumers/gx/ids/gx_a").await.unwrap().is_some()
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(400)).await; // any fetch in flight has ended
     let fetches = |cluster: &FakeCluster| {
         cluster
             .requests()
@@ -391,6 +390,17 @@ async fn session_expiry_stops_reregisters_reowns_and_loses_nothing() {
             })
             .count()
     };
+    // the fetchers were stopped before the re-registration; a Fetch already on its way may
+    // still reach the broker: wait until none has arrived for 500 ms
+    let mut last = (fetches(&cluster), tokio::time::Instant::now());
+    eventually("the member's fetches to stop arriving", Duration::from_secs(15), async || {
+        let now = fetches(&cluster);
+        if now != last.0 {
+            last = (now, tokio::time::Instant::now());
+        }
+        last.1.elapsed() >= Duration::from_millis(500)
+    })
+    .await;
     let (fetches_before, delivered_before) = (fetches(&cluster), seen.lock().unwrap().len());
     produce_n(&cluster, "e", 4, 5, "blocked").await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
