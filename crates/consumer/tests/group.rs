@@ -140,36 +140,34 @@ async fn registration_range_split_rejoin_delivery_and_zk_offsets() {
 
     let b = ConsumerConnector::new(config(&cluster, "g").consumer_id("b").build().unwrap()).await.unwrap();
     let _sb = b.create_message_streams(HashMap::from([("t".to_string(), 1)]), dec()).await.unwrap();
-    let mut settled = false;
-    for _ in 0..50 {
+    let expect: BTreeMap<i32, String> =
+        (0..6).map(|p| (p, if p < 3 { "g_a-0" } else { "g_b-0" }.to_string())).collect();
+    eventually("a and b to own t/0-2 and t/3-5", Duration::from_secs(15), async || {
         let o = owners(&cluster, "g", "t").await;
-        let expect: BTreeMap<i32, String> =
-            (0..6).map(|p| (p, if p < 3 { "g_a-0" } else { "g_b-0" }.to_string())).collect();
         if o == expect {
-            settled = true;
-            break;
+            Ok(())
+        } else {
+            Err(o)
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    assert!(settled, "owners {:?}", owners(&cluster, "g", "t").await);
+    })
+    .await;
     let owner_stat = cluster.zk().get("/consumers/g/owners/t/0").await.unwrap().unwrap().1;
     assert!(owner_stat.is_ephemeral());
 
     // a third member: every partition owned by exactly one stream (range: 2 each)
     let c = ConsumerConnector::new(config(&cluster, "g").consumer_id("c").build().unwrap()).await.unwrap();
     let _sc = c.create_message_streams(HashMap::from([("t".to_string(), 1)]), dec()).await.unwrap();
-    let mut ok = false;
-    for _ in 0..60 {
+    let expect: BTreeMap<i32, String> =
+        (0..6).map(|p| (p, ["g_a-0", "g_b-0", "g_c-0"][p as usize / 2].to_string())).collect();
+    eventually("a, b and c to own two partitions of t each", Duration::from_secs(15), async || {
         let o = owners(&cluster, "g", "t").await;
-        let expect: BTreeMap<i32, String> =
-            (0..6).map(|p| (p, ["g_a-0", "g_b-0", "g_c-0"][p as usize / 2].to_string())).collect();
         if o == expect {
-            ok = true;
-            break;
+            Ok(())
+        } else {
+            Err(o)
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    assert!(ok, "owners {:?}", owners(&cluster, "g", "t").await);
+    })
+    .await;
     // new messages reach the members
     produce_n(&cluster, "t", 6, 1, "n").await;
     let got = drain(sa.get_mut("t").unwrap().first_mut().unwrap(), 2).await;
