@@ -803,7 +803,8 @@ async fn blocking_iterator_with_consumer_timeout_from_a_std_thread() {
     let (values, waited, timeout) = tokio::task::spawn_blocking(move || thread.join().unwrap()).await.unwrap();
     assert_eq!(values, ["m-0-0", "m-0-1", "m-0-2", "m-0-3", "m-0-4"]);
     assert_eq!(timeout, Some(500));
-    assert!(waited >= Duration::from_millis(450) && waited < Duration::from_secs(3), "{waited:?}");
+    // at least consumer.timeout.ms; the upper bound only tells a timeout from a hang
+    assert!(waited >= Duration::from_millis(450) && waited < Duration::from_secs(15), "{waited:?}");
     a.shutdown().await.unwrap();
     cluster.shutdown().await;
 }
