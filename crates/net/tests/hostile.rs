@@ -6,7 +6,7 @@
 //! size prefix.
 //!
 //! No ZooKeeper needed: the hostile broker answers Metadata itself. Every test takes well under
-//! a second but the timeout ones (one request timeout, 400 ms, each).
+//! a second but the timeout ones (one request timeout, 1 s, each).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -50,10 +50,11 @@ fn count_panics() -> usize {
 
 // ---------------------------------------------------------------------------------------------
 
-/// The request timeout of these tests.
-const TIMEOUT: Duration = Duration::from_millis(400);
+/// The request timeout of these tests. What must fail "at once" is bounded by it, what must
+/// time out takes at least it: long enough that a loaded machine cannot blur the two.
+const TIMEOUT: Duration = Duration::from_secs(1);
 /// How late past its bound an error may come on a loaded machine.
-const SLACK: Duration = Duration::from_millis(600);
+const SLACK: Duration = Duration::from_secs(2);
 /// How long any single await may take before the test calls it a hang.
 const LIVENESS: Duration = Duration::from_secs(10);
 /// The max frame size of these tests.
@@ -122,7 +123,7 @@ async fn assert_poisoned(conn: &BrokerConnection) {
     let (later, took) = timed_md(conn).await;
     let later = later.unwrap_err();
     assert!(matches!(later, Error::Poisoned { .. }), "{later:?}");
-    assert!(took < Duration::from_millis(100), "a poisoned connection answered after {took:?}");
+    assert!(took < TIMEOUT, "a poisoned connection answered after {took:?}");
 }
 
 /// The connection still works.
