@@ -506,18 +506,31 @@ async fn a_stream_reads_1000_messages_across_a_leader_move_without_gaps_or_dupli
     );
     eprintln!("streamed 1000 messages across a leader move in {took:?} with {} fetches", fetches.len());
 
-    // stopping from another task abandons a long poll in flight
-    let patient = SimpleConsumer::new(config(&c).fetch_wait_max(Duration::from_secs(5)).build().unwrap()).unwrap();
+    // stopping from another task abandons a long poll in flight: it is stopped once the broker
+    // holds the poll (30 s), and the stream ends long before the poll would
+    let patient = SimpleConsumer::new(
+        config(&c).socket_timeout(Duration::from_secs(60)).fetch_wait_max(Duration::from_secs(30)).build().unwrap(),
+    )
+    .unwrap();
+    c.clear_requests();
     let mut idle = patient.stream("s", 0, 1000);
     let stop = idle.stop_handle();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        stop.stop();
+    let polling = tokio::spawn(async move {
+        let started = Instant::now();
+        let end = idle.next().await;
+        (end.is_none(), started.elapsed(), idle)
     });
-    let started = Instant::now();
-    assert!(idle.next().await.is_none());
-    let waited = started.elapsed();
-    assert!(waited < Duration::from_secs(2), "the long poll was not abandoned: {waited:?}");
+    eventually("the long poll at s/0 offset 1000 to reach the broker", Duration::from_secs(20), async || {
+        logged(&c, ApiKey::Fetch).iter().any(|r| match &r.request {
+            AnyRequest::Fetch(f) => f.topics.iter().flat_map(|t| &t.partitions).any(|p| p.fetch_offset == 1000),
+            _ => false,
+        })
+    })
+    .await;
+    stop.stop();
+    let (ended, waited, mut idle) = polling.await.unwrap();
+    assert!(ended, "a stopped stream ends");
+    assert!(waited < Duration::from_secs(20), "the long poll was not abandoned: {waited:?}");
     assert!(idle.is_stopped());
     assert!(idle.next_batch().await.is_none());
     stream.stop();
