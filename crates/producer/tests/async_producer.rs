@@ -19,7 +19,7 @@ use gregor_producer::{
 use gregor_protocol::frame::ApiKey;
 use gregor_protocol::messages::AnyRequest;
 use gregor_protocol::{Compression, ErrorCode};
-use gregor_testkit::support::cluster_or_skip;
+use gregor_testkit::support::{self, cluster_or_skip};
 
 fn rec(topic: &str, value: impl ToString) -> Record<String, String> {
     Record::new(topic, value.to_string())
@@ -89,7 +89,9 @@ async fn queue_fail_fast_is_queue_full_at_once_with_the_record_back() {
     }
     let started = Instant::now();
     let e = p.send(rec("t", "11th")).await.unwrap_err();
-    assert!(started.elapsed() < Duration::from_millis(100), "{:?}", started.elapsed());
+    // "at once" is the error's `waited` of zero; the clock only tells it from blocking until
+    // the brokers come back (never, here)
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     match &e {
         SendError::QueueFull { capacity, waited, .. } => assert_eq!((*capacity, *waited), (10, Duration::ZERO)),
         other => panic!("{other:?}"),
@@ -122,7 +124,9 @@ async fn queue_timeout_waits_the_configured_time_then_queue_full() {
     let started = Instant::now();
     let e = p.send(rec("t", "11th")).await.unwrap_err();
     let elapsed = started.elapsed();
-    assert!(elapsed >= wait && elapsed < wait * 4, "{elapsed:?}");
+    // at least the configured wait; the upper bound only tells it from blocking until the
+    // brokers come back (never, here)
+    assert!(elapsed >= wait && elapsed < wait + Duration::from_secs(5), "{elapsed:?}");
     match e {
         SendError::QueueFull { waited, record, .. } => {
             assert!(waited >= wait, "{waited:?}");
@@ -250,7 +254,7 @@ async fn batch_num_messages_sends_one_request_well_before_the_linger() {
         config(&c)
             .batch_num_messages(50)
             .queue_buffering_max_messages(1000)
-            .queue_buffering_max(Duration::from_secs(10)),
+            .queue_buffering_max(Duration::from_secs(20)),
     );
     let started = Instant::now();
     let mut deliveries = Vec::new();
@@ -260,7 +264,7 @@ async fn batch_num_messages_sends_one_request_well_before_the_linger() {
     for d in deliveries {
         d.bounded().await.unwrap();
     }
-    assert!(started.elapsed() < Duration::from_secs(3), "sent at 50 records, not after the 10 s linger");
+    assert!(started.elapsed() < Duration::from_secs(10), "sent at 50 records, not after the 20 s linger");
     let requests = produced_entries(&c, "t");
     assert_eq!(requests.len(), 1, "one Produce request");
     assert_eq!(requests[0].len(), 50);
@@ -284,7 +288,8 @@ async fn the_linger_sends_one_request_after_queue_buffering_max_ms() {
     // the batch may go up to 1 ms before its linger ends (the engine's timer slack: tokio's
     // timers fire on whole milliseconds, late)
     let earliest = linger - Duration::from_millis(1);
-    assert!(elapsed >= earliest && elapsed < linger + Duration::from_secs(2), "{elapsed:?}");
+    // the upper bound tells the linger from no send at all, with room for a loaded machine
+    assert!(elapsed >= earliest && elapsed < linger + Duration::from_secs(5), "{elapsed:?}");
     let requests = produced_entries(&c, "t");
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].len(), 10);
@@ -295,7 +300,7 @@ async fn a_full_queue_is_sent_at_once() {
     let c = cluster_or_skip!("batch-full");
     c.create_topic("t", 1, 1).await.unwrap();
     let p = producer(
-        config(&c).queue_buffering_max_messages(20).batch_num_messages(20).queue_buffering_max(Duration::from_secs(10)),
+        config(&c).queue_buffering_max_messages(20).batch_num_messages(20).queue_buffering_max(Duration::from_secs(20)),
     );
     let started = Instant::now();
     let mut deliveries = Vec::new();
@@ -305,7 +310,7 @@ async fn a_full_queue_is_sent_at_once() {
     for d in deliveries {
         d.bounded().await.unwrap();
     }
-    assert!(started.elapsed() < Duration::from_secs(3), "a full queue does not wait for the 10 s linger");
+    assert!(started.elapsed() < Duration::from_secs(10), "a full queue does not wait for the 20 s linger");
     let requests = produced_entries(&c, "t");
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].len(), 20);
@@ -707,7 +712,7 @@ async fn an_auto_created_topic_is_waited_for() {
 async fn flush_sends_without_the_linger_and_reports_nothing_when_all_is_delivered() {
     let c = cluster_or_skip!("flush-ok");
     c.create_topic("t", 3, 1).await.unwrap();
-    let p = producer(config(&c).queue_buffering_max(Duration::from_secs(10)));
+    let p = producer(config(&c).queue_buffering_max(Duration::from_secs(20)));
     let mut deliveries = Vec::new();
     for i in 0..25 {
         deliveries.push(p.send(rec("t", i).with_key(i.to_string())).await.unwrap());
@@ -715,7 +720,7 @@ async fn flush_sends_without_the_linger_and_reports_nothing_when_all_is_delivere
     let started = Instant::now();
     let report = p.flush().bounded().await;
     assert!(report.is_ok(), "{report:?}");
-    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(started.elapsed() < Duration::from_secs(10), "the flush did not wait for the 20 s linger");
     assert_eq!(p.queued(), 0);
     for d in deliveries {
         d.bounded().await.unwrap();
@@ -786,7 +791,8 @@ async fn close_while_the_cluster_is_paused_reports_every_undelivered_record() {
     let report = p.close(Duration::from_millis(500)).bounded().await;
     let elapsed = started.elapsed();
     resume_all(&c);
-    assert!(elapsed >= Duration::from_millis(450) && elapsed < Duration::from_secs(2), "{elapsed:?}");
+    // the close timeout (500 ms), with room for a loaded machine
+    assert!(elapsed >= Duration::from_millis(450) && elapsed < Duration::from_millis(500) * 10, "{elapsed:?}");
     assert_eq!(report.undelivered.len(), 11, "{report:?}");
     for e in &report.undelivered {
         assert!(matches!(e.error, Error::Closed { .. }), "{e:?}");
@@ -1047,7 +1053,7 @@ async fn a_topic_that_does_not_exist_fails_after_the_metadata_rounds() {
     let p = producer(config(&c).message_send_max_retries(2).retry_backoff(Duration::from_millis(30)));
     let started = Instant::now();
     let e = p.send(rec("missing", "v").with_key("k".to_owned())).await.unwrap().bounded().await.unwrap_err();
-    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(started.elapsed() < ROUNDS_BOUND, "{:?}", started.elapsed());
     assert_eq!((&*e.topic, e.partition, e.attempts), ("missing", None, 0));
     match &e.error {
         Error::TopicUnavailable { code, rounds, .. } => {
@@ -1066,11 +1072,9 @@ async fn a_topic_that_does_not_exist_fails_after_the_metadata_rounds() {
 /// periodic refresh, 10 minutes away.
 const ROUNDS_BOUND: Duration = Duration::from_secs(5);
 
-async fn within_rounds<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
-    match tokio::time::timeout(ROUNDS_BOUND, f).await {
-        Ok(v) => v,
-        Err(_) => panic!("{what}: no result within {ROUNDS_BOUND:?}; the producer stopped refreshing metadata"),
-    }
+#[track_caller]
+fn within_rounds<F: std::future::IntoFuture>(what: &str, f: F) -> impl std::future::Future<Output = F::Output> {
+    support::bounded(format!("{what} (has the producer stopped refreshing metadata?)"), ROUNDS_BOUND, f)
 }
 
 /// Regression: a record for a topic the producer already knows (here: known not to exist),
