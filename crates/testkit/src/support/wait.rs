@@ -70,6 +70,14 @@ impl<T, E: Debug> Condition for Result<T, E> {
 /// # }
 /// ```
 ///
+/// # Send
+///
+/// Awaited on a test's own task, the check may borrow anything. A future that must be `Send`
+/// (given to `tokio::spawn`) cannot await a check that borrows from its surroundings: today's
+/// compiler cannot prove the async closure's borrowing future `Send` for every lifetime. There,
+/// give it a `move` closure that hands each check's `async move` block its own clone of what
+/// it reads (an `Arc`), or wait on the test's own task.
+///
 /// # Panics
 ///
 /// When `check` has not held within `within`: the message names `what`, the caller's line and
@@ -231,6 +239,20 @@ mod tests {
         eventually("the flag", Duration::from_secs(3), async || flag.load(Ordering::SeqCst) == 1).await;
         let ok: u8 = eventually("ok", Duration::from_secs(1), async || Ok::<_, String>(7)).await;
         assert_eq!(ok, 7);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_spawned_wait_owns_what_its_check_reads() {
+        let flag = Arc::new(AtomicUsize::new(0));
+        let owned = Arc::clone(&flag);
+        let waiting = tokio::spawn(eventually("the flag, on another task", Duration::from_secs(5), move || {
+            let flag = Arc::clone(&owned);
+            async move { flag.load(Ordering::SeqCst) == 1 }
+        }));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(!waiting.is_finished());
+        flag.store(1, Ordering::SeqCst);
+        waiting.await.unwrap();
     }
 
     #[tokio::test(start_paused = true)]
