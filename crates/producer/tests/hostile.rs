@@ -30,8 +30,9 @@ const REQUEST_TIMEOUT: Duration = Duration::from_millis(200);
 const RETRIES: u32 = 1;
 const BACKOFF: Duration = Duration::from_millis(50);
 const LINGER: Duration = Duration::from_millis(30);
-/// How late past its bound a result may come on a loaded machine.
-const SLACK: Duration = Duration::from_millis(1500);
+/// How late past its bound a result may come on a loaded machine (the scenarios of a test run
+/// side by side, on two cores shared with everything else).
+const SLACK: Duration = Duration::from_secs(3);
 const RECORDS: usize = 4;
 
 /// The longest a record may take to fail: every try waits at most the response timeout, then
@@ -156,7 +157,7 @@ async fn every_record_fails_typed_and_in_time_whatever_the_broker_does_to_produc
         let started = Instant::now();
         let report = p.close(Duration::from_secs(1)).bounded().await;
         check!(report.is_ok(), "{behaviour:?}: nothing was left to report: {:?}", report.undelivered);
-        check!(started.elapsed() < Duration::from_secs(2), "{behaviour:?}: close took {:?}", started.elapsed());
+        check!(started.elapsed() < Duration::from_secs(1) + SLACK, "{behaviour:?}: close took {:?}", started.elapsed());
         Ok(())
     })
     .await;
@@ -238,7 +239,11 @@ async fn every_record_fails_typed_and_in_time_whatever_the_broker_does_to_metada
 async fn close_returns_in_time_with_records_in_flight_to_a_silent_broker() {
     for accept in [Accept::Serve, Accept::Stall] {
         let b = broker(vec![Rule::on(ApiKey::Produce, Behaviour::Silent)]).await;
-        let p = producer(&b);
+        // a request timeout far beyond the close timeout: a close that waited for the records
+        // in flight would take 10 s and more
+        let config = config(&b).request_timeout(Duration::from_secs(10)).build().unwrap();
+        let p: AsyncProducer<String, String> =
+            AsyncProducer::new(config, StringEncoder::new(), StringEncoder::new()).unwrap();
         let mut deliveries = Vec::new();
         for i in 0..RECORDS {
             deliveries.push(p.send(Record::new("t", format!("v{i}")).with_partition(0)).bounded().await.unwrap());
