@@ -22,6 +22,7 @@ use gregor_consumer::{AutoOffsetReset, ConsumerConfig, ConsumerConnector, Error,
 use gregor_protocol::frame::ApiKey;
 use gregor_serde::StringDecoder;
 use gregor_testkit::hostile::{Behaviour, HostileBroker, Rule};
+use gregor_testkit::support::side_by_side;
 use gregor_testkit::wire;
 use gregor_zk::payloads::{BrokerRegistration, PartitionState, TopicAssignment};
 use gregor_zk::{paths, CreateMode, ZkClient};
@@ -32,7 +33,7 @@ const SOCKET_TIMEOUT: Duration = Duration::from_millis(500);
 const CONSUMER_TIMEOUT: Duration = Duration::from_millis(400);
 const BACKOFF: Duration = Duration::from_millis(50);
 /// How late past its bound a result may come on a loaded machine.
-const SLACK: Duration = Duration::from_millis(1000);
+const SLACK: Duration = Duration::from_secs(3);
 /// How long the test waits for anything before it calls it a hang.
 const LIVENESS: Duration = Duration::from_secs(20);
 
@@ -154,35 +155,31 @@ async fn a_bad_crc_is_put_on_the_stream_naming_the_message_and_never_skipped() {
 async fn a_leader_that_never_answers_or_answers_garbage_never_hangs_the_stream() {
     gregor_testkit::init_tracing();
     // the behaviours side by side, each with its own chroot, broker and consumer
-    let mut set = tokio::task::JoinSet::new();
     let behaviours = [Behaviour::Silent, Behaviour::WrongCorrelationId, Behaviour::HugeArrayCount, Behaviour::Close];
-    for (i, behaviour) in behaviours.into_iter().enumerate() {
-        let Some(connect) = chroot(&format!("consumer_hostile_silent_{i}")).await else { return };
-        set.spawn(async move {
-            let (broker, zk) = hostile_leader(&connect, vec![Rule::on(ApiKey::Fetch, behaviour.clone())]).await;
-            let (c, mut stream) = consumer(&connect, "g-silent").await;
-            // nothing comes, but the stream says so in time, every time
-            for _ in 0..2 {
-                let r = next(&mut stream).await;
-                assert!(matches!(r, Err(Error::ConsumerTimeout { .. })), "{behaviour:?}: {r:?}");
-            }
-            // and the fetcher keeps trying (a fresh connection each time the last one was given up)
-            let tries = broker.count(ApiKey::Fetch);
-            let deadline = Instant::now() + LIVENESS;
-            while broker.count(ApiKey::Fetch) < tries + 2 {
-                assert!(Instant::now() < deadline, "{behaviour:?}: the fetcher stopped trying");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            broker.clear_rules();
-            let got = read(&mut stream, 3).await;
-            assert_eq!(got.iter().map(|m| m.0).collect::<Vec<_>>(), [0, 1, 2], "{behaviour:?}");
-            tokio::time::timeout(LIVENESS, c.shutdown()).await.expect("shutdown in time").unwrap();
-            zk.close().await.unwrap();
-        });
-    }
-    while let Some(done) = tokio::time::timeout(LIVENESS * 2, set.join_next()).await.expect("a scenario hung") {
-        if let Err(e) = done {
-            std::panic::resume_unwind(e.into_panic());
+    side_by_side(LIVENESS * 2, behaviours.into_iter().enumerate(), |(i, behaviour)| async move {
+        let Some(connect) = chroot(&format!("consumer_hostile_silent_{i}")).await else { return Ok(()) };
+        let (broker, zk) = hostile_leader(&connect, vec![Rule::on(ApiKey::Fetch, behaviour.clone())]).await;
+        let (c, mut stream) = consumer(&connect, "g-silent").await;
+        // nothing comes, but the stream says so in time, every time
+        for _ in 0..2 {
+            let r = next(&mut stream).await;
+            assert!(matches!(r, Err(Error::ConsumerTimeout { .. })), "{behaviour:?}: {r:?}");
         }
-    }
+        // and the fetcher keeps trying (a fresh connection each time the last one was given up)
+        let tries = broker.count(ApiKey::Fetch);
+        // (a plain loop: this scenario runs on a spawned task, where `eventually` with a check
+        // borrowing the broker is not Send for today's compiler)
+        let deadline = Instant::now() + LIVENESS;
+        while broker.count(ApiKey::Fetch) < tries + 2 {
+            assert!(Instant::now() < deadline, "{behaviour:?}: the fetcher stopped trying");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        broker.clear_rules();
+        let got = read(&mut stream, 3).await;
+        assert_eq!(got.iter().map(|m| m.0).collect::<Vec<_>>(), [0, 1, 2], "{behaviour:?}");
+        tokio::time::timeout(LIVENESS, c.shutdown()).await.expect("shutdown in time").unwrap();
+        zk.close().await.unwrap();
+        Ok(())
+    })
+    .await;
 }

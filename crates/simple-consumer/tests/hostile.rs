@@ -23,8 +23,9 @@ use gregor_testkit::wire;
 const SOCKET_TIMEOUT: Duration = Duration::from_millis(400);
 const RETRIES: u32 = 1;
 const BACKOFF: Duration = Duration::from_millis(20);
-/// How late past its bound an error may come on a loaded machine.
-const SLACK: Duration = Duration::from_millis(1000);
+/// How late past its bound an error may come on a loaded machine (the cases of a test run side
+/// by side, on two cores shared with everything else).
+const SLACK: Duration = Duration::from_secs(3);
 /// How long any single await may take before the test calls it a hang.
 const LIVENESS: Duration = Duration::from_secs(20);
 
