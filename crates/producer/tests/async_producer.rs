@@ -633,12 +633,17 @@ async fn murmur2_places_keys_where_java_and_librdkafka_do() {
 async fn null_keys_stick_to_one_partition_until_the_next_metadata_refresh() {
     let c = cluster_or_skip!("partitioner-sticky");
     c.create_topic("s", 3, 1).await.unwrap();
-    let interval = Duration::from_millis(250);
+    let interval = Duration::from_millis(500);
     let p =
         producer(config(&c).partitioner(PartitionerKind::Default08).topic_metadata_refresh_interval(Some(interval)));
     warm(&p, "s").await;
+    let metadata_requests = || c.requests().iter().filter(|r| r.header.api_key == ApiKey::Metadata).count();
     let mut bursts: Vec<BTreeSet<i32>> = Vec::new();
     for burst in 0..8 {
+        // each burst starts right after a periodic refresh, so it has the interval to itself
+        // however slowly the machine sends it
+        let seen = metadata_requests();
+        eventually("a periodic metadata refresh", Duration::from_secs(10), async || metadata_requests() > seen).await;
         let mut deliveries = Vec::new();
         for i in 0..10 {
             deliveries.push(p.send(rec("s", format!("{burst}-{i}"))).await.unwrap());
@@ -648,7 +653,6 @@ async fn null_keys_stick_to_one_partition_until_the_next_metadata_refresh() {
             partitions.insert(d.bounded().await.unwrap().partition);
         }
         bursts.push(partitions);
-        tokio::time::sleep(interval + Duration::from_millis(100)).await;
     }
     // a refresh can land in the middle of a burst; otherwise a burst sticks to one partition
     assert!(bursts.iter().all(|b| b.len() <= 2), "{bursts:?}");
