@@ -15,9 +15,11 @@ use gregor_zk::{paths, CreateMode, Error, SessionEvent, Watch, ZkClient, ZkError
 use tokio::sync::broadcast;
 use tokio::time::timeout;
 
-const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
+/// The session timeout of the tests' clients: what ZooKeeper must do "at once" (a closed
+/// session's ephemerals going, a watch firing) is told from a session expiring by this much.
+const SESSION_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long a test waits for something ZooKeeper does at once (a watch, a reconnection).
-const PROMPTLY: Duration = Duration::from_secs(3);
+const PROMPTLY: Duration = Duration::from_secs(10);
 
 /// The shared server's address without a chroot.
 fn root() -> String {
