@@ -633,7 +633,9 @@ fn huge_lengths_fail_at_once(decoder: Decoder, file: &str, layout: &[F]) -> usiz
             other => panic!("{file}: {claimed} at {mark:?} gave {other:?}; frame {}", hex(&frame)),
         }
         assert!(largest <= allocation_bound(100), "{file}: {mark:?}: allocated {largest} bytes at once");
-        assert!(took < Duration::from_secs(1), "{file}: {mark:?} took {took:?}");
+        // microseconds when it fails at once; seconds only if it walked the claimed length (the
+        // bound leaves a loaded machine room)
+        assert!(took < Duration::from_secs(5), "{file}: {mark:?} took {took:?}");
     }
     marks.len()
 }
