@@ -569,7 +569,11 @@ fn xxh32(input: &[u8]) -> u32 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kcat_producer_loses_no_acknowledged_message_when_a_leader_dies() {
-    let (bin, c) = setup_or_skip!("kcat-failover", 3);
+    // the follower must still be in the ISR when its leader is killed: a 10 s replica lag, not
+    // the quick 1.5 s, so that a loaded machine's slow replication cannot drop it first
+    let (bin, c) = setup_or_skip!("kcat-failover", 3, |cfg: &mut gregor_testkit::BrokerConfig| {
+        cfg.replica_lag_time_max = Duration::from_secs(10)
+    });
     c.create_topic("failover", 3, 2).await.unwrap();
     let kcat = Kcat::new(&bin, c.bootstrap());
     // a steady stream: 100 messages every 5 ms; the leader of failover/0 dies a third of the way
