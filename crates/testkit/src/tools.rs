@@ -40,6 +40,7 @@
 
 use std::ffi::OsStr;
 use std::fmt::Display;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -149,8 +150,9 @@ impl SkipRule {
         }
     }
 
-    /// Applies the rule to a program that cannot run: prints [`message`](Self::message) and
-    /// returns `None` when it says skip.
+    /// Applies the rule to a program that cannot run: prints [`message`](Self::message) to
+    /// stderr (past the test harness's capture, so the skip shows) and returns `None` when it
+    /// says skip.
     ///
     /// # Panics
     ///
@@ -159,7 +161,9 @@ impl SkipRule {
         let message = self.message(why, install);
         match self.verdict(false) {
             Verdict::Skip => {
-                eprintln!("{message}");
+                // straight to stderr, not eprintln!: the test harness captures that, and a
+                // skipped test must not pass unseen
+                let _ = writeln!(std::io::stderr(), "{message}");
                 None
             }
             Verdict::Run | Verdict::Fail => panic!("{message}"),
