@@ -118,7 +118,6 @@ fn dec() -> Arc<dyn gregor_serde::Decoder<String>> {
 async fn registration_range_split_rejoin_delivery_and_zk_offsets() {
     let Some(cluster) = cluster("consumer_range", 2).await else { return };
     cluster.create_topic("t", 6, 1).await.unwrap();
-    cluster.wait_for_leaders("t", Duration::from_secs(10)).await.unwrap();
     produce_n(&cluster, "t", 6, 5, "m").await;
 
     let a = ConsumerConnector::new(config(&cluster, "g").consumer_id("a").auto_commit_enable(false).build().unwrap())
@@ -189,11 +188,9 @@ async fn registration_range_split_rejoin_delivery_and_zk_offsets() {
 async fn offsets_in_kafka_and_dual_and_reset_largest() {
     let Some(cluster) = cluster("consumer_kafka_offsets", 1).await else { return };
     cluster.create_topic("k", 2, 1).await.unwrap();
-    cluster.wait_for_leaders("k", Duration::from_secs(10)).await.unwrap();
     for (group, dual) in [("gk", false), ("gd", true)] {
         let topic = format!("k-{group}");
         cluster.create_topic(&topic, 2, 1).await.unwrap();
-        cluster.wait_for_leaders(&topic, Duration::from_secs(10)).await.unwrap();
         produce_n(&cluster, &topic, 2, 3, "m").await;
         let cfg = config(&cluster, group)
             .offsets_storage(OffsetsStorage::Kafka)
@@ -282,7 +279,6 @@ async fn offsets_in_kafka_and_dual_and_reset_largest() {
 async fn oversized_message_is_an_error_and_whitelist_picks_up_new_topic() {
     let Some(cluster) = cluster("consumer_big_and_filter", 1).await else { return };
     cluster.create_topic("w1", 1, 1).await.unwrap();
-    cluster.wait_for_leaders("w1", Duration::from_secs(10)).await.unwrap();
     let leader = cluster.leader("w1", 0).unwrap();
     let mut c = Conn::open(cluster.broker_addr(leader).unwrap()).await;
     c.call(0, &produce("w1", 0, 1, vec![msg(None, &"x".repeat(5000))], Compression::None)).await;
@@ -300,7 +296,6 @@ async fn oversized_message_is_an_error_and_whitelist_picks_up_new_topic() {
         other => panic!("expected a fetch error, got {other:?}"),
     }
     cluster.create_topic("w2", 1, 1).await.unwrap();
-    cluster.wait_for_leaders("w2", Duration::from_secs(10)).await.unwrap();
     produce_n(&cluster, "w2", 1, 2, "new").await;
     let got = drain(&mut s[0], 2).await;
     assert_eq!(got, ["new-0-0", "new-0-1"]);
@@ -335,7 +330,6 @@ async fn session_expiry_stops_reregisters_reowns_and_loses_nothing() {
     let proxy = gregor_testkit::proxy::TcpProxy::start(server.addr()).await.unwrap();
     let chroot = &cluster.zookeeper()[cluster.zookeeper().find('/').unwrap()..];
     cluster.create_topic("e", 4, 1).await.unwrap();
-    cluster.wait_for_leaders("e", Duration::from_secs(10)).await.unwrap();
     produce_n(&cluster, "e", 4, 5, "before").await;
 
     let session_timeout = gregor_zk::MIN_SESSION_TIMEOUT;
@@ -442,7 +436,6 @@ async fn session_expiry_stops_reregisters_reowns_and_loses_nothing() {
 async fn rebalance_gives_up_on_a_foreign_owner_then_recovers_when_it_goes() {
     let Some(cluster) = cluster("consumer_give_up", 1).await else { return };
     cluster.create_topic("f", 2, 1).await.unwrap();
-    cluster.wait_for_leaders("f", Duration::from_secs(10)).await.unwrap();
     produce_n(&cluster, "f", 2, 3, "m").await;
     // a foreign session holds f/1
     let foreign = gregor_zk::ZkClient::connect(cluster.zookeeper(), Duration::from_secs(6)).await.unwrap();
@@ -541,7 +534,6 @@ async fn churn_twelve_partitions_100k_messages_members_join_and_leave() {
     const BATCH: usize = 500;
     let Some(cluster) = cluster("consumer_churn", 2).await else { return };
     cluster.create_topic("churn", PARTITIONS, 1).await.unwrap();
-    cluster.wait_for_leaders("churn", Duration::from_secs(10)).await.unwrap();
     let started = std::time::Instant::now();
     let mut members: BTreeMap<String, Member> = BTreeMap::new();
     members.insert("m0".into(), join(&cluster, "gc", "m0", 1).await);
@@ -665,7 +657,6 @@ async fn produce_keyed(cluster: &FakeCluster, topic: &str, partitions: i32, n: u
 async fn leader_move_and_broker_kill_during_consumption_no_gap_no_stall_keys_decoded() {
     let Some(cluster) = cluster("consumer_leaders", 3).await else { return };
     cluster.create_topic("lm", 4, 3).await.unwrap();
-    cluster.wait_for_leaders("lm", Duration::from_secs(10)).await.unwrap();
     let a = ConsumerConnector::new(config(&cluster, "gm").consumer_id("a").build().unwrap()).await.unwrap();
     let mut s = a
         .create_message_streams_with_key_decoder(
@@ -737,7 +728,6 @@ async fn leader_move_and_broker_kill_during_consumption_no_gap_no_stall_keys_dec
 async fn oversized_message_does_not_block_other_partitions() {
     let Some(cluster) = cluster("consumer_oversized", 1).await else { return };
     cluster.create_topic("ob", 2, 1).await.unwrap();
-    cluster.wait_for_leaders("ob", Duration::from_secs(10)).await.unwrap();
     let leader = cluster.broker_addr(cluster.leader("ob", 0).unwrap()).unwrap();
     let mut c = Conn::open(leader).await;
     c.call(0, &produce("ob", 0, 1, vec![msg(None, &"x".repeat(5000)), msg(None, "small")], Compression::None)).await;
@@ -780,7 +770,6 @@ async fn oversized_message_does_not_block_other_partitions() {
 async fn blocking_iterator_with_consumer_timeout_from_a_std_thread() {
     let Some(cluster) = cluster("consumer_blocking", 1).await else { return };
     cluster.create_topic("bi", 1, 1).await.unwrap();
-    cluster.wait_for_leaders("bi", Duration::from_secs(10)).await.unwrap();
     produce_n(&cluster, "bi", 1, 5, "m").await;
     let a = ConsumerConnector::new(
         config(&cluster, "gbi").consumer_timeout(Some(Duration::from_millis(500))).build().unwrap(),
@@ -813,7 +802,6 @@ async fn blocking_iterator_with_consumer_timeout_from_a_std_thread() {
 async fn auto_commit_on_a_timer_commits_only_delivered_offsets() {
     let Some(cluster) = cluster("consumer_auto_commit", 1).await else { return };
     cluster.create_topic("ac", 2, 1).await.unwrap();
-    cluster.wait_for_leaders("ac", Duration::from_secs(10)).await.unwrap();
     produce_n(&cluster, "ac", 1, 3, "m").await; // partition 0 only; 1 stays empty
     let a = ConsumerConnector::new(
         config(&cluster, "gac").auto_commit_interval(Duration::from_millis(300)).build().unwrap(),
@@ -846,7 +834,6 @@ async fn blacklist_regex_and_exclude_internal_topics() {
     let Some(cluster) = cluster("consumer_blacklist", 1).await else { return };
     for t in ["a1", "b1", "b22"] {
         cluster.create_topic(t, 1, 1).await.unwrap();
-        cluster.wait_for_leaders(t, Duration::from_secs(10)).await.unwrap();
     }
     // make the broker create __consumer_offsets (ConsumerMetadata does)
     let _ = coordinator(&cluster, "gbl").await;
