@@ -31,6 +31,19 @@ async fn produce_n(cluster: &FakeCluster, topic: &str, partitions: i32, per_part
     }
 }
 
+/// Waits (15 s at most) until the owner znodes of `group` on `topic` are `expect`.
+async fn owners_become(cluster: &FakeCluster, group: &str, topic: &str, expect: BTreeMap<i32, String>) {
+    eventually(format!("the owners of {topic} in {group} to be {expect:?}"), Duration::from_secs(15), async || {
+        let o = owners(cluster, group, topic).await;
+        if o == expect {
+            Ok(())
+        } else {
+            Err(o)
+        }
+    })
+    .await
+}
+
 /// `n` DISTINCT values (a rebalance may redeliver the uncommitted window: at least once).
 async fn drain(stream: &mut KafkaStream<String>, n: usize) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -139,34 +152,16 @@ async fn registration_range_split_rejoin_delivery_and_zk_offsets() {
 
     let b = ConsumerConnector::new(config(&cluster, "g").consumer_id("b").build().unwrap()).await.unwrap();
     let _sb = b.create_message_streams(HashMap::from([("t".to_string(), 1)]), dec()).await.unwrap();
-    let expect: BTreeMap<i32, String> =
-        (0..6).map(|p| (p, if p < 3 { "g_a-0" } else { "g_b-0" }.to_string())).collect();
-    eventually("a and b to own t/0-2 and t/3-5", Duration::from_secs(15), async || {
-        let o = owners(&cluster, "g", "t").await;
-        if o == expect {
-            Ok(())
-        } else {
-            Err(o)
-        }
-    })
-    .await;
+    let expect = (0..6).map(|p| (p, if p < 3 { "g_a-0" } else { "g_b-0" }.to_string())).collect();
+    owners_become(&cluster, "g", "t", expect).await;
     let owner_stat = cluster.zk().get("/consumers/g/owners/t/0").await.unwrap().unwrap().1;
     assert!(owner_stat.is_ephemeral());
 
     // a third member: every partition owned by exactly one stream (range: 2 each)
     let c = ConsumerConnector::new(config(&cluster, "g").consumer_id("c").build().unwrap()).await.unwrap();
     let _sc = c.create_message_streams(HashMap::from([("t".to_string(), 1)]), dec()).await.unwrap();
-    let expect: BTreeMap<i32, String> =
-        (0..6).map(|p| (p, ["g_a-0", "g_b-0", "g_c-0"][p as usize / 2].to_string())).collect();
-    eventually("a, b and c to own two partitions of t each", Duration::from_secs(15), async || {
-        let o = owners(&cluster, "g", "t").await;
-        if o == expect {
-            Ok(())
-        } else {
-            Err(o)
-        }
-    })
-    .await;
+    let expect = (0..6).map(|p| (p, ["g_a-0", "g_b-0", "g_c-0"][p as usize / 2].to_string())).collect();
+    owners_become(&cluster, "g", "t", expect).await;
     // new messages reach the members
     produce_n(&cluster, "t", 6, 1, "n").await;
     let got = drain(sa.get_mut("t").unwrap().first_mut().unwrap(), 2).await;
