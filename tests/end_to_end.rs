@@ -3,7 +3,7 @@
 //! a real Kafka 0.8.2 cluster when `GREGOR_BROKERS` and `GREGOR_ZOOKEEPER` are set (see
 //! `docker-compose.yml`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -13,7 +13,7 @@ use gregor::producer::{AsyncProducer, ProducerConfig, Record};
 use gregor::protocol::Compression;
 use gregor::serde::{StringDecoder, StringEncoder};
 use gregor::simple_consumer::{SimpleConsumer, SimpleConsumerConfig};
-use gregor_testkit::zookeeper::ZooKeeperServer;
+use gregor_testkit::support::{self, bounded, eventually};
 use gregor_testkit::FakeCluster;
 
 /// The cluster under test: external when the environment names one, else a FakeCluster.
@@ -27,8 +27,7 @@ async fn target(name: &str) -> Option<Target> {
     if let Some(real) = gregor_testkit::external_cluster() {
         return Some(Target { brokers: real.brokers, zookeeper: real.zookeeper, _fake: None });
     }
-    let zk = ZooKeeperServer::shared_or_skip()?;
-    let fake = FakeCluster::start(3, zk.unique_chroot(name)).await.expect("a FakeCluster");
+    let fake = support::cluster(name).start().await?;
     Some(Target { brokers: fake.bootstrap(), zookeeper: fake.zookeeper().to_owned(), _fake: Some(fake) })
 }
 
@@ -77,6 +76,7 @@ async fn produce_with_every_codec_then_read_with_the_simple_consumer_a_group_and
     let simple =
         SimpleConsumer::new(SimpleConsumerConfig::builder().metadata_broker_list(&t.brokers).build().unwrap()).unwrap();
     let mut read = Vec::new();
+    let mut log_ends = BTreeMap::new();
     for p in simple.partitions(&topic).await.unwrap() {
         let mut offset = 0;
         loop {
@@ -84,6 +84,7 @@ async fn produce_with_every_codec_then_read_with_the_simple_consumer_a_group_and
             read.extend(data.messages.iter().map(|m| String::from_utf8(m.value.as_deref().unwrap().to_vec()).unwrap()));
             offset = data.next_offset;
             if offset >= data.high_watermark {
+                log_ends.insert(p, data.high_watermark);
                 break;
             }
         }
@@ -96,6 +97,7 @@ async fn produce_with_every_codec_then_read_with_the_simple_consumer_a_group_and
     // a group of two high-level consumers shares the partitions and reads everything
     let group = unique("e2e-group");
     let mut members = Vec::new();
+    let mut readers = Vec::new();
     for i in 0..2 {
         let config = ConsumerConfig::builder()
             .zookeeper_connect(&t.zookeeper)
@@ -109,23 +111,39 @@ async fn produce_with_every_codec_then_read_with_the_simple_consumer_a_group_and
             .create_message_streams(HashMap::from([(topic.clone(), 1)]), Arc::new(StringDecoder::new()))
             .await
             .unwrap();
-        members.push((connector, streams.remove(&topic).unwrap().pop().unwrap()));
-    }
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let mut tasks = Vec::new();
-    for (connector, mut stream) in members {
-        tasks.push(tokio::spawn(async move {
+        let mut stream = streams.remove(&topic).unwrap().pop().unwrap();
+        readers.push(tokio::spawn(async move {
             let mut got = Vec::new();
-            while let Ok(Some(item)) = tokio::time::timeout(Duration::from_millis(1500), stream.next()).await {
+            while let Some(item) = stream.next().await {
                 got.push(item.expect("no stream error").value.unwrap());
             }
-            connector.shutdown().await.unwrap();
             got
         }));
+        members.push(connector);
+    }
+    // done when the partitions are shared out and each owner's app has taken everything up to
+    // its partition's log end (a partition that changed hands is read again by its new owner)
+    eventually("the group to own every partition and read each to its log end", Duration::from_secs(60), async || {
+        let positions: BTreeMap<i32, i64> = members
+            .iter()
+            .flat_map(|m| m.lag())
+            .filter(|l| l.topic == topic)
+            .map(|l| (l.partition, l.consumed))
+            .collect();
+        let owners = members.iter().map(|m| m.owned_partitions().len()).sum::<usize>();
+        if positions == log_ends && owners == log_ends.len() {
+            Ok(())
+        } else {
+            Err(format!("positions {positions:?} of log ends {log_ends:?}, {owners} owned"))
+        }
+    })
+    .await;
+    for connector in &members {
+        connector.shutdown().await.unwrap();
     }
     let mut consumed = Vec::new();
-    for task in tasks {
-        consumed.extend(task.await.unwrap());
+    for reader in readers {
+        consumed.extend(bounded("a stream ending after its shutdown", Duration::from_secs(30), reader).await.unwrap());
     }
     consumed.sort();
     consumed.dedup();

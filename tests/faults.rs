@@ -20,7 +20,8 @@
 //! GREGOR_FAULT_PROFILE=long cargo test --release --test faults -- --nocapture
 //! ```
 //!
-//! Needs Debian's `zookeeper` (skips without it, fails under `CI`).
+//! Needs Debian's `zookeeper` (fails without it; skips only with `GREGOR_ALLOW_SKIP=1` outside
+//! CI).
 
 #[path = "faults/support.rs"]
 mod support;
@@ -34,6 +35,7 @@ use gregor::producer::{ProducerConfig, ProducerConfigBuilder};
 use gregor::protocol::frame::ApiKey;
 use gregor::protocol::ErrorCode;
 use gregor_testkit::fault::{Fault as BrokerFault, Rule};
+use gregor_testkit::support::eventually;
 use gregor_testkit::zookeeper::ZooKeeperServer;
 use gregor_testkit::FakeCluster;
 use support::*;
@@ -232,21 +234,23 @@ async fn run(profile: Profile, plan: Plan, seed: u64) {
             p.resume();
         }
     }
-    let settled = poll_until(Duration::from_secs(60), || async { healthy(&cluster, TOPIC, PARTITIONS) }).await;
+    let settled =
+        poll_until(Duration::from_secs(60), || async { healthy(&cluster, TOPIC, PARTITIONS) }).await.is_some();
     assert!(settled, "the cluster did not heal within 60 s after the faults: {}", partition_table(&cluster));
 
     let _ = stop_tx.send(true);
     for s in senders {
-        bounded(Duration::from_secs(30), "a sender loop stopping", s).await.expect("a sender task");
+        bounded("a sender loop stopping", Duration::from_secs(30), s).await.expect("a sender task");
     }
     for p in &producers {
         let report =
-            bounded(Duration::from_secs(90), "a producer's close", p.producer.close(Duration::from_secs(60))).await;
+            bounded("a producer's close", Duration::from_secs(90), p.producer.close(Duration::from_secs(60))).await;
         if !report.is_ok() {
             eprintln!("faults: producer {} closed with {} undelivered", p.id, report.undelivered.len());
         }
     }
-    let settled = poll_until(Duration::from_secs(30), || async { healthy(&cluster, TOPIC, PARTITIONS) }).await;
+    let settled =
+        poll_until(Duration::from_secs(30), || async { healthy(&cluster, TOPIC, PARTITIONS) }).await.is_some();
     assert!(settled, "the cluster did not heal after the producers closed: {}", partition_table(&cluster));
 
     let logs = read_logs(&cluster.bootstrap(), TOPIC, PARTITIONS).await;
@@ -261,7 +265,8 @@ async fn run(profile: Profile, plan: Plan, seed: u64) {
             entries.iter().all(|e| got.is_some_and(|g| g.contains(&e.0)))
         })
     })
-    .await;
+    .await
+    .is_some();
     let drain = drain_started.elapsed();
 
     // ownership: every partition owned by exactly one live member
@@ -278,7 +283,7 @@ async fn run(profile: Profile, plan: Plan, seed: u64) {
 
     // final commits, then leave
     for m in &members {
-        let r = bounded(Duration::from_secs(30), "a final commit", m.connector.commit_offsets()).await;
+        let r = bounded("a final commit", Duration::from_secs(30), m.connector.commit_offsets()).await;
         if let Err(e) = r {
             eprintln!("faults: m{}: final commit: {e}", m.id);
         }
@@ -390,7 +395,8 @@ async fn inject(fault: Fault, cluster: &FakeCluster, members: &[Member], rng: &m
             // one broker down at a time, and only from a fully replicated cluster: a second
             // loss before the ISRs refill could elect an out-of-sync replica (unclean
             // election), which loses acknowledged data in Kafka too
-            let ready = poll_until(Duration::from_secs(20), || async { healthy(cluster, TOPIC, PARTITIONS) }).await;
+            let ready =
+                poll_until(Duration::from_secs(20), || async { healthy(cluster, TOPIC, PARTITIONS) }).await.is_some();
             if !ready {
                 n.kills_skipped += 1;
                 eprintln!("[{:6.1}s] kill skipped: ISRs not full: {}", secs(t0), partition_table(cluster));
@@ -400,15 +406,15 @@ async fn inject(fault: Fault, cluster: &FakeCluster, members: &[Member], rng: &m
             let down = if fault == Fault::Crash { rng.millis(300, 2000) } else { rng.millis(100, 1500) };
             let controller = cluster.controller();
             if fault == Fault::Crash {
-                bounded(Duration::from_secs(10), "crash_broker", cluster.crash_broker(victim)).await.expect("crash");
+                bounded("crash_broker", Duration::from_secs(10), cluster.crash_broker(victim)).await.expect("crash");
                 n.crashes += 1;
             } else {
-                bounded(Duration::from_secs(20), "kill_broker", cluster.kill_broker(victim)).await.expect("kill");
+                bounded("kill_broker", Duration::from_secs(20), cluster.kill_broker(victim)).await.expect("kill");
                 n.clean_kills += 1;
             }
             tokio::time::sleep(down).await;
             let t = Instant::now();
-            bounded(Duration::from_secs(60), "restart_broker", cluster.restart_broker(victim))
+            bounded("restart_broker", Duration::from_secs(60), cluster.restart_broker(victim))
                 .await
                 .unwrap_or_else(|e| panic!("restarting broker {victim}: {e}"));
             eprintln!(
@@ -484,7 +490,9 @@ async fn inject(fault: Fault, cluster: &FakeCluster, members: &[Member], rng: &m
             proxy.stall();
             // the server expires the session once the timeout passes without a heartbeat
             let gone =
-                poll_until(m.session_timeout * 5, || async { matches!(cluster.zk().get(&path).await, Ok(None)) }).await;
+                poll_until(m.session_timeout * 5, || async { matches!(cluster.zk().get(&path).await, Ok(None)) })
+                    .await
+                    .is_some();
             proxy.resume();
             if gone {
                 n.expiries += 1;
@@ -512,13 +520,15 @@ async fn an_acks_all_write_cut_off_by_a_leader_move_is_not_acknowledged() {
     use gregor::protocol::Compression;
     use gregor_testkit::wire::{msg, produce, read_values, Conn};
 
-    let Some(zk) = ZooKeeperServer::shared_or_skip() else { return };
-    let cluster = FakeCluster::builder(zk.unique_chroot("faults-ack-after-move"))
+    let Some(cluster) = gregor_testkit::support::cluster("faults-ack-after-move")
+        .tracing(false)
         .brokers(2)
         .configure(|c| c.replica_lag_time_max = Duration::from_secs(60))
         .start()
         .await
-        .expect("the fake cluster starts");
+    else {
+        return;
+    };
     cluster.create_topic_with("m", BTreeMap::from([(0, vec![0, 1])]), BTreeMap::new()).await.expect("the topic");
     assert_eq!(cluster.partition_info("m", 0).map(|(l, _, isr)| (l, isr)), Some((0, vec![0, 1])));
 
@@ -526,9 +536,12 @@ async fn an_acks_all_write_cut_off_by_a_leader_move_is_not_acknowledged() {
     cluster.pause_broker(1);
     let mut old = Conn::open(cluster.broker_addr(0).unwrap()).await;
     old.send(0, &produce("m", 0, -1, vec![msg(None, "old")], Compression::None)).await;
-    assert!(poll_until(Duration::from_secs(10), || async { cluster.offsets("m", 0) == Some((0, 1)) }).await);
+    eventually("leader 0 to append \"old\" (high watermark 0, log end 1)", Duration::from_secs(10), async || {
+        cluster.offsets("m", 0) == Some((0, 1))
+    })
+    .await;
     // leadership moves to 1 (still in the ISR); 1 never had "old", so 0 truncates it
-    bounded(Duration::from_secs(10), "move_leader", cluster.move_leader("m", 0, 1)).await.expect("moved");
+    bounded("move_leader", Duration::from_secs(10), cluster.move_leader("m", 0, 1)).await.expect("moved");
     cluster.resume_broker(1);
     // "new" takes offset 0 at the new leader and replicates: the high watermark passes 0
     let mut new = Conn::open(cluster.broker_addr(1).unwrap()).await;

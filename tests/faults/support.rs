@@ -121,39 +121,8 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Polls `check` every 100 ms until it holds or `within` passes; returns whether it held.
-pub async fn poll_until<F, Fut>(within: Duration, mut check: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        if check().await {
-            return true;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Awaits `f` for at most `within`, panicking with `what` when it does not finish: a hang.
-#[track_caller]
-pub fn bounded<F: std::future::Future>(
-    within: Duration,
-    what: &'static str,
-    f: F,
-) -> impl std::future::Future<Output = F::Output> {
-    let at = std::panic::Location::caller();
-    async move {
-        match tokio::time::timeout(within, f).await {
-            Ok(v) => v,
-            Err(_) => panic!("hang: {what} did not finish within {within:?} (at {at})"),
-        }
-    }
-}
+/// Waiting and liveness guards come from the testkit's shared support.
+pub use gregor_testkit::support::{bounded, poll_until};
 
 /// The `/chroot` part of a ZooKeeper connect string (empty without one).
 pub fn chroot_of(zookeeper: &str) -> &str {
@@ -411,12 +380,12 @@ pub async fn join_member(
     };
     let config = config.build().expect("a valid consumer config");
     let session_timeout = config.zookeeper_session_timeout;
-    let connector = bounded(Duration::from_secs(30), "a consumer connecting", ConsumerConnector::new(config))
+    let connector = bounded("a consumer connecting", Duration::from_secs(30), ConsumerConnector::new(config))
         .await
         .expect("the consumer connects");
     let mut created = bounded(
-        Duration::from_secs(60),
         "a consumer's first rebalance",
+        Duration::from_secs(60),
         connector.create_message_streams(HashMap::from([(topic.to_owned(), streams)]), Arc::new(StringDecoder::new())),
     )
     .await
@@ -460,12 +429,12 @@ pub async fn leave(member: Member) {
     if let Some(p) = &member.proxy {
         p.resume();
     }
-    let r = bounded(Duration::from_secs(30), "a consumer's shutdown", member.connector.shutdown()).await;
+    let r = bounded("a consumer's shutdown", Duration::from_secs(30), member.connector.shutdown()).await;
     if let Err(e) = r {
         eprintln!("m{id}: shutdown: {e}");
     }
     for r in member.readers {
-        bounded(Duration::from_secs(10), "a stream ending after shutdown", r).await.expect("a reader task");
+        bounded("a stream ending after shutdown", Duration::from_secs(10), r).await.expect("a reader task");
     }
 }
 
@@ -556,7 +525,7 @@ pub async fn read_logs(brokers: &str, topic: &str, partitions: i32) -> BTreeMap<
         let mut offset = 0;
         loop {
             let data =
-                bounded(Duration::from_secs(30), "a simple-consumer fetch", simple.fetch_partition(topic, p, offset))
+                bounded("a simple-consumer fetch", Duration::from_secs(30), simple.fetch_partition(topic, p, offset))
                     .await
                     .unwrap_or_else(|e| panic!("reading {topic}/{p} at {offset}: {e}"));
             for m in &data.messages {

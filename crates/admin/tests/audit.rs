@@ -4,18 +4,22 @@
 //! including the lost offsets later given to other messages; failed deliveries and unaudited
 //! messages are reported as such.
 //!
-//! Skipped (with a note on stderr) when java or ZooKeeper is missing, unless `CI` is set.
+//! Needs java and ZooKeeper (`apt-get install default-jre-headless zookeeper`): without them the
+//! tests fail, or skip when `GREGOR_ALLOW_SKIP=1` is set outside CI.
 
 mod common;
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::time::Duration;
 
+use common::{eventually, WAIT};
 use gregor_admin::audit::{AuditOptions, AuditReport, WindowAudit};
 use gregor_admin::Admin;
 use gregor_producer::audit::AuditConfig;
 use gregor_producer::{AsyncProducer, ProducerConfig, Record};
 use gregor_serde::StringEncoder;
+use gregor_testkit::support;
 use gregor_testkit::FakeCluster;
 
 const AUDIT: &str = gregor_producer::audit::DEFAULT_AUDIT_TOPIC;
@@ -24,8 +28,9 @@ const WINDOW: Duration = Duration::from_millis(200);
 /// The longest a test waits for one step (a produce, a close, a check).
 const STEP: Duration = Duration::from_secs(20);
 
-async fn bounded<F: std::future::Future>(what: &str, f: F) -> F::Output {
-    tokio::time::timeout(STEP, f).await.unwrap_or_else(|_| panic!("{what} took more than {STEP:?}"))
+#[track_caller]
+fn bounded<F: Future>(what: &str, f: F) -> impl Future<Output = F::Output> + use<'_, F> {
+    support::bounded(what, STEP, f)
 }
 
 /// A producer with audit on (window [`WINDOW`]) named `name`, bootstrapping from broker 0
@@ -90,15 +95,6 @@ fn unaudited(report: &AuditReport, topic: &str) -> u64 {
     report.partitions.iter().filter(|p| p.topic == topic).map(|p| p.unaudited).sum()
 }
 
-/// Polls `ready` every 25 ms for up to 10 s.
-async fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !ready() {
-        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn complete_then_loss_by_an_unclean_election_is_reported_exactly() {
     let Some((c, admin)) = common::cluster("audit-unclean", |_| {}).await else { return };
@@ -142,13 +138,13 @@ async fn complete_then_loss_by_an_unclean_election_is_reported_exactly() {
     c.pause_broker(2);
     let lost = produce_alone(&c, "producer-b", "t", 0, 10).await;
     assert_eq!(lost, (30..40).collect::<Vec<i64>>());
-    wait_for("the ISR of t/0 to shrink to the leader", || {
+    eventually("the ISR of t/0 to shrink to the leader", WAIT, async || {
         c.partition_info("t", 0).is_some_and(|(_, _, isr)| isr == [1])
     })
     .await;
     c.kill_broker(1).await.unwrap();
     c.resume_broker(2);
-    wait_for("broker 2 to lead t/0", || c.leader("t", 0) == Some(2)).await;
+    eventually("broker 2 to lead t/0", WAIT, async || c.leader("t", 0) == Some(2)).await;
     let report = check(&admin).await;
     assert!(!report.is_complete());
     assert_eq!(totals(&report, "t"), (40, 30, 10, 0, 0), "exactly the 10 acknowledged by the dead leader alone");
@@ -186,7 +182,7 @@ async fn a_deleted_then_recreated_topic_lost_every_claimed_message() {
     assert_eq!(totals(&check(&admin).await, "d"), (20, 20, 0, 0, 0));
 
     admin.delete_topic("d").await.unwrap();
-    wait_for("d to be deleted", || c.partitions("d").is_empty()).await;
+    eventually("d to be deleted", WAIT, async || c.partitions("d").is_empty()).await;
     // and from ZooKeeper, where the check finds the topics
     let deadline = std::time::Instant::now() + STEP;
     while c.zk().exists("/brokers/topics/d").await.unwrap().is_some() {

@@ -2,7 +2,8 @@
 //! nothing acts on the znodes, so they can be read back exactly as written (and the states a
 //! controller would write are written by hand).
 //!
-//! Skipped (with a note on stderr) when java or ZooKeeper is missing, unless `CI` is set.
+//! Needs java and ZooKeeper (`apt-get install default-jre-headless zookeeper`): without them the
+//! tests fail, or skip when `GREGOR_ALLOW_SKIP=1` is set outside CI.
 
 mod common;
 

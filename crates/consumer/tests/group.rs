@@ -31,15 +31,17 @@ async fn produce_n(cluster: &FakeCluster, topic: &str, partitions: i32, per_part
     }
 }
 
-async fn owners(cluster: &FakeCluster, group: &str, topic: &str) -> BTreeMap<i32, String> {
-    let zk = cluster.zk();
-    let mut out = BTreeMap::new();
-    for p in zk.children(&format!("/consumers/{group}/owners/{topic}")).await.unwrap().unwrap_or_default() {
-        if let Some((d, _)) = zk.get(&format!("/consumers/{group}/owners/{topic}/{p}")).await.unwrap() {
-            out.insert(p.parse().unwrap(), String::from_utf8(d).unwrap());
+/// Waits (15 s at most) until the owner znodes of `group` on `topic` are `expect`.
+async fn owners_become(cluster: &FakeCluster, group: &str, topic: &str, expect: BTreeMap<i32, String>) {
+    eventually(format!("the owners of {topic} in {group} to be {expect:?}"), Duration::from_secs(15), async || {
+        let o = owners(cluster, group, topic).await;
+        if o == expect {
+            Ok(())
+        } else {
+            Err(o)
         }
-    }
-    out
+    })
+    .await
 }
 
 /// `n` DISTINCT values (a rebalance may redeliver the uncommitted window: at least once).
@@ -54,6 +56,9 @@ async fn drain(stream: &mut KafkaStream<String>, n: usize) -> Vec<String> {
                 }
             }
             Ok(Some(Err(gregor_consumer::Error::Fetch { topic, .. }))) if topic == "w1" => {}
+            // consumer.timeout.ms passed with nothing to hand out (a loaded machine can take
+            // longer than that to rebalance or fetch): the stream goes on, and so does the wait
+            Ok(Some(Err(gregor_consumer::Error::ConsumerTimeout { .. }))) => {}
             Ok(Some(Err(e))) => panic!("stream error: {e}"),
             Ok(None) => break,
             Err(_) => panic!("timed out after {} of {n}", out.len()),
@@ -126,7 +131,6 @@ fn dec() -> Arc<dyn gregor_serde::Decoder<String>> {
 async fn registration_range_split_rejoin_delivery_and_zk_offsets() {
     let Some(cluster) = cluster("consumer_range", 2).await else { return };
     cluster.create_topic("t", 6, 1).await.unwrap();
-    cluster.wait_for_leaders("t", Duration::from_secs(10)).await.unwrap();
     produce_n(&cluster, "t", 6, 5, "m").await;
 
     let a = ConsumerConnector::new(config(&cluster, "g").consumer_id("a").auto_commit_enable(false).build().unwrap())
@@ -148,36 +152,16 @@ async fn registration_range_split_rejoin_delivery_and_zk_offsets() {
 
     let b = ConsumerConnector::new(config(&cluster, "g").consumer_id("b").build().unwrap()).await.unwrap();
     let _sb = b.create_message_streams(HashMap::from([("t".to_string(), 1)]), dec()).await.unwrap();
-    let mut settled = false;
-    for _ in 0..50 {
-        let o = owners(&cluster, "g", "t").await;
-        let expect: BTreeMap<i32, String> =
-            (0..6).map(|p| (p, if p < 3 { "g_a-0" } else { "g_b-0" }.to_string())).collect();
-        if o == expect {
-            settled = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    assert!(settled, "owners {:?}", owners(&cluster, "g", "t").await);
+    let expect = (0..6).map(|p| (p, if p < 3 { "g_a-0" } else { "g_b-0" }.to_string())).collect();
+    owners_become(&cluster, "g", "t", expect).await;
     let owner_stat = cluster.zk().get("/consumers/g/owners/t/0").await.unwrap().unwrap().1;
     assert!(owner_stat.is_ephemeral());
 
     // a third member: every partition owned by exactly one stream (range: 2 each)
     let c = ConsumerConnector::new(config(&cluster, "g").consumer_id("c").build().unwrap()).await.unwrap();
     let _sc = c.create_message_streams(HashMap::from([("t".to_string(), 1)]), dec()).await.unwrap();
-    let mut ok = false;
-    for _ in 0..60 {
-        let o = owners(&cluster, "g", "t").await;
-        let expect: BTreeMap<i32, String> =
-            (0..6).map(|p| (p, ["g_a-0", "g_b-0", "g_c-0"][p as usize / 2].to_string())).collect();
-        if o == expect {
-            ok = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    assert!(ok, "owners {:?}", owners(&cluster, "g", "t").await);
+    let expect = (0..6).map(|p| (p, ["g_a-0", "g_b-0", "g_c-0"][p as usize / 2].to_string())).collect();
+    owners_become(&cluster, "g", "t", expect).await;
     // new messages reach the members
     produce_n(&cluster, "t", 6, 1, "n").await;
     let got = drain(sa.get_mut("t").unwrap().first_mut().unwrap(), 2).await;
@@ -199,11 +183,9 @@ async fn registration_range_split_rejoin_delivery_and_zk_offsets() {
 async fn offsets_in_kafka_and_dual_and_reset_largest() {
     let Some(cluster) = cluster("consumer_kafka_offsets", 1).await else { return };
     cluster.create_topic("k", 2, 1).await.unwrap();
-    cluster.wait_for_leaders("k", Duration::from_secs(10)).await.unwrap();
     for (group, dual) in [("gk", false), ("gd", true)] {
         let topic = format!("k-{group}");
         cluster.create_topic(&topic, 2, 1).await.unwrap();
-        cluster.wait_for_leaders(&topic, Duration::from_secs(10)).await.unwrap();
         produce_n(&cluster, &topic, 2, 3, "m").await;
         let cfg = config(&cluster, group)
             .offsets_storage(OffsetsStorage::Kafka)
@@ -253,7 +235,10 @@ async fn offsets_in_kafka_and_dual_and_reset_largest() {
     let got = drain(&mut s.get_mut("k-gd").unwrap()[0], 2).await;
     assert_eq!(got, ["m-0-2", "gd-0-0"]);
     d.shutdown().await.unwrap();
-    // largest: nothing old
+    // largest: nothing old. Two old messages per partition; the late ones are produced only
+    // once the member owns both partitions and has taken its position at their log end (2),
+    // so they must be exactly what it reads
+    produce_n(&cluster, "k", 2, 2, "old").await;
     let l = ConsumerConnector::new(
         config(&cluster, "gl")
             .auto_offset_reset(gregor_consumer::AutoOffsetReset::Largest)
@@ -264,7 +249,16 @@ async fn offsets_in_kafka_and_dual_and_reset_largest() {
     .await
     .unwrap();
     let mut s = l.create_message_streams(HashMap::from([("k".to_string(), 1)]), dec()).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    eventually("the largest-reset member to own k/0 and k/1 at their log end", Duration::from_secs(15), async || {
+        let at: BTreeMap<i32, i64> =
+            l.lag().iter().filter(|p| p.topic == "k").map(|p| (p.partition, p.consumed)).collect();
+        if at == BTreeMap::from([(0, 2), (1, 2)]) {
+            Ok(())
+        } else {
+            Err(at)
+        }
+    })
+    .await;
     produce_n(&cluster, "k", 2, 1, "late").await;
     let got = drain(&mut s.get_mut("k").unwrap()[0], 2).await;
     assert!(got.iter().all(|v| v.starts_with("late")), "{got:?}");
@@ -280,7 +274,6 @@ async fn offsets_in_kafka_and_dual_and_reset_largest() {
 async fn oversized_message_is_an_error_and_whitelist_picks_up_new_topic() {
     let Some(cluster) = cluster("consumer_big_and_filter", 1).await else { return };
     cluster.create_topic("w1", 1, 1).await.unwrap();
-    cluster.wait_for_leaders("w1", Duration::from_secs(10)).await.unwrap();
     let leader = cluster.leader("w1", 0).unwrap();
     let mut c = Conn::open(cluster.broker_addr(leader).unwrap()).await;
     c.call(0, &produce("w1", 0, 1, vec![msg(None, &"x".repeat(5000))], Compression::None)).await;
@@ -298,25 +291,11 @@ async fn oversized_message_is_an_error_and_whitelist_picks_up_new_topic() {
         other => panic!("expected a fetch error, got {other:?}"),
     }
     cluster.create_topic("w2", 1, 1).await.unwrap();
-    cluster.wait_for_leaders("w2", Duration::from_secs(10)).await.unwrap();
     produce_n(&cluster, "w2", 1, 2, "new").await;
     let got = drain(&mut s[0], 2).await;
     assert_eq!(got, ["new-0-0", "new-0-1"]);
     a.shutdown().await.unwrap();
     cluster.shutdown().await;
-}
-
-/// Waits until `check` holds (polling every 100 ms), or panics with `what`.
-async fn eventually<F, Fut>(within: Duration, what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + within;
-    while !check().await {
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// Reads `stream` in the background into a shared list of values (with duplicates).
@@ -346,7 +325,6 @@ async fn session_expiry_stops_reregisters_reowns_and_loses_nothing() {
     let proxy = gregor_testkit::proxy::TcpProxy::start(server.addr()).await.unwrap();
     let chroot = &cluster.zookeeper()[cluster.zookeeper().find('/').unwrap()..];
     cluster.create_topic("e", 4, 1).await.unwrap();
-    cluster.wait_for_leaders("e", Duration::from_secs(10)).await.unwrap();
     produce_n(&cluster, "e", 4, 5, "before").await;
 
     let session_timeout = gregor_zk::MIN_SESSION_TIMEOUT;
@@ -364,7 +342,7 @@ async fn session_expiry_stops_reregisters_reowns_and_loses_nothing() {
     let mut streams = a.create_message_streams(HashMap::from([("e".to_string(), 1)]), dec()).await.unwrap();
     let (seen, reader) = collect(streams.get_mut("e").unwrap().pop().unwrap());
     let all_owned = |o: BTreeMap<i32, String>| o.len() == 4 && o.values().all(|v| v == "gx_a-0");
-    eventually(Duration::from_secs(10), "first delivery", || async { distinct(&seen.lock().unwrap()).len() == 20 })
+    eventually("first delivery", Duration::from_secs(10), || async { distinct(&seen.lock().unwrap()).len() == 20 })
         .await;
     assert!(all_owned(owners(&cluster, "gx", "e").await));
     let before = a.stats();
@@ -372,7 +350,7 @@ async fn session_expiry_stops_reregisters_reowns_and_loses_nothing() {
     // partition the consumer from ZooKeeper until the server expires its session
     proxy.stall();
     let zk = cluster.zk();
-    eventually(session_timeout * 4, "the server to expire the session", || async {
+    eventually("the server to expire the session", session_timeout * 4, || async {
         zk.get("/consumers/gx/ids/gx_a").await.unwrap().is_none()
     })
     .await;
@@ -384,12 +362,11 @@ async fn session_expiry_stops_reregisters_reowns_and_loses_nothing() {
     foreign.create_all("/consumers/gx/owners/e/3", b"gx_java-0", gregor_zk::CreateMode::Ephemeral).await.unwrap();
     proxy.resume();
 
-    eventually(Duration::from_secs(10), "the expiry to be seen", || async { a.stats().session_expirations == 1 }).await;
-    eventually(Duration::from_secs(10), "re-registration", || async {
+    eventually("the expiry to be seen", Duration::from_secs(10), || async { a.stats().session_expirations == 1 }).await;
+    eventually("re-registration", Duration::from_secs(10), || async {
         zk.get("/consumers/gx/ids/gx_a").await.unwrap().is_some()
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(400)).await; // any fetch in flight has ended
     let fetches = |cluster: &FakeCluster| {
         cluster
             .requests()
@@ -400,6 +377,17 @@ async fn session_expiry_stops_reregisters_reowns_and_loses_nothing() {
             })
             .count()
     };
+    // the fetchers were stopped before the re-registration; a Fetch already on its way may
+    // still reach the broker: wait until none has arrived for 500 ms
+    let mut last = (fetches(&cluster), tokio::time::Instant::now());
+    eventually("the member's fetches to stop arriving", Duration::from_secs(15), async || {
+        let now = fetches(&cluster);
+        if now != last.0 {
+            last = (now, tokio::time::Instant::now());
+        }
+        last.1.elapsed() >= Duration::from_millis(500)
+    })
+    .await;
     let (fetches_before, delivered_before) = (fetches(&cluster), seen.lock().unwrap().len());
     produce_n(&cluster, "e", 4, 5, "blocked").await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -410,7 +398,7 @@ async fn session_expiry_stops_reregisters_reowns_and_loses_nothing() {
     foreign.delete("/consumers/gx/owners/e/3", None).await.unwrap();
 
     // it rebalances and owns its partitions again
-    eventually(Duration::from_secs(15), "re-ownership", || async {
+    eventually("re-ownership", Duration::from_secs(15), || async {
         a.stats().session_expirations == 1
             && zk.get("/consumers/gx/ids/gx_a").await.unwrap().is_some()
             && all_owned(owners(&cluster, "gx", "e").await)
@@ -422,7 +410,7 @@ async fn session_expiry_stops_reregisters_reowns_and_loses_nothing() {
     assert!(stat.is_ephemeral());
     assert!(String::from_utf8(reg).unwrap().contains(r#""subscription":{"e":1}"#));
     produce_n(&cluster, "e", 4, 5, "after").await;
-    eventually(Duration::from_secs(15), "every message", || async { distinct(&seen.lock().unwrap()).len() == 80 })
+    eventually("every message", Duration::from_secs(15), || async { distinct(&seen.lock().unwrap()).len() == 80 })
         .await;
     let got = seen.lock().unwrap().clone();
     for tag in ["before", "during", "blocked", "after"] {
@@ -443,7 +431,6 @@ async fn session_expiry_stops_reregisters_reowns_and_loses_nothing() {
 async fn rebalance_gives_up_on_a_foreign_owner_then_recovers_when_it_goes() {
     let Some(cluster) = cluster("consumer_give_up", 1).await else { return };
     cluster.create_topic("f", 2, 1).await.unwrap();
-    cluster.wait_for_leaders("f", Duration::from_secs(10)).await.unwrap();
     produce_n(&cluster, "f", 2, 3, "m").await;
     // a foreign session holds f/1
     let foreign = gregor_zk::ZkClient::connect(cluster.zookeeper(), Duration::from_secs(6)).await.unwrap();
@@ -542,7 +529,6 @@ async fn churn_twelve_partitions_100k_messages_members_join_and_leave() {
     const BATCH: usize = 500;
     let Some(cluster) = cluster("consumer_churn", 2).await else { return };
     cluster.create_topic("churn", PARTITIONS, 1).await.unwrap();
-    cluster.wait_for_leaders("churn", Duration::from_secs(10)).await.unwrap();
     let started = std::time::Instant::now();
     let mut members: BTreeMap<String, Member> = BTreeMap::new();
     members.insert("m0".into(), join(&cluster, "gc", "m0", 1).await);
@@ -666,7 +652,6 @@ async fn produce_keyed(cluster: &FakeCluster, topic: &str, partitions: i32, n: u
 async fn leader_move_and_broker_kill_during_consumption_no_gap_no_stall_keys_decoded() {
     let Some(cluster) = cluster("consumer_leaders", 3).await else { return };
     cluster.create_topic("lm", 4, 3).await.unwrap();
-    cluster.wait_for_leaders("lm", Duration::from_secs(10)).await.unwrap();
     let a = ConsumerConnector::new(config(&cluster, "gm").consumer_id("a").build().unwrap()).await.unwrap();
     let mut s = a
         .create_message_streams_with_key_decoder(
@@ -698,7 +683,7 @@ async fn leader_move_and_broker_kill_during_consumption_no_gap_no_stall_keys_dec
     };
     let phase = std::time::Instant::now();
     produce_keyed(&cluster, "lm", 4, 20, "one").await;
-    eventually(Duration::from_secs(10), "phase one", || async { count(&seen) == 80 }).await;
+    eventually("phase one", Duration::from_secs(10), || async { count(&seen) == 80 }).await;
 
     // move the leaders of partitions 0 and 1 while messages flow
     for p in 0..2 {
@@ -707,18 +692,18 @@ async fn leader_move_and_broker_kill_during_consumption_no_gap_no_stall_keys_dec
         cluster.move_leader("lm", p, to).await.unwrap();
     }
     produce_keyed(&cluster, "lm", 4, 20, "two").await;
-    eventually(Duration::from_secs(10), "phase two (after leader moves)", || async { count(&seen) == 160 }).await;
+    eventually("phase two (after leader moves)", Duration::from_secs(10), || async { count(&seen) == 160 }).await;
 
     // kill a broker that leads something (not the controller)
     let controller = cluster.controller();
     let victim = (0..4).filter_map(|p| cluster.leader("lm", p)).find(|&l| Some(l) != controller).unwrap();
     cluster.kill_broker(victim).await.unwrap();
-    eventually(Duration::from_secs(10), "new leaders", || async {
+    eventually("new leaders", Duration::from_secs(10), || async {
         (0..4).all(|p| cluster.leader("lm", p).is_some_and(|l| l != victim))
     })
     .await;
     produce_keyed(&cluster, "lm", 4, 20, "three").await;
-    eventually(Duration::from_secs(10), "phase three (after a broker kill)", || async { count(&seen) == 240 }).await;
+    eventually("phase three (after a broker kill)", Duration::from_secs(10), || async { count(&seen) == 240 }).await;
     eprintln!("leaders: 240 messages across a leader move and a broker kill in {:?}", phase.elapsed());
     for (p, offsets) in seen.lock().unwrap().iter() {
         // no gap: every offset 0..60 delivered, in order (a re-read may repeat a suffix)
@@ -738,7 +723,6 @@ async fn leader_move_and_broker_kill_during_consumption_no_gap_no_stall_keys_dec
 async fn oversized_message_does_not_block_other_partitions() {
     let Some(cluster) = cluster("consumer_oversized", 1).await else { return };
     cluster.create_topic("ob", 2, 1).await.unwrap();
-    cluster.wait_for_leaders("ob", Duration::from_secs(10)).await.unwrap();
     let leader = cluster.broker_addr(cluster.leader("ob", 0).unwrap()).unwrap();
     let mut c = Conn::open(leader).await;
     c.call(0, &produce("ob", 0, 1, vec![msg(None, &"x".repeat(5000)), msg(None, "small")], Compression::None)).await;
@@ -781,7 +765,6 @@ async fn oversized_message_does_not_block_other_partitions() {
 async fn blocking_iterator_with_consumer_timeout_from_a_std_thread() {
     let Some(cluster) = cluster("consumer_blocking", 1).await else { return };
     cluster.create_topic("bi", 1, 1).await.unwrap();
-    cluster.wait_for_leaders("bi", Duration::from_secs(10)).await.unwrap();
     produce_n(&cluster, "bi", 1, 5, "m").await;
     let a = ConsumerConnector::new(
         config(&cluster, "gbi").consumer_timeout(Some(Duration::from_millis(500))).build().unwrap(),
@@ -804,7 +787,8 @@ async fn blocking_iterator_with_consumer_timeout_from_a_std_thread() {
     let (values, waited, timeout) = tokio::task::spawn_blocking(move || thread.join().unwrap()).await.unwrap();
     assert_eq!(values, ["m-0-0", "m-0-1", "m-0-2", "m-0-3", "m-0-4"]);
     assert_eq!(timeout, Some(500));
-    assert!(waited >= Duration::from_millis(450) && waited < Duration::from_secs(3), "{waited:?}");
+    // at least consumer.timeout.ms; the upper bound only tells a timeout from a hang
+    assert!(waited >= Duration::from_millis(450) && waited < Duration::from_secs(15), "{waited:?}");
     a.shutdown().await.unwrap();
     cluster.shutdown().await;
 }
@@ -813,7 +797,6 @@ async fn blocking_iterator_with_consumer_timeout_from_a_std_thread() {
 async fn auto_commit_on_a_timer_commits_only_delivered_offsets() {
     let Some(cluster) = cluster("consumer_auto_commit", 1).await else { return };
     cluster.create_topic("ac", 2, 1).await.unwrap();
-    cluster.wait_for_leaders("ac", Duration::from_secs(10)).await.unwrap();
     produce_n(&cluster, "ac", 1, 3, "m").await; // partition 0 only; 1 stays empty
     let a = ConsumerConnector::new(
         config(&cluster, "gac").auto_commit_interval(Duration::from_millis(300)).build().unwrap(),
@@ -825,12 +808,12 @@ async fn auto_commit_on_a_timer_commits_only_delivered_offsets() {
     assert_eq!(drain(stream, 2).await, ["m-0-0", "m-0-1"]);
     let zk = cluster.zk();
     // no commit_offsets(), no shutdown: the timer commits the next offset to read
-    eventually(Duration::from_secs(5), "auto commit of 2", || async {
+    eventually("auto commit of 2", Duration::from_secs(5), || async {
         zk.get("/consumers/gac/offsets/ac/0").await.unwrap().is_some_and(|d| d.0 == b"2")
     })
     .await;
     assert_eq!(drain(stream, 1).await, ["m-0-2"]);
-    eventually(Duration::from_secs(5), "auto commit of 3", || async {
+    eventually("auto commit of 3", Duration::from_secs(5), || async {
         zk.get("/consumers/gac/offsets/ac/0").await.unwrap().is_some_and(|d| d.0 == b"3")
     })
     .await;
@@ -846,7 +829,6 @@ async fn blacklist_regex_and_exclude_internal_topics() {
     let Some(cluster) = cluster("consumer_blacklist", 1).await else { return };
     for t in ["a1", "b1", "b22"] {
         cluster.create_topic(t, 1, 1).await.unwrap();
-        cluster.wait_for_leaders(t, Duration::from_secs(10)).await.unwrap();
     }
     // make the broker create __consumer_offsets (ConsumerMetadata does)
     let _ = coordinator(&cluster, "gbl").await;

@@ -9,7 +9,8 @@
 //!   `consumer.timeout.ms` it returns `ConsumerTimeout` in time, again and again, while the
 //!   fetcher keeps retrying (as Java's does), and the messages come once the broker behaves.
 //!
-//! Needs ZooKeeper (skipped with a note when missing, unless `CI` is set). About 4 s.
+//! Needs ZooKeeper (`apt-get install default-jre-headless zookeeper`): without it the tests fail,
+//! or skip when `GREGOR_ALLOW_SKIP=1` is set outside CI. About 4 s.
 
 mod common;
 
@@ -22,6 +23,7 @@ use gregor_protocol::frame::ApiKey;
 use gregor_serde::StringDecoder;
 use gregor_testkit::fault::{Fault, Rule};
 use gregor_testkit::hostile::HostileBroker;
+use gregor_testkit::support::side_by_side;
 use gregor_testkit::wire;
 use gregor_zk::payloads::{BrokerRegistration, PartitionState, TopicAssignment};
 use gregor_zk::{paths, CreateMode, ZkClient};
@@ -32,7 +34,7 @@ const SOCKET_TIMEOUT: Duration = Duration::from_millis(500);
 const CONSUMER_TIMEOUT: Duration = Duration::from_millis(400);
 const BACKOFF: Duration = Duration::from_millis(50);
 /// How late past its bound a result may come on a loaded machine.
-const SLACK: Duration = Duration::from_millis(1000);
+const SLACK: Duration = Duration::from_secs(3);
 /// How long the test waits for anything before it calls it a hang.
 const LIVENESS: Duration = Duration::from_secs(20);
 
@@ -40,7 +42,7 @@ const LIVENESS: Duration = Duration::from_secs(20);
 /// under `connect` as broker 0, leader of `TOPIC`/0. Returns the broker and the session holding
 /// its (ephemeral) registration.
 /// A chroot of its own for `test`, created (ZooKeeper does not create chroots), or `None` to
-/// skip (never under CI).
+/// skip (only with `GREGOR_ALLOW_SKIP=1`, never under CI).
 async fn chroot(test: &str) -> Option<String> {
     let connect = common::chroot(test)?;
     let (server, path) = connect.split_at(connect.find('/').expect("a chroot"));
@@ -154,35 +156,31 @@ async fn a_bad_crc_is_put_on_the_stream_naming_the_message_and_never_skipped() {
 async fn a_leader_that_never_answers_or_answers_garbage_never_hangs_the_stream() {
     gregor_testkit::init_tracing();
     // the behaviours side by side, each with its own chroot, broker and consumer
-    let mut set = tokio::task::JoinSet::new();
     let behaviours = [Fault::Silent, Fault::WrongCorrelationId, Fault::HugeArrayCount, Fault::Close];
-    for (i, behaviour) in behaviours.into_iter().enumerate() {
-        let Some(connect) = chroot(&format!("consumer_hostile_silent_{i}")).await else { return };
-        set.spawn(async move {
-            let (broker, zk) = hostile_leader(&connect, vec![Rule::on(ApiKey::Fetch, behaviour.clone())]).await;
-            let (c, mut stream) = consumer(&connect, "g-silent").await;
-            // nothing comes, but the stream says so in time, every time
-            for _ in 0..2 {
-                let r = next(&mut stream).await;
-                assert!(matches!(r, Err(Error::ConsumerTimeout { .. })), "{behaviour:?}: {r:?}");
-            }
-            // and the fetcher keeps trying (a fresh connection each time the last one was given up)
-            let tries = broker.count(ApiKey::Fetch);
-            let deadline = Instant::now() + LIVENESS;
-            while broker.count(ApiKey::Fetch) < tries + 2 {
-                assert!(Instant::now() < deadline, "{behaviour:?}: the fetcher stopped trying");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            broker.clear_intercepts();
-            let got = read(&mut stream, 3).await;
-            assert_eq!(got.iter().map(|m| m.0).collect::<Vec<_>>(), [0, 1, 2], "{behaviour:?}");
-            tokio::time::timeout(LIVENESS, c.shutdown()).await.expect("shutdown in time").unwrap();
-            zk.close().await.unwrap();
-        });
-    }
-    while let Some(done) = tokio::time::timeout(LIVENESS * 2, set.join_next()).await.expect("a scenario hung") {
-        if let Err(e) = done {
-            std::panic::resume_unwind(e.into_panic());
+    side_by_side(LIVENESS * 2, behaviours.into_iter().enumerate(), |(i, behaviour)| async move {
+        let Some(connect) = chroot(&format!("consumer_hostile_silent_{i}")).await else { return Ok(()) };
+        let (broker, zk) = hostile_leader(&connect, vec![Rule::on(ApiKey::Fetch, behaviour.clone())]).await;
+        let (c, mut stream) = consumer(&connect, "g-silent").await;
+        // nothing comes, but the stream says so in time, every time
+        for _ in 0..2 {
+            let r = next(&mut stream).await;
+            assert!(matches!(r, Err(Error::ConsumerTimeout { .. })), "{behaviour:?}: {r:?}");
         }
-    }
+        // and the fetcher keeps trying (a fresh connection each time the last one was given up)
+        let tries = broker.count(ApiKey::Fetch);
+        // (a plain loop: this scenario runs on a spawned task, where `eventually` with a check
+        // borrowing the broker is not Send for today's compiler)
+        let deadline = Instant::now() + LIVENESS;
+        while broker.count(ApiKey::Fetch) < tries + 2 {
+            assert!(Instant::now() < deadline, "{behaviour:?}: the fetcher stopped trying");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        broker.clear_intercepts();
+        let got = read(&mut stream, 3).await;
+        assert_eq!(got.iter().map(|m| m.0).collect::<Vec<_>>(), [0, 1, 2], "{behaviour:?}");
+        tokio::time::timeout(LIVENESS, c.shutdown()).await.expect("shutdown in time").unwrap();
+        zk.close().await.unwrap();
+        Ok(())
+    })
+    .await;
 }

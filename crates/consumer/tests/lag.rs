@@ -7,6 +7,7 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,6 +22,8 @@ const TOPIC: &str = "lg";
 const PARTITIONS: i32 = 4;
 const ROUNDS: usize = 30;
 const PER_ROUND: usize = 10;
+/// How many messages the producer stays ahead of the app while it writes.
+const LEAD: usize = 120;
 
 /// Checks one `lag()` snapshot against what the app got and the cluster's high watermarks
 /// (read after the snapshot). Returns the total lag.
@@ -72,14 +75,16 @@ async fn lag_under_load_follows_the_cluster_and_is_zero_once_drained() {
         .unwrap();
     let mut stream = s.remove(TOPIC).unwrap().pop().unwrap();
     let cluster = Arc::new(cluster);
+    let produced = Arc::new(AtomicUsize::new(0));
     let producer = {
-        let cluster = Arc::clone(&cluster);
+        let (cluster, produced) = (Arc::clone(&cluster), Arc::clone(&produced));
         tokio::spawn(async move {
             for r in 0..ROUNDS {
                 for p in 0..PARTITIONS {
                     let values: Vec<String> =
                         (0..PER_ROUND).map(|i| format!("{p}-{r}-{i}-{}", "v".repeat(80))).collect();
                     produce_values(&cluster, TOPIC, p, &values).await;
+                    produced.fetch_add(PER_ROUND, Ordering::SeqCst);
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
@@ -87,12 +92,17 @@ async fn lag_under_load_follows_the_cluster_and_is_zero_once_drained() {
     };
     let total = ROUNDS * PER_ROUND * PARTITIONS as usize;
 
-    // a slow app: a pause every 10 messages, a lag() check every 5
+    // a slow app: it takes the next message only while the producer is LEAD messages ahead (or
+    // done), however fast either runs; a lag() check every 5 messages
     let mut delivered: BTreeMap<i32, i64> = BTreeMap::new();
     let mut count = 0usize;
     let mut max_lag = 0;
     let mut checks = 0;
     while !producer.is_finished() && count < total {
+        eventually("the producer to be ahead of the app", Duration::from_secs(30), async || {
+            producer.is_finished() || produced.load(Ordering::SeqCst) >= count + 1 + LEAD
+        })
+        .await;
         let m = next(&mut stream).await;
         let prev = delivered.insert(m.partition, m.offset);
         assert_eq!(prev.map_or(0, |o| o + 1), m.offset, "in order, no gap, no duplicate");
@@ -101,9 +111,6 @@ async fn lag_under_load_follows_the_cluster_and_is_zero_once_drained() {
             max_lag = max_lag.max(check(&a.lag(), &delivered, &cluster));
             checks += 1;
         }
-        if count % 10 == 0 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
     }
     producer.await.unwrap();
     assert!(max_lag >= 50, "the app fell behind while the producer wrote (max lag {max_lag}, {checks} checks)");
@@ -111,7 +118,7 @@ async fn lag_under_load_follows_the_cluster_and_is_zero_once_drained() {
     // the app stops reading: the high watermarks still reach the cluster's
     let hw: BTreeMap<i32, i64> = (0..PARTITIONS).map(|p| (p, cluster.offsets(TOPIC, p).unwrap().0)).collect();
     assert_eq!(hw.values().sum::<i64>(), total as i64);
-    eventually(Duration::from_secs(5), "lag() to see the cluster's high watermarks", || async {
+    eventually("lag() to see the cluster's high watermarks", Duration::from_secs(5), || async {
         a.lag().iter().all(|l| l.high_watermark == hw[&l.partition])
     })
     .await;

@@ -7,14 +7,9 @@
 //!
 //! One test in this binary: the heap is the process's, so nothing else may run beside it.
 
-// The counting allocator below needs `unsafe impl GlobalAlloc`; the library itself has none.
-#![allow(unsafe_code)]
-
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,53 +21,7 @@ use gregor_testkit::FakeCluster;
 // ---------------------------------------------------------------------------------------------
 // Live heap bytes of the whole process.
 
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded unchanged to `System`; the counter is a plain atomic.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            LIVE.fetch_add(new_size, Ordering::Relaxed);
-            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-fn live() -> usize {
-    LIVE.load(Ordering::Relaxed)
-}
+gregor_testkit::counting_allocator!(ALLOCATOR);
 
 // ---------------------------------------------------------------------------------------------
 
@@ -137,7 +86,7 @@ async fn prefetch_stays_bounded_while_the_app_does_not_read_then_everything_arri
     assert!(data as u64 > 4 * heap_bound, "the topic must dwarf the bound for the test to mean anything");
 
     tokio::time::sleep(Duration::from_millis(300)).await; // let the cluster settle
-    let start = live();
+    let start = ALLOCATOR.live();
     let a = ConsumerConnector::new(
         ConsumerConfig::builder()
             .group_id("gpf")
@@ -152,7 +101,7 @@ async fn prefetch_stays_bounded_while_the_app_does_not_read_then_everything_arri
     .await
     .unwrap();
     // the connector's fixed cost (its ZooKeeper session, its pool) does not depend on the data
-    let before = live();
+    let before = ALLOCATOR.live();
     eprintln!("prefetch: a connected connector takes {} bytes", before as i64 - start as i64);
     let mut s = a
         .create_message_streams(HashMap::from([(TOPIC.to_string(), STREAMS)]), Arc::new(StringDecoder::new()))
@@ -162,7 +111,7 @@ async fn prefetch_stays_bounded_while_the_app_does_not_read_then_everything_arri
 
     // the app does not read: every stream fills its room, every partition then holds one chunk
     // in its fetcher, and nothing more is fetched
-    eventually(Duration::from_secs(15), "the streams and fetchers to fill up", || async {
+    eventually("the streams and fetchers to fill up", Duration::from_secs(15), || async {
         let st = a.stats();
         st.queued_chunks == (STREAMS * CHUNKS) as u64 && st.held_chunks == PARTITIONS as u64
     })
@@ -178,7 +127,7 @@ async fn prefetch_stays_bounded_while_the_app_does_not_read_then_everything_arri
         assert!(st.queued_chunks <= (STREAMS * CHUNKS) as u64 && st.queued_bytes <= queued_bound, "{st:?}");
         assert!(st.held_chunks <= PARTITIONS as u64 && st.held_bytes <= held_bound, "{st:?}");
         assert_eq!(a.buffered_bytes(), st.queued_bytes + st.held_bytes);
-        let grown = live().saturating_sub(before);
+        let grown = ALLOCATOR.live().saturating_sub(before);
         (low, high) = (low.min(grown), high.max(grown));
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -195,7 +144,7 @@ async fn prefetch_stays_bounded_while_the_app_does_not_read_then_everything_arri
         produce_values(&cluster, TOPIC, p, &[value(p, PER_PARTITION)]).await;
     }
     let expected_hw = |p: i32| PER_PARTITION as i64 + i64::from(p == 0 || p == PARTITIONS - 1);
-    eventually(Duration::from_secs(5), "lag() to see the new messages", || async {
+    eventually("lag() to see the new messages", Duration::from_secs(5), || async {
         a.lag().iter().all(|l| l.high_watermark == expected_hw(l.partition))
     })
     .await;
@@ -214,7 +163,7 @@ async fn prefetch_stays_bounded_while_the_app_does_not_read_then_everything_arri
         assert!(tokio::time::Instant::now() < deadline, "only {consumed} of {total} consumed");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    eventually(Duration::from_secs(5), "the queues to empty", || async { a.buffered_bytes() == 0 }).await;
+    eventually("the queues to empty", Duration::from_secs(5), || async { a.buffered_bytes() == 0 }).await;
     a.shutdown().await.unwrap();
     let mut per_partition: BTreeMap<i32, Vec<i64>> = BTreeMap::new();
     for r in readers {

@@ -112,7 +112,7 @@ async fn roundrobin_owners_match_java_streams_get_their_partitions_and_mixed_sub
                 m.owned_partitions() == mine
             })
     };
-    eventually(Duration::from_secs(20), "the round-robin assignment in /owners and in each member", settled).await;
+    eventually("the round-robin assignment in /owners and in each member", Duration::from_secs(20), settled).await;
 
     // each stream gets exactly the partitions of its thread id (stream n is thread <id>-n)
     for (id, streams) in [("grr_a", &mut sa), ("grr_b", &mut sb), ("grr_c", &mut sc)] {
@@ -156,12 +156,12 @@ async fn roundrobin_owners_match_java_streams_get_their_partitions_and_mixed_sub
             }
             other => panic!("member {odd}: expected RebalanceFailed, got {other:?}"),
         }
-        eventually(Duration::from_secs(10), "the other members' rebalances to fail too", || async {
+        eventually("the other members' rebalances to fail too", Duration::from_secs(10), || async {
             a.stats().failed_rebalances > failed_before
         })
         .await;
         d.shutdown().await.unwrap();
-        eventually(Duration::from_secs(20), "the group back to the round-robin assignment", settled).await;
+        eventually("the group back to the round-robin assignment", Duration::from_secs(20), settled).await;
     }
     for m in [a, b, c] {
         m.shutdown().await.unwrap();

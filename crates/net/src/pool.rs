@@ -186,7 +186,8 @@ mod tests {
         let (_hole, _held, slow) = black_hole().await;
         let live = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let live_addr = live.local_addr().unwrap().to_string();
-        let config = ConnectionConfig::builder().connect_timeout(Duration::from_millis(600)).build().unwrap();
+        // a connect timeout far beyond what a live broker's connect takes on a loaded machine
+        let config = ConnectionConfig::builder().connect_timeout(Duration::from_secs(5)).build().unwrap();
         let pool = Pool::new(config);
         let started = Instant::now();
         let slow_pool = pool.clone();
@@ -195,9 +196,9 @@ mod tests {
         let fast = pool.get_addr(&live_addr).await.unwrap();
         let fast_took = started.elapsed();
         assert!(!fast.is_poisoned());
-        assert!(fast_took < Duration::from_millis(500), "the live broker waited for the slow one: {fast_took:?}");
+        assert!(fast_took < Duration::from_secs(4), "the live broker waited for the slow one: {fast_took:?}");
         match slow_task.await.unwrap() {
-            Err(Error::ConnectTimeout { after, .. }) => assert_eq!(after, Duration::from_millis(600)),
+            Err(Error::ConnectTimeout { after, .. }) => assert_eq!(after, Duration::from_secs(5)),
             other => eprintln!("note: this OS accepted past a full backlog, nothing was slow: {other:?}"),
         }
     }

@@ -1,9 +1,9 @@
 //! The AsyncProducer against a 3-broker FakeCluster coordinated by a real ZooKeeper: queue
 //! policies, acks levels, batching triggers, compression, partitioners, flush, close, drop.
 //!
-//! Skipped (with a note on stderr) when java or ZooKeeper is missing, unless `CI` is set.
+//! Needs java and ZooKeeper (`apt-get install default-jre-headless zookeeper`): without them the
+//! tests fail, or skip when `GREGOR_ALLOW_SKIP=1` is set outside CI.
 
-#[macro_use]
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -19,6 +19,7 @@ use gregor_producer::{
 use gregor_protocol::frame::ApiKey;
 use gregor_protocol::messages::AnyRequest;
 use gregor_protocol::{Compression, ErrorCode};
+use gregor_testkit::support::{self, cluster_or_skip};
 
 fn rec(topic: &str, value: impl ToString) -> Record<String, String> {
     Record::new(topic, value.to_string())
@@ -88,7 +89,9 @@ async fn queue_fail_fast_is_queue_full_at_once_with_the_record_back() {
     }
     let started = Instant::now();
     let e = p.send(rec("t", "11th")).await.unwrap_err();
-    assert!(started.elapsed() < Duration::from_millis(100), "{:?}", started.elapsed());
+    // "at once" is the error's `waited` of zero; the clock only tells it from blocking until
+    // the brokers come back (never, here)
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     match &e {
         SendError::QueueFull { capacity, waited, .. } => assert_eq!((*capacity, *waited), (10, Duration::ZERO)),
         other => panic!("{other:?}"),
@@ -121,7 +124,9 @@ async fn queue_timeout_waits_the_configured_time_then_queue_full() {
     let started = Instant::now();
     let e = p.send(rec("t", "11th")).await.unwrap_err();
     let elapsed = started.elapsed();
-    assert!(elapsed >= wait && elapsed < wait * 4, "{elapsed:?}");
+    // at least the configured wait; the upper bound only tells it from blocking until the
+    // brokers come back (never, here)
+    assert!(elapsed >= wait && elapsed < wait + Duration::from_secs(5), "{elapsed:?}");
     match e {
         SendError::QueueFull { waited, record, .. } => {
             assert!(waited >= wait, "{waited:?}");
@@ -150,7 +155,7 @@ async fn acks_0_offsets_are_unknown_and_the_messages_land() {
     for d in deliveries {
         assert_eq!(d.bounded().await.unwrap().offset, -1, "acks=0: no response, no offset");
     }
-    eventually("30 messages in the logs", Duration::from_secs(5), || {
+    eventually("30 messages in the logs", Duration::from_secs(5), async || {
         (0..3).map(|p| c.offsets("t", p).unwrap().0).sum::<i64>() == 30
     })
     .await;
@@ -183,7 +188,8 @@ async fn acks_1_gives_each_record_its_offset() {
         // acks=1 answers before the follower has the records: consumers see them once the
         // high watermark moves
         let n = records.len() as i64;
-        eventually("the follower catches up", Duration::from_secs(5), || c.offsets("t", part).unwrap().0 == n).await;
+        eventually("the follower catches up", Duration::from_secs(5), async || c.offsets("t", part).unwrap().0 == n)
+            .await;
         let log = read_log(&c, "t", part).await;
         let log: Vec<(i64, String)> = log.into_iter().map(|(o, _, v)| (o, v)).collect();
         assert_eq!(log, records);
@@ -208,7 +214,7 @@ async fn pipelined_requests_deliver_everything_in_order_without_failures() {
         offsets.push(d.bounded().await.unwrap().offset);
     }
     assert_eq!(offsets, (0..2000).collect::<Vec<i64>>());
-    eventually("the follower catches up", Duration::from_secs(5), || c.offsets("t", 0).unwrap().0 == 2000).await;
+    eventually("the follower catches up", Duration::from_secs(5), async || c.offsets("t", 0).unwrap().0 == 2000).await;
     assert_eq!(log_values(&c, "t", 0).await, strings(0..2000));
     assert!(produce_requests(&c, "t").len() >= 100, "batches of 20");
 }
@@ -248,7 +254,7 @@ async fn batch_num_messages_sends_one_request_well_before_the_linger() {
         config(&c)
             .batch_num_messages(50)
             .queue_buffering_max_messages(1000)
-            .queue_buffering_max(Duration::from_secs(10)),
+            .queue_buffering_max(Duration::from_secs(20)),
     );
     let started = Instant::now();
     let mut deliveries = Vec::new();
@@ -258,7 +264,7 @@ async fn batch_num_messages_sends_one_request_well_before_the_linger() {
     for d in deliveries {
         d.bounded().await.unwrap();
     }
-    assert!(started.elapsed() < Duration::from_secs(3), "sent at 50 records, not after the 10 s linger");
+    assert!(started.elapsed() < Duration::from_secs(10), "sent at 50 records, not after the 20 s linger");
     let requests = produced_entries(&c, "t");
     assert_eq!(requests.len(), 1, "one Produce request");
     assert_eq!(requests[0].len(), 50);
@@ -282,7 +288,8 @@ async fn the_linger_sends_one_request_after_queue_buffering_max_ms() {
     // the batch may go up to 1 ms before its linger ends (the engine's timer slack: tokio's
     // timers fire on whole milliseconds, late)
     let earliest = linger - Duration::from_millis(1);
-    assert!(elapsed >= earliest && elapsed < linger + Duration::from_secs(2), "{elapsed:?}");
+    // the upper bound tells the linger from no send at all, with room for a loaded machine
+    assert!(elapsed >= earliest && elapsed < linger + Duration::from_secs(5), "{elapsed:?}");
     let requests = produced_entries(&c, "t");
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].len(), 10);
@@ -293,7 +300,7 @@ async fn a_full_queue_is_sent_at_once() {
     let c = cluster_or_skip!("batch-full");
     c.create_topic("t", 1, 1).await.unwrap();
     let p = producer(
-        config(&c).queue_buffering_max_messages(20).batch_num_messages(20).queue_buffering_max(Duration::from_secs(10)),
+        config(&c).queue_buffering_max_messages(20).batch_num_messages(20).queue_buffering_max(Duration::from_secs(20)),
     );
     let started = Instant::now();
     let mut deliveries = Vec::new();
@@ -303,7 +310,7 @@ async fn a_full_queue_is_sent_at_once() {
     for d in deliveries {
         d.bounded().await.unwrap();
     }
-    assert!(started.elapsed() < Duration::from_secs(3), "a full queue does not wait for the 10 s linger");
+    assert!(started.elapsed() < Duration::from_secs(10), "a full queue does not wait for the 20 s linger");
     let requests = produced_entries(&c, "t");
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].len(), 20);
@@ -626,12 +633,17 @@ async fn murmur2_places_keys_where_java_and_librdkafka_do() {
 async fn null_keys_stick_to_one_partition_until_the_next_metadata_refresh() {
     let c = cluster_or_skip!("partitioner-sticky");
     c.create_topic("s", 3, 1).await.unwrap();
-    let interval = Duration::from_millis(250);
+    let interval = Duration::from_millis(500);
     let p =
         producer(config(&c).partitioner(PartitionerKind::Default08).topic_metadata_refresh_interval(Some(interval)));
     warm(&p, "s").await;
+    let metadata_requests = || c.requests().iter().filter(|r| r.header.api_key == ApiKey::Metadata).count();
     let mut bursts: Vec<BTreeSet<i32>> = Vec::new();
     for burst in 0..8 {
+        // each burst starts right after a periodic refresh, so it has the interval to itself
+        // however slowly the machine sends it
+        let seen = metadata_requests();
+        eventually("a periodic metadata refresh", Duration::from_secs(10), async || metadata_requests() > seen).await;
         let mut deliveries = Vec::new();
         for i in 0..10 {
             deliveries.push(p.send(rec("s", format!("{burst}-{i}"))).await.unwrap());
@@ -641,7 +653,6 @@ async fn null_keys_stick_to_one_partition_until_the_next_metadata_refresh() {
             partitions.insert(d.bounded().await.unwrap().partition);
         }
         bursts.push(partitions);
-        tokio::time::sleep(interval + Duration::from_millis(100)).await;
     }
     // a refresh can land in the middle of a burst; otherwise a burst sticks to one partition
     assert!(bursts.iter().all(|b| b.len() <= 2), "{bursts:?}");
@@ -705,7 +716,7 @@ async fn an_auto_created_topic_is_waited_for() {
 async fn flush_sends_without_the_linger_and_reports_nothing_when_all_is_delivered() {
     let c = cluster_or_skip!("flush-ok");
     c.create_topic("t", 3, 1).await.unwrap();
-    let p = producer(config(&c).queue_buffering_max(Duration::from_secs(10)));
+    let p = producer(config(&c).queue_buffering_max(Duration::from_secs(20)));
     let mut deliveries = Vec::new();
     for i in 0..25 {
         deliveries.push(p.send(rec("t", i).with_key(i.to_string())).await.unwrap());
@@ -713,7 +724,7 @@ async fn flush_sends_without_the_linger_and_reports_nothing_when_all_is_delivere
     let started = Instant::now();
     let report = p.flush().bounded().await;
     assert!(report.is_ok(), "{report:?}");
-    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(started.elapsed() < Duration::from_secs(10), "the flush did not wait for the 20 s linger");
     assert_eq!(p.queued(), 0);
     for d in deliveries {
         d.bounded().await.unwrap();
@@ -784,7 +795,8 @@ async fn close_while_the_cluster_is_paused_reports_every_undelivered_record() {
     let report = p.close(Duration::from_millis(500)).bounded().await;
     let elapsed = started.elapsed();
     resume_all(&c);
-    assert!(elapsed >= Duration::from_millis(450) && elapsed < Duration::from_secs(2), "{elapsed:?}");
+    // the close timeout (500 ms), with room for a loaded machine
+    assert!(elapsed >= Duration::from_millis(450) && elapsed < Duration::from_millis(500) * 10, "{elapsed:?}");
     assert_eq!(report.undelivered.len(), 11, "{report:?}");
     for e in &report.undelivered {
         assert!(matches!(e.error, Error::Closed { .. }), "{e:?}");
@@ -826,11 +838,15 @@ async fn close_delivers_what_is_queued_and_dropping_the_producer_loses_nothing()
         .unwrap();
     }
     drop(tx);
+    // the brokers are paused while the last handle goes: a drop that waited for the records
+    // would wait until they come back
+    pause_all(&c);
     let started = Instant::now();
     drop(p);
-    assert!(started.elapsed() < Duration::from_millis(50), "drop does not block");
+    assert!(started.elapsed() < Duration::from_secs(5), "drop blocked for {:?}", started.elapsed());
+    resume_all(&c);
     let mut ok = 0;
-    while let Some(result) = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap() {
+    while let Some(result) = tokio::time::timeout(LIVENESS, rx.recv()).await.unwrap() {
         assert!(result);
         ok += 1;
     }
@@ -960,9 +976,10 @@ async fn a_blocking_callback_delays_later_results_but_not_the_sending() {
     })
     .await
     .unwrap();
-    eventually("the first record lands", Duration::from_secs(5), || c.offsets("t", 0).unwrap().0 == base + 1).await;
+    eventually("the first record lands", Duration::from_secs(5), async || c.offsets("t", 0).unwrap().0 == base + 1)
+        .await;
     let second = p.send(rec("t", "second")).await.unwrap();
-    eventually("the second record lands while the first callback blocks", Duration::from_secs(5), || {
+    eventually("the second record lands while the first callback blocks", Duration::from_secs(5), async || {
         c.offsets("t", 0).unwrap().0 == base + 2
     })
     .await;
@@ -1040,7 +1057,7 @@ async fn a_topic_that_does_not_exist_fails_after_the_metadata_rounds() {
     let p = producer(config(&c).message_send_max_retries(2).retry_backoff(Duration::from_millis(30)));
     let started = Instant::now();
     let e = p.send(rec("missing", "v").with_key("k".to_owned())).await.unwrap().bounded().await.unwrap_err();
-    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(started.elapsed() < ROUNDS_BOUND, "{:?}", started.elapsed());
     assert_eq!((&*e.topic, e.partition, e.attempts), ("missing", None, 0));
     match &e.error {
         Error::TopicUnavailable { code, rounds, .. } => {
@@ -1059,11 +1076,9 @@ async fn a_topic_that_does_not_exist_fails_after_the_metadata_rounds() {
 /// periodic refresh, 10 minutes away.
 const ROUNDS_BOUND: Duration = Duration::from_secs(5);
 
-async fn within_rounds<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
-    match tokio::time::timeout(ROUNDS_BOUND, f).await {
-        Ok(v) => v,
-        Err(_) => panic!("{what}: no result within {ROUNDS_BOUND:?}; the producer stopped refreshing metadata"),
-    }
+#[track_caller]
+fn within_rounds<F: std::future::IntoFuture>(what: &str, f: F) -> impl std::future::Future<Output = F::Output> {
+    support::bounded(format!("{what} (has the producer stopped refreshing metadata?)"), ROUNDS_BOUND, f)
 }
 
 /// Regression: a record for a topic the producer already knows (here: known not to exist),
@@ -1102,7 +1117,7 @@ async fn every_record_for_a_partition_without_a_leader_gets_its_metadata_rounds(
     c.create_topic("orphan", 1, 1).await.unwrap();
     let victim = c.leader("orphan", 0).unwrap();
     c.kill_broker(victim).await.unwrap();
-    eventually("partition 0 loses its leader", Duration::from_secs(10), || c.leader("orphan", 0).is_none()).await;
+    eventually("partition 0 loses its leader", Duration::from_secs(10), async || c.leader("orphan", 0).is_none()).await;
     let p = producer(config(&c).message_send_max_retries(2).retry_backoff(Duration::from_millis(30)));
     for i in 0..3 {
         let d = p.send(rec("orphan", i).with_partition(0)).await.unwrap();

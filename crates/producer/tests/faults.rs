@@ -2,9 +2,9 @@
 //! dropped connections, a leader moved and a broker killed while records stream with
 //! acks=-1 — nothing acknowledged may be lost, and each partition keeps send order.
 //!
-//! Skipped (with a note on stderr) when java or ZooKeeper is missing, unless `CI` is set.
+//! Needs java and ZooKeeper (`apt-get install default-jre-headless zookeeper`): without them the
+//! tests fail, or skip when `GREGOR_ALLOW_SKIP=1` is set outside CI.
 
-#[macro_use]
 mod common;
 
 use std::collections::BTreeMap;
@@ -14,6 +14,7 @@ use common::*;
 use gregor_producer::{AsyncProducer, DeliveryFuture, Error, Record};
 use gregor_protocol::frame::ApiKey;
 use gregor_protocol::ErrorCode;
+use gregor_testkit::support::cluster_or_skip;
 use gregor_testkit::fault::{Fault, Rule};
 use gregor_testkit::FakeCluster;
 

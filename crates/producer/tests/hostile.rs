@@ -9,10 +9,8 @@
 //! everything). The scenarios of a test run side by side, each with its own broker and
 //! producer, so the file takes about as long as its slowest scenario (~3 s).
 
-#[allow(unused_macros)] // the FakeCluster helpers: not needed here
 mod common;
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 use common::{eventually, Bounded, LIVENESS};
@@ -25,6 +23,7 @@ use gregor_protocol::frame::ApiKey;
 use gregor_serde::StringEncoder;
 use gregor_testkit::fault::{Accept, Fault, Rule};
 use gregor_testkit::hostile::HostileBroker;
+use gregor_testkit::support::{check, side_by_side};
 
 /// `request.timeout.ms` of these tests; the connection waits this plus
 /// [`RESPONSE_TIMEOUT_MARGIN`] for a response.
@@ -32,8 +31,9 @@ const REQUEST_TIMEOUT: Duration = Duration::from_millis(200);
 const RETRIES: u32 = 1;
 const BACKOFF: Duration = Duration::from_millis(50);
 const LINGER: Duration = Duration::from_millis(30);
-/// How late past its bound a result may come on a loaded machine.
-const SLACK: Duration = Duration::from_millis(1500);
+/// How late past its bound a result may come on a loaded machine (the scenarios of a test run
+/// side by side, on two cores shared with everything else).
+const SLACK: Duration = Duration::from_secs(3);
 const RECORDS: usize = 4;
 
 /// The longest a record may take to fail: every try waits at most the response timeout, then
@@ -79,34 +79,6 @@ async fn send_all(p: &AsyncProducer<String, String>) -> (Vec<Result<i64, Box<Del
         results.push(d.bounded().await.map(|m| m.offset));
     }
     (results, started.elapsed())
-}
-
-/// Runs `scenario` for every case side by side; each returns a failure message or nothing.
-async fn all<C, F, Fut>(cases: Vec<C>, scenario: F)
-where
-    C: Send + 'static,
-    F: Fn(C) -> Fut,
-    Fut: Future<Output = Result<(), String>> + Send + 'static,
-{
-    let mut set = tokio::task::JoinSet::new();
-    for case in cases {
-        set.spawn(scenario(case));
-    }
-    let mut failures = Vec::new();
-    while let Some(done) = tokio::time::timeout(LIVENESS * 2, set.join_next()).await.expect("a scenario hung") {
-        if let Err(failure) = done.expect("a scenario panicked") {
-            failures.push(failure);
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-macro_rules! check {
-    ($cond:expr, $($arg:tt)+) => {
-        if !$cond {
-            return Err(format!($($arg)+));
-        }
-    };
 }
 
 /// What the network layer must have said about the last try.
@@ -159,7 +131,7 @@ async fn every_record_fails_typed_and_in_time_whatever_the_broker_does_to_produc
         (Fault::Close, Expect::Closed),
         (Fault::Slowloris(Duration::from_millis(100)), Expect::Timeout),
     ];
-    all(cases, |(behaviour, expect)| async move {
+    side_by_side(LIVENESS * 2, cases, |(behaviour, expect)| async move {
         let b = broker(vec![Rule::on(ApiKey::Produce, behaviour.clone())]).await;
         let p = producer(&b);
         let (results, took) = send_all(&p).await;
@@ -186,7 +158,7 @@ async fn every_record_fails_typed_and_in_time_whatever_the_broker_does_to_produc
         let started = Instant::now();
         let report = p.close(Duration::from_secs(1)).bounded().await;
         check!(report.is_ok(), "{behaviour:?}: nothing was left to report: {:?}", report.undelivered);
-        check!(started.elapsed() < Duration::from_secs(2), "{behaviour:?}: close took {:?}", started.elapsed());
+        check!(started.elapsed() < Duration::from_secs(1) + SLACK, "{behaviour:?}: close took {:?}", started.elapsed());
         Ok(())
     })
     .await;
@@ -205,7 +177,7 @@ async fn a_readable_response_is_a_delivery_however_it_comes() {
         // nothing to corrupt in a Produce response: answered correctly
         (ApiKey::Produce, Fault::BadCrc),
     ];
-    all(cases, |(api, behaviour)| async move {
+    side_by_side(LIVENESS * 2, cases, |(api, behaviour)| async move {
         let b = broker(vec![Rule::on(api, behaviour.clone())]).await;
         let p = producer(&b);
         for round in 0..2 {
@@ -235,7 +207,7 @@ async fn every_record_fails_typed_and_in_time_whatever_the_broker_does_to_metada
         Fault::Silent,
         Fault::Close,
     ];
-    all(cases, |behaviour| async move {
+    side_by_side(LIVENESS * 2, cases, |behaviour| async move {
         let b = broker(vec![Rule::on(ApiKey::Metadata, behaviour.clone())]).await;
         let p = producer(&b);
         let (results, took) = send_all(&p).await;
@@ -268,12 +240,16 @@ async fn every_record_fails_typed_and_in_time_whatever_the_broker_does_to_metada
 async fn close_returns_in_time_with_records_in_flight_to_a_silent_broker() {
     for accept in [Accept::Serve, Accept::Stall] {
         let b = broker(vec![Rule::on(ApiKey::Produce, Fault::Silent)]).await;
-        let p = producer(&b);
+        // a request timeout far beyond the close timeout: a close that waited for the records
+        // in flight would take 10 s and more
+        let config = config(&b).request_timeout(Duration::from_secs(10)).build().unwrap();
+        let p: AsyncProducer<String, String> =
+            AsyncProducer::new(config, StringEncoder::new(), StringEncoder::new()).unwrap();
         let mut deliveries = Vec::new();
         for i in 0..RECORDS {
             deliveries.push(p.send(Record::new("t", format!("v{i}")).with_partition(0)).bounded().await.unwrap());
         }
-        eventually("the Produce request is out", LIVENESS, || b.count(ApiKey::Produce) == 1).await;
+        eventually("the Produce request is out", LIVENESS, async || b.count(ApiKey::Produce) == 1).await;
         // new connections are not even read from now on (the retry's)
         b.set_accept(accept);
         let started = Instant::now();

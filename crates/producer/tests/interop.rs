@@ -21,9 +21,9 @@
 //! broker.version.fallback=0.8.2`), kafka-python with `api_version=(0, 8, 2)` under
 //! `/usr/bin/python3` (`tests/python/interop_client.py`). Every child process is bounded by a
 //! timeout after which it is killed and the test fails. Without kcat or kafka-python the tests
-//! print why and pass, unless `CI` is set: then they fail, naming the apt packages.
+//! fail, naming the apt packages, unless `GREGOR_ALLOW_SKIP=1` is set outside CI: then they
+//! print why and skip.
 
-#[macro_use]
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -34,7 +34,9 @@ use common::Bounded;
 use gregor_producer::{murmur2_partition, AsyncProducer, DeliveryFuture, PartitionerKind, Record};
 use gregor_protocol::Compression;
 use gregor_serde::BytesEncoder;
-use gregor_testkit::tools::{self, kafka_python_or_skip, kcat_or_skip, Finished};
+use gregor_testkit::support::cluster_or_skip;
+use gregor_testkit::support::MessageAt;
+use gregor_testkit::tools::{self, kafka_python_or_skip, kcat_or_skip, Finished, CODECS};
 use gregor_testkit::FakeCluster;
 
 // ---------------------------------------------------------------------------------------------
@@ -44,13 +46,6 @@ use gregor_testkit::FakeCluster;
 /// kcat's output format: lengths first (`%K`/`%S`, -1 for null), so keys and values holding
 /// tabs, newlines or any byte are parsed exactly.
 const KCAT_FORMAT: &str = "%p\\t%o\\t%K\\t%S\\t%k\\t%s\\n";
-
-const CODECS: [(&str, Compression); 4] = [
-    ("none", Compression::None),
-    ("gzip", Compression::Gzip),
-    ("snappy", Compression::Snappy),
-    ("lz4", Compression::Lz4),
-];
 
 const KCAT_LIMIT: Duration = Duration::from_secs(30);
 const PYTHON_LIMIT: Duration = Duration::from_secs(45);
@@ -73,28 +68,8 @@ async fn kafka_python(args: &[&str]) -> Finished {
 // records and parsing
 // ---------------------------------------------------------------------------------------------
 
-/// One message as a consumer saw it (or as the delivery result placed it).
-#[derive(Clone, PartialEq, Eq)]
-struct Msg {
-    partition: i32,
-    offset: i64,
-    key: Option<Vec<u8>>,
-    value: Option<Vec<u8>>,
-}
-
-impl std::fmt::Debug for Msg {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let show = |b: &Option<Vec<u8>>| match b {
-            None => "null".to_owned(),
-            Some(b) if b.len() > 40 => format!("{:?}..({} bytes)", String::from_utf8_lossy(&b[..40]), b.len()),
-            Some(b) => format!("{:?}", String::from_utf8_lossy(b)),
-        };
-        write!(f, "{}@{} key={} value={}", self.partition, self.offset, show(&self.key), show(&self.value))
-    }
-}
-
 /// Parses kcat's [`KCAT_FORMAT`] output byte by byte.
-fn parse_kcat(out: &[u8]) -> Vec<Msg> {
+fn parse_kcat(out: &[u8]) -> Vec<MessageAt> {
     let mut msgs = Vec::new();
     let mut at = 0;
     let field = |at: &mut usize| -> i64 {
@@ -117,7 +92,7 @@ fn parse_kcat(out: &[u8]) -> Vec<Msg> {
         let vlen = field(&mut at);
         let key = bytes(&mut at, klen, b'\t');
         let value = bytes(&mut at, vlen, b'\n');
-        msgs.push(Msg { partition, offset, key, value });
+        msgs.push(MessageAt { partition, offset, key, value });
     }
     msgs
 }
@@ -131,7 +106,7 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 }
 
 /// kafka-python's `consumed`/`produced` lines, with the topic.
-fn parse_python(out: &[u8], event: &str) -> Vec<(String, Msg)> {
+fn parse_python(out: &[u8], event: &str) -> Vec<(String, MessageAt)> {
     String::from_utf8(out.to_vec())
         .expect("the script prints ASCII")
         .lines()
@@ -139,7 +114,7 @@ fn parse_python(out: &[u8], event: &str) -> Vec<(String, Msg)> {
             let f: Vec<&str> = l.split('\t').collect();
             (f[0] == event).then(|| {
                 assert_eq!(f.len(), 6, "{l:?}");
-                let msg = Msg {
+                let msg = MessageAt {
                     partition: f[2].parse().unwrap(),
                     offset: f[3].parse().unwrap(),
                     key: unhex(f[4]),
@@ -152,8 +127,8 @@ fn parse_python(out: &[u8], event: &str) -> Vec<(String, Msg)> {
 }
 
 /// Messages per partition, in the order given.
-fn by_partition(msgs: impl IntoIterator<Item = Msg>) -> BTreeMap<i32, Vec<Msg>> {
-    let mut out: BTreeMap<i32, Vec<Msg>> = BTreeMap::new();
+fn by_partition(msgs: impl IntoIterator<Item = MessageAt>) -> BTreeMap<i32, Vec<MessageAt>> {
+    let mut out: BTreeMap<i32, Vec<MessageAt>> = BTreeMap::new();
     for m in msgs {
         out.entry(m.partition).or_default().push(m);
     }
@@ -162,8 +137,8 @@ fn by_partition(msgs: impl IntoIterator<Item = Msg>) -> BTreeMap<i32, Vec<Msg>> 
 
 /// Compares what a consumer read with what gregor's delivery results promised, partition by
 /// partition, message by message.
-fn assert_same(who: &str, topic: &str, expected: &BTreeMap<i32, Vec<Msg>>, got: &BTreeMap<i32, Vec<Msg>>) {
-    let parts = |m: &BTreeMap<i32, Vec<Msg>>| m.iter().map(|(p, v)| (*p, v.len())).collect::<BTreeMap<_, _>>();
+fn assert_same(who: &str, topic: &str, expected: &BTreeMap<i32, Vec<MessageAt>>, got: &BTreeMap<i32, Vec<MessageAt>>) {
+    let parts = |m: &BTreeMap<i32, Vec<MessageAt>>| m.iter().map(|(p, v)| (*p, v.len())).collect::<BTreeMap<_, _>>();
     assert_eq!(parts(got), parts(expected), "{who} on {topic}: messages per partition");
     for (p, want) in expected {
         let have = &got[p];
@@ -210,7 +185,7 @@ fn value_of(codec: &str, i: usize) -> Vec<u8> {
 /// replication 2) with acks=-1, and returns, per topic, the messages per partition as the
 /// delivery results placed them. Checks the delivery results are contiguous per partition,
 /// in send order, and that the codec went over the wire.
-async fn produce_every_codec(c: &FakeCluster, prefix: &str) -> BTreeMap<String, BTreeMap<i32, Vec<Msg>>> {
+async fn produce_every_codec(c: &FakeCluster, prefix: &str) -> BTreeMap<String, BTreeMap<i32, Vec<MessageAt>>> {
     let mut out = BTreeMap::new();
     for (name, codec) in CODECS {
         let topic = format!("{prefix}-{name}");
@@ -237,7 +212,7 @@ async fn produce_every_codec(c: &FakeCluster, prefix: &str) -> BTreeMap<String, 
         for (i, (key, value, delivery)) in pending.into_iter().enumerate() {
             let md = delivery.bounded().await.unwrap_or_else(|e| panic!("{topic}: record {i} not delivered: {e}"));
             assert_eq!(*md.topic, *topic);
-            sent.push(Msg { partition: md.partition, offset: md.offset, key, value: Some(value) });
+            sent.push(MessageAt { partition: md.partition, offset: md.offset, key, value: Some(value) });
         }
         let report = producer.close(Duration::from_secs(5)).bounded().await;
         assert!(report.is_ok(), "{topic}: close: {report:?}");

@@ -1,7 +1,6 @@
 //! The SyncProducer: blocking sends from plain threads against a 3-broker FakeCluster, and
 //! its refusal to block a runtime thread.
 
-#[macro_use]
 mod common;
 
 use std::time::Duration;
@@ -9,20 +8,21 @@ use std::time::Duration;
 use common::*;
 use gregor_producer::{ProducerConfig, Record, SyncProducer, SyncSendError};
 use gregor_serde::StringEncoder;
+use gregor_testkit::support::cluster_or_skip;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sync_sends_block_until_acknowledged() {
     let c = cluster_or_skip!("sync-producer");
     c.create_topic("s", 2, 3).await.unwrap();
     // a long linger in the config does not delay a sync producer
-    let config = config(&c).request_required_acks(-1).queue_buffering_max(Duration::from_secs(10)).build().unwrap();
+    let config = config(&c).request_required_acks(-1).queue_buffering_max(Duration::from_secs(20)).build().unwrap();
     let thread = std::thread::spawn(move || {
         let p: SyncProducer<String, String> =
             SyncProducer::new(config, StringEncoder::new(), StringEncoder::new()).unwrap();
         assert_eq!(p.config().queue_buffering_max(), Duration::ZERO);
         let started = std::time::Instant::now();
         let one = p.send(Record::new("s", "one".to_owned()).with_partition(0)).unwrap();
-        assert!(started.elapsed() < Duration::from_secs(3));
+        assert!(started.elapsed() < Duration::from_secs(10), "the sync send waited for the 20 s linger");
         let batch = p.send_batch((0..20).map(|i| Record::new("s", i.to_string()).with_partition(1)));
         let offsets: Vec<i64> = batch.into_iter().map(|r| r.unwrap().offset).collect();
         let refused = p.send(Record::new("s", "bad".to_owned()).with_partition(-3));
@@ -35,7 +35,7 @@ async fn sync_sends_block_until_acknowledged() {
     });
     // polled rather than joined on a blocking task: a stuck producer fails the test after
     // LIVENESS instead of hanging it (and the runtime's shutdown, which waits for blocking tasks)
-    eventually("the sync producer's sends, flush and close", LIVENESS, || thread.is_finished()).await;
+    eventually("the sync producer's sends, flush and close", LIVENESS, async || thread.is_finished()).await;
     let (one, offsets) = thread.join().unwrap();
     assert_eq!((one.partition, one.offset), (0, 0));
     assert_eq!(offsets, (0..20).collect::<Vec<i64>>());

@@ -16,10 +16,6 @@
 //! The last tests put a count of 2^31-1 (and string / bytes lengths of 0x7fff / 0x7fffffff) at
 //! every place a real fixture has one, inside a 100-byte frame: each must fail at once.
 
-// The counting allocator below needs `unsafe impl GlobalAlloc`; the library itself has none.
-#![allow(unsafe_code)]
-
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::fmt::Debug;
 use std::path::PathBuf;
@@ -36,61 +32,9 @@ use gregor_protocol::messages::{
 use gregor_protocol::{Encode, Error, Message, MessageAndOffset, MessageSet};
 
 // ---------------------------------------------------------------------------------------------
-// The largest single allocation made by this thread while armed.
+// The largest single allocation made by this thread while a decode runs.
 
-struct Tracking;
-
-thread_local! {
-    static ARMED: Cell<bool> = const { Cell::new(false) };
-    static LARGEST: Cell<usize> = const { Cell::new(0) };
-}
-
-fn note(size: usize) {
-    let _ = ARMED.try_with(|armed| {
-        if armed.get() {
-            let _ = LARGEST.try_with(|l| l.set(l.get().max(size)));
-        }
-    });
-}
-
-// SAFETY: every call is forwarded unchanged to `System`; `note` only touches const-initialised
-// thread-locals (no allocation, no reentrancy).
-unsafe impl GlobalAlloc for Tracking {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note(new_size);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Tracking = Tracking;
-
-/// Runs `f` and returns its value with the largest single allocation it made.
-fn largest_allocation<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    LARGEST.with(|l| l.set(0));
-    ARMED.with(|a| a.set(true));
-    let value = f();
-    ARMED.with(|a| a.set(false));
-    (value, LARGEST.with(Cell::get))
-}
+gregor_testkit::counting_allocator!(ALLOCATOR);
 
 /// What a frame decode may allocate at once: the widest decoded element (a `String` of 24
 /// bytes for a 2-byte empty string on the wire) is 12 times its smallest wire size.
@@ -236,7 +180,7 @@ fn round_trip_response<R: Request>(version: i16, frame: &Bytes) -> Option<R::Res
 where
     R::Response: Debug,
 {
-    let (decoded, largest) = largest_allocation(|| frame::decode_response::<R>(version, frame.clone()));
+    let (decoded, largest) = ALLOCATOR.largest_allocation(|| frame::decode_response::<R>(version, frame.clone()));
     assert!(
         largest <= allocation_bound(frame.len()),
         "{:?} v{version}: allocated {largest} bytes at once for a {}-byte frame {}",
@@ -273,7 +217,7 @@ fn check_response(api: Api, frame: &Bytes) -> Option<Vec<MessageSet>> {
 /// Decodes a request frame (no size prefix); on success checks it re-encodes to the same bytes
 /// and returns its message sets (those of a Produce request).
 fn check_request(frame: &Bytes) -> Option<Vec<MessageSet>> {
-    let (decoded, largest) = largest_allocation(|| {
+    let (decoded, largest) = ALLOCATOR.largest_allocation(|| {
         let mut body = frame.clone();
         let header = RequestHeader::decode(&mut body)?;
         let request = AnyRequest::decode(&header, body)?;
@@ -626,7 +570,7 @@ enum Decoder {
 fn try_decode(decoder: &Decoder, frame: &[u8]) -> (Result<(), Error>, usize, Duration) {
     let frame = Bytes::copy_from_slice(frame);
     let started = Instant::now();
-    let (result, largest) = largest_allocation(|| -> Result<(), Error> {
+    let (result, largest) = ALLOCATOR.largest_allocation(|| -> Result<(), Error> {
         match decoder {
             Decoder::Request => {
                 let mut body = frame.clone();
@@ -689,7 +633,9 @@ fn huge_lengths_fail_at_once(decoder: Decoder, file: &str, layout: &[F]) -> usiz
             other => panic!("{file}: {claimed} at {mark:?} gave {other:?}; frame {}", hex(&frame)),
         }
         assert!(largest <= allocation_bound(100), "{file}: {mark:?}: allocated {largest} bytes at once");
-        assert!(took < Duration::from_secs(1), "{file}: {mark:?} took {took:?}");
+        // microseconds when it fails at once; seconds only if it walked the claimed length (the
+        // bound leaves a loaded machine room)
+        assert!(took < Duration::from_secs(5), "{file}: {mark:?} took {took:?}");
     }
     marks.len()
 }

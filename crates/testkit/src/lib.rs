@@ -23,7 +23,13 @@
 //! * [`wire`]: a tiny raw wire client (one connection, the codec, nothing else) and request
 //!   builders, to poke a broker exactly.
 //! * [`tools`]: kcat (in 0.8.2 mode) and kafka-python run in child processes bounded by a
-//!   timeout, skipped when missing except under `CI`.
+//!   timeout, and the rule for a missing external program ([`tools::SkipRule`]): the test
+//!   fails naming the apt-get command, unless the developer set `GREGOR_ALLOW_SKIP=1` outside
+//!   `CI`.
+//! * [`support`]: what every client crate's tests need around these, written once: waiting
+//!   for a condition ([`support::eventually`]) or a future ([`support::bounded`]), a counting
+//!   global allocator ([`support::CountingAllocator`]), and a FakeCluster per test in a chroot
+//!   of its own with its topics led ([`support::cluster`]).
 //! * the `gregor-testkit` binary, which runs a cluster outside tests.
 //!
 //! The testkit depends only on `gregor-protocol` and `gregor-zk`, never on a client crate, so
@@ -46,6 +52,7 @@ pub mod cluster;
 pub mod fault;
 pub mod hostile;
 pub mod proxy;
+pub mod support;
 pub mod tools;
 pub mod wire;
 pub mod zookeeper;

@@ -14,7 +14,8 @@
 //! ```no_run
 //! use gregor_testkit::zookeeper::ZooKeeperServer;
 //!
-//! // One server per test binary; a missing install skips (or fails when `CI` is set).
+//! // One server per test binary. A missing install fails the test, naming the apt-get command,
+//! // unless the developer set GREGOR_ALLOW_SKIP=1 outside CI (see `tools::SkipRule`).
 //! let Some(zk) = ZooKeeperServer::shared_or_skip() else { return };
 //! let connect = zk.unique_chroot("my_test"); // "127.0.0.1:PORT/gregor-test/my_test-PID-N"
 //! # let _ = connect;
@@ -50,6 +51,8 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
+use crate::tools::SkipRule;
+
 /// Where Debian's `zookeeper` package installs the server jar.
 pub const DEFAULT_ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
 
@@ -79,8 +82,6 @@ const FOUR_LETTER_TIMEOUT: Duration = Duration::from_secs(2);
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bytes of log kept in error messages.
 const LOG_TAIL_BYTES: u64 = 6 * 1024;
-/// The environment variable that turns a missing install into a failure.
-const CI_ENV: &str = "CI";
 
 /// The shell that runs the JVM. `$1` is the data directory's parent (removed when the test
 /// process dies), the rest is the java command line.
@@ -310,17 +311,19 @@ impl ZooKeeperServer {
         ZooKeeperBuilder::default()
     }
 
-    /// Starts a server unless java or ZooKeeper is missing and the `CI` environment variable
-    /// is unset, in which case it prints why to stderr and returns `None` (the caller skips).
+    /// Starts a server; when java or ZooKeeper is missing, applies the
+    /// [skip rule](crate::tools::SkipRule): `None` (after saying why on stderr, the caller
+    /// skips) only when the developer set [`GREGOR_ALLOW_SKIP`](crate::tools::ALLOW_SKIP_ENV)
+    /// outside CI.
     ///
     /// # Panics
     ///
-    /// When the server cannot start for any other reason, or is not installed while `CI` is
-    /// set; the message carries the install command or the server's log tail.
+    /// When the server cannot start for any other reason, or is not installed and the rule
+    /// says fail; the message carries the install command or the server's log tail.
     pub fn start_or_skip() -> Option<ZooKeeperServer> {
         match Self::start() {
             Ok(server) => Some(server),
-            Err(e) => skip_or_panic(&e),
+            Err(e) => skip_or_panic(SkipRule::from_env(), &e),
         }
     }
 
@@ -341,17 +344,19 @@ impl ZooKeeperServer {
         }
     }
 
-    /// [`shared`](Self::shared), unless java or ZooKeeper is missing and the `CI` environment
-    /// variable is unset: then it prints why to stderr and returns `None` (the caller skips).
+    /// [`shared`](Self::shared); when java or ZooKeeper is missing, applies the
+    /// [skip rule](crate::tools::SkipRule): `None` (after saying why on stderr, the caller
+    /// skips) only when the developer set [`GREGOR_ALLOW_SKIP`](crate::tools::ALLOW_SKIP_ENV)
+    /// outside CI.
     ///
     /// # Panics
     ///
-    /// When the server cannot start for any other reason, or is not installed while `CI` is
-    /// set.
+    /// When the server cannot start for any other reason, or is not installed and the rule
+    /// says fail (always under `CI`); the message names the apt-get command.
     pub fn shared_or_skip() -> Option<&'static ZooKeeperServer> {
         match Self::shared_result() {
             Ok(server) => Some(server),
-            Err(e) => skip_or_panic(e),
+            Err(e) => skip_or_panic(SkipRule::from_env(), e),
         }
     }
 
@@ -695,19 +700,21 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-fn skip_or_panic<T>(e: &Error) -> Option<T> {
-    if e.is_not_installed() && std::env::var_os(CI_ENV).is_none() {
-        eprintln!("skipping: a real ZooKeeper is needed: {e} (with {CI_ENV} set, this fails)");
-        None
-    } else if e.is_not_installed() {
-        panic!("a real ZooKeeper is needed and {CI_ENV} is set: {e}");
-    } else {
-        panic!("could not start ZooKeeper: {}", chain(e));
+/// A server that could not start: the [skip rule](SkipRule) for a missing install, a panic
+/// with the error's chain for anything else.
+fn skip_or_panic<T>(rule: SkipRule, e: &Error) -> Option<T> {
+    match e {
+        Error::NotInstalled { what, install } => {
+            rule.unavailable(format!("a real ZooKeeper is needed and {what} was not found"), install)
+        }
+        _ => panic!("could not start ZooKeeper: {}", chain(e)),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::panic::AssertUnwindSafe;
+
     use super::*;
 
     #[test]
@@ -724,6 +731,25 @@ mod tests {
         let e = ZooKeeperServer::builder().java("/bin/sh").jar("/nonexistent/zookeeper.jar").start().unwrap_err();
         assert!(e.is_not_installed());
         assert!(e.to_string().contains("apt-get install zookeeper"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_install_fails_unless_skipping_is_allowed_outside_ci() {
+        let e = ZooKeeperServer::builder().java("/bin/sh").jar("/nonexistent/zookeeper.jar").start().unwrap_err();
+        let skip = SkipRule { ci: false, allow_skip: true };
+        assert!(skip_or_panic::<()>(skip, &e).is_none());
+        for rule in [SkipRule { ci: false, allow_skip: false }, SkipRule { ci: true, allow_skip: true }] {
+            let failed =
+                std::panic::catch_unwind(AssertUnwindSafe(|| skip_or_panic::<()>(rule, &e))).expect_err("fails");
+            let text = failed.downcast_ref::<String>().expect("a formatted panic message");
+            assert!(text.starts_with("a real ZooKeeper is needed and the ZooKeeper server jar"), "{text}");
+            assert!(text.contains("install it with `apt-get install zookeeper`"), "{text}");
+        }
+        // anything but a missing install fails whatever the rule
+        let other = Error::Timeout { port: 1, timeout: Duration::from_secs(1), log_tail: "tail".into() };
+        let failed =
+            std::panic::catch_unwind(AssertUnwindSafe(|| skip_or_panic::<()>(skip, &other))).expect_err("fails");
+        assert!(failed.downcast_ref::<String>().unwrap().starts_with("could not start ZooKeeper"));
     }
 
     #[test]

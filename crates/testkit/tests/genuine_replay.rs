@@ -56,6 +56,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use common::eventually;
 use gregor_protocol::frame::{self, Request};
 use gregor_protocol::message::DecodeOptions;
 use gregor_protocol::messages::*;
@@ -775,19 +776,10 @@ impl<'a> Replay<'a> {
     }
 }
 
-/// Waits for `what` to hold of the fake, polling.
-async fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while !ready() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 /// Waits until every partition of `topics` has its high watermark at its leader's log end (the
 /// followers have fetched everything).
 async fn settle(cluster: &FakeCluster, topics: &[String]) {
-    wait_until("replication to settle", || {
+    eventually("replication to settle", WAIT, async || {
         topics.iter().all(|t| {
             cluster
                 .partitions(t)
@@ -891,7 +883,7 @@ async fn genuine_0_8_2_2_frames_replay_against_the_fake_cluster() {
             "metadata_v0_broker_down" => {
                 cluster.kill_broker(2).await.expect("kill broker 2");
                 replay.conns.remove(&2);
-                wait_until("t/2 led by 0 and t/1, minisr/0 isr [1]", || {
+                eventually("t/2 led by 0 and t/1, minisr/0 isr [1]", WAIT, async || {
                     cluster.partition_info("t", 2).is_some_and(|(l, _, isr)| l == 0 && isr == vec![0])
                         && cluster.partition_info("t", 1).is_some_and(|(_, _, isr)| isr == vec![1])
                         && cluster.partition_info("minisr", 0).is_some_and(|(_, _, isr)| isr == vec![1])
@@ -902,7 +894,7 @@ async fn genuine_0_8_2_2_frames_replay_against_the_fake_cluster() {
             // "after broker 2 was restarted and had rejoined the ISRs"
             "metadata_v0_after_restart" => {
                 cluster.restart_broker(2).await.expect("restart broker 2");
-                wait_until("broker 2 back in the ISRs of t/1 and t/2", || {
+                eventually("broker 2 back in the ISRs of t/1 and t/2", WAIT, async || {
                     [1, 2].iter().all(|p| cluster.partition_info("t", *p).is_some_and(|(_, _, isr)| isr.contains(&2)))
                 })
                 .await;

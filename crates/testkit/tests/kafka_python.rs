@@ -13,14 +13,13 @@
 //! * one request of each kind captured into `crates/protocol/tests/data/kafka-python-live/`
 //!   (written only with `GREGOR_CAPTURE_FIXTURES=1`; the files are always checked).
 //!
-//! Without `/usr/bin/python3` or kafka-python the tests print why and pass, except under `CI`,
-//! where they fail.
+//! Without `/usr/bin/python3` or kafka-python the tests fail, naming the apt packages, unless
+//! `GREGOR_ALLOW_SKIP=1` is set outside CI: then they print why and skip.
 
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -30,15 +29,10 @@ use gregor_protocol::frame::{encode_request, split_frame, ApiKey, RequestHeader}
 use gregor_protocol::message::DecodeOptions;
 use gregor_protocol::messages::*;
 use gregor_protocol::Compression;
-use gregor_testkit::{FakeCluster, LoggedRequest};
+use gregor_testkit::{tools, FakeCluster, LoggedRequest};
 use gregor_zk::paths;
 use serde_json::{json, Value};
-use tokio::io::AsyncReadExt;
-use tokio::process::Command;
-use tokio::sync::OnceCell;
 
-const PYTHON: &str = "/usr/bin/python3";
-const INSTALL: &str = "apt-get install python3-kafka python3-snappy python3-lz4 python3-xxhash";
 /// Bound on one run of the script; a run normally takes about a second.
 const SCRIPT_LIMIT: Duration = Duration::from_secs(45);
 const CODECS: [&str; 4] = ["none", "gzip", "snappy", "lz4"];
@@ -54,108 +48,32 @@ fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/kafka_python_client.py")
 }
 
-/// True when kafka-python can run; otherwise prints why and returns false, or fails under CI.
+/// True when kafka-python can run; otherwise fails naming the apt packages, or returns false
+/// when skipping is allowed (`GREGOR_ALLOW_SKIP=1`, never under CI).
 async fn kafka_python_or_skip() -> bool {
-    static PROBE: OnceCell<Result<String, String>> = OnceCell::const_new();
-    match PROBE.get_or_init(probe).await {
-        Ok(_) => true,
-        Err(why) if std::env::var_os("CI").is_some() => panic!("{why}; CI needs kafka-python: {INSTALL}"),
-        Err(why) => {
-            eprintln!("skipping: {why} (to run these tests: {INSTALL})");
-            false
-        }
-    }
-}
-
-async fn probe() -> Result<String, String> {
-    if !Path::new(PYTHON).exists() {
-        return Err(format!("{PYTHON} is missing"));
-    }
-    let code = "import kafka, snappy, lz4.frame, xxhash; print(kafka.__version__)";
-    let run = Command::new(PYTHON).args(["-c", code]).stdin(Stdio::null()).kill_on_drop(true).output();
-    let out = match tokio::time::timeout(Duration::from_secs(30), run).await {
-        Ok(Ok(out)) => out,
-        Ok(Err(e)) => return Err(format!("{PYTHON} does not run: {e}")),
-        Err(_) => return Err(format!("`{PYTHON} -c 'import kafka'` took over 30 s")),
-    };
-    if !out.status.success() {
-        return Err(format!(
-            "`import kafka, snappy, lz4.frame, xxhash` fails: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    let version = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    if version != "2.0.2" {
-        eprintln!("note: these tests were written against kafka-python 2.0.2, found {version}");
-    }
-    Ok(version)
+    tools::kafka_python_or_skip().await.is_some()
 }
 
 /// Runs one scenario of the script and returns its JSON lines. Fails with the script's output
-/// when it exits non-zero or prints something else, and kills it after [`SCRIPT_LIMIT`].
+/// when it exits non-zero or prints something else, and kills it after [`SCRIPT_LIMIT`]
+/// ([`tools::run_python`]).
 async fn run_script(args: &[&str]) -> Vec<Value> {
     let what = args.join(" ");
-    let mut child = Command::new(PYTHON)
-        .arg("-u")
-        .arg(script())
-        .args(args)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONHASHSEED", "0")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {PYTHON}: {e}"));
-    let mut stdout = child.stdout.take().expect("stdout");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let out = tokio::spawn(async move {
-        let mut b = Vec::new();
-        let _ = stdout.read_to_end(&mut b).await;
-        b
-    });
-    let err = tokio::spawn(async move {
-        let mut b = Vec::new();
-        let _ = stderr.read_to_end(&mut b).await;
-        b
-    });
-    let status = match tokio::time::timeout(SCRIPT_LIMIT, child.wait()).await {
-        Ok(status) => Some(status.expect("wait for python")),
-        Err(_) => {
-            let _ = child.kill().await;
-            None
-        }
-    };
-    let collect = |h: tokio::task::JoinHandle<Vec<u8>>| async move {
-        match tokio::time::timeout(Duration::from_secs(5), h).await {
-            Ok(Ok(b)) => String::from_utf8_lossy(&b).into_owned(),
-            _ => "<output not collected>".to_owned(),
-        }
-    };
-    let (stdout, stderr) = (collect(out).await, collect(err).await);
-    let report = format!("\n--- stdout (last lines)\n{}\n--- stderr\n{}", tail(&stdout, 4000), tail(&stderr, 16000));
-    match status {
-        None => panic!("kafka-python `{what}` did not finish within {SCRIPT_LIMIT:?} and was killed{report}"),
-        Some(s) if !s.success() => panic!("kafka-python `{what}` failed ({s}){report}"),
-        Some(_) => {}
-    }
-    if !stderr.trim().is_empty() {
-        eprintln!("kafka-python `{what}` stderr:\n{stderr}");
-    }
+    let run = tools::run_python(&script(), args, SCRIPT_LIMIT).await;
+    let stdout = String::from_utf8_lossy(&run.stdout);
     stdout
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("kafka-python `{what}` printed {l:?}: {e}{report}")))
+        .map(|l| {
+            serde_json::from_str(l).unwrap_or_else(|e| {
+                panic!(
+                    "kafka-python `{what}` printed {l:?}: {e}\n--- stdout (last lines)\n{}\n--- stderr\n{}",
+                    tools::tail(&run.stdout, 4000),
+                    tools::tail(&run.stderr, 16000)
+                )
+            })
+        })
         .collect()
-}
-
-/// The last `max` bytes of `s` or so (whole characters).
-fn tail(s: &str, max: usize) -> &str {
-    let mut from = s.len().saturating_sub(max);
-    while !s.is_char_boundary(from) {
-        from += 1;
-    }
-    &s[from..]
 }
 
 fn events<'a>(lines: &'a [Value], event: &str) -> Vec<&'a Value> {

@@ -17,9 +17,8 @@
 //!   `GREGOR_CAPTURE_FIXTURES=1`) written to `crates/protocol/tests/data/kcat/`;
 //! * `kcat_throughput` (ignored): produce rate of 500,000 100-byte messages.
 //!
-//! Without kcat the tests print why and pass, unless `CI` is set: then they fail.
-
-mod common;
+//! Without kcat the tests fail, naming `apt-get install kcat`, unless `GREGOR_ALLOW_SKIP=1` is
+//! set outside CI: then they print why and skip.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -32,6 +31,8 @@ use bytes::{Bytes, BytesMut};
 use gregor_protocol::frame::{encode_request, split_frame, ApiKey, RequestHeader};
 use gregor_protocol::messages::{AnyRequest, ProduceRequest};
 use gregor_protocol::{Compression, MessageSet};
+use gregor_testkit::support;
+use gregor_testkit::tools::{kcat_or_skip, CODECS, KCAT_0_8_2};
 use gregor_testkit::{FakeCluster, LoggedRequest};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -41,39 +42,6 @@ use tokio::task::JoinHandle;
 // ---------------------------------------------------------------------------------------------
 // kcat
 // ---------------------------------------------------------------------------------------------
-
-/// How to install kcat (named in the failure under CI).
-const INSTALL_KCAT: &str = "apt-get install kcat";
-
-/// The options that put librdkafka in Kafka 0.8.2 mode (no ApiVersions request, the 0.8.2
-/// feature set: Produce/Fetch/Offsets/Metadata v0, MessageSet v0).
-const MODE_0_8_2: [&str; 4] = ["-X", "api.version.request=false", "-X", "broker.version.fallback=0.8.2"];
-
-/// The codecs kcat can write, with kcat's `-z` name and the codec the broker sees.
-const CODECS: [(&str, Compression); 4] = [
-    ("none", Compression::None),
-    ("gzip", Compression::Gzip),
-    ("snappy", Compression::Snappy),
-    ("lz4", Compression::Lz4),
-];
-
-/// The kcat executable, or `None` (after saying why) to skip; panics under CI.
-fn kcat_or_skip() -> Option<PathBuf> {
-    let found = std::env::var_os("KCAT").map(PathBuf::from).filter(|p| p.is_file()).or_else(|| {
-        std::env::var_os("PATH")
-            .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("kcat")).find(|p| p.is_file()))
-    });
-    match found {
-        Some(p) => Some(p),
-        None if std::env::var_os("CI").is_some() => {
-            panic!("kcat is not installed (not on PATH): install it with `{INSTALL_KCAT}` (CI is set, so this fails)")
-        }
-        None => {
-            eprintln!("skipping: kcat is not installed (not on PATH); install it with `{INSTALL_KCAT}`");
-            None
-        }
-    }
-}
 
 /// kcat pointed at one bootstrap list, in 0.8.2 mode.
 #[derive(Debug, Clone)]
@@ -125,9 +93,9 @@ impl Kcat {
     /// Starts `kcat -b <bootstrap> <0.8.2 mode> <args>` with piped stdin, stdout, stderr.
     fn spawn(&self, args: &[&str]) -> KcatProcess {
         let mut cmd = Command::new(&self.bin);
-        cmd.arg("-b").arg(&self.bootstrap).args(MODE_0_8_2).args(args);
+        cmd.arg("-b").arg(&self.bootstrap).args(KCAT_0_8_2).args(args);
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-        let what = format!("kcat -b {} {} {}", self.bootstrap, MODE_0_8_2.join(" "), args.join(" "));
+        let what = format!("kcat -b {} {} {}", self.bootstrap, KCAT_0_8_2.join(" "), args.join(" "));
         let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
         let stdout = drain(child.stdout.take().expect("piped stdout"));
         let stderr = drain(child.stderr.take().expect("piped stderr"));
@@ -202,25 +170,15 @@ impl KcatProcess {
     }
 }
 
-/// A kcat and a cluster of `n` brokers in a chroot of its own, or a skip.
+/// A kcat and a cluster of `n` brokers in a chroot of its own, or `None` to skip (only with
+/// `GREGOR_ALLOW_SKIP=1`, never under CI).
 async fn setup(
     test: &str,
     n: usize,
     configure: impl FnOnce(&mut gregor_testkit::BrokerConfig),
 ) -> Option<(PathBuf, FakeCluster)> {
     let kcat = kcat_or_skip()?;
-    let zk = common::chroot(test)?;
-    gregor_testkit::init_tracing();
-    let cluster = FakeCluster::builder(zk)
-        .brokers(n)
-        .configure(|c| {
-            c.replica_lag_time_max = Duration::from_millis(1500);
-            c.offsets_topic_num_partitions = 4;
-            configure(c);
-        })
-        .start()
-        .await
-        .expect("the fake cluster starts");
+    let cluster = support::cluster(test).brokers(n).quick().configure(configure).start().await?;
     Some((kcat, cluster))
 }
 
@@ -611,7 +569,11 @@ fn xxh32(input: &[u8]) -> u32 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kcat_producer_loses_no_acknowledged_message_when_a_leader_dies() {
-    let (bin, c) = setup_or_skip!("kcat-failover", 3);
+    // the follower must still be in the ISR when its leader is killed: a 10 s replica lag, not
+    // the quick 1.5 s, so that a loaded machine's slow replication cannot drop it first
+    let (bin, c) = setup_or_skip!("kcat-failover", 3, |cfg: &mut gregor_testkit::BrokerConfig| {
+        cfg.replica_lag_time_max = Duration::from_secs(10)
+    });
     c.create_topic("failover", 3, 2).await.unwrap();
     let kcat = Kcat::new(&bin, c.bootstrap());
     // a steady stream: 100 messages every 5 ms; the leader of failover/0 dies a third of the way

@@ -1,26 +1,25 @@
 //! gregor-zk's `ZkClient` against a real ZooKeeper (Debian's 3.8, launched by the testkit).
 //!
 //! One server for the whole binary, one chroot per test. Without java or ZooKeeper the tests
-//! skip, printing why, unless `CI` is set: then they fail naming `apt-get install zookeeper`.
+//! fail naming `apt-get install zookeeper`, unless `GREGOR_ALLOW_SKIP=1` is set outside CI: then
+//! they print why and skip.
 
 use std::fmt::Debug;
 use std::time::Duration;
 
 use gregor_testkit::proxy::TcpProxy;
+use gregor_testkit::support::chroot;
 use gregor_testkit::zookeeper::ZooKeeperServer;
 use gregor_zk::payloads::BrokerRegistration;
 use gregor_zk::{paths, CreateMode, Error, SessionEvent, Watch, ZkClient, ZkError};
 use tokio::sync::broadcast;
 use tokio::time::timeout;
 
-const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
+/// The session timeout of the tests' clients: what ZooKeeper must do "at once" (a closed
+/// session's ephemerals going, a watch firing) is told from a session expiring by this much.
+const SESSION_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long a test waits for something ZooKeeper does at once (a watch, a reconnection).
-const PROMPTLY: Duration = Duration::from_secs(3);
-
-/// A connect string with a chroot of its own, or `None` to skip.
-fn chroot(test: &str) -> Option<String> {
-    ZooKeeperServer::shared_or_skip().map(|zk| zk.unique_chroot(test))
-}
+const PROMPTLY: Duration = Duration::from_secs(10);
 
 /// The shared server's address without a chroot.
 fn root() -> String {

@@ -4,8 +4,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use gregor_admin::Admin;
 use gregor_net::{BrokerConnection, ConnectionConfig};
@@ -14,48 +13,34 @@ use gregor_protocol::messages::{
     ProduceRequest, ProduceTopic,
 };
 use gregor_protocol::{Compression, ErrorCode, Message, MessageSet};
-use gregor_testkit::zookeeper::ZooKeeperServer;
-use gregor_testkit::{BrokerConfig, FakeCluster};
+use gregor_testkit::{support, BrokerConfig, FakeCluster};
 
-/// A ZooKeeper session as an admin handle in a chroot of its own, or `None` to skip (never
-/// under CI).
+/// Waiting comes from the testkit's shared support.
+pub use gregor_testkit::support::eventually;
+
+/// How long a test waits for the controller or the brokers to act.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// A ZooKeeper session as an admin handle in a chroot of its own, or `None` to skip (only with
+/// `GREGOR_ALLOW_SKIP=1`, never under CI).
 pub async fn bare_admin(test: &str) -> Option<Admin> {
-    let connect = ZooKeeperServer::shared_or_skip()?.unique_chroot(test);
+    let connect = support::chroot(test)?;
     Some(Admin::connect(&connect, Duration::from_secs(6)).await.expect("zookeeper connects"))
 }
 
-/// A cluster of three brokers in a chroot of its own, and an admin handle on the same chroot.
+/// A cluster of three brokers in a chroot of its own, and an admin handle on the same chroot,
+/// or `None` to skip (only with `GREGOR_ALLOW_SKIP=1`, never under CI).
 pub async fn cluster(test: &str, configure: impl FnOnce(&mut BrokerConfig)) -> Option<(FakeCluster, Admin)> {
-    let connect = ZooKeeperServer::shared_or_skip()?.unique_chroot(test);
-    gregor_testkit::init_tracing();
-    let cluster = FakeCluster::builder(connect.clone())
-        .brokers(3)
+    let cluster = support::cluster(test)
         .configure(|c| {
             c.offsets_topic_num_partitions = 2;
             c.replica_lag_time_max = Duration::from_millis(1500);
-            configure(c);
         })
+        .configure(configure)
         .start()
-        .await
-        .expect("the fake cluster starts");
-    let admin = Admin::connect(&connect, Duration::from_secs(6)).await.expect("zookeeper connects");
+        .await?;
+    let admin = Admin::connect(cluster.zookeeper(), Duration::from_secs(6)).await.expect("zookeeper connects");
     Some((cluster, admin))
-}
-
-/// Polls `f` every 25 ms until it returns `Some`, or panics after 10 s naming `what`.
-pub async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
 }
 
 pub async fn connect(cluster: &FakeCluster, broker: i32) -> BrokerConnection {
@@ -95,7 +80,7 @@ pub async fn produce(
 /// consumer with `offsets.storage=kafka` does: ConsumerMetadata until the coordinator is ready.
 pub async fn commit_in_kafka(cluster: &FakeCluster, group: &str, topic: &str, partition: i32, offset: i64) {
     let any = connect(cluster, 0).await;
-    let coordinator = eventually("the offset coordinator", || {
+    let coordinator = eventually("the offset coordinator", WAIT, || {
         let any = any.clone();
         async move {
             let r = any.request(0, &ConsumerMetadataRequest { group_id: group.to_owned() }).await.ok()?;

@@ -6,30 +6,17 @@
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use gregor_testkit::zookeeper::ZooKeeperServer;
-use gregor_testkit::{BrokerConfig, FakeCluster};
-use tokio::io::AsyncWriteExt;
+use gregor_testkit::{support, tools, BrokerConfig, FakeCluster};
 use tokio::process::{Child, Command};
 
 /// The longest any one command may take.
 pub const LIMIT: Duration = Duration::from_secs(30);
 
 /// A 3-broker cluster in a chroot of its own with auto-creation off (so an unknown topic stays
-/// unknown) and `configure` applied, or `None` to skip (never under CI).
+/// unknown) and `configure` applied, or `None` to skip (only with `GREGOR_ALLOW_SKIP=1`, never
+/// under CI).
 pub async fn cluster_with(test: &str, configure: impl FnOnce(&mut BrokerConfig)) -> Option<FakeCluster> {
-    let zk = ZooKeeperServer::shared_or_skip()?;
-    gregor_testkit::init_tracing();
-    Some(
-        FakeCluster::builder(zk.unique_chroot(test))
-            .brokers(3)
-            .configure(|c| {
-                c.auto_create_topics_enable = false;
-                configure(c);
-            })
-            .start()
-            .await
-            .expect("the fake cluster starts"),
-    )
+    support::cluster(test).configure(|c| c.auto_create_topics_enable = false).configure(configure).start().await
 }
 
 /// What a finished command left.
@@ -82,21 +69,13 @@ pub fn spawn(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Child {
         .expect("the program starts")
 }
 
-/// Runs `program args` with `input` on stdin (closed after it), within [`LIMIT`].
+/// Runs `program args` with `input` on stdin (closed after it), within [`LIMIT`] (killed and
+/// failing the test after it).
 pub async fn run_program(program: impl AsRef<std::ffi::OsStr>, args: &[&str], input: &[u8]) -> Run {
     let what = format!("{} {}", program.as_ref().to_string_lossy(), args.join(" "));
-    let mut child = spawn(program, args);
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let input = input.to_vec();
-    let writer = tokio::spawn(async move {
-        // a command that exits early closes the pipe: not this helper's business
-        let _ = stdin.write_all(&input).await;
-    });
-    let out = tokio::time::timeout(LIMIT, child.wait_with_output())
-        .await
-        .unwrap_or_else(|_| panic!("{what} did not finish within {LIMIT:?}"))
-        .expect("waits");
-    writer.await.unwrap();
+    let mut command = Command::new(program);
+    command.args(args);
+    let out = tools::run_bounded(&what, command, input.to_vec(), LIMIT).await;
     Run {
         what,
         status: out.status,

@@ -8,34 +8,17 @@ use std::future::{Future, IntoFuture};
 use std::panic::Location;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use gregor_net::{BrokerConnection, ConnectionConfig};
 use gregor_producer::{AsyncProducer, ProducerConfig, ProducerConfigBuilder};
 use gregor_protocol::messages::{AnyRequest, FetchPartition, FetchRequest, ProduceRequest, TopicPartitions};
 use gregor_protocol::Message;
 use gregor_serde::StringEncoder;
-use gregor_testkit::zookeeper::ZooKeeperServer;
 use gregor_testkit::FakeCluster;
 
-/// A cluster of three brokers in a chroot of its own, or `None` to skip (never under CI).
-pub async fn cluster(test: &str, configure: impl FnOnce(&mut gregor_testkit::BrokerConfig)) -> Option<FakeCluster> {
-    let zk = ZooKeeperServer::shared_or_skip()?.unique_chroot(test);
-    gregor_testkit::init_tracing();
-    Some(FakeCluster::builder(zk).brokers(3).configure(configure).start().await.expect("the fake cluster starts"))
-}
-
-macro_rules! cluster_or_skip {
-    ($name:expr) => {
-        cluster_or_skip!($name, |_| {})
-    };
-    ($name:expr, $configure:expr) => {
-        match common::cluster($name, $configure).await {
-            Some(c) => c,
-            None => return,
-        }
-    };
-}
+/// Waiting comes from the testkit's shared support.
+pub use gregor_testkit::support::eventually;
 
 /// A config for `c` with acks=1, a short linger, and retries that fit in a test.
 pub fn config(c: &FakeCluster) -> ProducerConfigBuilder {
@@ -96,16 +79,8 @@ pub fn produced_entries(c: &FakeCluster, topic: &str) -> Vec<Vec<Message>> {
 /// A partition's messages as the leader serves them to consumers (up to the high
 /// watermark): (offset, key, value).
 pub async fn read_log(c: &FakeCluster, topic: &str, partition: i32) -> Vec<(i64, Option<String>, String)> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match try_read_log(c, topic, partition).await {
-            Some(log) => return log,
-            None => {
-                assert!(Instant::now() < deadline, "{topic}/{partition} could not be read");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
+    let what = format!("{topic}/{partition} to be readable at its leader");
+    eventually(what, Duration::from_secs(10), async || try_read_log(c, topic, partition).await).await
 }
 
 async fn try_read_log(c: &FakeCluster, topic: &str, partition: i32) -> Option<Vec<(i64, Option<String>, String)>> {
@@ -149,15 +124,6 @@ async fn try_read_log(c: &FakeCluster, topic: &str, partition: i32) -> Option<Ve
 /// Values of a partition's log.
 pub async fn log_values(c: &FakeCluster, topic: &str, partition: i32) -> Vec<String> {
     read_log(c, topic, partition).await.into_iter().map(|(_, _, v)| v).collect()
-}
-
-/// Waits until `ready` holds (or panics after `within`).
-pub async fn eventually(what: &str, within: Duration, mut ready: impl FnMut() -> bool) {
-    let deadline = Instant::now() + within;
-    while !ready() {
-        assert!(Instant::now() < deadline, "{what} did not happen within {within:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// How long a test waits for a delivery, a flush or a close before it calls the producer

@@ -3,32 +3,18 @@
 
 #![allow(dead_code, unreachable_pub, unused_imports)]
 
-use std::time::Duration;
-
 use gregor_protocol::frame::ApiKey;
-use gregor_testkit::zookeeper::ZooKeeperServer;
+use gregor_testkit::support;
 use gregor_testkit::FakeCluster;
 
-/// A connect string with a chroot of its own, or `None` to skip (never under CI).
-pub fn chroot(test: &str) -> Option<String> {
-    ZooKeeperServer::shared_or_skip().map(|zk| zk.unique_chroot(test))
-}
+/// Waiting and a chroot per test come from the testkit's shared support.
+pub use gregor_testkit::support::{chroot, eventually};
 
-/// A cluster of `n` brokers in a chroot of its own (with a short replica lag for ISR tests).
+/// A cluster of `n` brokers in a chroot of its own, [quick](support::TestClusterBuilder::quick)
+/// (a short replica lag for ISR tests), or `None` to skip (only with `GREGOR_ALLOW_SKIP=1`,
+/// never under CI).
 pub async fn cluster(test: &str, n: usize) -> Option<FakeCluster> {
-    let zk = chroot(test)?;
-    gregor_testkit::init_tracing();
-    Some(
-        FakeCluster::builder(zk)
-            .brokers(n)
-            .configure(|c| {
-                c.replica_lag_time_max = Duration::from_millis(1500);
-                c.offsets_topic_num_partitions = 4;
-            })
-            .start()
-            .await
-            .expect("the fake cluster starts"),
-    )
+    support::cluster(test).brokers(n).quick().start().await
 }
 
 /// The raw wire client and request builders live in the testkit itself.
