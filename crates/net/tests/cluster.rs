@@ -10,8 +10,8 @@ use gregor_net::{ConnectionConfig, Error, MetadataCache, PoisonReason, Pool};
 use gregor_protocol::frame::ApiKey;
 use gregor_protocol::messages::{FetchPartition, FetchRequest, MetadataRequest, TopicPartitions};
 use gregor_protocol::ErrorCode;
-use gregor_testkit::support::cluster_or_skip;
 use gregor_testkit::fault::{Fault, Rule};
+use gregor_testkit::support::cluster_or_skip;
 
 fn pool() -> Pool {
     Pool::new(ConnectionConfig::builder().client_id("gregor-net-test").build().unwrap())

@@ -14,8 +14,8 @@ use common::*;
 use gregor_producer::{AsyncProducer, DeliveryFuture, Error, Record};
 use gregor_protocol::frame::ApiKey;
 use gregor_protocol::ErrorCode;
-use gregor_testkit::support::cluster_or_skip;
 use gregor_testkit::fault::{Fault, Rule};
+use gregor_testkit::support::cluster_or_skip;
 use gregor_testkit::FakeCluster;
 
 fn rec(topic: &str, value: impl ToString) -> Record<String, String> {

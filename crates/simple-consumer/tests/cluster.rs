@@ -18,8 +18,8 @@ use gregor_simple_consumer::{
     Error, FetchedMessage, SimpleConsumer, SimpleConsumerConfig, SimpleConsumerConfigBuilder, EARLIEST_TIME,
     LATEST_TIME,
 };
-use gregor_testkit::support::{cluster_or_skip, eventually};
 use gregor_testkit::fault::{Fault, Rule};
+use gregor_testkit::support::{cluster_or_skip, eventually};
 use gregor_testkit::{FakeCluster, LoggedRequest};
 
 const CLIENT_ID: &str = "simple-consumer-test";
