@@ -280,35 +280,12 @@ fn offset_fetch(request: &OffsetFetchRequest) -> OffsetFetchResponse {
 
 #[cfg(test)]
 mod tests {
-    use super::super::HostileBroker;
+    use super::super::tests::{broker, fetch_of};
     use crate::wire::{self, Conn};
     use gregor_protocol::frame::ApiKey;
-    use gregor_protocol::messages::{
-        BrokerMetadata, FetchPartition, FetchRequest, OffsetsPartition, OffsetsRequest, TopicPartitions, LATEST_TIME,
-    };
+    use gregor_protocol::messages::{BrokerMetadata, OffsetsPartition, OffsetsRequest, TopicPartitions, LATEST_TIME};
     use gregor_protocol::{Compression, ErrorCode};
     use std::time::Duration;
-
-    fn fetch_of(topic: &str, partition: i32, offset: i64) -> FetchRequest {
-        FetchRequest {
-            replica_id: -1,
-            max_wait_time: 0,
-            min_bytes: 0,
-            topics: vec![TopicPartitions::new(
-                topic,
-                vec![FetchPartition { partition, fetch_offset: offset, max_bytes: 1 << 20 }],
-            )],
-        }
-    }
-
-    async fn broker() -> HostileBroker {
-        HostileBroker::builder()
-            .topic("t", 2)
-            .messages("t", 0, vec![wire::msg(Some("k"), "a"), wire::msg(None, "b")])
-            .start()
-            .await
-            .unwrap()
-    }
 
     #[tokio::test]
     async fn answers_correctly_by_default() {

@@ -252,3 +252,26 @@ impl HostileBroker {
         }
     }
 }
+
+/// What the unit tests of the HostileBroker's modules share.
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::HostileBroker;
+    use crate::wire;
+    use gregor_protocol::messages::FetchRequest;
+
+    /// A Fetch of `topic/partition` from `offset` that the broker answers at once.
+    pub(crate) fn fetch_of(topic: &str, partition: i32, offset: i64) -> FetchRequest {
+        wire::fetch(topic, partition, offset, 0)
+    }
+
+    /// A broker with topic `t` of 2 partitions; `t/0` holds a keyed message `a` and `b`.
+    pub(crate) async fn broker() -> HostileBroker {
+        HostileBroker::builder()
+            .topic("t", 2)
+            .messages("t", 0, vec![wire::msg(Some("k"), "a"), wire::msg(None, "b")])
+            .start()
+            .await
+            .unwrap()
+    }
+}

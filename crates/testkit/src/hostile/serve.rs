@@ -86,38 +86,18 @@ async fn connection(stream: TcpStream, connection: u64, mut muted: bool, shared:
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::{broker, fetch_of};
     use super::super::HostileBroker;
     use crate::fault::{Accept, Fault, Rule, GARBAGE, TRAILING, WRONG_CORRELATION_OFFSET};
     use crate::wire::{self, Conn};
     use gregor_protocol::frame::{decode_response, ApiKey, RequestHeader};
-    use gregor_protocol::messages::{FetchPartition, FetchRequest, MetadataRequest, TopicPartitions};
+    use gregor_protocol::messages::{FetchPartition, FetchRequest, MetadataRequest};
     use gregor_protocol::{Compression, ErrorCode};
     use std::time::Duration;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpStream;
 
     const WITHIN: Duration = Duration::from_secs(5);
-
-    fn fetch_of(topic: &str, partition: i32, offset: i64) -> FetchRequest {
-        FetchRequest {
-            replica_id: -1,
-            max_wait_time: 0,
-            min_bytes: 0,
-            topics: vec![TopicPartitions::new(
-                topic,
-                vec![FetchPartition { partition, fetch_offset: offset, max_bytes: 1 << 20 }],
-            )],
-        }
-    }
-
-    async fn broker() -> HostileBroker {
-        HostileBroker::builder()
-            .topic("t", 2)
-            .messages("t", 0, vec![wire::msg(Some("k"), "a"), wire::msg(None, "b")])
-            .start()
-            .await
-            .unwrap()
-    }
 
     #[tokio::test]
     async fn a_once_rule_is_used_up_and_rules_go_in_order() {
