@@ -84,11 +84,12 @@ pub use reassign::{
 };
 pub use topics::{DeleteTopicOutcome, PartitionDescription, TopicDescription, TopicListing, TopicSelection};
 
+/// A topic and partition (Kafka's `TopicAndPartition`), as in
+/// `/admin/preferred_replica_election`, reassignment outcomes and errors.
+pub use gregor_protocol::TopicPartition;
 /// A partition of a reassignment plan and its target replicas (`topic`, `partition`,
 /// `replicas`), as in `/admin/reassign_partitions`.
 pub use gregor_zk::payloads::PartitionReassignment;
-/// A topic and partition, as in `/admin/preferred_replica_election`.
-pub use gregor_zk::payloads::TopicAndPartition;
 
 /// `client.id` of the admin's broker requests unless another [`ConnectionConfig`] is given.
 pub const DEFAULT_CLIENT_ID: &str = "gregor-admin";

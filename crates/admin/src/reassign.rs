@@ -5,7 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use gregor_net::BrokerId;
-use gregor_zk::payloads::{PartitionReassignment, PreferredReplicaElection, ReassignPartitions, TopicAndPartition};
+use gregor_protocol::TopicPartition;
+use gregor_zk::payloads::{PartitionReassignment, PreferredReplicaElection, ReassignPartitions};
 use gregor_zk::{paths, CreateMode};
 use serde_json::Value;
 
@@ -449,16 +450,14 @@ impl Admin {
     /// [`Error::ZooKeeper`].
     pub async fn preferred_replica_election(
         &self,
-        partitions: Option<&[TopicAndPartition]>,
-    ) -> Result<Vec<TopicAndPartition>> {
-        let list: Vec<TopicAndPartition> = match partitions {
+        partitions: Option<&[TopicPartition]>,
+    ) -> Result<Vec<TopicPartition>> {
+        let list: Vec<TopicPartition> = match partitions {
             None => {
                 let mut all = Vec::new();
                 for topic in self.topic_names().await? {
                     if let Some(a) = self.assignment(&topic).await? {
-                        all.extend(
-                            a.partitions.keys().map(|p| TopicAndPartition { topic: topic.clone(), partition: *p }),
-                        );
+                        all.extend(a.partitions.keys().map(|p| TopicPartition::new(topic.clone(), *p)));
                     }
                 }
                 all
@@ -518,7 +517,7 @@ impl Admin {
     /// # Errors
     ///
     /// [`Error::ZooKeeper`] (also when the znode holds malformed JSON).
-    pub async fn preferred_replica_election_in_progress(&self) -> Result<Option<Vec<TopicAndPartition>>> {
+    pub async fn preferred_replica_election_in_progress(&self) -> Result<Option<Vec<TopicPartition>>> {
         match self.zk.get(paths::PREFERRED_REPLICA_ELECTION).await? {
             Some((data, _)) => Ok(Some(PreferredReplicaElection::from_json(&data)?.partitions)),
             None => Ok(None),

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use gregor_admin::placement::assign_replicas;
 use gregor_admin::{
-    Admin, DeleteTopicOutcome, Error, PartitionReassignment, ReassignmentPlan, ReassignmentStatus, TopicAndPartition,
+    Admin, DeleteTopicOutcome, Error, PartitionReassignment, ReassignmentPlan, ReassignmentStatus, TopicPartition,
     TopicSelection,
 };
 use gregor_zk::payloads::{BrokerRegistration, ControllerRegistration, PartitionState, TopicAssignment};
@@ -282,7 +282,7 @@ async fn admin_requests_are_kafkas_json_and_one_at_a_time() {
         read(&admin, paths::PREFERRED_REPLICA_ELECTION).await.0,
         r#"{"version":1,"partitions":[{"topic":"t","partition":0},{"topic":"t","partition":1}]}"#
     );
-    let one = [TopicAndPartition { topic: "t".into(), partition: 1 }];
+    let one = [TopicPartition::new("t", 1)];
     let err = admin.preferred_replica_election(Some(&one)).await.unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -295,7 +295,7 @@ async fn admin_requests_are_kafkas_json_and_one_at_a_time() {
         r#"{"version":1,"partitions":[{"topic":"t","partition":1}]}"#
     );
     admin.zk().delete(paths::PREFERRED_REPLICA_ELECTION, None).await.unwrap();
-    let missing = [TopicAndPartition { topic: "t".into(), partition: 5 }];
+    let missing = [TopicPartition::new("t", 5)];
     assert!(matches!(
         admin.preferred_replica_election(Some(&missing)).await.unwrap_err(),
         Error::UnknownPartition { .. }
