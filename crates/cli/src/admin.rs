@@ -547,7 +547,8 @@ async fn reassign_with(
             .await
             .map_err(|e| CliError::new("could not start the reassignment", e))?;
         if json {
-            let skipped: Vec<Value> = done.skipped.iter().map(|(t, p)| json!({ "topic": t, "partition": p })).collect();
+            let skipped: Vec<Value> =
+                done.skipped.iter().map(|tp| json!({ "topic": tp.topic, "partition": tp.partition })).collect();
             return print_json(&json!({
                 "previous": plan_json(&done.previous),
                 "started": plan_json(&done.started),
@@ -561,8 +562,8 @@ async fn reassign_with(
             done.previous.to_json(),
             done.started.to_json()
         );
-        for (t, p) in &done.skipped {
-            text.push_str(&format!("Skipped [{t},{p}]: the partition does not exist\n"));
+        for tp in &done.skipped {
+            text.push_str(&format!("Skipped [{},{}]: the partition does not exist\n", tp.topic, tp.partition));
         }
         return print(&text).await;
     }
