@@ -581,17 +581,15 @@ impl Coordinator {
     }
 
     async fn commit(&self) -> Result<()> {
-        let parts: Vec<Arc<PartitionState>> = {
+        let parts: Vec<(TopicPartition, Arc<PartitionState>)> = {
             let owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
-            owned.parts.values().map(|(_, s)| Arc::clone(s)).collect()
+            owned.parts.iter().map(|(tp, (_, s))| (tp.clone(), Arc::clone(s))).collect()
         };
-        let offsets: BTreeMap<TopicPartition, i64> = parts
-            .iter()
-            .filter_map(|s| Some((TopicPartition::new(s.topic.clone(), s.partition), s.to_commit()?)))
-            .collect();
+        let offsets: BTreeMap<TopicPartition, i64> =
+            parts.iter().filter_map(|(tp, s)| Some((tp.clone(), s.to_commit()?))).collect();
         self.store.commit(&offsets).await?;
-        for s in &parts {
-            if let Some(&o) = offsets.get(&TopicPartition::new(s.topic.clone(), s.partition)) {
+        for (tp, s) in &parts {
+            if let Some(&o) = offsets.get(tp) {
                 s.committed.store(o, Ordering::Release);
             }
         }
