@@ -189,7 +189,7 @@ async fn consumer_group(
     let mut deliveries = 0;
     println!("{:>36} {:>18} {:>9} {:>6}", "member", "partitions owned", "consumed", "lag");
     for (connector, count) in &done {
-        let owned: Vec<String> = connector.owned_partitions().keys().map(|(_, p)| p.to_string()).collect();
+        let owned: Vec<String> = connector.owned_partitions().keys().map(|tp| tp.partition.to_string()).collect();
         let lag: i64 = connector.lag().iter().map(|l| l.lag).sum();
         println!("{:>36} {:>18} {:>9} {:>6}", connector.consumer_id(), owned.join(","), count, lag);
         deliveries += count;

@@ -2,7 +2,9 @@
 //! short name. The test cluster (`gregor-testkit`) is a separate dev-dependency. The README
 //! follows.
 //!
-//! * [`protocol`] (`gregor-protocol`): the pure Kafka 0.8.2 wire codec.
+//! * [`protocol`] (`gregor-protocol`): the pure Kafka 0.8.2 wire codec, and
+//!   [`protocol::TopicPartition`], Kafka's `TopicAndPartition`: the one name of a partition
+//!   every crate uses (the admin and the consumer re-export it).
 //! * [`net`] (`gregor-net`): pipelined broker connections, a pool, the metadata cache.
 //! * [`producer`] (`gregor-producer`): `AsyncProducer` and `SyncProducer`.
 //! * [`simple_consumer`] (`gregor-simple-consumer`): partition-addressed fetches and offsets.
@@ -13,6 +15,17 @@
 //! * [`zk`] (`gregor-zk`): Kafka's ZooKeeper layout and a ZooKeeper client.
 //! * [`config`] (`gregor-config`): the configuration error every client returns, the Kafka
 //!   properties reader and Kafka's naming rules.
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use gregor::protocol::TopicPartition;
+//!
+//! // one type, whichever crate names it
+//! let tp = TopicPartition::new("events", 0);
+//! let owned: BTreeMap<gregor::consumer::TopicPartition, String> = [(tp.clone(), "g_c-0".into())].into();
+//! let elect: Vec<gregor::admin::TopicPartition> = vec![tp];
+//! assert_eq!(owned.keys().next(), elect.first());
+//! ```
 //!
 #![doc = include_str!("../README.md")]
 

@@ -479,12 +479,12 @@ pub async fn check_ownership(
     }
     let mut views: BTreeMap<i32, String> = BTreeMap::new();
     for m in members {
-        for ((t, p), thread) in m.connector.owned_partitions() {
-            if t != topic {
+        for (tp, thread) in m.connector.owned_partitions() {
+            if tp.topic != topic {
                 continue;
             }
-            if let Some(other) = views.insert(p, thread.clone()) {
-                return Err(format!("partition {p} held by {other} and {thread}"));
+            if let Some(other) = views.insert(tp.partition, thread.clone()) {
+                return Err(format!("partition {} held by {other} and {thread}", tp.partition));
             }
         }
     }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use gregor_net::BrokerId;
-use gregor_protocol::ErrorCode;
+use gregor_protocol::{ErrorCode, TopicPartition};
 
 /// Result with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -13,9 +13,9 @@ pub(crate) fn join<T: std::fmt::Display>(items: &[T]) -> String {
     items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
-/// Formats `(topic, partition)` pairs as Kafka prints them: `[t,0], [t,1]`.
-pub(crate) fn join_partitions(items: &[(String, i32)]) -> String {
-    items.iter().map(|(t, p)| format!("[{t},{p}]")).collect::<Vec<_>>().join(", ")
+/// Formats partitions as Kafka's tools print them (`TopicAndPartition.toString`): `[t,0], [t,1]`.
+pub(crate) fn join_partitions(items: &[TopicPartition]) -> String {
+    items.iter().map(|tp| format!("[{},{}]", tp.topic, tp.partition)).collect::<Vec<_>>().join(", ")
 }
 
 /// Everything that can go wrong administering a Kafka 0.8.2 cluster through ZooKeeper.
@@ -187,7 +187,7 @@ pub enum Error {
     )]
     ReassignmentInProgress {
         /// The partitions still being moved.
-        partitions: Vec<(String, i32)>,
+        partitions: Vec<TopicPartition>,
     },
 
     /// Returned when a preferred replica election is started while another is in progress
@@ -199,7 +199,7 @@ pub enum Error {
     )]
     PreferredReplicaElectionInProgress {
         /// The partitions of the running election.
-        partitions: Vec<(String, i32)>,
+        partitions: Vec<TopicPartition>,
     },
 
     /// Returned when a reassignment plan, a topics-to-move document or a preferred replica
@@ -359,9 +359,14 @@ mod tests {
                  for more than 3, not 2",
             ),
             (
-                Error::ReassignmentInProgress { partitions: vec![("t".into(), 0), ("t".into(), 1)] },
+                Error::ReassignmentInProgress { partitions: vec![("t", 0).into(), ("t", 1).into()] },
                 "a partition reassignment is already in progress for [t,0], [t,1]: wait until it \
                  completes (verify it) before starting another",
+            ),
+            (
+                Error::PreferredReplicaElectionInProgress { partitions: vec![TopicPartition::new("a", 10)] },
+                "a preferred replica election is already in progress for [a,10]: wait until the \
+                 controller finishes it",
             ),
             (
                 Error::GroupActive { group: "g".into(), members: vec!["g_a".into(), "g_b".into()] },

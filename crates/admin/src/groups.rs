@@ -7,7 +7,7 @@ use gregor_protocol::messages::{
     OffsetFetchRequest, OffsetFetchResponse, OffsetFetchTopic, DEFAULT_CONSUMER_ID, DEFAULT_GENERATION_ID,
     DEFAULT_TIMESTAMP, EARLIEST_TIME, LATEST_TIME,
 };
-use gregor_protocol::{ErrorCode, Request};
+use gregor_protocol::{ErrorCode, Request, TopicPartition};
 use gregor_zk::paths;
 use gregor_zk::payloads::{self, ConsumerRegistration, PATTERN_STATIC};
 use std::collections::{BTreeMap, BTreeSet};
@@ -122,7 +122,7 @@ pub struct OffsetResetResult {
 }
 
 /// Committed offsets read from one store, with the reason for each partition that failed.
-type Committed = BTreeMap<(String, i32), (Option<i64>, Option<OffsetStorage>, Option<String>)>;
+type Committed = BTreeMap<TopicPartition, (Option<i64>, Option<OffsetStorage>, Option<String>)>;
 
 /// Codes of a coordinator that is not ready or moved: look it up again after a backoff.
 fn coordinator_retriable(code: ErrorCode) -> bool {
@@ -273,11 +273,11 @@ impl Admin {
         self.offsets_of(group, storage, &topics, true).await
     }
 
-    async fn topic_partitions(&self, topics: &[String], strict: bool) -> Result<Vec<(String, i32)>> {
+    async fn topic_partitions(&self, topics: &[String], strict: bool) -> Result<Vec<TopicPartition>> {
         let mut out = Vec::new();
         for topic in topics {
             match self.assignment(topic).await? {
-                Some(a) => out.extend(a.partitions.keys().map(|p| (topic.clone(), *p))),
+                Some(a) => out.extend(a.partitions.keys().map(|p| TopicPartition::new(topic.clone(), *p))),
                 None if strict => return Err(Error::UnknownTopic { topic: topic.clone() }),
                 None => {}
             }
@@ -301,10 +301,9 @@ impl Admin {
         let mut committed = self.committed_offsets(group, storage, &tps).await?;
         let mut sizes = self.log_offsets(&tps, LATEST_TIME).await?;
         let mut out = Vec::with_capacity(tps.len());
-        for (topic, partition) in tps {
-            let key = (topic.clone(), partition);
-            let (offset, committed_in, mut problem) = committed.remove(&key).unwrap_or((None, None, None));
-            let log_size = match sizes.remove(&key) {
+        for tp in tps {
+            let (offset, committed_in, mut problem) = committed.remove(&tp).unwrap_or((None, None, None));
+            let log_size = match sizes.remove(&tp) {
                 Some(Ok(size)) => Some(size),
                 Some(Err(e)) => {
                     problem.get_or_insert_with(|| format!("log size unknown: {e}"));
@@ -316,11 +315,11 @@ impl Admin {
                 (Some(o), Some(s)) if o >= 0 => Some(s - o),
                 _ => None,
             };
-            let owner = self.owner_of(group, &topic, partition).await?;
+            let owner = self.owner_of(group, &tp.topic, tp.partition).await?;
             out.push(PartitionOffset {
                 group: group.to_owned(),
-                topic,
-                partition,
+                topic: tp.topic,
+                partition: tp.partition,
                 offset,
                 committed_in,
                 log_size,
@@ -339,45 +338,50 @@ impl Admin {
         }
     }
 
-    async fn committed_offsets(&self, group: &str, storage: OffsetStorage, tps: &[(String, i32)]) -> Result<Committed> {
+    async fn committed_offsets(
+        &self,
+        group: &str,
+        storage: OffsetStorage,
+        tps: &[TopicPartition],
+    ) -> Result<Committed> {
         let mut out = Committed::new();
         match storage {
             OffsetStorage::Zookeeper => {
-                for (t, p) in tps {
-                    let o = self.zk_offset(group, t, *p).await?;
-                    out.insert((t.clone(), *p), (o, o.map(|_| OffsetStorage::Zookeeper), None));
+                for tp in tps {
+                    let o = self.zk_offset(group, &tp.topic, tp.partition).await?;
+                    out.insert(tp.clone(), (o, o.map(|_| OffsetStorage::Zookeeper), None));
                 }
             }
             OffsetStorage::Kafka => {
                 let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-                for (t, p) in tps {
-                    by_topic.entry(t.as_str()).or_default().push(*p);
+                for tp in tps {
+                    by_topic.entry(tp.topic.as_str()).or_default().push(tp.partition);
                 }
                 let request = OffsetFetchRequest {
                     group_id: group.to_owned(),
                     topics: by_topic.into_iter().map(|(t, ps)| OffsetFetchTopic::new(t, ps)).collect(),
                 };
                 let response = self.coordinator_request(group, 1, &request, fetch_retriable).await?;
-                for (t, p) in tps {
+                for tp in tps {
                     let found = response
                         .topics
                         .iter()
-                        .filter(|rt| &rt.topic == t)
+                        .filter(|rt| rt.topic == tp.topic)
                         .flat_map(|rt| rt.partitions.iter())
-                        .find(|rp| rp.partition == *p);
+                        .find(|rp| rp.partition == tp.partition);
                     let entry = match found {
                         Some(rp) => match rp.error() {
                             None if rp.offset >= 0 => (Some(rp.offset), Some(OffsetStorage::Kafka), None),
                             // no offset in Kafka: the group may not have migrated off ZooKeeper
                             None | Some(ErrorCode::UnknownTopicOrPartition) => {
-                                let o = self.zk_offset(group, t, *p).await?;
+                                let o = self.zk_offset(group, &tp.topic, tp.partition).await?;
                                 (o, o.map(|_| OffsetStorage::Zookeeper), None)
                             }
-                            Some(code) => (None, None, Some(format!("could not fetch the offset of {t}/{p}: {code}"))),
+                            Some(code) => (None, None, Some(format!("could not fetch the offset of {tp}: {code}"))),
                         },
-                        None => (None, None, Some(format!("the coordinator did not answer for {t}/{p}"))),
+                        None => (None, None, Some(format!("the coordinator did not answer for {tp}"))),
                     };
-                    out.insert((t.clone(), *p), entry);
+                    out.insert(tp.clone(), entry);
                 }
             }
         }
@@ -535,8 +539,8 @@ impl Admin {
                     let (lo, hi) = (lo.unwrap_or(0), hi.unwrap_or(0));
                     if n < lo || n > hi {
                         return Err(Error::OffsetOutOfRange {
-                            topic: tp.0.clone(),
-                            partition: tp.1,
+                            topic: tp.topic.clone(),
+                            partition: tp.partition,
                             offset: n,
                             earliest: lo,
                             latest: hi,
@@ -545,15 +549,16 @@ impl Admin {
                     Some(n)
                 }
             };
-            let target = target.ok_or_else(|| Error::NoLeader { topic: tp.0.clone(), partition: tp.1 })?;
+            let target = target.ok_or_else(|| Error::NoLeader { topic: tp.topic.clone(), partition: tp.partition })?;
             targets.insert(tp.clone(), target);
         }
         let previous = self.committed_offsets(group, storage, &tps).await?;
         match storage {
             OffsetStorage::Zookeeper => {
-                for ((t, p), offset) in &targets {
-                    tracing::debug!(group, topic = %t, partition = p, offset, "writing consumer offset");
-                    self.zk.set_or_create(&paths::offset(group, t, *p), &payloads::encode_offset(*offset)).await?;
+                for (tp, offset) in &targets {
+                    tracing::debug!(group, topic = %tp.topic, partition = tp.partition, offset, "writing consumer offset");
+                    let path = paths::offset(group, &tp.topic, tp.partition);
+                    self.zk.set_or_create(&path, &payloads::encode_offset(*offset)).await?;
                 }
             }
             OffsetStorage::Kafka => {
@@ -565,8 +570,8 @@ impl Admin {
                         topic,
                         targets
                             .iter()
-                            .map(|((_, p), offset)| OffsetCommitPartition {
-                                partition: *p,
+                            .map(|(tp, offset)| OffsetCommitPartition {
+                                partition: tp.partition,
                                 offset: *offset,
                                 timestamp: DEFAULT_TIMESTAMP,
                                 metadata: String::new(),
@@ -587,10 +592,10 @@ impl Admin {
         }
         Ok(targets
             .into_iter()
-            .map(|((topic, partition), offset)| OffsetResetResult {
-                previous: previous.get(&(topic.clone(), partition)).and_then(|(o, _, _)| *o),
-                topic,
-                partition,
+            .map(|(tp, offset)| OffsetResetResult {
+                previous: previous.get(&tp).and_then(|(o, _, _)| *o),
+                topic: tp.topic,
+                partition: tp.partition,
                 offset,
             })
             .collect())

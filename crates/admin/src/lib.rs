@@ -84,11 +84,12 @@ pub use reassign::{
 };
 pub use topics::{DeleteTopicOutcome, PartitionDescription, TopicDescription, TopicListing, TopicSelection};
 
+/// A topic and partition (Kafka's `TopicAndPartition`): how the admin names a partition in
+/// elections (`/admin/preferred_replica_election`), reassignment plans and outcomes, and errors.
+pub use gregor_protocol::TopicPartition;
 /// A partition of a reassignment plan and its target replicas (`topic`, `partition`,
 /// `replicas`), as in `/admin/reassign_partitions`.
 pub use gregor_zk::payloads::PartitionReassignment;
-/// A topic and partition, as in `/admin/preferred_replica_election`.
-pub use gregor_zk::payloads::TopicAndPartition;
 
 /// `client.id` of the admin's broker requests unless another [`ConnectionConfig`] is given.
 pub const DEFAULT_CLIENT_ID: &str = "gregor-admin";
@@ -256,25 +257,26 @@ impl Admin {
     /// ZooKeeper's; the inner ones are per partition.
     pub(crate) async fn log_offsets(
         &self,
-        partitions: &[(String, i32)],
+        partitions: &[TopicPartition],
         time: i64,
-    ) -> Result<BTreeMap<(String, i32), Result<i64>>> {
-        let mut results: BTreeMap<(String, i32), Result<i64>> = BTreeMap::new();
-        let mut pending: Vec<(String, i32)> = partitions.to_vec();
+    ) -> Result<BTreeMap<TopicPartition, Result<i64>>> {
+        let mut results: BTreeMap<TopicPartition, Result<i64>> = BTreeMap::new();
+        let mut pending: Vec<TopicPartition> = partitions.to_vec();
         for attempt in 0..LEADER_ATTEMPTS {
             if attempt > 0 {
                 tracing::warn!(partitions = pending.len(), attempt, "offset lookup failed on moving leaders; retrying");
                 tokio::time::sleep(self.backoff.next_delay(attempt - 1)).await;
             }
             let live: BTreeSet<BrokerId> = self.live_brokers().await?.into_iter().collect();
-            let mut by_leader: BTreeMap<BrokerId, Vec<(String, i32)>> = BTreeMap::new();
-            for (topic, partition) in pending.drain(..) {
-                match self.partition_state(&topic, partition).await? {
+            let mut by_leader: BTreeMap<BrokerId, Vec<TopicPartition>> = BTreeMap::new();
+            for tp in pending.drain(..) {
+                match self.partition_state(&tp.topic, tp.partition).await? {
                     Some(s) if s.leader >= 0 && live.contains(&s.leader) => {
-                        by_leader.entry(s.leader).or_default().push((topic, partition));
+                        by_leader.entry(s.leader).or_default().push(tp);
                     }
                     _ => {
-                        results.insert((topic.clone(), partition), Err(Error::NoLeader { topic, partition }));
+                        let e = Error::NoLeader { topic: tp.topic.clone(), partition: tp.partition };
+                        results.insert(tp, Err(e));
                     }
                 }
             }
@@ -296,13 +298,13 @@ impl Admin {
     async fn offsets_from(
         &self,
         leader: BrokerId,
-        tps: &[(String, i32)],
+        tps: &[TopicPartition],
         time: i64,
-    ) -> Result<Vec<((String, i32), Result<i64>)>> {
+    ) -> Result<Vec<(TopicPartition, Result<i64>)>> {
         let mut topics: BTreeMap<&str, Vec<OffsetsPartition>> = BTreeMap::new();
-        for (t, p) in tps {
-            topics.entry(t.as_str()).or_default().push(OffsetsPartition {
-                partition: *p,
+        for tp in tps {
+            topics.entry(tp.topic.as_str()).or_default().push(OffsetsPartition {
+                partition: tp.partition,
                 time,
                 max_number_of_offsets: 1,
             });
@@ -311,15 +313,14 @@ impl Admin {
             replica_id: CONSUMER_REPLICA_ID,
             topics: topics.into_iter().map(|(t, ps)| OffsetsTopic::new(t, ps)).collect(),
         };
-        let fail_all =
-            |f: &dyn Fn(&str, i32) -> Error| tps.iter().map(|(t, p)| ((t.clone(), *p), Err(f(t, *p)))).collect();
+        let fail_all = |f: &dyn Fn(&TopicPartition) -> Error| tps.iter().map(|tp| (tp.clone(), Err(f(tp)))).collect();
         let conn = match self.broker_connection(leader).await {
             Ok(conn) => conn,
             Err(Error::BrokerNotRegistered { .. }) => {
-                return Ok(fail_all(&|t, p| Error::NoLeader { topic: t.to_owned(), partition: p }));
+                return Ok(fail_all(&|tp| Error::NoLeader { topic: tp.topic.clone(), partition: tp.partition }));
             }
             Err(Error::Net { context, source }) => {
-                return Ok(fail_all(&|_, _| Error::Net { context: context.clone(), source: Arc::clone(&source) }));
+                return Ok(fail_all(&|_| Error::Net { context: context.clone(), source: Arc::clone(&source) }));
             }
             Err(e) => return Err(e),
         };
@@ -329,19 +330,19 @@ impl Admin {
             Err(e) => {
                 let source = Arc::new(e);
                 let context = format!("offsets request to broker {leader} at {} failed", conn.addr());
-                return Ok(fail_all(&|_, _| Error::Net { context: context.clone(), source: Arc::clone(&source) }));
+                return Ok(fail_all(&|_| Error::Net { context: context.clone(), source: Arc::clone(&source) }));
             }
         };
         Ok(tps
             .iter()
-            .map(|(t, p)| {
+            .map(|tp| {
                 let found = response
                     .topics
                     .iter()
-                    .filter(|rt| &rt.topic == t)
+                    .filter(|rt| rt.topic == tp.topic)
                     .flat_map(|rt| rt.partitions.iter())
-                    .find(|rp| rp.partition == *p);
-                let context = |what: &str| format!("offsets of {t}/{p} from broker {leader}{what}");
+                    .find(|rp| rp.partition == tp.partition);
+                let context = |what: &str| format!("offsets of {tp} from broker {leader}{what}");
                 let r = match found {
                     None => Err(Error::Broker {
                         code: ErrorCode::UnknownServerError,
@@ -355,7 +356,7 @@ impl Admin {
                         }),
                     },
                 };
-                ((t.clone(), *p), r)
+                (tp.clone(), r)
             })
             .collect())
     }

@@ -5,7 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use gregor_net::BrokerId;
-use gregor_zk::payloads::{PartitionReassignment, PreferredReplicaElection, ReassignPartitions, TopicAndPartition};
+use gregor_protocol::TopicPartition;
+use gregor_zk::payloads::{PartitionReassignment, PreferredReplicaElection, ReassignPartitions};
 use gregor_zk::{paths, CreateMode};
 use serde_json::Value;
 
@@ -33,19 +34,24 @@ impl ReassignmentPlan {
         ReassignmentPlan { partitions }
     }
 
-    /// A plan from `(topic, partition) -> replicas`, sorted.
-    pub fn from_map(map: BTreeMap<(String, i32), Vec<BrokerId>>) -> ReassignmentPlan {
+    /// A plan from partition -> replicas, sorted by topic and partition.
+    pub fn from_map(map: BTreeMap<TopicPartition, Vec<BrokerId>>) -> ReassignmentPlan {
         ReassignmentPlan {
             partitions: map
                 .into_iter()
-                .map(|((topic, partition), replicas)| PartitionReassignment { topic, partition, replicas })
+                .map(|(TopicPartition { topic, partition }, replicas)| PartitionReassignment {
+                    topic,
+                    partition,
+                    replicas,
+                })
                 .collect(),
         }
     }
 
-    /// The plan as `(topic, partition) -> replicas`.
-    pub fn to_map(&self) -> BTreeMap<(String, i32), Vec<BrokerId>> {
-        self.partitions.iter().map(|p| ((p.topic.clone(), p.partition), p.replicas.clone())).collect()
+    /// The plan as partition -> replicas (a partition listed twice keeps its last replicas;
+    /// [`validate`](Self::validate) refuses such a plan).
+    pub fn to_map(&self) -> BTreeMap<TopicPartition, Vec<BrokerId>> {
+        self.partitions.iter().map(|p| (p.topic_partition(), p.replicas.clone())).collect()
     }
 
     /// The topics the plan touches, sorted.
@@ -83,7 +89,7 @@ impl ReassignmentPlan {
         if self.partitions.is_empty() {
             return Err(Error::plan(REASSIGNMENT_JSON, "it lists no partition"));
         }
-        let tps: Vec<(String, i32)> = self.partitions.iter().map(|p| (p.topic.clone(), p.partition)).collect();
+        let tps: Vec<TopicPartition> = self.partitions.iter().map(PartitionReassignment::topic_partition).collect();
         let dups = duplicates(&tps);
         if !dups.is_empty() {
             return Err(Error::plan(
@@ -229,7 +235,7 @@ pub struct ExecutedReassignment {
     /// The current assignment of those partitions before the moves: execute it to roll back.
     pub previous: ReassignmentPlan,
     /// Partitions of the plan that do not exist and were left out (Kafka skips them too).
-    pub skipped: Vec<(String, i32)>,
+    pub skipped: Vec<TopicPartition>,
 }
 
 /// Where one partition's move stands, as `kafka-reassign-partitions.sh --verify` decides it.
@@ -260,9 +266,9 @@ pub struct PartitionStatus {
     pub status: ReassignmentStatus,
 }
 
-fn in_progress_list(data: &[u8]) -> Vec<(String, i32)> {
+fn in_progress_list(data: &[u8]) -> Vec<TopicPartition> {
     ReassignPartitions::from_json(data)
-        .map(|r| r.partitions.into_iter().map(|p| (p.topic, p.partition)).collect())
+        .map(|r| r.partitions.iter().map(PartitionReassignment::topic_partition).collect())
         .unwrap_or_default()
 }
 
@@ -292,8 +298,8 @@ impl Admin {
             let rf = assignment.partitions.values().next().map_or(0, Vec::len) as i32;
             let placed = assign_replicas_random(brokers, assignment.partitions.len() as i32, rf)?;
             for ((partition, replicas), new) in assignment.partitions.into_iter().zip(placed) {
-                current.insert((topic.clone(), partition), replicas);
-                proposed.insert((topic.clone(), partition), new);
+                current.insert(TopicPartition::new(topic.clone(), partition), replicas);
+                proposed.insert(TopicPartition::new(topic.clone(), partition), new);
             }
         }
         Ok(ProposedReassignment {
@@ -355,7 +361,7 @@ impl Admin {
                 }
                 None => {
                     tracing::warn!(topic = %p.topic, partition = p.partition, "skipping the reassignment of a partition that does not exist");
-                    skipped.push((p.topic.clone(), p.partition));
+                    skipped.push(p.topic_partition());
                 }
             }
         }
@@ -401,14 +407,14 @@ impl Admin {
     ///
     /// [`Error::ZooKeeper`].
     pub async fn verify_reassignment(&self, plan: &ReassignmentPlan) -> Result<Vec<PartitionStatus>> {
-        let moving: BTreeSet<(String, i32)> = match self.zk.get(paths::REASSIGN_PARTITIONS).await? {
+        let moving: BTreeSet<TopicPartition> = match self.zk.get(paths::REASSIGN_PARTITIONS).await? {
             Some((data, _)) => in_progress_list(&data).into_iter().collect(),
             None => BTreeSet::new(),
         };
         let mut assignments = BTreeMap::new();
         let mut out = Vec::with_capacity(plan.partitions.len());
         for p in &plan.partitions {
-            let status = if moving.contains(&(p.topic.clone(), p.partition)) {
+            let status = if moving.contains(&p.topic_partition()) {
                 ReassignmentStatus::InProgress
             } else {
                 if !assignments.contains_key(&p.topic) {
@@ -449,16 +455,14 @@ impl Admin {
     /// [`Error::ZooKeeper`].
     pub async fn preferred_replica_election(
         &self,
-        partitions: Option<&[TopicAndPartition]>,
-    ) -> Result<Vec<TopicAndPartition>> {
-        let list: Vec<TopicAndPartition> = match partitions {
+        partitions: Option<&[TopicPartition]>,
+    ) -> Result<Vec<TopicPartition>> {
+        let list: Vec<TopicPartition> = match partitions {
             None => {
                 let mut all = Vec::new();
                 for topic in self.topic_names().await? {
                     if let Some(a) = self.assignment(&topic).await? {
-                        all.extend(
-                            a.partitions.keys().map(|p| TopicAndPartition { topic: topic.clone(), partition: *p }),
-                        );
+                        all.extend(a.partitions.keys().map(|p| TopicPartition::new(topic.clone(), *p)));
                     }
                 }
                 all
@@ -469,7 +473,6 @@ impl Admin {
                 }
                 let dups = duplicates(given);
                 if !dups.is_empty() {
-                    let dups: Vec<(String, i32)> = dups.into_iter().map(|tp| (tp.topic, tp.partition)).collect();
                     return Err(Error::plan(
                         ELECTION,
                         format!("it contains duplicate partitions: {}", crate::error::join_partitions(&dups)),
@@ -493,9 +496,7 @@ impl Admin {
             return Err(Error::plan(ELECTION, "the cluster has no partition"));
         }
         let busy = |data: &[u8]| {
-            let partitions = PreferredReplicaElection::from_json(data)
-                .map(|e| e.partitions.into_iter().map(|tp| (tp.topic, tp.partition)).collect())
-                .unwrap_or_default();
+            let partitions = PreferredReplicaElection::from_json(data).map(|e| e.partitions).unwrap_or_default();
             Error::PreferredReplicaElectionInProgress { partitions }
         };
         if let Some((data, _)) = self.zk.get(paths::PREFERRED_REPLICA_ELECTION).await? {
@@ -518,7 +519,7 @@ impl Admin {
     /// # Errors
     ///
     /// [`Error::ZooKeeper`] (also when the znode holds malformed JSON).
-    pub async fn preferred_replica_election_in_progress(&self) -> Result<Option<Vec<TopicAndPartition>>> {
+    pub async fn preferred_replica_election_in_progress(&self) -> Result<Option<Vec<TopicPartition>>> {
         match self.zk.get(paths::PREFERRED_REPLICA_ELECTION).await? {
             Some((data, _)) => Ok(Some(PreferredReplicaElection::from_json(&data)?.partitions)),
             None => Ok(None),
@@ -549,6 +550,19 @@ mod tests {
         assert_eq!(parse_reassignment_json(file).unwrap().partitions, vec![mv("foo", 1, &[3, 1])]);
         assert_eq!(plan.topics(), ["events", "logs"]);
         assert_eq!(ReassignmentPlan::from_map(plan.to_map()), plan);
+    }
+
+    #[test]
+    fn plans_from_maps_are_sorted_by_topic_then_partition() {
+        let map = BTreeMap::from([
+            (TopicPartition::new("b", 0), vec![1]),
+            (TopicPartition::new("a", 10), vec![2]),
+            (TopicPartition::new("a", 9), vec![3]),
+        ]);
+        let plan = ReassignmentPlan::from_map(map.clone());
+        assert_eq!(plan.partitions, [mv("a", 9, &[3]), mv("a", 10, &[2]), mv("b", 0, &[1])]);
+        assert_eq!(plan.to_map(), map);
+        assert_eq!(plan.partitions[1].topic_partition(), TopicPartition::new("a", 10));
     }
 
     #[test]

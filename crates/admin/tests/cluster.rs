@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::{commit_in_kafka, eventually, produce, WAIT};
 use gregor_admin::{
     Admin, DeleteTopicOutcome, Error, OffsetReset, OffsetStorage, PartitionDescription, ReassignmentStatus,
-    TopicDescription, TopicSelection,
+    TopicDescription, TopicPartition, TopicSelection,
 };
 use gregor_net::Backoff;
 use gregor_protocol::frame::ApiKey;
@@ -48,8 +48,8 @@ fn online(t: &TopicDescription) -> bool {
     !t.partitions.is_empty() && t.partitions.iter().all(|p| p.leader_live && p.isr.len() == p.replicas.len())
 }
 
-fn names(parts: &[PartitionDescription]) -> Vec<(String, i32)> {
-    parts.iter().map(|p| (p.topic.clone(), p.partition)).collect()
+fn names(parts: &[PartitionDescription]) -> Vec<TopicPartition> {
+    parts.iter().map(|p| TopicPartition::new(p.topic.clone(), p.partition)).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -110,10 +110,13 @@ async fn created_topics_come_online_and_describe_shows_lost_replicas() {
     })
     .await;
     let under = names(&under);
-    assert!(under.contains(&("spread".to_owned(), 0)) && under.contains(&("spread".to_owned(), 1)), "{under:?}");
-    assert!(!under.contains(&("single".to_owned(), 0)), "its ISR is its one replica");
+    assert!(
+        under.contains(&TopicPartition::new("spread", 0)) && under.contains(&TopicPartition::new("spread", 1)),
+        "{under:?}"
+    );
+    assert!(!under.contains(&TopicPartition::new("single", 0)), "its ISR is its one replica");
     let unavailable = admin.unavailable_partitions(&TopicSelection::All).await.unwrap();
-    assert_eq!(names(&unavailable), [("single".to_owned(), 0)]);
+    assert_eq!(names(&unavailable), [TopicPartition::new("single", 0)]);
     assert_eq!(unavailable[0].leader, Some(1), "the state still names the dead leader");
     let spread = describe_until(&admin, "spread", |t| t.partitions[1].leader == Some(2)).await;
     assert_eq!(spread.partitions[1].isr, [2]);
@@ -122,7 +125,7 @@ async fn created_topics_come_online_and_describe_shows_lost_replicas() {
     let health = admin.health().await.unwrap();
     assert!(!health.is_healthy());
     assert_eq!(health.live_brokers, [0, 2]);
-    assert_eq!(names(&health.offline), [("single".to_owned(), 0)]);
+    assert_eq!(names(&health.offline), [TopicPartition::new("single", 0)]);
     assert_eq!(health.under_replicated.len(), under.len());
     let gone = health.broker(1).unwrap();
     assert_eq!((gone.live, gone.leader_count), (false, 0));
@@ -208,7 +211,7 @@ async fn reassignment_moves_replicas_and_updates_the_isr() {
     assert_eq!(produce(&c, "moving", 0, 3, 10).await.0, None);
 
     let proposal = admin.generate_reassignment(&["moving"], &[1, 2]).await.unwrap();
-    assert_eq!(proposal.current.to_map()[&("moving".to_owned(), 0)], [0, 1]);
+    assert_eq!(proposal.current.to_map()[&TopicPartition::new("moving", 0)], [0, 1]);
     let plan = proposal.proposed;
     for p in &plan.partitions {
         assert!(p.replicas.iter().all(|b| [1, 2].contains(b)) && p.replicas.len() == 2, "{plan:?}");
@@ -245,7 +248,7 @@ async fn preferred_replica_election_restores_the_preferred_leader() {
     c.move_leader("pref", 0, 2).await.unwrap();
     describe_until(&admin, "pref", |t| t.partitions[0].leader == Some(2)).await;
     let health = admin.health().await.unwrap();
-    assert_eq!(names(&health.not_on_preferred_leader), [("pref".to_owned(), 0)]);
+    assert_eq!(names(&health.not_on_preferred_leader), [TopicPartition::new("pref", 0)]);
     assert_eq!(health.broker(2).unwrap().leader_count, 1);
     assert_eq!(health.broker(0).unwrap().leader_count, 0);
 

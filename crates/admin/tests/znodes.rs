@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use gregor_admin::placement::assign_replicas;
 use gregor_admin::{
-    Admin, DeleteTopicOutcome, Error, PartitionReassignment, ReassignmentPlan, ReassignmentStatus, TopicAndPartition,
+    Admin, DeleteTopicOutcome, Error, PartitionReassignment, ReassignmentPlan, ReassignmentStatus, TopicPartition,
     TopicSelection,
 };
 use gregor_zk::payloads::{BrokerRegistration, ControllerRegistration, PartitionState, TopicAssignment};
@@ -204,7 +204,7 @@ async fn admin_requests_are_kafkas_json_and_one_at_a_time() {
         PartitionReassignment { topic: "t".into(), partition: 9, replicas: vec![1] },
     ]);
     let executed = admin.execute_reassignment(&plan).await.unwrap();
-    assert_eq!(executed.skipped, [("t".to_owned(), 9)]);
+    assert_eq!(executed.skipped, [TopicPartition::new("t", 9)]);
     assert_eq!(
         executed.previous.to_json(),
         r#"{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[0,1]},{"topic":"t","partition":1,"replicas":[1,2]}]}"#
@@ -220,6 +220,8 @@ async fn admin_requests_are_kafkas_json_and_one_at_a_time() {
         err.to_string(),
         "a partition reassignment is already in progress for [t,0], [t,1]: wait until it completes (verify it) before starting another"
     );
+    let Error::ReassignmentInProgress { partitions } = err else { panic!("{err:?}") };
+    assert_eq!(partitions, [TopicPartition::new("t", 0), TopicPartition::new("t", 1)]);
     let statuses = admin.verify_reassignment(&executed.started).await.unwrap();
     assert!(statuses.iter().all(|s| s.status == ReassignmentStatus::InProgress), "{statuses:?}");
     // what a controller does: partition 1 done (it was already there), partition 0 gave up
@@ -261,7 +263,7 @@ async fn admin_requests_are_kafkas_json_and_one_at_a_time() {
     let proposal = admin.generate_reassignment(&["t"], &[2, 1]).await.unwrap();
     assert_eq!(
         proposal.current.to_map(),
-        BTreeMap::from([(("t".to_owned(), 0), vec![0, 1]), (("t".to_owned(), 1), vec![1, 2])])
+        BTreeMap::from([(TopicPartition::new("t", 0), vec![0, 1]), (TopicPartition::new("t", 1), vec![1, 2])])
     );
     let proposed = proposal.proposed.to_map();
     assert_eq!(proposed.len(), 2);
@@ -282,12 +284,15 @@ async fn admin_requests_are_kafkas_json_and_one_at_a_time() {
         read(&admin, paths::PREFERRED_REPLICA_ELECTION).await.0,
         r#"{"version":1,"partitions":[{"topic":"t","partition":0},{"topic":"t","partition":1}]}"#
     );
-    let one = [TopicAndPartition { topic: "t".into(), partition: 1 }];
+    let one = [TopicPartition::new("t", 1)];
     let err = admin.preferred_replica_election(Some(&one)).await.unwrap_err();
     assert_eq!(
         err.to_string(),
         "a preferred replica election is already in progress for [t,0], [t,1]: wait until the controller finishes it"
     );
+    let Error::PreferredReplicaElectionInProgress { partitions } = err else { panic!("{err:?}") };
+    assert_eq!(partitions, [TopicPartition::new("t", 0), TopicPartition::new("t", 1)]);
+    assert_eq!(admin.preferred_replica_election_in_progress().await.unwrap(), Some(partitions));
     admin.zk().delete(paths::PREFERRED_REPLICA_ELECTION, None).await.unwrap();
     admin.preferred_replica_election(Some(&one)).await.unwrap();
     assert_eq!(
@@ -295,7 +300,7 @@ async fn admin_requests_are_kafkas_json_and_one_at_a_time() {
         r#"{"version":1,"partitions":[{"topic":"t","partition":1}]}"#
     );
     admin.zk().delete(paths::PREFERRED_REPLICA_ELECTION, None).await.unwrap();
-    let missing = [TopicAndPartition { topic: "t".into(), partition: 5 }];
+    let missing = [TopicPartition::new("t", 5)];
     assert!(matches!(
         admin.preferred_replica_election(Some(&missing)).await.unwrap_err(),
         Error::UnknownPartition { .. }

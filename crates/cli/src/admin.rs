@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use gregor_admin::{
     parse_reassignment_json, parse_topics_to_move_json, Admin, DeleteTopicOutcome, OffsetReset, OffsetStorage,
-    PartitionDescription, ReassignmentPlan, ReassignmentStatus, TopicAndPartition, TopicDescription, TopicSelection,
+    PartitionDescription, ReassignmentPlan, ReassignmentStatus, TopicDescription, TopicPartition, TopicSelection,
 };
 use serde_json::{json, Value};
 
@@ -547,7 +547,8 @@ async fn reassign_with(
             .await
             .map_err(|e| CliError::new("could not start the reassignment", e))?;
         if json {
-            let skipped: Vec<Value> = done.skipped.iter().map(|(t, p)| json!({ "topic": t, "partition": p })).collect();
+            let skipped: Vec<Value> =
+                done.skipped.iter().map(|tp| json!({ "topic": tp.topic, "partition": tp.partition })).collect();
             return print_json(&json!({
                 "previous": plan_json(&done.previous),
                 "started": plan_json(&done.started),
@@ -561,8 +562,8 @@ async fn reassign_with(
             done.previous.to_json(),
             done.started.to_json()
         );
-        for (t, p) in &done.skipped {
-            text.push_str(&format!("Skipped [{t},{p}]: the partition does not exist\n"));
+        for tp in &done.skipped {
+            text.push_str(&format!("Skipped [{},{}]: the partition does not exist\n", tp.topic, tp.partition));
         }
         return print(&text).await;
     }
@@ -604,7 +605,7 @@ async fn reassign_with(
 
 /// Parses `{"partitions":[{"topic":"t","partition":0},...]}` (kafka-preferred-replica-election's
 /// file).
-fn parse_election_json(text: &str) -> Result<Vec<TopicAndPartition>, String> {
+fn parse_election_json(text: &str) -> Result<Vec<TopicPartition>, String> {
     let doc: Value = serde_json::from_str(text).map_err(|e| format!("malformed JSON: {e}"))?;
     let parts =
         doc.get("partitions").ok_or("no \"partitions\" field")?.as_array().ok_or("\"partitions\" is not an array")?;
@@ -623,7 +624,7 @@ fn parse_election_json(text: &str) -> Result<Vec<TopicAndPartition>, String> {
         if !seen.insert((topic.to_owned(), partition)) {
             return Err(format!("[{topic},{partition}] is listed twice"));
         }
-        out.push(TopicAndPartition { topic: topic.to_owned(), partition });
+        out.push(TopicPartition::new(topic, partition));
     }
     if out.is_empty() {
         return Err("it lists no partition".to_owned());
@@ -651,7 +652,7 @@ pub(crate) async fn elect_leaders(args: ElectLeadersArgs) -> Result<(), CliError
                     topics
                         .iter()
                         .flat_map(|t| &t.partitions)
-                        .map(|p| TopicAndPartition { topic: p.topic.clone(), partition: p.partition })
+                        .map(|p| TopicPartition::new(p.topic.clone(), p.partition))
                         .collect::<Vec<_>>(),
                 )
             }

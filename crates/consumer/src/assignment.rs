@@ -20,6 +20,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+use gregor_protocol::TopicPartition;
+
 /// A consumer stream's id: `<consumerId>-<n>`, ordered as a string (as Java orders it).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ThreadId(String);
@@ -87,8 +89,8 @@ pub struct GroupState {
     pub partitions: BTreeMap<String, Vec<i32>>,
 }
 
-/// The planner's output: (topic, partition) -> owning thread id, for the whole group.
-pub type Assignment = BTreeMap<(String, i32), ThreadId>;
+/// The planner's output: partition -> owning thread id, for the whole group.
+pub type Assignment = BTreeMap<TopicPartition, ThreadId>;
 
 /// Returned when a plan cannot be made.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -118,7 +120,8 @@ pub fn java_string_hash(s: &str) -> i32 {
     s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
 }
 
-/// Kafka's `TopicAndPartition.toString`: `"[topic,partition]"`.
+/// Kafka's `TopicAndPartition.toString`: `"[topic,partition]"`, the text round robin hashes
+/// (not [`TopicPartition`]'s Display, `topic/partition`).
 pub fn topic_and_partition_string(topic: &str, partition: i32) -> String {
     format!("[{topic},{partition}]")
 }
@@ -169,7 +172,7 @@ pub fn range(state: &GroupState) -> Assignment {
             let start = per * i + i.min(extra);
             let n = per + usize::from(i < extra);
             for &p in &parts[start..start + n] {
-                out.insert((topic.clone(), p), thread.clone());
+                out.insert(TopicPartition::new(topic.clone(), p), thread.clone());
             }
         }
     }
@@ -201,19 +204,19 @@ pub fn round_robin(state: &GroupState) -> Result<Assignment, AssignmentError> {
     if cycle.is_empty() {
         return Ok(out);
     }
-    let mut pairs: Vec<(String, i32)> = Vec::new();
+    let mut all: Vec<TopicPartition> = Vec::new();
     for topic in per_topic.keys() {
         if let Some(parts) = state.partitions.get(topic) {
             let mut parts = parts.clone();
             parts.sort_unstable();
             parts.dedup();
-            pairs.extend(parts.into_iter().map(|p| (topic.clone(), p)));
+            all.extend(parts.into_iter().map(|p| TopicPartition::new(topic.clone(), p)));
         }
     }
     // Vec::sort_by_key is stable, as Scala's sortWith (TimSort) is.
-    pairs.sort_by_key(|(t, p)| java_string_hash(&topic_and_partition_string(t, *p)));
-    for (i, pair) in pairs.into_iter().enumerate() {
-        out.insert(pair, cycle[i % cycle.len()].clone());
+    all.sort_by_key(|tp| java_string_hash(&topic_and_partition_string(&tp.topic, tp.partition)));
+    for (i, tp) in all.into_iter().enumerate() {
+        out.insert(tp, cycle[i % cycle.len()].clone());
     }
     Ok(out)
 }
@@ -222,7 +225,7 @@ pub fn round_robin(state: &GroupState) -> Result<Assignment, AssignmentError> {
 pub fn owned_by<'a>(
     assignment: &'a Assignment,
     consumer_id: &'a str,
-) -> impl Iterator<Item = (&'a (String, i32), &'a ThreadId)> + 'a {
+) -> impl Iterator<Item = (&'a TopicPartition, &'a ThreadId)> + 'a {
     assignment.iter().filter(move |(_, t)| t.consumer_id() == consumer_id)
 }
 
@@ -242,7 +245,7 @@ mod tests {
     }
 
     fn get<'a>(a: &'a Assignment, t: &str, p: i32) -> &'a str {
-        a.get(&(t.to_string(), p)).map(|t| t.as_str()).unwrap_or("<none>")
+        a.get(&TopicPartition::new(t, p)).map(|t| t.as_str()).unwrap_or("<none>")
     }
 
     #[test]
@@ -426,7 +429,7 @@ mod tests {
         let subscribed = consumers_per_topic(s);
         for (topic, parts) in &s.partitions {
             for &p in parts {
-                let owner = a.get(&(topic.clone(), p));
+                let owner = a.get(&TopicPartition::new(topic.clone(), p));
                 match subscribed.get(topic) {
                     Some(threads) => assert!(threads.contains(owner.expect("assigned"))),
                     None => assert!(owner.is_none()),
@@ -444,7 +447,7 @@ mod tests {
             check_each_once(&s, &a);
             for (topic, threads) in consumers_per_topic(&s) {
                 let counts: Vec<usize> = threads.iter()
-                    .map(|t| a.iter().filter(|((tp, _), o)| *tp == topic && *o == t).count())
+                    .map(|t| a.iter().filter(|(tp, o)| tp.topic == topic && *o == t).count())
                     .collect();
                 let (min, max) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
                 prop_assert!(max - min <= 1, "topic {} counts {:?}", topic, counts);

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use gregor_net::{ConnectionConfig, Pool};
+use gregor_protocol::TopicPartition;
 use gregor_serde::{BytesDecoder, Decoder};
 use gregor_zk::{paths, SessionEvent, ZkClient};
 use rand::Rng;
@@ -27,7 +28,7 @@ use crate::error::{self, Error, Result};
 use crate::fetcher::{run_fetchers, FetchTarget};
 use crate::filter::TopicFilter;
 use crate::offsets::OffsetStore;
-use crate::rebalance::{self, Attempt, Subscription, TopicPartition};
+use crate::rebalance::{self, Attempt, Subscription};
 use crate::registry::{Registry, ZkRegistry};
 use crate::stream::{Chunk, KafkaStream, PartitionState, Prefetch, StreamQueue};
 
@@ -56,7 +57,7 @@ enum Command {
 
 #[derive(Debug, Default)]
 struct Owned {
-    parts: BTreeMap<(String, i32), (ThreadId, Arc<PartitionState>)>,
+    parts: BTreeMap<TopicPartition, (ThreadId, Arc<PartitionState>)>,
 }
 
 /// Counters of what the connector went through (see [`ConsumerConnector::stats`]).
@@ -364,12 +365,12 @@ impl ConsumerConnector {
         owned
             .parts
             .iter()
-            .map(|((t, p), (owner, st))| {
+            .map(|(tp, (owner, st))| {
                 let consumed = st.consumed.load(Ordering::Acquire);
                 let hw = st.high_watermark.load(Ordering::Acquire);
                 PartitionLag {
-                    topic: t.clone(),
-                    partition: *p,
+                    topic: tp.topic.clone(),
+                    partition: tp.partition,
                     owner: owner.to_string(),
                     consumed,
                     high_watermark: hw,
@@ -404,7 +405,7 @@ impl ConsumerConnector {
     }
 
     /// The partitions this member owns now, with their thread ids.
-    pub fn owned_partitions(&self) -> BTreeMap<(String, i32), String> {
+    pub fn owned_partitions(&self) -> BTreeMap<TopicPartition, String> {
         let owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
         owned.parts.iter().map(|(k, (t, _))| (k.clone(), t.to_string())).collect()
     }
@@ -454,7 +455,7 @@ struct Coordinator {
     stats: Arc<Stats>,
     /// States of partitions released by a rebalance attempt or a session expiry, reused when
     /// this member claims them again (their delivered position is kept: no redelivery).
-    kept: BTreeMap<(String, i32), Arc<PartitionState>>,
+    kept: BTreeMap<TopicPartition, Arc<PartitionState>>,
     /// After giving up: a watch on the owner znode that blocked the claim.
     conflict_watch: Option<JoinHandle<()>>,
     prefetch: Arc<Prefetch>,
@@ -580,15 +581,15 @@ impl Coordinator {
     }
 
     async fn commit(&self) -> Result<()> {
-        let parts: Vec<Arc<PartitionState>> = {
+        let parts: Vec<(TopicPartition, Arc<PartitionState>)> = {
             let owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
-            owned.parts.values().map(|(_, s)| Arc::clone(s)).collect()
+            owned.parts.iter().map(|(tp, (_, s))| (tp.clone(), Arc::clone(s))).collect()
         };
         let offsets: BTreeMap<TopicPartition, i64> =
-            parts.iter().filter_map(|s| Some(((s.topic.clone(), s.partition), s.to_commit()?))).collect();
+            parts.iter().filter_map(|(tp, s)| Some((tp.clone(), s.to_commit()?))).collect();
         self.store.commit(&offsets).await?;
-        for s in &parts {
-            if let Some(&o) = offsets.get(&(s.topic.clone(), s.partition)) {
+        for (tp, s) in &parts {
+            if let Some(&o) = offsets.get(tp) {
                 s.committed.store(o, Ordering::Release);
             }
         }
@@ -717,16 +718,15 @@ impl Coordinator {
         {
             let mut owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
             for s in plan.starts {
-                let key = (s.topic.clone(), s.partition);
-                let (st, offset) = match self.kept.remove(&key).filter(|_| s.resume) {
+                let (st, offset) = match self.kept.remove(&s.tp).filter(|_| s.resume) {
                     Some(st) => {
                         resumed += 1;
                         let position = st.resume(s.stored);
                         (st, position)
                     }
-                    None => (Arc::new(PartitionState::new(&s.topic, s.partition, s.stored)), s.stored),
+                    None => (Arc::new(PartitionState::new(&s.tp.topic, s.tp.partition, s.stored)), s.stored),
                 };
-                owned.parts.insert(key, (s.thread, Arc::clone(&st)));
+                owned.parts.insert(s.tp, (s.thread, Arc::clone(&st)));
                 let Some(queue) = self.senders.get(&s.slot.key).and_then(|v| v.get(s.slot.index)) else { continue };
                 targets.push(FetchTarget::new(st, offset, queue.clone()));
             }

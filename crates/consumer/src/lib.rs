@@ -67,5 +67,8 @@ pub use config::{AutoOffsetReset, ConfigError, ConsumerConfig, ConsumerConfigBui
 pub use connector::{make_consumer_id, ConnectorStats, ConsumerConnector, PartitionLag};
 pub use error::{Error, Result};
 pub use filter::TopicFilter;
+/// A topic and partition (Kafka's `TopicAndPartition`): the key of
+/// [`ConsumerConnector::owned_partitions`] and of the planner's [`assignment::Assignment`].
+pub use gregor_protocol::TopicPartition;
 pub use stream::{BlockingIter, KafkaStream, MessageAndMetadata};
 pub use subscribe::Subscribe;

@@ -8,7 +8,7 @@ use gregor_protocol::messages::{
     ConsumerMetadataRequest, OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
     OffsetFetchResponse, TopicPartitions, DEFAULT_CONSUMER_ID, DEFAULT_GENERATION_ID, DEFAULT_TIMESTAMP,
 };
-use gregor_protocol::ErrorCode;
+use gregor_protocol::{ErrorCode, TopicPartition};
 use gregor_zk::{paths, payloads, ZkClient};
 
 use crate::brokers::Brokers;
@@ -50,11 +50,11 @@ fn max_tries(offsets_commit_max_retries: u32) -> u32 {
 }
 
 /// An OffsetCommit v1 request for `offsets` (next offset to read, per partition).
-fn commit_request(group_id: &str, offsets: &BTreeMap<(String, i32), i64>) -> OffsetCommitRequest {
+fn commit_request(group_id: &str, offsets: &BTreeMap<TopicPartition, i64>) -> OffsetCommitRequest {
     let mut topics: BTreeMap<&str, Vec<OffsetCommitPartition>> = BTreeMap::new();
-    for ((t, p), o) in offsets {
-        topics.entry(t).or_default().push(OffsetCommitPartition {
-            partition: *p,
+    for (tp, o) in offsets {
+        topics.entry(&tp.topic).or_default().push(OffsetCommitPartition {
+            partition: tp.partition,
             offset: *o,
             timestamp: DEFAULT_TIMESTAMP,
             metadata: String::new(),
@@ -84,13 +84,14 @@ fn check_commit(r: &OffsetCommitResponse) -> Result<()> {
 /// The offsets of an OffsetFetch response (-1: none; UnknownTopicOrPartition is none too, as
 /// 0.8.2 answers for a partition never committed).
 #[allow(clippy::result_large_err)] // the crate's one Error type, as everywhere else
-fn fetched_offsets(r: &OffsetFetchResponse) -> Result<Vec<((String, i32), i64)>> {
+fn fetched_offsets(r: &OffsetFetchResponse) -> Result<Vec<(TopicPartition, i64)>> {
     let mut out = Vec::new();
     for t in &r.topics {
         for p in &t.partitions {
+            let tp = || TopicPartition::new(t.topic.clone(), p.partition);
             match p.error() {
-                None => out.push(((t.topic.clone(), p.partition), p.offset)),
-                Some(ErrorCode::UnknownTopicOrPartition) => out.push(((t.topic.clone(), p.partition), -1)),
+                None => out.push((tp(), p.offset)),
+                Some(ErrorCode::UnknownTopicOrPartition) => out.push((tp(), -1)),
                 Some(code) => {
                     return Err(Error::Broker { context: format!("OffsetFetch v1 {}/{}", t.topic, p.partition), code })
                 }
@@ -101,7 +102,7 @@ fn fetched_offsets(r: &OffsetFetchResponse) -> Result<Vec<((String, i32), i64)>>
 }
 
 /// Dual commit reads both stores: the further offset wins, -1 (none) never does.
-fn merge_offsets(out: &mut BTreeMap<(String, i32), Option<i64>>, kafka: Vec<((String, i32), i64)>) {
+fn merge_offsets(out: &mut BTreeMap<TopicPartition, Option<i64>>, kafka: Vec<(TopicPartition, i64)>) {
     for (k, o) in kafka {
         let e = out.entry(k).or_default();
         if o >= 0 && e.is_none_or(|cur| o > cur) {
@@ -120,7 +121,7 @@ impl OffsetStore {
     }
 
     /// Commits offsets (next offset to read) per partition.
-    pub(crate) async fn commit(&self, offsets: &BTreeMap<(String, i32), i64>) -> Result<()> {
+    pub(crate) async fn commit(&self, offsets: &BTreeMap<TopicPartition, i64>) -> Result<()> {
         if offsets.is_empty() {
             return Ok(());
         }
@@ -129,11 +130,11 @@ impl OffsetStore {
         }
         if self.use_zk() {
             let g = &self.config.group_id;
-            for ((t, p), o) in offsets {
+            for (tp, o) in offsets {
                 self.zk
-                    .set_or_create(&paths::offset(g, t, *p), &payloads::encode_offset(*o))
+                    .set_or_create(&paths::offset(g, &tp.topic, tp.partition), &payloads::encode_offset(*o))
                     .await
-                    .map_err(error::zk(format!("committing offset {o} of {t}/{p}")))?;
+                    .map_err(error::zk(format!("committing offset {o} of {tp}")))?;
             }
         }
         Ok(())
@@ -141,19 +142,19 @@ impl OffsetStore {
 
     /// The committed offset of each partition (`None`: nothing committed); with dual commit,
     /// the max of both stores.
-    pub(crate) async fn fetch(&self, parts: &[(String, i32)]) -> Result<BTreeMap<(String, i32), Option<i64>>> {
-        let mut out: BTreeMap<(String, i32), Option<i64>> = parts.iter().map(|k| (k.clone(), None)).collect();
+    pub(crate) async fn fetch(&self, parts: &[TopicPartition]) -> Result<BTreeMap<TopicPartition, Option<i64>>> {
+        let mut out: BTreeMap<TopicPartition, Option<i64>> = parts.iter().map(|k| (k.clone(), None)).collect();
         if self.use_zk() {
             let g = &self.config.group_id;
-            for (t, p) in parts {
+            for tp in parts {
                 let data = self
                     .zk
-                    .get(&paths::offset(g, t, *p))
+                    .get(&paths::offset(g, &tp.topic, tp.partition))
                     .await
-                    .map_err(error::zk(format!("reading offset of {t}/{p}")))?;
+                    .map_err(error::zk(format!("reading offset of {tp}")))?;
                 if let Some((bytes, _)) = data {
                     if let Ok(o) = payloads::decode_offset(&bytes) {
-                        out.insert((t.clone(), *p), Some(o));
+                        out.insert(tp.clone(), Some(o));
                     }
                 }
             }
@@ -218,7 +219,7 @@ impl OffsetStore {
         }
     }
 
-    async fn commit_kafka(&self, offsets: &BTreeMap<(String, i32), i64>) -> Result<()> {
+    async fn commit_kafka(&self, offsets: &BTreeMap<TopicPartition, i64>) -> Result<()> {
         let request = commit_request(&self.config.group_id, offsets);
         self.with_retries("OffsetCommit v1", |conn| {
             let request = request.clone();
@@ -227,10 +228,10 @@ impl OffsetStore {
         .await
     }
 
-    async fn fetch_kafka(&self, parts: &[(String, i32)]) -> Result<Vec<((String, i32), i64)>> {
+    async fn fetch_kafka(&self, parts: &[TopicPartition]) -> Result<Vec<(TopicPartition, i64)>> {
         let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-        for (t, p) in parts {
-            topics.entry(t).or_default().push(*p);
+        for tp in parts {
+            topics.entry(&tp.topic).or_default().push(tp.partition);
         }
         let request = OffsetFetchRequest {
             group_id: self.config.group_id.clone(),
@@ -249,8 +250,8 @@ mod tests {
     use super::*;
     use gregor_protocol::messages::{OffsetCommitResponsePartition, OffsetFetchResponsePartition};
 
-    fn tp(t: &str, p: i32) -> (String, i32) {
-        (t.to_owned(), p)
+    fn tp(t: &str, p: i32) -> TopicPartition {
+        TopicPartition::new(t, p)
     }
 
     #[test]

@@ -31,15 +31,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use gregor_protocol::TopicPartition;
 use gregor_zk::payloads::{ConsumerRegistration, PATTERN_STATIC};
 
 use crate::assignment::{self, AssignmentStrategy, GroupState, ThreadId};
 use crate::error::{Error, Result};
 use crate::filter::TopicFilter;
 use crate::registry::Registry;
-
-/// A topic and a partition.
-pub(crate) type TopicPartition = (String, i32);
 
 /// The key of the wildcard streams of a filter subscription (one set of streams for every
 /// topic the filter allows).
@@ -240,27 +238,27 @@ pub(crate) struct Conflict {
 /// Claims every partition of `mine` in order, all or nothing: at the first conflict (or
 /// registry error) the claims made so far are released and the conflict returned.
 pub(crate) async fn claim_all<R: Registry>(registry: &R, mine: &[(TopicPartition, ThreadId)]) -> Option<Conflict> {
-    for (i, ((t, p), thread)) in mine.iter().enumerate() {
-        let holder = match claim(registry, t, *p, thread).await {
+    for (i, (tp, thread)) in mine.iter().enumerate() {
+        let holder = match claim(registry, &tp.topic, tp.partition, thread).await {
             Ok(Claim::Taken) => continue,
             Ok(Claim::Held(holder)) => holder,
             Err(e) => {
-                tracing::warn!(error = %error_chain(&e), topic = %t, partition = p, "claim failed");
+                tracing::warn!(error = %error_chain(&e), topic = %tp.topic, partition = tp.partition, "claim failed");
                 error_chain(&e)
             }
         };
         let claimed: Vec<TopicPartition> = mine[..i].iter().map(|(k, _)| k.clone()).collect();
         release(registry, &claimed).await;
-        return Some(Conflict { topic: t.clone(), partition: *p, holder });
+        return Some(Conflict { topic: tp.topic.clone(), partition: tp.partition, holder });
     }
     None
 }
 
 /// Deletes the owner nodes of `parts` (errors logged: the nodes die with the session anyway).
 pub(crate) async fn release<R: Registry>(registry: &R, parts: &[TopicPartition]) {
-    for (t, p) in parts {
-        if let Err(e) = registry.delete_owner(t, *p, None).await {
-            tracing::debug!(error = %error_chain(&e), topic = %t, partition = p, "releasing failed");
+    for tp in parts {
+        if let Err(e) = registry.delete_owner(&tp.topic, tp.partition, None).await {
+            tracing::debug!(error = %error_chain(&e), topic = %tp.topic, partition = tp.partition, "releasing failed");
         }
     }
 }
@@ -339,8 +337,7 @@ pub(crate) async fn attempt<R: Registry>(
 /// Where one claimed partition starts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Start {
-    pub(crate) topic: String,
-    pub(crate) partition: i32,
+    pub(crate) tp: TopicPartition,
     pub(crate) thread: ThreadId,
     /// The stored offset (-1: none; `auto.offset.reset` decides).
     pub(crate) stored: i64,
@@ -373,13 +370,12 @@ pub(crate) fn reconcile(
     let now: BTreeSet<&TopicPartition> = mine.iter().map(|(k, _)| k).collect();
     let starts = mine
         .iter()
-        .map(|((t, p), thread)| Start {
-            topic: t.clone(),
-            partition: *p,
+        .map(|(tp, thread)| Start {
+            tp: tp.clone(),
             thread: thread.clone(),
-            stored: stored.get(&(t.clone(), *p)).copied().flatten().unwrap_or(-1),
-            resume: kept.contains(&(t.clone(), *p)),
-            slot: subscription.slot(t, thread),
+            stored: stored.get(tp).copied().flatten().unwrap_or(-1),
+            resume: kept.contains(tp),
+            slot: subscription.slot(&tp.topic, thread),
         })
         .collect();
     let handed_off = before.iter().filter(|k| !now.contains(k)).cloned().collect();
@@ -413,7 +409,7 @@ mod tests {
     }
 
     fn tp(t: &str, p: i32) -> TopicPartition {
-        (t.to_owned(), p)
+        TopicPartition::new(t, p)
     }
 
     #[test]
@@ -505,7 +501,7 @@ mod tests {
         let stored = BTreeMap::from([(tp("t", 0), None), (tp("t", 1), Some(40))]);
         let r = reconcile(&mine, &before, &kept, &stored, &sub);
         let got: Vec<(i32, i64, bool, usize)> =
-            r.starts.iter().map(|s| (s.partition, s.stored, s.resume, s.slot.index)).collect();
+            r.starts.iter().map(|s| (s.tp.partition, s.stored, s.resume, s.slot.index)).collect();
         assert_eq!(got, [(0, -1, false, 0), (1, 40, true, 1)]);
         assert_eq!(r.handed_off, [tp("t", 2)]);
         // nothing claimed: everything owned before is handed off

@@ -513,8 +513,8 @@ async fn settled(cluster: &FakeCluster, members: &BTreeMap<String, Member>, part
     }
     let mut from_members: BTreeMap<i32, String> = BTreeMap::new();
     for m in members.values() {
-        for ((_, p), thread) in m.connector.owned_partitions() {
-            if from_members.insert(p, thread).is_some() {
+        for (tp, thread) in m.connector.owned_partitions() {
+            if from_members.insert(tp.partition, thread).is_some() {
                 return false;
             }
         }
@@ -842,7 +842,7 @@ async fn blacklist_regex_and_exclude_internal_topics() {
         let (data, _) =
             cluster.zk().get(&format!("/consumers/{group}/ids/{}", a.consumer_id())).await.unwrap().unwrap();
         assert!(String::from_utf8(data).unwrap().contains(r#""subscription":{"b[0-9]|c.*":1},"pattern":"black_list""#));
-        let topics: std::collections::BTreeSet<String> = a.owned_partitions().into_keys().map(|(t, _)| t).collect();
+        let topics: std::collections::BTreeSet<String> = a.owned_partitions().into_keys().map(|tp| tp.topic).collect();
         let mut expect = vec!["a1".to_string(), "b22".to_string()];
         if !exclude {
             expect.insert(0, "__consumer_offsets".into());

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::*;
 use gregor_consumer::assignment::{self, AssignmentStrategy, GroupState};
-use gregor_consumer::{ConsumerConfig, ConsumerConnector, Error, KafkaStream};
+use gregor_consumer::{ConsumerConfig, ConsumerConnector, Error, KafkaStream, TopicPartition};
 use gregor_serde::StringDecoder;
 use gregor_testkit::FakeCluster;
 
@@ -63,11 +63,11 @@ async fn join(cluster: &FakeCluster, id: &str, subscription: &[(&str, usize)]) -
 }
 
 /// Both topics' owner znodes as one map.
-async fn all_owners(cluster: &FakeCluster) -> BTreeMap<(String, i32), String> {
+async fn all_owners(cluster: &FakeCluster) -> BTreeMap<TopicPartition, String> {
     let mut out = BTreeMap::new();
     for t in ["ra", "rb"] {
         for (p, owner) in owners(cluster, GROUP, t).await {
-            out.insert((t.to_string(), p), owner);
+            out.insert(TopicPartition::new(t, p), owner);
         }
     }
     out
@@ -83,8 +83,8 @@ async fn roundrobin_owners_match_java_streams_get_their_partitions_and_mixed_sub
             produce_values(&cluster, t, p, &[format!("{t}-{p}")]).await;
         }
     }
-    let expect: BTreeMap<(String, i32), String> =
-        java_assignment().into_iter().map(|((t, p), o)| ((t.to_string(), p), o.to_string())).collect();
+    let expect: BTreeMap<TopicPartition, String> =
+        java_assignment().into_iter().map(|(tp, o)| (tp.into(), o.to_string())).collect();
     // the crate's planner agrees with the independent table
     let state = GroupState {
         members: [("grr_a", 2), ("grr_b", 1), ("grr_c", 11)]
@@ -93,7 +93,7 @@ async fn roundrobin_owners_match_java_streams_get_their_partitions_and_mixed_sub
             .collect(),
         partitions: BTreeMap::from([("ra".to_string(), (0..12).collect()), ("rb".to_string(), (0..7).collect())]),
     };
-    let planned: BTreeMap<(String, i32), String> =
+    let planned: BTreeMap<TopicPartition, String> =
         assignment::round_robin(&state).unwrap().into_iter().map(|(k, t)| (k, t.to_string())).collect();
     assert_eq!(planned, expect);
 
@@ -104,7 +104,7 @@ async fn roundrobin_owners_match_java_streams_get_their_partitions_and_mixed_sub
     let settled = || async {
         all_owners(&cluster).await == expect
             && members.iter().all(|(id, m)| {
-                let mine: BTreeMap<(String, i32), String> = expect
+                let mine: BTreeMap<TopicPartition, String> = expect
                     .iter()
                     .filter(|(_, o)| o.starts_with(&format!("{id}-")))
                     .map(|(k, o)| (k.clone(), o.clone()))
@@ -119,8 +119,11 @@ async fn roundrobin_owners_match_java_streams_get_their_partitions_and_mixed_sub
         for (topic, list) in streams.iter_mut() {
             for (n, stream) in list.iter_mut().enumerate() {
                 let thread = format!("{id}-{n}");
-                let mine: Vec<i32> =
-                    expect.iter().filter(|((t, _), o)| t == topic && **o == thread).map(|((_, p), _)| *p).collect();
+                let mine: Vec<i32> = expect
+                    .iter()
+                    .filter(|(tp, o)| tp.topic == *topic && **o == thread)
+                    .map(|(tp, _)| tp.partition)
+                    .collect();
                 let mut got = Vec::new();
                 while got.len() < mine.len() {
                     match tokio::time::timeout(Duration::from_secs(10), stream.next()).await {

@@ -20,6 +20,9 @@
 //! * [`message`]: Message v0 and [`MessageSet`], compressed wrappers.
 //! * [`compression`]: gzip, snappy (Kafka's xerial framing) and lz4 (the 0.8 frame).
 //! * [`ErrorCode`]: every broker error code of 0.8.2.
+//! * [`TopicPartition`]: Kafka's `TopicAndPartition`, one partition of one topic; the key of
+//!   every per-partition map in gregor. With the `serde` feature (off by default; gregor-zk
+//!   turns it on) it reads and writes Kafka's JSON `{"topic":"t","partition":0}`.
 //!
 //! Wire input is treated as hostile: decoding never panics, never allocates from a length it
 //! has not checked against the bytes that remain, and a frame is used exactly or rejected.
@@ -53,6 +56,7 @@ mod error_code;
 pub mod frame;
 pub mod message;
 pub mod messages;
+mod topic_partition;
 pub mod wire;
 
 pub use compression::Compression;
@@ -60,3 +64,4 @@ pub use error::{Error, MessageLocation, Result};
 pub use error_code::{check as check_error_code, ErrorCode};
 pub use frame::{Decode, Encode, Request};
 pub use message::{EncodedMessage, Message, MessageAndOffset, MessageSet, MessageView};
+pub use topic_partition::TopicPartition;

@@ -41,6 +41,7 @@
 
 use std::collections::BTreeMap;
 
+use gregor_protocol::TopicPartition;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::{Error, Result};
@@ -281,6 +282,13 @@ pub struct PartitionReassignment {
     pub replicas: Vec<i32>,
 }
 
+impl PartitionReassignment {
+    /// The partition this move is about.
+    pub fn topic_partition(&self) -> TopicPartition {
+        TopicPartition::new(self.topic.clone(), self.partition)
+    }
+}
+
 /// `/admin/reassign_partitions`: the partition moves the controller should make. Kafka writes
 /// `{"version":1,"partitions":[{"topic":t,"partition":p,"replicas":[...]}]}`; the controller
 /// removes each partition as its move completes and deletes the znode at the end.
@@ -303,15 +311,6 @@ impl ReassignPartitions {
 
 // ---------------------------------------------------------------------------------------------
 
-/// A topic and partition, as listed in a [`PreferredReplicaElection`].
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct TopicAndPartition {
-    /// The topic.
-    pub topic: String,
-    /// The partition id.
-    pub partition: i32,
-}
-
 /// `/admin/preferred_replica_election`: the partitions whose leadership the controller should
 /// move back to their preferred (first) replica. Kafka writes
 /// `{"version":1,"partitions":[{"topic":t,"partition":p}]}` and the controller deletes the
@@ -320,15 +319,15 @@ pub struct TopicAndPartition {
 pub struct PreferredReplicaElection {
     /// Format version, [`VERSION`] (1) in Kafka 0.8.2.
     pub version: i32,
-    /// The partitions to elect.
-    pub partitions: Vec<TopicAndPartition>,
+    /// The partitions to elect, each written as `{"topic":t,"partition":p}`.
+    pub partitions: Vec<TopicPartition>,
 }
 
 json_methods!(PreferredReplicaElection, "preferred replica election (/admin/preferred_replica_election)");
 
 impl PreferredReplicaElection {
     /// A version 1 election request.
-    pub fn new(partitions: Vec<TopicAndPartition>) -> Self {
+    pub fn new(partitions: Vec<TopicPartition>) -> Self {
         PreferredReplicaElection { version: VERSION, partitions }
     }
 }
@@ -583,6 +582,7 @@ mod tests {
         );
         let real = br#"{"version":1,"partitions":[{"topic":"events","partition":0,"replicas":[1,2]},{"partition":3,"replicas":[0],"topic":"logs"}]}"#;
         assert_eq!(ReassignPartitions::from_json(real).unwrap(), r);
+        assert_eq!(r.partitions[1].topic_partition(), TopicPartition::new("logs", 3));
         let (msg, _) =
             json_error(ReassignPartitions::from_json(br#"{"version":1,"partitions":[{"topic":"t"}]}"#).unwrap_err());
         assert_eq!(msg, "invalid partition reassignment (/admin/reassign_partitions) JSON");
@@ -590,16 +590,26 @@ mod tests {
 
     #[test]
     fn preferred_replica_election() {
-        let e = PreferredReplicaElection::new(vec![
-            TopicAndPartition { topic: "events".into(), partition: 1 },
-            TopicAndPartition { topic: "events".into(), partition: 0 },
-        ]);
+        let e = PreferredReplicaElection::new(vec![TopicPartition::new("events", 1), TopicPartition::new("events", 0)]);
         assert_eq!(
             json(&e.to_json()),
             r#"{"version":1,"partitions":[{"topic":"events","partition":1},{"topic":"events","partition":0}]}"#
         );
         let real = br#"{"partitions":[{"partition":1,"topic":"events"},{"topic":"events","partition":0}],"version":1}"#;
         assert_eq!(PreferredReplicaElection::from_json(real).unwrap(), e);
+        // an entry's unknown fields are ignored; a missing or out-of-range partition is not
+        let later = br#"{"version":1,"partitions":[{"topic":"events","partition":1,"leader":2}]}"#;
+        assert_eq!(PreferredReplicaElection::from_json(later).unwrap().partitions, [TopicPartition::new("events", 1)]);
+        let (_, source) = json_error(
+            PreferredReplicaElection::from_json(br#"{"version":1,"partitions":[{"topic":"t"}]}"#).unwrap_err(),
+        );
+        assert!(source.contains("missing field `partition`"), "{source}");
+        json_error(
+            PreferredReplicaElection::from_json(
+                br#"{"version":1,"partitions":[{"topic":"t","partition":2147483648}]}"#,
+            )
+            .unwrap_err(),
+        );
         let (msg, _) = json_error(PreferredReplicaElection::from_json(b"{").unwrap_err());
         assert_eq!(msg, "invalid preferred replica election (/admin/preferred_replica_election) JSON");
     }
