@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use gregor_net::BrokerId;
-use gregor_protocol::ErrorCode;
+use gregor_protocol::{ErrorCode, TopicPartition};
 
 use crate::config::ConfigError;
 
@@ -207,12 +207,16 @@ impl Error {
     pub fn topic(&self) -> Option<&str> {
         match self {
             Error::UnknownTopic { topic } | Error::TopicMetadata { topic, .. } => Some(topic),
-            other => other.topic_partition().map(|(t, _)| t),
+            other => other.partition_fields().map(|(t, _)| t),
         }
     }
 
     /// The topic and partition the error is about, when it is about one partition.
-    pub fn topic_partition(&self) -> Option<(&str, i32)> {
+    pub fn topic_partition(&self) -> Option<TopicPartition> {
+        self.partition_fields().map(|(topic, partition)| TopicPartition::new(topic, partition))
+    }
+
+    fn partition_fields(&self) -> Option<(&str, i32)> {
         match self {
             Error::OffsetOutOfRange { topic, partition, .. }
             | Error::MessageSizeTooLarge { topic, partition, .. }
@@ -271,7 +275,7 @@ mod tests {
         };
         assert_eq!(e.to_string(), "offset 100 is out of range for t/2 (valid offsets 0 to 5): seek to one of them");
         assert_eq!(e.code(), Some(ErrorCode::OffsetOutOfRange));
-        assert_eq!(e.topic_partition(), Some(("t", 2)));
+        assert_eq!(e.topic_partition(), Some(TopicPartition::new("t", 2)));
         assert!(!e.is_retriable());
         let e =
             Error::MessageSizeTooLarge { topic: "t".into(), partition: 0, offset: 1, fetch_size: 10240, needed: 50038 };

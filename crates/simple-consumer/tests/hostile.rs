@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use gregor_net::PoisonReason;
 use gregor_protocol::frame::ApiKey;
+use gregor_protocol::TopicPartition;
 use gregor_simple_consumer::{Error, SimpleConsumer, SimpleConsumerConfig, EARLIEST_TIME, LATEST_TIME};
 use gregor_testkit::fault::{Fault, Rule};
 use gregor_testkit::hostile::HostileBroker;
@@ -138,7 +139,7 @@ fn check_connection_error(
             check!(topic == "t" && *p == partition, "{behaviour:?}: {e:?}");
             check!(*attempts == expect.attempts(), "{behaviour:?}: {attempts} attempts, not {}", expect.attempts());
             check!(expect.matches(source, api), "{behaviour:?}: expected {expect:?}, got {source:?}");
-            check!(e.topic_partition() == Some(("t", partition)), "{behaviour:?}");
+            check!(e.topic_partition() == Some(TopicPartition::new("t", partition)), "{behaviour:?}");
         }
         other => return Err(format!("{behaviour:?}: {other:?}")),
     }
