@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use bytes::BytesMut;
 use gregor_protocol::EncodedMessage;
 
-use crate::inbox::SHARED_MAX;
+use crate::message::SHARED_MAX;
 
 const MIN_BLOCK: usize = 1024;
 const MAX_BLOCK: usize = 64 * 1024;

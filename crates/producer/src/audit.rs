@@ -107,14 +107,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use gregor_protocol::{EncodedMessage, Message};
-use gregor_serde::Encoder;
 use tokio::time::Instant;
 
 use crate::config::{ConfigError, ProducerConfig};
+use crate::delivery::{DeliveryResult, Pending};
 use crate::error::{Error, Result};
-use crate::producer::AsyncProducer;
-use crate::record::{DeliveryResult, Pending, Topic};
-use crate::sync::SyncProducer;
+use crate::topic::Topic;
 
 /// The audit topic unless [`AuditConfig::topic`] says otherwise.
 pub const DEFAULT_AUDIT_TOPIC: &str = "__gregor_audit";
@@ -264,51 +262,6 @@ impl AuditConfig {
             ));
         }
         Ok(())
-    }
-}
-
-impl<K, V> AsyncProducer<K, V>
-where
-    K: Send + 'static,
-    V: Send + 'static,
-{
-    /// As [`AsyncProducer::new`], with audit on (see [`crate::audit`]): per topic and window,
-    /// the records acknowledged (partition, offset ranges, fingerprints) and failed are
-    /// published to `audit.topic_name()`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Config`] for invalid audit settings ([`AuditConfig::validate`]), and the
-    /// errors of [`AsyncProducer::new`].
-    pub fn with_audit(
-        config: ProducerConfig,
-        audit: AuditConfig,
-        key_encoder: impl Encoder<K> + 'static,
-        value_encoder: impl Encoder<V> + 'static,
-    ) -> Result<AsyncProducer<K, V>> {
-        AsyncProducer::start(config, Some(audit), key_encoder, value_encoder)
-    }
-}
-
-impl<K, V> SyncProducer<K, V>
-where
-    K: Send + 'static,
-    V: Send + 'static,
-{
-    /// As [`SyncProducer::new`], with audit on (see [`crate::audit`] and
-    /// [`AsyncProducer::with_audit`]). Audit records are sent as soon as a window ends (the
-    /// linger is 0); [`SyncProducer::close`] publishes the last window.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Config`] for invalid audit settings, and the errors of [`SyncProducer::new`].
-    pub fn with_audit(
-        config: ProducerConfig,
-        audit: AuditConfig,
-        key_encoder: impl Encoder<K> + 'static,
-        value_encoder: impl Encoder<V> + 'static,
-    ) -> Result<SyncProducer<K, V>> {
-        SyncProducer::start(config, Some(audit), key_encoder, value_encoder)
     }
 }
 

@@ -17,7 +17,6 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use gregor_net::{MetadataCache, MetadataSnapshot};
 use gregor_protocol::messages::{ProducePartition, ProduceRequest, ProduceResponse, TopicPartitions};
 use gregor_protocol::{Compression, EncodedMessage, ErrorCode, MessageSet};
@@ -29,10 +28,13 @@ use tracing::Instrument;
 use crate::accumulator::{Accumulator, AccumulatorConfig, Batch, Released, Round, TopicPartition};
 use crate::arena::Arena;
 use crate::config::ProducerConfig;
+use crate::delivery::{CloseReport, DeliveryResult, FlushReport, Pending};
 use crate::error::{DeliveryError, Error};
-use crate::inbox::{detach, InboxReceiver, Incoming, Next, PackedRecord};
+use crate::inbox::{Command, InboxReceiver, Incoming, Next, PackedRecord};
+use crate::message::{detach, own_copy, placeholder};
 use crate::partitioner::{Choice, PartitionerState};
-use crate::record::{CloseReport, FlushReport, Pending, RecordMetadata, Topic};
+use crate::record::RecordMetadata;
+use crate::topic::Topic;
 
 /// Most inbox messages handled in one go before the engine looks at its timers again.
 const INBOX_BURST: usize = 4096;
@@ -55,13 +57,6 @@ const OFFLOAD_COMPRESSION: usize = 32 * 1024;
 /// compression was done after the linger (a gzip round of 420 records: about 0.8 ms), on a
 /// multi-thread runtime on the workers that also read the responses.
 const CHUNK_BYTES: usize = 16 * 1024;
-
-/// What the application side sends to the engine.
-pub(crate) enum Command {
-    Record(Pending),
-    Flush { reply: oneshot::Sender<FlushReport> },
-    Close { deadline: Instant, reply: oneshot::Sender<CloseReport> },
-}
 
 enum Completion {
     Produce {
@@ -162,7 +157,7 @@ pub(crate) struct Engine {
     inbox: InboxReceiver,
     /// Commands taken from the inbox, not yet handled.
     incoming: Incoming,
-    /// See [`PLACEHOLDER`].
+    /// See `crate::message::placeholder`.
     placeholder: EncodedMessage,
     inbox_open: bool,
     permits: Arc<Semaphore>,
@@ -222,7 +217,7 @@ impl Engine {
             last_topic: None,
             inbox,
             incoming: Incoming::default(),
-            placeholder: EncodedMessage::from_bytes(Bytes::from_static(&PLACEHOLDER)).expect("a message"),
+            placeholder: placeholder(),
             inbox_open: true,
             permits,
             deliveries: None,
@@ -1057,7 +1052,7 @@ impl Engine {
 
     /// A record's one result: counted for flushes and close, then handed out (its queue place
     /// given back, then its future or callback).
-    fn finish(&mut self, pending: Pending, result: crate::DeliveryResult) {
+    fn finish(&mut self, pending: Pending, result: DeliveryResult) {
         if self.account(&pending, &result) {
             self.hand_out(Delivery::Results(vec![(pending, result)]));
         }
@@ -1079,7 +1074,7 @@ impl Engine {
 
     /// Counts a record's result for flushes, close and the audit; false for a record that
     /// takes no queue place and gets no delivery (the auditor's own).
-    fn account(&mut self, pending: &Pending, result: &crate::DeliveryResult) -> bool {
+    fn account(&mut self, pending: &Pending, result: &DeliveryResult) -> bool {
         // audit (crates/producer/src/audit.rs): count the result; the auditor's own records
         // count for flushes only: no queue place, no report, no delivery slot
         if let Some(audit) = &mut self.audit {
@@ -1177,7 +1172,7 @@ enum Delivery {
     /// (-1: unknown, acks=0).
     Acked { tp: TopicPartition, base_offset: i64, records: Vec<Pending> },
     /// Results already counted for flushes and close.
-    Results(Vec<(Pending, crate::DeliveryResult)>),
+    Results(Vec<(Pending, DeliveryResult)>),
     /// A flush's report: after the results of every record queued before it.
     Flush(oneshot::Sender<FlushReport>, FlushReport),
     /// A close's report: after every result.
@@ -1326,11 +1321,6 @@ fn into_arena(pending: &mut Pending, arena: &mut Arena, raw: Option<&[u8]>) {
     };
 }
 
-/// A record's message from its bytes in the inbox's block, in an allocation of its own.
-fn own_copy(raw: &[u8]) -> EncodedMessage {
-    EncodedMessage::from_bytes(Bytes::copy_from_slice(raw)).expect("the inbox holds what Message::encode wrote")
-}
-
 /// Where [`Engine::place`] puts a record.
 #[derive(Clone, Copy)]
 enum Placement {
@@ -1340,10 +1330,6 @@ enum Placement {
     /// The partitioner chose a partition the topic does not have.
     Invalid(i32),
 }
-
-/// A message no record sends (null key, null value), held by a small record between the inbox
-/// and its partition's arena; static, so a clone costs no reference count.
-static PLACEHOLDER: [u8; 14] = [0xa7, 0xec, 0x68, 0x03, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
 
 async fn sleep_until(at: Option<Instant>) {
     match at {
@@ -1362,7 +1348,7 @@ mod tests {
     use gregor_protocol::Message;
 
     use super::*;
-    use crate::record::Slot;
+    use crate::delivery::Slot;
 
     fn engine() -> Engine {
         engine_with(Compression::None)
@@ -1382,7 +1368,7 @@ mod tests {
         Engine::new(config, cache, rx, permits)
     }
 
-    fn send(e: &mut Engine, partition: Option<i32>) -> oneshot::Receiver<crate::DeliveryResult> {
+    fn send(e: &mut Engine, partition: Option<i32>) -> oneshot::Receiver<DeliveryResult> {
         let (tx, rx) = oneshot::channel();
         let pending = Pending {
             seq: 0,
@@ -1436,7 +1422,7 @@ mod tests {
         refreshes
     }
 
-    fn failed(rx: &mut oneshot::Receiver<crate::DeliveryResult>) -> Error {
+    fn failed(rx: &mut oneshot::Receiver<DeliveryResult>) -> Error {
         rx.try_recv().expect("the record has its result").expect_err("it failed").error
     }
 

@@ -9,7 +9,8 @@ use bytes::Bytes;
 use gregor_protocol::ErrorCode;
 
 use crate::config::ConfigError;
-use crate::record::{Record, Topic};
+use crate::record::Record;
+use crate::topic::Topic;
 
 /// Result with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

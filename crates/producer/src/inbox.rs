@@ -25,7 +25,7 @@
 //! task's, whose cache line moved between cores twice per record on a multi-thread runtime.
 //!
 //! The background task copies each small record out when it queues it: into its partition's
-//! blocks (`crate::arena`), or into an allocation of its own ([`detach`]) while it waits for
+//! blocks (`crate::arena`), or into an allocation of its own (`crate::message::detach`) while it waits for
 //! its topic's metadata; so a record that waits long (a retry, a partition without a leader)
 //! never keeps a whole block of the stream alive.
 
@@ -34,15 +34,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::{Bytes, BytesMut};
 use gregor_protocol::{EncodedMessage, Message};
-use tokio::sync::Notify;
+use tokio::sync::{oneshot, Notify};
+use tokio::time::Instant;
 
-use crate::accumulator::reserve_one;
-use crate::engine::Command;
-use crate::record::{Pending, Slot, Topic};
-
-/// Records whose message is at most this long go through the inbox's byte stream; longer ones
-/// get an allocation of their own (and the background task keeps it as it is).
-pub(crate) const SHARED_MAX: usize = 8 * 1024;
+use crate::delivery::{CloseReport, FlushReport, Pending, Slot};
+use crate::growth::reserve_one;
+use crate::message::SHARED_MAX;
+use crate::topic::Topic;
 
 /// The largest block of the byte stream: a new block is made when a message does not fit in
 /// what is left, twice the size of the last (from [`FIRST_BLOCK`]) up to this.
@@ -57,14 +55,11 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<BytesMut> = std::cell::RefCell::new(BytesMut::new());
 }
 
-/// The message in an allocation of its own when it sits in a shared buffer (see the module
-/// docs); as it is otherwise.
-pub(crate) fn detach(message: &EncodedMessage) -> EncodedMessage {
-    if message.len() <= SHARED_MAX {
-        message.detached()
-    } else {
-        message.clone()
-    }
+/// What the application side sends to the engine.
+pub(crate) enum Command {
+    Record(Pending),
+    Flush { reply: oneshot::Sender<FlushReport> },
+    Close { deadline: Instant, reply: oneshot::Sender<CloseReport> },
 }
 
 /// Why [`InboxSender::send_record`] did not queue a record.
@@ -421,7 +416,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::record::{DeliveryResult, FlushReport};
+    use crate::delivery::DeliveryResult;
 
     fn flush() -> (Command, tokio::sync::oneshot::Receiver<FlushReport>) {
         let (reply, rx) = tokio::sync::oneshot::channel();

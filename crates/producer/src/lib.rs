@@ -110,22 +110,26 @@ pub mod accumulator;
 pub mod arena;
 pub mod audit;
 pub mod config;
+mod delivery;
 mod engine;
 mod error;
+mod growth;
 mod inbox;
+mod message;
 pub mod partitioner;
 mod producer;
 mod record;
 mod sync;
+mod topic;
 
 pub use audit::AuditConfig;
 pub use config::{
     ConfigError, EnqueueTimeout, ProducerConfig, ProducerConfigBuilder, ProducerType, RESPONSE_TIMEOUT_MARGIN,
 };
+pub use delivery::{Callback, CloseReport, DeliveryFuture, DeliveryHandler, DeliveryResult, FlushReport};
 pub use error::{DeliveryError, Error, Result, SendError, SyncSendError};
 pub use partitioner::{murmur2, murmur2_partition, Partitioner, PartitionerKind};
 pub use producer::AsyncProducer;
-pub use record::{
-    Callback, CloseReport, DeliveryFuture, DeliveryHandler, DeliveryResult, FlushReport, Record, RecordMetadata, Topic,
-};
+pub use record::{Record, RecordMetadata};
 pub use sync::SyncProducer;
+pub use topic::Topic;

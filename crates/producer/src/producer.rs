@@ -13,13 +13,13 @@ use tokio::sync::{oneshot, Semaphore};
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use crate::audit::{AuditConfig, Auditor};
 use crate::config::{EnqueueTimeout, ProducerConfig};
-use crate::engine::{Command, Engine};
+use crate::delivery::{Callback, CloseReport, DeliveryFuture, DeliveryHandler, DeliveryResult, FlushReport, Slot};
+use crate::engine::Engine;
 use crate::error::{DeliveryError, Error, SendError};
-use crate::inbox::{inbox, InboxSender, Refused};
-use crate::record::{
-    Callback, CloseReport, DeliveryFuture, DeliveryHandler, DeliveryResult, FlushReport, Record, Slot,
-};
+use crate::inbox::{inbox, Command, InboxSender, Refused};
+use crate::record::Record;
 
 /// How long [`AsyncProducer::close`] waits past its bound for the background task's report
 /// before it gives up on it (the task never blocks, so this is only a safety net).
@@ -112,16 +112,33 @@ where
         AsyncProducer::start(config, None, key_encoder, value_encoder)
     }
 
-    /// [`AsyncProducer::new`], with audit on when `audit` is given (audit: see audit.rs).
+    /// As [`AsyncProducer::new`], with audit on (see [`crate::audit`]): per topic and window,
+    /// the records acknowledged (partition, offset ranges, fingerprints) and failed are
+    /// published to `audit.topic_name()`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] for invalid audit settings ([`AuditConfig::validate`]), and the
+    /// errors of [`AsyncProducer::new`].
+    pub fn with_audit(
+        config: ProducerConfig,
+        audit: AuditConfig,
+        key_encoder: impl Encoder<K> + 'static,
+        value_encoder: impl Encoder<V> + 'static,
+    ) -> Result<AsyncProducer<K, V>, Error> {
+        AsyncProducer::start(config, Some(audit), key_encoder, value_encoder)
+    }
+
+    /// [`AsyncProducer::new`], with audit on when `audit` is given.
     pub(crate) fn start(
         config: ProducerConfig,
-        audit: Option<crate::audit::AuditConfig>,
+        audit: Option<AuditConfig>,
         key_encoder: impl Encoder<K> + 'static,
         value_encoder: impl Encoder<V> + 'static,
     ) -> Result<AsyncProducer<K, V>, Error> {
         let handle = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
-        // audit (crates/producer/src/audit.rs): its settings are checked before anything starts
-        let auditor = audit.map(|a| crate::audit::Auditor::new(a, &config)).transpose()?;
+        // its settings are checked before anything starts
+        let auditor = audit.map(|a| Auditor::new(a, &config)).transpose()?;
         let connection = ConnectionConfig::builder()
             .client_id(config.client_id())
             .request_timeout(config.response_timeout())
@@ -145,7 +162,7 @@ where
         let (tx, rx) = inbox();
         let span = tracing::debug_span!("producer", client_id = %config.client_id());
         let mut engine = Engine::new(config.clone(), cache, rx, permits.clone());
-        engine.audit = auditor; // audit (crates/producer/src/audit.rs)
+        engine.audit = auditor;
         handle.spawn(engine.run().instrument(span));
         Ok(AsyncProducer {
             shared: Arc::new(Shared { config, inbox: tx, permits, closed: AtomicBool::new(false) }),
