@@ -44,7 +44,7 @@ use crate::arena::Arena;
 use crate::growth::reserve_one;
 
 /// A broker id.
-pub type BrokerId = i32;
+pub(crate) type BrokerId = i32;
 
 /// A partition's queue with room for more than this many records gives most of it back once
 /// it holds less than an eighth of it.
@@ -71,16 +71,17 @@ fn count_loose<T>(
 /// A topic and one of its partitions. Equality and order are the topic name's and the
 /// partition's; two keys sharing one topic allocation compare without reading the names.
 #[derive(Debug, Clone)]
-pub struct TopicPartition {
+pub(crate) struct TopicPartition {
     /// The topic (shared, so a key costs a reference count, not a copy).
-    pub topic: Arc<str>,
+    pub(crate) topic: Arc<str>,
     /// The partition.
-    pub partition: i32,
+    pub(crate) partition: i32,
 }
 
 impl TopicPartition {
     /// `topic`/`partition`.
-    pub fn new(topic: impl Into<Arc<str>>, partition: i32) -> TopicPartition {
+    #[cfg(test)]
+    pub(crate) fn new(topic: impl Into<Arc<str>>, partition: i32) -> TopicPartition {
         TopicPartition { topic: topic.into(), partition }
     }
 }
@@ -126,70 +127,70 @@ impl std::fmt::Display for TopicPartition {
 
 /// The settings the accumulator obeys (from [`crate::ProducerConfig`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AccumulatorConfig {
+pub(crate) struct AccumulatorConfig {
     /// `batch.num.messages`: the most records per round, and the count that makes a broker
     /// ready.
-    pub batch_num_messages: usize,
+    pub(crate) batch_num_messages: usize,
     /// `queue.buffering.max.ms`: how long a record waits for company.
-    pub linger: Duration,
+    pub(crate) linger: Duration,
     /// `queue.buffering.max.messages`: at this many records everything is ready.
-    pub capacity: usize,
+    pub(crate) capacity: usize,
     /// `retry.backoff.ms`: how long a failed batch waits before it is sent again.
-    pub retry_backoff: Duration,
+    pub(crate) retry_backoff: Duration,
     /// `message.send.max.retries`: a batch is sent at most this plus one times; a partition
     /// (or topic) waits at most this plus one metadata rounds for a leader.
-    pub max_retries: u32,
+    pub(crate) max_retries: u32,
     /// `max.in.flight.requests.per.connection`: rounds in flight per broker, and batches in
     /// flight per partition. 1 (the default) keeps every partition's order through retries;
     /// more pipelines requests, and a retried batch may then land after a later one.
-    pub max_in_flight: usize,
+    pub(crate) max_in_flight: usize,
     /// Eager compression: once a partition has taken in this many bytes since its last chunk
     /// (as its arena counts them; a message with an allocation of its own counts as
     /// [`LARGE_WEIGHT`]), [`Accumulator::take_due_chunks`] lists it, and
     /// [`Accumulator::take_loose`] gives its records since then. 0: never.
-    pub chunk_bytes: usize,
+    pub(crate) chunk_bytes: usize,
 }
 
 /// What a message that the arena does not copy (one with an allocation of its own, over 8 KiB)
 /// counts towards [`AccumulatorConfig::chunk_bytes`].
-pub const LARGE_WEIGHT: usize = 8 * 1024;
+pub(crate) const LARGE_WEIGHT: usize = 8 * 1024;
 
 /// Records of one partition sent together: one entry of a Produce request.
 #[derive(Debug)]
-pub struct Batch<T> {
+pub(crate) struct Batch<T> {
     /// Unique within the accumulator.
-    pub id: u64,
+    pub(crate) id: u64,
     /// Where it goes.
-    pub tp: TopicPartition,
+    pub(crate) tp: TopicPartition,
     /// The records, in order.
-    pub records: Vec<T>,
+    pub(crate) records: Vec<T>,
     /// How many times it has been sent, counting the send it was drained for.
-    pub attempts: u32,
+    pub(crate) attempts: u32,
     /// The encoded message set, kept by the caller across retries so a batch is encoded once.
-    pub encoded: Option<MessageSet>,
+    pub(crate) encoded: Option<MessageSet>,
 }
 
 /// The batches to send to one broker in one Produce request.
 #[derive(Debug)]
-pub struct Round<T> {
+pub(crate) struct Round<T> {
     /// The leader of every batch's partition.
-    pub broker: BrokerId,
+    pub(crate) broker: BrokerId,
     /// At most one batch per partition.
-    pub batches: Vec<Batch<T>>,
+    pub(crate) batches: Vec<Batch<T>>,
 }
 
 /// A record handed back without being sent (again): it ran out of metadata rounds, its
 /// partition was removed, or the accumulator was emptied.
 #[derive(Debug)]
-pub struct Released<T> {
+pub(crate) struct Released<T> {
     /// The record's topic.
-    pub topic: Arc<str>,
+    pub(crate) topic: Arc<str>,
     /// Its partition, when it had been given one.
-    pub partition: Option<i32>,
+    pub(crate) partition: Option<i32>,
     /// How many times it was sent.
-    pub attempts: u32,
+    pub(crate) attempts: u32,
     /// The record.
-    pub record: T,
+    pub(crate) record: T,
 }
 
 #[derive(Debug)]
@@ -310,7 +311,7 @@ struct Held<T> {
 /// The accumulator; see the [module docs](self). `T` is a record with whatever it carries
 /// (its encoded message and delivery slot, in the producer).
 #[derive(Debug)]
-pub struct Accumulator<T> {
+pub(crate) struct Accumulator<T> {
     config: AccumulatorConfig,
     partitions: BTreeMap<TopicPartition, PartitionQueue<T>>,
     held: BTreeMap<Arc<str>, Held<T>>,
@@ -328,7 +329,7 @@ pub struct Accumulator<T> {
 
 impl<T> Accumulator<T> {
     /// An empty accumulator.
-    pub fn new(config: AccumulatorConfig) -> Accumulator<T> {
+    pub(crate) fn new(config: AccumulatorConfig) -> Accumulator<T> {
         let config = AccumulatorConfig {
             batch_num_messages: config.batch_num_messages.max(1),
             capacity: config.capacity.max(1),
@@ -350,59 +351,57 @@ impl<T> Accumulator<T> {
     }
 
     /// The settings.
-    pub fn config(&self) -> &AccumulatorConfig {
+    #[cfg(test)]
+    pub(crate) fn config(&self) -> &AccumulatorConfig {
         &self.config
     }
 
     /// Every record the accumulator is responsible for: held, queued, waiting to be retried or
     /// in flight.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
     /// True when it holds no record.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Records in flight (drained, not yet back through `done` or `retry`).
-    pub fn in_flight(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn in_flight(&self) -> usize {
         self.in_flight_records
     }
 
     /// True at `capacity` records: everything queued is ready at once.
-    pub fn is_full(&self) -> bool {
+    pub(crate) fn is_full(&self) -> bool {
         self.len >= self.config.capacity
     }
 
     /// While flushing, every partition is ready at once (the linger is skipped; retry
     /// backoffs still apply).
-    pub fn set_flushing(&mut self, flushing: bool) {
+    pub(crate) fn set_flushing(&mut self, flushing: bool) {
         self.flushing = flushing;
     }
 
-    /// True when a flush is running.
-    pub fn is_flushing(&self) -> bool {
-        self.flushing
-    }
-
     /// True when the partition has a queue (it was appended to or given a leader).
-    pub fn knows(&self, tp: &TopicPartition) -> bool {
+    #[cfg(test)]
+    pub(crate) fn knows(&self, tp: &TopicPartition) -> bool {
         self.partitions.contains_key(tp)
     }
 
     /// Every partition with a queue.
-    pub fn partitions(&self) -> Vec<TopicPartition> {
+    pub(crate) fn partitions(&self) -> Vec<TopicPartition> {
         self.partitions.keys().cloned().collect()
     }
 
     /// The partition's leader as last set.
-    pub fn leader(&self, tp: &TopicPartition) -> Option<BrokerId> {
+    pub(crate) fn leader(&self, tp: &TopicPartition) -> Option<BrokerId> {
         self.partitions.get(tp).and_then(|q| q.leader)
     }
 
     /// Sets (or clears, after a leader error) the partition's leader.
-    pub fn set_leader(&mut self, tp: &TopicPartition, leader: Option<BrokerId>) {
+    pub(crate) fn set_leader(&mut self, tp: &TopicPartition, leader: Option<BrokerId>) {
         let q = match self.partitions.get_mut(tp) {
             Some(q) => q,
             None => self.partitions.entry(tp.clone()).or_insert_with(|| PartitionQueue::new(None)),
@@ -413,15 +412,16 @@ impl<T> Accumulator<T> {
         }
     }
 
-    /// Queues a record for a partition (its leader unknown until [`Accumulator::set_leader`]).
-    /// `enqueued_at` starts its linger.
-    pub fn append(&mut self, tp: &TopicPartition, record: T, enqueued_at: Instant) {
+    /// [`Accumulator::append_with`] without moving the record's bytes (tests).
+    #[cfg(test)]
+    pub(crate) fn append(&mut self, tp: &TopicPartition, record: T, enqueued_at: Instant) {
         self.append_with(tp, record, enqueued_at, |_, _| {});
     }
 
-    /// [`Accumulator::append`], letting `prepare` move the record's bytes into the partition's
-    /// [`Arena`] first.
-    pub fn append_with(
+    /// Queues a record for a partition (its leader unknown until [`Accumulator::set_leader`]),
+    /// letting `prepare` move the record's bytes into the partition's [`Arena`] first.
+    /// `enqueued_at` starts its linger.
+    pub(crate) fn append_with(
         &mut self,
         tp: &TopicPartition,
         record: T,
@@ -436,23 +436,15 @@ impl<T> Accumulator<T> {
         }
     }
 
-    /// Queues a record for a partition that has a queue (see [`Accumulator::knows`]); gives it
-    /// back otherwise. One lookup where `knows` then `append` take two.
-    ///
-    /// # Errors
-    ///
-    /// The record, when the partition has no queue.
-    pub fn try_append(&mut self, tp: &TopicPartition, record: T, enqueued_at: Instant) -> Result<(), T> {
-        self.try_append_with(tp, record, enqueued_at, |_, _| {})
-    }
-
-    /// [`Accumulator::try_append`], letting `prepare` move the record's bytes into the
-    /// partition's [`Arena`] first.
+    /// Queues a record for a partition that has a queue (it was appended to or given a
+    /// leader), letting `prepare` move the record's bytes into the partition's [`Arena`]
+    /// first; gives it back otherwise. One lookup where "has it a queue?" then "append" take
+    /// two.
     ///
     /// # Errors
     ///
     /// The record, untouched, when the partition has no queue.
-    pub fn try_append_with(
+    pub(crate) fn try_append_with(
         &mut self,
         tp: &TopicPartition,
         mut record: T,
@@ -476,13 +468,13 @@ impl<T> Accumulator<T> {
 
     /// The partitions whose records since their last chunk reached
     /// [`AccumulatorConfig::chunk_bytes`], each once, in the order they did.
-    pub fn take_due_chunks(&mut self) -> Vec<TopicPartition> {
+    pub(crate) fn take_due_chunks(&mut self) -> Vec<TopicPartition> {
         std::mem::take(&mut self.due_chunks)
     }
 
     /// The partition's queued records since its last chunk, oldest first (they are the next
     /// chunk: the count starts again); `None` when there are none.
-    pub fn take_loose(&mut self, tp: &TopicPartition) -> Option<std::collections::vec_deque::Iter<'_, T>> {
+    pub(crate) fn take_loose(&mut self, tp: &TopicPartition) -> Option<std::collections::vec_deque::Iter<'_, T>> {
         let q = self.partitions.get_mut(tp)?;
         let n = q.loose.min(q.queued.len());
         q.loose = 0;
@@ -495,17 +487,17 @@ impl<T> Accumulator<T> {
 
     /// The partition's queued records, oldest first (not those in flight or waiting to be
     /// retried); `None` when it has no queue.
-    pub fn queued(&self, tp: &TopicPartition) -> Option<std::collections::vec_deque::Iter<'_, T>> {
+    pub(crate) fn queued(&self, tp: &TopicPartition) -> Option<std::collections::vec_deque::Iter<'_, T>> {
         self.partitions.get(tp).map(|q| q.queued.iter())
     }
 
     /// The partition's batches in flight (0 when it has no queue).
-    pub fn batches_in_flight(&self, tp: &TopicPartition) -> usize {
+    pub(crate) fn batches_in_flight(&self, tp: &TopicPartition) -> usize {
         self.partitions.get(tp).map_or(0, |q| q.in_flight)
     }
 
     /// Holds a record that has no partition yet (its topic's metadata is unknown).
-    pub fn hold(&mut self, topic: &Arc<str>, record: T, enqueued_at: Instant) {
+    pub(crate) fn hold(&mut self, topic: &Arc<str>, record: T, enqueued_at: Instant) {
         let held = match self.held.get_mut(topic) {
             Some(h) => h,
             None => self.held.entry(topic.clone()).or_insert_with(|| Held { records: VecDeque::new(), rounds: 0 }),
@@ -516,18 +508,18 @@ impl<T> Accumulator<T> {
 
     /// True when records of `topic` are held (a later record of the topic must be held behind
     /// them, or it could overtake them into their partition).
-    pub fn has_held(&self, topic: &str) -> bool {
+    pub(crate) fn has_held(&self, topic: &str) -> bool {
         self.held.get(topic).is_some_and(|h| !h.records.is_empty())
     }
 
     /// Topics with held records.
-    pub fn held_topics(&self) -> Vec<Arc<str>> {
+    pub(crate) fn held_topics(&self) -> Vec<Arc<str>> {
         self.held.iter().filter(|(_, h)| !h.records.is_empty()).map(|(t, _)| t.clone()).collect()
     }
 
     /// Takes the records held for `topic`, oldest first, with their enqueue times, to be
     /// partitioned and appended (or held again) by the caller; the topic's round count stays.
-    pub fn take_held(&mut self, topic: &str) -> Vec<(T, Instant)> {
+    pub(crate) fn take_held(&mut self, topic: &str) -> Vec<(T, Instant)> {
         let Some(held) = self.held.get_mut(topic) else { return Vec::new() };
         let records: Vec<_> = held.records.drain(..).collect();
         self.len -= records.len();
@@ -536,14 +528,14 @@ impl<T> Accumulator<T> {
 
     /// True when some record waits for metadata: held for its topic, or queued for a
     /// partition without a leader.
-    pub fn waiting_for_metadata(&self) -> bool {
+    pub(crate) fn waiting_for_metadata(&self) -> bool {
         self.held.values().any(|h| !h.records.is_empty())
             || self.partitions.values().any(|q| q.leader.is_none() && q.has_data())
     }
 
     /// The rounds to send now: for each broker without a round in flight whose partitions are
     /// ready, one round of at most `batch.num.messages` records (see the module docs).
-    pub fn drain(&mut self, now: Instant) -> Vec<Round<T>> {
+    pub(crate) fn drain(&mut self, now: Instant) -> Vec<Round<T>> {
         let urgent = self.flushing || self.is_full();
         let mut by_broker: BTreeMap<BrokerId, Vec<TopicPartition>> = BTreeMap::new();
         for (tp, q) in &self.partitions {
@@ -608,7 +600,7 @@ impl<T> Accumulator<T> {
     /// When [`Accumulator::drain`] may next have something to send, if nothing else happens
     /// (a linger ending, a retry backoff passing); `None` when only an outside event (a
     /// record, a leader, a round's outcome) can change that. Call it after `drain`.
-    pub fn next_wakeup(&self, now: Instant) -> Option<Instant> {
+    pub(crate) fn next_wakeup(&self, now: Instant) -> Option<Instant> {
         let urgent = self.flushing || self.is_full();
         let mut next: Option<Instant> = None;
         for q in self.partitions.values() {
@@ -629,7 +621,7 @@ impl<T> Accumulator<T> {
 
     /// The round to `broker` is over (call before handing back its batches): the broker may
     /// get another round.
-    pub fn round_done(&mut self, broker: BrokerId) {
+    pub(crate) fn round_done(&mut self, broker: BrokerId) {
         if let Some(n) = self.busy.get_mut(&broker) {
             *n -= 1;
             if *n == 0 {
@@ -645,7 +637,7 @@ impl<T> Accumulator<T> {
 
     /// A batch is finished — delivered, or failed for good: its partition may send again.
     /// Returns its records, which the accumulator no longer counts.
-    pub fn done(&mut self, batch: Batch<T>) -> Vec<T> {
+    pub(crate) fn done(&mut self, batch: Batch<T>) -> Vec<T> {
         if let Some(q) = self.partitions.get_mut(&batch.tp) {
             q.in_flight = q.in_flight.saturating_sub(1);
         }
@@ -662,7 +654,7 @@ impl<T> Accumulator<T> {
     ///
     /// Gives the batch back when it has been sent `message.send.max.retries + 1` times: fail
     /// its records and hand it to [`Accumulator::done`].
-    pub fn retry(&mut self, batch: Batch<T>, now: Instant) -> Result<(), Batch<T>> {
+    pub(crate) fn retry(&mut self, batch: Batch<T>, now: Instant) -> Result<(), Batch<T>> {
         if batch.attempts > self.config.max_retries {
             return Err(batch);
         }
@@ -684,7 +676,7 @@ impl<T> Accumulator<T> {
     /// topics still without a leader, and every topic still holding records, counts one more
     /// round; past `message.send.max.retries + 1` rounds their records are released, to be
     /// failed.
-    pub fn end_metadata_round(&mut self, topics: &[Arc<str>]) -> Vec<Released<T>> {
+    pub(crate) fn end_metadata_round(&mut self, topics: &[Arc<str>]) -> Vec<Released<T>> {
         let max = self.config.max_retries;
         let mut released = Vec::new();
         for (tp, q) in self.partitions.iter_mut() {
@@ -724,7 +716,7 @@ impl<T> Accumulator<T> {
 
     /// Removes a partition's records that are not in flight (the partition does not exist);
     /// a batch in flight comes back through `done`/`retry` as usual.
-    pub fn remove_partition(&mut self, tp: &TopicPartition) -> Vec<Released<T>> {
+    pub(crate) fn remove_partition(&mut self, tp: &TopicPartition) -> Vec<Released<T>> {
         let mut released = Vec::new();
         if let Some(q) = self.partitions.get_mut(tp) {
             self.len -= release_queue(tp, q, &mut released);
@@ -737,7 +729,7 @@ impl<T> Accumulator<T> {
 
     /// Empties the accumulator of everything not in flight (on close): held records, retry
     /// batches and queued records, in order per partition.
-    pub fn drain_all(&mut self) -> Vec<Released<T>> {
+    pub(crate) fn drain_all(&mut self) -> Vec<Released<T>> {
         let mut released = Vec::new();
         for (topic, held) in std::mem::take(&mut self.held) {
             self.len -= held.records.len();

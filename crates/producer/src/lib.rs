@@ -50,8 +50,9 @@
 //! * With compression, a partition's records that wait for their linger are compressed in
 //!   chunks of about 16 KiB as they arrive, so little compression is left when the linger ends;
 //!   the batch then travels as several wrappers, which the broker stores as one.
-//! * The decisions live in a pure state machine, [`accumulator::Accumulator`], tested with a
-//!   fake clock; the background task only moves bytes and timers.
+//! * The decisions live in a pure state machine fed the time (the accumulator: records in,
+//!   ready batches out), tested with a fake clock; the background task only moves bytes and
+//!   timers.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -106,8 +107,8 @@
 //! Produce request and metadata refresh, `warn` for retries, leader changes and close
 //! timeouts. No subscriber is installed.
 
-pub mod accumulator;
-pub mod arena;
+mod accumulator;
+mod arena;
 pub mod audit;
 pub mod config;
 mod delivery;
