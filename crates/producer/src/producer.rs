@@ -161,8 +161,7 @@ where
         let permits = Arc::new(Semaphore::new(config.queue_buffering_max_messages()));
         let (tx, rx) = inbox();
         let span = tracing::debug_span!("producer", client_id = %config.client_id());
-        let mut engine = Engine::new(config.clone(), cache, rx, permits.clone());
-        engine.audit = auditor;
+        let engine = Engine::new(config.clone(), cache, rx, permits.clone(), auditor);
         handle.spawn(engine.run().instrument(span));
         Ok(AsyncProducer {
             shared: Arc::new(Shared { config, inbox: tx, permits, closed: AtomicBool::new(false) }),

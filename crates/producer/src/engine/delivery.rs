@@ -1,0 +1,271 @@
+//! Results out: every record's one result, counted for flushes, close and the audit, then
+//! handed (in the order it was decided) to the delivery task, which gives the queue places
+//! back and calls the futures, callbacks and handlers; the flush and close reports after
+//! them.
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::time::Instant;
+
+use super::rounds::InFlight;
+use super::Engine;
+use crate::accumulator::{Batch, Released, TopicPartition};
+use crate::audit::Auditor;
+use crate::delivery::{CloseReport, DeliveryResult, FlushReport, Pending};
+use crate::error::{DeliveryError, Error};
+use crate::inbox::{Command, Incoming};
+use crate::record::RecordMetadata;
+use crate::topic::Topic;
+
+/// A flush waiting for the records queued before it.
+pub(super) struct FlushWaiter {
+    /// Records with a lower `seq` were queued before the flush.
+    pub(super) below: u64,
+    pub(super) remaining: usize,
+    pub(super) failed: Vec<DeliveryError>,
+    pub(super) reply: oneshot::Sender<FlushReport>,
+}
+
+/// A close waiting for every record, up to its deadline.
+pub(super) struct Closing {
+    pub(super) deadline: Instant,
+    pub(super) reply: Option<oneshot::Sender<CloseReport>>,
+    pub(super) undelivered: Vec<DeliveryError>,
+}
+
+/// Where the engine's results go, and the flushes and close waiting for them.
+pub(super) struct Outbox {
+    pub(super) permits: Arc<Semaphore>,
+    /// Where results go: the delivery task (see [`deliver_loop`]) once `run` started it;
+    /// handed out right here before that (the hand-driven tests).
+    pub(super) deliveries: Option<mpsc::UnboundedSender<Delivery>>,
+    pub(super) flushes: Vec<FlushWaiter>,
+    pub(super) closing: Option<Closing>,
+    /// `Some` when the producer publishes audit records (see `crate::audit`).
+    pub(super) audit: Option<Auditor>,
+}
+
+impl Outbox {
+    pub(super) fn new(permits: Arc<Semaphore>, audit: Option<Auditor>) -> Outbox {
+        Outbox { permits, deliveries: None, flushes: Vec::new(), closing: None, audit }
+    }
+}
+
+impl Engine {
+    /// A batch's records are delivered. With no flush waiting and no audit, nothing is
+    /// counted per record here: the whole batch goes to the delivery task as it is.
+    pub(super) fn succeed(&mut self, batch: Batch<Pending>, base_offset: i64) {
+        let tp = batch.tp.clone();
+        let records = self.acc.done(batch);
+        if self.out.flushes.is_empty() && self.out.audit.is_none() {
+            self.hand_out(Delivery::Acked { tp, base_offset, records });
+            return;
+        }
+        let mut results = Vec::with_capacity(records.len());
+        for (i, pending) in records.into_iter().enumerate() {
+            let result = Ok(acked(pending.topic, tp.partition, base_offset, i));
+            if self.account(&pending, &result) {
+                results.push((pending, result));
+            }
+        }
+        self.hand_out(Delivery::Results(results));
+    }
+
+    pub(super) fn fail_batch(&mut self, batch: Batch<Pending>, error: Error) {
+        let (partition, attempts) = (batch.tp.partition, batch.attempts);
+        for pending in self.acc.done(batch) {
+            self.fail(pending, Some(partition), attempts, error.clone());
+        }
+    }
+
+    pub(super) fn fail_released(&mut self, released: Released<Pending>, error: Error) {
+        self.fail(released.record, released.partition, released.attempts, error);
+    }
+
+    pub(super) fn fail(&mut self, pending: Pending, partition: Option<i32>, attempts: u32, error: Error) {
+        let e = pending.error(partition, attempts, error);
+        self.finish(pending, Err(e));
+    }
+
+    /// A record's one result: counted for flushes and close, then handed out (its queue place
+    /// given back, then its future or callback).
+    pub(super) fn finish(&mut self, pending: Pending, result: DeliveryResult) {
+        if self.account(&pending, &result) {
+            self.hand_out(Delivery::Results(vec![(pending, result)]));
+        }
+    }
+
+    /// Results, flush and close reports leave in the order they were decided: through the
+    /// delivery task when it runs, here otherwise.
+    pub(super) fn hand_out(&self, delivery: Delivery) {
+        match &self.out.deliveries {
+            Some(tx) => {
+                if let Err(mpsc::error::SendError(delivery)) = tx.send(delivery) {
+                    // the delivery task is gone (its runtime is shutting down): here, then
+                    deliver_now(delivery, &self.out.permits);
+                }
+            }
+            None => deliver_now(delivery, &self.out.permits),
+        }
+    }
+
+    /// Counts a record's result for flushes, close and the audit; false for a record that
+    /// takes no queue place and gets no delivery (the auditor's own).
+    pub(super) fn account(&mut self, pending: &Pending, result: &DeliveryResult) -> bool {
+        // audit (crates/producer/src/audit.rs): count the result; the auditor's own records
+        // count for flushes only: no queue place, no report, no delivery slot
+        if let Some(audit) = &mut self.out.audit {
+            if audit.observe(pending, result) {
+                for flush in &mut self.out.flushes {
+                    if pending.seq < flush.below {
+                        flush.remaining = flush.remaining.saturating_sub(1);
+                    }
+                }
+                return false;
+            }
+        }
+        for flush in &mut self.out.flushes {
+            if pending.seq < flush.below {
+                flush.remaining = flush.remaining.saturating_sub(1);
+                if let Err(e) = result {
+                    flush.failed.push(DeliveryError::clone(e));
+                }
+            }
+        }
+        if let (Some(closing), Err(e)) = (&mut self.out.closing, result) {
+            closing.undelivered.push(DeliveryError::clone(e));
+        }
+        true
+    }
+
+    pub(super) fn finish_flushes(&mut self) {
+        if self.out.flushes.iter().all(|f| f.remaining > 0) {
+            return;
+        }
+        let (finished, waiting): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.out.flushes).into_iter().partition(|f| f.remaining == 0);
+        self.out.flushes = waiting;
+        for f in finished {
+            self.hand_out(Delivery::Flush(f.reply, FlushReport { failed: f.failed }));
+        }
+    }
+
+    /// The close bound ran out: every record still held fails with [`Error::Closed`].
+    pub(super) fn abandon_everything(&mut self) {
+        let rounds: Vec<InFlight> = self.rounds.in_flight.drain().map(|(_, r)| r).collect();
+        tracing::warn!(records = self.acc.len(), "close timed out; failing what is left");
+        self.tasks.abort_all();
+        self.task_kinds.clear();
+        // its refresh was aborted too and will report nothing
+        self.meta.refresh.in_flight = None;
+        for round in rounds {
+            self.acc.round_done(round.broker);
+            for batch in round.batches {
+                self.fail_batch(batch, Error::Closed { in_flight: true });
+            }
+        }
+        for r in self.acc.drain_all() {
+            self.fail_released(r, Error::Closed { in_flight: false });
+        }
+    }
+
+    pub(super) fn finish_close(&mut self) {
+        let Some(closing) = &self.out.closing else { return };
+        if !self.input.incoming.is_empty()
+            || !self.acc.is_empty()
+            || !self.rounds.in_flight.is_empty()
+            || closing.reply.is_none()
+        {
+            return;
+        }
+        // records sent while the close command was on its way
+        self.input.inbox.close();
+        let mut late = Incoming::default();
+        self.input.inbox.try_recv_all(&mut late);
+        while let Some(command) = late.next() {
+            match command {
+                Command::Record(mut pending) => {
+                    pending.seq = self.input.next_seq;
+                    self.input.next_seq += 1;
+                    self.fail(pending, None, 0, Error::Closed { in_flight: false });
+                }
+                Command::Flush { reply } => self.hand_out(Delivery::Flush(reply, FlushReport::default())),
+                Command::Close { reply, .. } => self.hand_out(Delivery::Close(reply, CloseReport::default())),
+            }
+        }
+        for f in std::mem::take(&mut self.out.flushes) {
+            self.hand_out(Delivery::Flush(f.reply, FlushReport { failed: f.failed }));
+        }
+        let closing = self.out.closing.as_mut().expect("checked above");
+        let report = CloseReport { undelivered: std::mem::take(&mut closing.undelivered) };
+        if let Some(reply) = closing.reply.take() {
+            tracing::debug!(undelivered = report.undelivered.len(), "producer closed");
+            self.hand_out(Delivery::Close(reply, report));
+        }
+        self.input.open = false;
+        self.done = true;
+    }
+}
+
+/// What the engine hands to the delivery task, in the order it decided it.
+pub(super) enum Delivery {
+    /// A batch acknowledged, none of its records counted yet: offsets from `base_offset`
+    /// (-1: unknown, acks=0).
+    Acked { tp: TopicPartition, base_offset: i64, records: Vec<Pending> },
+    /// Results already counted for flushes and close.
+    Results(Vec<(Pending, DeliveryResult)>),
+    /// A flush's report: after the results of every record queued before it.
+    Flush(oneshot::Sender<FlushReport>, FlushReport),
+    /// A close's report: after every result.
+    Close(oneshot::Sender<CloseReport>, CloseReport),
+}
+
+/// The delivery task: calls the records' futures, callbacks and handlers off the engine's
+/// task, in the engine's order (so a partition's results come in offset order, and a flush
+/// or close reports after them). On a multi-thread runtime the application's callbacks then
+/// run on another worker while the engine goes on routing records and building requests (as
+/// librdkafka serves delivery reports outside its broker threads). Ends when the engine is
+/// gone and everything is handed out.
+pub(super) async fn deliver_loop(mut rx: mpsc::UnboundedReceiver<Delivery>, permits: Arc<Semaphore>) {
+    let mut buf = Vec::with_capacity(64);
+    while rx.recv_many(&mut buf, 64).await > 0 {
+        for delivery in buf.drain(..) {
+            deliver_now(delivery, &permits);
+        }
+    }
+}
+
+/// The metadata of the `i`th record of a batch acknowledged at `base_offset` (-1: unknown,
+/// acks=0).
+fn acked(topic: Topic, partition: i32, base_offset: i64, i: usize) -> RecordMetadata {
+    let offset = if base_offset >= 0 { base_offset + i as i64 } else { -1 };
+    RecordMetadata { topic, partition, offset }
+}
+
+/// One delivery: queue places back first (one semaphore update per batch, and an application
+/// that sends again from a callback finds room), then each record its result. Every record
+/// with a delivery slot holds a place (the auditor's own have neither).
+fn deliver_now(delivery: Delivery, permits: &Semaphore) {
+    match delivery {
+        Delivery::Acked { tp, base_offset, records } => {
+            permits.add_permits(records.iter().filter(|p| p.slot.is_some()).count());
+            for (i, mut pending) in records.into_iter().enumerate() {
+                let topic = pending.topic;
+                pending.deliver(Ok(acked(topic, tp.partition, base_offset, i)));
+            }
+        }
+        Delivery::Results(results) => {
+            permits.add_permits(results.iter().filter(|(p, _)| p.slot.is_some()).count());
+            for (mut pending, result) in results {
+                pending.deliver(result);
+            }
+        }
+        Delivery::Flush(reply, report) => {
+            let _ = reply.send(report);
+        }
+        Delivery::Close(reply, report) => {
+            let _ = reply.send(report);
+        }
+    }
+}
