@@ -7,7 +7,8 @@
 //!                      │ leader known, not in flight, not backing off
 //!  drain(now)   ──► one Round per broker that is ready and has no round in flight:
 //!                      batches of at most batch.num.messages records in all
-//!  done(batch) / retry(batch, now) / round_done(broker) ◄── the outcome of a round
+//!  done(batch) / retry(batch, not_before) / round_done(broker) ◄── the outcome of a round
+//!                      (decided by crate::outcome)
 //! ```
 //!
 //! Rules (each has a unit test below, and a proptest checks them under any interleaving):
@@ -21,8 +22,9 @@
 //!   so rounds to different brokers overlap.
 //! * **Order per partition** — at most `max_in_flight` batches of a partition are in flight
 //!   (one per round). A failed batch goes back to the *front* of its partition (ahead of later
-//!   failed ones, by batch id) with its attempt count and a not-before time
-//!   (`retry.backoff.ms`), and the partition sends nothing new until its failed batches are
+//!   failed ones, by batch id) with its attempt count and a not-before time (`retry.backoff.ms`
+//!   on: whether and when to retry is `crate::outcome`'s decision, the retry budget included),
+//!   and the partition sends nothing new until its failed batches are
 //!   sent again; each is sent alone (never merged with later records), as it was encoded. With
 //!   `max_in_flight` 1 the log therefore holds a partition's records in send order; with more,
 //!   a retried batch may land after a later batch that was already in flight.
@@ -31,7 +33,7 @@
 //!   failed ([`Accumulator::end_metadata_round`]). The same bound applies to records held
 //!   for a topic whose metadata never comes.
 //! * **Capacity** — [`Accumulator::len`] counts every record from `append`/`hold` until it is
-//!   handed back by `done`, a failed `retry`, or a release, in flight included.
+//!   handed back by `done` or a release, in flight included.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -135,10 +137,8 @@ pub(crate) struct AccumulatorConfig {
     pub(crate) linger: Duration,
     /// `queue.buffering.max.messages`: at this many records everything is ready.
     pub(crate) capacity: usize,
-    /// `retry.backoff.ms`: how long a failed batch waits before it is sent again.
-    pub(crate) retry_backoff: Duration,
-    /// `message.send.max.retries`: a batch is sent at most this plus one times; a partition
-    /// (or topic) waits at most this plus one metadata rounds for a leader.
+    /// `message.send.max.retries`: a partition (or a topic) waits at most this plus one
+    /// metadata rounds for a leader (a batch's sends are counted by `crate::outcome`).
     pub(crate) max_retries: u32,
     /// `max.in.flight.requests.per.connection`: rounds in flight per broker, and batches in
     /// flight per partition. 1 (the default) keeps every partition's order through retries;
@@ -646,18 +646,10 @@ impl<T> Accumulator<T> {
         batch.records
     }
 
-    /// A batch failed in a way worth retrying: it goes back to the front of its partition,
-    /// to be sent again alone after `retry.backoff.ms`; the partition sends nothing else
-    /// until then.
-    ///
-    /// # Errors
-    ///
-    /// Gives the batch back when it has been sent `message.send.max.retries + 1` times: fail
-    /// its records and hand it to [`Accumulator::done`].
-    pub(crate) fn retry(&mut self, batch: Batch<T>, now: Instant) -> Result<(), Batch<T>> {
-        if batch.attempts > self.config.max_retries {
-            return Err(batch);
-        }
+    /// A batch failed in a way worth retrying (see `crate::outcome`, which also keeps the
+    /// retry budget): it goes back to the front of its partition, to be sent again alone not
+    /// before `not_before`; the partition sends nothing else until then.
+    pub(crate) fn retry(&mut self, batch: Batch<T>, not_before: Instant) {
         let n = batch.records.len();
         let q = match self.partitions.get_mut(&batch.tp) {
             Some(q) => q,
@@ -666,9 +658,8 @@ impl<T> Accumulator<T> {
         q.in_flight = q.in_flight.saturating_sub(1);
         // before any later batch of the partition waiting to be retried
         let at = q.retry.iter().position(|r| r.batch.id > batch.id).unwrap_or(q.retry.len());
-        q.retry.insert(at, Retry { batch, not_before: now + self.config.retry_backoff });
+        q.retry.insert(at, Retry { batch, not_before });
         self.in_flight_records -= n;
-        Ok(())
     }
 
     /// A metadata round (a refresh of `topics`, successful or not) is over and the caller has
@@ -772,15 +763,18 @@ fn release_queue<T>(tp: &TopicPartition, q: &mut PartitionQueue<T>, out: &mut Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outcome::{self, Action, Answer, RetryPolicy};
 
     const MS: Duration = Duration::from_millis(1);
+
+    /// `retry.backoff.ms` in these tests.
+    const BACKOFF: Duration = Duration::from_millis(50);
 
     fn config() -> AccumulatorConfig {
         AccumulatorConfig {
             batch_num_messages: 3,
             linger: 100 * MS,
             capacity: 10,
-            retry_backoff: 50 * MS,
             max_retries: 2,
             max_in_flight: 1,
             chunk_bytes: 0,
@@ -901,9 +895,9 @@ mod tests {
         let b2 = second.remove(0).batches.remove(0);
         let b1 = first.remove(0).batches.remove(0);
         a.round_done(0);
-        a.retry(b2, t0).unwrap();
+        a.retry(b2, t0 + BACKOFF);
         a.round_done(0);
-        a.retry(b1, t0).unwrap();
+        a.retry(b1, t0 + BACKOFF);
         assert!(a.drain(t0 + 49 * MS).is_empty(), "retries wait retry.backoff.ms, new records wait behind them");
         let r1 = a.drain(t0 + 50 * MS);
         let r2 = a.drain(t0 + 50 * MS);
@@ -1044,7 +1038,7 @@ mod tests {
         a.round_done(round.broker);
         let batch = round.batches.into_iter().next().unwrap();
         let t1 = t0 + 5 * MS;
-        a.retry(batch, t1).unwrap();
+        a.retry(batch, t1 + BACKOFF);
         a.set_flushing(true);
         assert!(a.drain(t1 + 49 * MS).is_empty(), "the retry waits its backoff and 3 waits behind it");
         assert_eq!(a.next_wakeup(t1), Some(t1 + 50 * MS));
@@ -1054,10 +1048,13 @@ mod tests {
         assert_eq!(shape(&a.drain(t1 + 50 * MS)), [(0, vec![(0, vec![3], 1)])]);
     }
 
+    /// The retry budget is `crate::outcome`'s: driven by it, a batch is sent
+    /// `message.send.max.retries + 1` times, then handed back to be failed.
     #[test]
     fn retries_run_out_after_max_retries_plus_one_sends() {
         let t0 = Instant::now();
         let mut a = acc(AccumulatorConfig { linger: Duration::ZERO, ..config() });
+        let policy = RetryPolicy { max_retries: a.config().max_retries, backoff: BACKOFF };
         a.append(&tp(0), 1, t0);
         let mut now = t0;
         for attempt in 1..=3 {
@@ -1065,14 +1062,19 @@ mod tests {
             a.round_done(round.broker);
             let batch = round.batches.into_iter().next().unwrap();
             assert_eq!(batch.attempts, attempt);
-            match a.retry(batch, now) {
-                Ok(()) => assert!(attempt <= 2),
-                Err(batch) => {
+            match outcome::classify(Answer::Missing, batch.attempts, policy, now).action {
+                Action::Retry { not_before } => {
+                    assert!(attempt <= 2);
+                    assert!(a.drain(not_before - MS).is_empty(), "not before the backoff");
+                    a.retry(batch, not_before);
+                    now = not_before;
+                }
+                action => {
+                    assert_eq!(action, Action::Fail { out_of_retries: true });
                     assert_eq!(attempt, 3, "max_retries 2: three sends");
                     assert_eq!(a.done(batch), [1]);
                 }
             }
-            now += 50 * MS;
         }
         assert!(a.is_empty());
     }
@@ -1178,6 +1180,10 @@ mod proptests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::outcome::{self, Action, Answer, RetryPolicy};
+
+    /// What a retriable failure does with a batch (as the engine does it).
+    const POLICY: RetryPolicy = RetryPolicy { max_retries: 2, backoff: Duration::from_millis(30) };
 
     #[derive(Debug, Clone)]
     enum Op {
@@ -1262,13 +1268,14 @@ mod proptests {
                             self.outcome(r, true);
                         }
                     }
-                    1 => {
-                        if let Err(batch) = self.acc.retry(batch, self.now) {
+                    1 => match outcome::classify(Answer::Missing, batch.attempts, POLICY, self.now).action {
+                        Action::Retry { not_before } => self.acc.retry(batch, not_before),
+                        _ => {
                             for r in self.acc.done(batch) {
                                 self.outcome(r, false);
                             }
                         }
-                    }
+                    },
                     _ => {
                         for r in self.acc.done(batch) {
                             self.outcome(r, false);
@@ -1288,7 +1295,6 @@ mod proptests {
                 batch_num_messages: 3,
                 linger: Duration::from_millis(40),
                 capacity: 12,
-                retry_backoff: Duration::from_millis(30),
                 max_retries: 2,
                 max_in_flight: 1,
                 chunk_bytes: 0,

@@ -117,7 +117,6 @@ impl Engine {
             batch_num_messages: config.batch_num_messages(),
             linger: config.queue_buffering_max(),
             capacity: config.queue_buffering_max_messages(),
-            retry_backoff: config.retry_backoff(),
             max_retries: config.message_send_max_retries(),
             max_in_flight: config.max_in_flight(),
             chunk_bytes: if config.compression_codec() == Compression::None { 0 } else { CHUNK_BYTES },

@@ -4,10 +4,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use gregor_protocol::messages::{ProducePartition, ProduceRequest, ProduceResponse, TopicPartitions};
-use gregor_protocol::{Compression, ErrorCode, MessageSet};
+use gregor_protocol::{Compression, MessageSet};
 use tokio::sync::{oneshot, Semaphore};
 use tokio::task::JoinError;
 use tokio::time::Instant;
@@ -17,6 +16,7 @@ use super::{Completion, Engine, TaskKind};
 use crate::accumulator::{Batch, Round, TopicPartition};
 use crate::delivery::Pending;
 use crate::error::Error;
+use crate::outcome::{self, Action, Answer, MetadataAction, RetryPolicy, Verdict};
 
 /// On a current-thread runtime, a round whose compression costs at least this much (bytes of
 /// messages for snappy and lz4, 16 times the bytes for gzip: about 40 us of CPU) is built on
@@ -223,89 +223,83 @@ impl Engine {
         if in_flight.batches.is_empty() {
             return;
         }
-        match result {
-            Ok(None) => {
-                for batch in in_flight.batches {
-                    self.succeed(batch, -1);
-                }
+        // what became of each batch (see crate::outcome), and the error it fails or retries with
+        let (response, failure) = match result {
+            Ok(response) => (response, None),
+            Err(e) => {
+                let answer = Answer::Failed { retriable: e.is_retriable(), stale_metadata: e.needs_metadata_refresh() };
+                (None, Some((answer, Error::Network { broker, source: Arc::new(e) })))
             }
-            Ok(Some(response)) => {
-                for batch in in_flight.batches {
-                    let answer = response
+        };
+        let policy =
+            RetryPolicy { max_retries: self.config.message_send_max_retries(), backoff: self.config.retry_backoff() };
+        for batch in in_flight.batches {
+            let (answer, error) = match (&response, &failure) {
+                (_, Some((answer, error))) => (*answer, Some(error.clone())),
+                (None, None) => (Answer::Written, None),
+                (Some(response), None) => {
+                    let entry = response
                         .topics
                         .iter()
                         .filter(|t| *t.topic == *batch.tp.topic)
                         .flat_map(|t| &t.partitions)
                         .find(|p| p.partition == batch.tp.partition);
-                    match answer {
+                    match entry {
                         None => {
                             let error = Error::MissingFromResponse {
                                 broker,
                                 topic: batch.tp.topic.to_string(),
                                 partition: batch.tp.partition,
                             };
-                            self.want_refresh(now);
-                            self.retry_or_fail(batch, error, now);
+                            (Answer::Missing, Some(error))
                         }
-                        Some(p) => match p.error() {
-                            None => {
-                                let offset = p.offset;
-                                self.succeed(batch, offset);
-                            }
-                            Some(code) => {
-                                let error = Error::Broker { broker, code };
-                                if code.is_retriable() {
-                                    if code.needs_metadata_refresh() {
-                                        // wait for the refresh before sending it again
-                                        self.acc.set_leader(&batch.tp, None);
-                                        self.meta.cache.invalidate(&batch.tp.topic);
-                                        self.want_refresh(now);
-                                    }
-                                    if matches!(
-                                        code,
-                                        ErrorCode::RequestTimedOut | ErrorCode::NotEnoughReplicasAfterAppend
-                                    ) {
-                                        tracing::warn!(
-                                            tp = %batch.tp,
-                                            %code,
-                                            "the leader kept the records, so the retry may store them twice"
-                                        );
-                                    }
-                                    self.retry_or_fail(batch, error, now);
-                                } else {
-                                    self.fail_batch(batch, error);
-                                }
-                            }
-                        },
+                        Some(p) => {
+                            let code = p.error();
+                            (
+                                Answer::Partition { code, base_offset: p.offset },
+                                code.map(|code| Error::Broker { broker, code }),
+                            )
+                        }
                     }
                 }
-            }
-            Err(e) => {
-                let retriable = e.is_retriable();
-                if e.needs_metadata_refresh() {
-                    self.want_refresh(now);
-                }
-                let error = Error::Network { broker, source: Arc::new(e) };
-                for batch in in_flight.batches {
-                    if retriable {
-                        self.retry_or_fail(batch, error.clone(), now);
-                    } else {
-                        self.fail_batch(batch, error.clone());
-                    }
-                }
-            }
+            };
+            let verdict = outcome::classify(answer, batch.attempts, policy, now);
+            self.apply(batch, verdict, error, now);
         }
-        if self.config.topic_metadata_refresh_interval() == Some(Duration::ZERO) {
+        if outcome::refresh_after_every_request(self.config.topic_metadata_refresh_interval()) {
             self.want_refresh(now);
         }
     }
 
-    pub(super) fn retry_or_fail(&mut self, batch: Batch<Pending>, error: Error, now: Instant) {
-        let (tp, attempts) = (batch.tp.clone(), batch.attempts);
-        match self.acc.retry(batch, now) {
-            Ok(()) => tracing::warn!(%tp, attempts, error = %error, "produce failed; retrying after retry.backoff.ms"),
-            Err(batch) => {
-                tracing::warn!(%tp, attempts, error = %error, "produce failed; out of retries");
+    /// Does what `verdict` says with `batch`; `error`: why it failed, when it did.
+    fn apply(&mut self, batch: Batch<Pending>, verdict: Verdict, error: Option<Error>, now: Instant) {
+        match verdict.metadata {
+            MetadataAction::Keep => {}
+            MetadataAction::Refresh => self.want_refresh(now),
+            MetadataAction::ForgetLeader => {
+                // the batch waits for the refresh before it is sent again
+                self.acc.set_leader(&batch.tp, None);
+                self.meta.cache.invalidate(&batch.tp.topic);
+                self.want_refresh(now);
+            }
+        }
+        let error =
+            || error.unwrap_or_else(|| Error::Internal { reason: "a failed batch without an error".to_owned() });
+        match verdict.action {
+            Action::Deliver { base_offset } => self.succeed(batch, base_offset),
+            Action::Retry { not_before } => {
+                let (tp, attempts, error) = (&batch.tp, batch.attempts, error());
+                if verdict.may_duplicate {
+                    tracing::warn!(%tp, %error, "the leader kept the records, so the retry may store them twice");
+                }
+                tracing::warn!(%tp, attempts, %error, "produce failed; retrying after retry.backoff.ms");
+                self.acc.retry(batch, not_before);
+            }
+            Action::Fail { out_of_retries } => {
+                let error = error();
+                if out_of_retries {
+                    tracing::warn!(tp = %batch.tp, attempts = batch.attempts, %error, "produce failed; out of retries");
+                }
                 self.fail_batch(batch, error);
             }
         }
