@@ -121,6 +121,7 @@ mod outcome;
 pub mod partitioner;
 mod producer;
 mod record;
+mod refresh;
 mod sync;
 mod topic;
 

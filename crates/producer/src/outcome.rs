@@ -36,8 +36,8 @@
 //!   applies: the next batches of the partition need the leader as much).
 //!
 //! Kafka 0.8 bounds a record by its sends, not by time (no `delivery.timeout.ms`): the time
-//! only says when the retry may go. [`refresh_after_every_request`] is 0.8's
-//! `topic.metadata.refresh.interval.ms=0`: a refresh after every request.
+//! only says when the retry may go. When the refresh it asks for runs is
+//! `crate::refresh`'s decision.
 
 use std::time::Duration;
 
@@ -134,12 +134,6 @@ pub(crate) fn classify(answer: Answer, attempts: u32, policy: RetryPolicy, now: 
     Verdict { action, metadata, may_duplicate: may_duplicate && matches!(action, Action::Retry { .. }) }
 }
 
-/// True when the producer refreshes its metadata after every Produce request: 0.8's
-/// `topic.metadata.refresh.interval.ms=0` (`interval`: the setting, `None` for never).
-pub(crate) fn refresh_after_every_request(interval: Option<Duration>) -> bool {
-    interval == Some(Duration::ZERO)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,12 +226,5 @@ mod tests {
         };
         assert_eq!(at(now), now + Duration::from_millis(250));
         assert_eq!(at(later), later + Duration::from_millis(250));
-    }
-
-    #[test]
-    fn only_an_interval_of_zero_refreshes_after_every_request() {
-        assert!(refresh_after_every_request(Some(Duration::ZERO)));
-        assert!(!refresh_after_every_request(Some(Duration::from_millis(1))));
-        assert!(!refresh_after_every_request(None));
     }
 }

@@ -158,7 +158,8 @@ impl Engine {
         self.tasks.abort_all();
         self.task_kinds.clear();
         // its refresh was aborted too and will report nothing
-        self.meta.refresh.in_flight = None;
+        self.meta.refreshing = None;
+        self.meta.schedule.abandoned();
         for round in rounds {
             self.acc.round_done(round.broker);
             for batch in round.batches {

@@ -1,6 +1,7 @@
 //! What the engine knows of the cluster: the metadata snapshot (leaders, partitions, topic
-//! errors), the topics it sends to, and the refreshes: wanted on errors and while records
-//! wait for metadata, every `topic.metadata.refresh.interval.ms`, one at a time.
+//! errors), the topics it sends to, and the refreshes: when they run is
+//! `crate::refresh::RefreshSchedule`'s decision; here they are started, and their outcome
+//! is applied (leaders set, held records placed, records out of metadata rounds failed).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -10,7 +11,9 @@ use gregor_protocol::ErrorCode;
 use tokio::time::Instant;
 
 use super::{Completion, Engine, TaskKind};
+use crate::config::ProducerConfig;
 use crate::error::Error;
+use crate::refresh::RefreshSchedule;
 
 /// A topic's partitions as the last refresh told them.
 #[derive(Default)]
@@ -18,18 +21,6 @@ pub(super) struct TopicParts {
     pub(super) all: Vec<i32>,
     pub(super) available: Vec<i32>,
     pub(super) error: Option<ErrorCode>,
-}
-
-/// Metadata refresh bookkeeping.
-pub(super) struct Refresh {
-    /// The topics being refreshed right now.
-    pub(super) in_flight: Option<Vec<Arc<str>>>,
-    /// A refresh is wanted, not before this.
-    pub(super) wanted: Option<Instant>,
-    /// When the periodic refresh is due (`topic.metadata.refresh.interval.ms`).
-    pub(super) periodic: Option<Instant>,
-    /// The last refresh's failure.
-    pub(super) last_error: Option<Arc<gregor_net::Error>>,
 }
 
 /// The engine's view of the cluster.
@@ -40,75 +31,61 @@ pub(super) struct Metadata {
     /// Every topic a record was sent to (the engine's own allocation of each name), the
     /// topics of every refresh.
     pub(super) topics: BTreeSet<Arc<str>>,
-    pub(super) refresh: Refresh,
+    /// When refreshes run.
+    pub(super) schedule: RefreshSchedule,
+    /// The topics of the refresh running now.
+    pub(super) refreshing: Option<Vec<Arc<str>>>,
+    /// The last refresh's failure.
+    pub(super) last_error: Option<Arc<gregor_net::Error>>,
 }
 
 impl Metadata {
-    pub(super) fn new(cache: MetadataCache) -> Metadata {
+    pub(super) fn new(cache: MetadataCache, config: &ProducerConfig) -> Metadata {
         Metadata {
             snapshot: cache.snapshot(),
             cache,
             parts: HashMap::new(),
             topics: BTreeSet::new(),
-            refresh: Refresh { in_flight: None, wanted: None, periodic: None, last_error: None },
+            schedule: RefreshSchedule::new(config.topic_metadata_refresh_interval(), config.retry_backoff()),
+            refreshing: None,
+            last_error: None,
         }
     }
 }
 
 impl Engine {
-    /// The liveness rule of metadata: while a record waits for metadata (held for its topic's
-    /// partitions, or queued for a partition without a leader), a refresh is running or
-    /// wanted. Only a refresh's end counts the metadata rounds that release such records, so
-    /// without one they would wait for the periodic refresh (10 minutes by default, or never).
-    /// Checked here, once per turn of the loop, rather than on every path that can leave a
-    /// record waiting (a record for a known topic whose partition has no leader, a leader
-    /// cleared by an error, a refresh that taught nothing new ...).
-    pub(super) fn keep_metadata_coming(&mut self, now: Instant) {
-        if self.meta.refresh.in_flight.is_some()
-            || self.meta.refresh.wanted.is_some()
-            || !self.acc.waiting_for_metadata()
-        {
+    /// The refresh schedule's turn (see `crate::refresh`): starts a refresh of every known
+    /// topic when it says so.
+    pub(super) fn poll_refresh(&mut self, now: Instant) {
+        let acc = &self.acc;
+        let poll = self.meta.schedule.poll(now, || acc.waiting_for_metadata(), !self.meta.topics.is_empty());
+        if poll.for_waiting {
+            tracing::debug!(
+                backoff = ?self.config.retry_backoff(),
+                "records wait for metadata and no refresh is coming; asking for one"
+            );
+        }
+        if !poll.start {
             return;
         }
-        tracing::debug!(
-            backoff = ?self.config.retry_backoff(),
-            "records wait for metadata and no refresh is coming; asking for one"
-        );
-        self.want_refresh(now + self.config.retry_backoff());
-    }
-
-    pub(super) fn want_refresh(&mut self, at: Instant) {
-        self.meta.refresh.wanted = Some(self.meta.refresh.wanted.map_or(at, |w| w.min(at)));
-    }
-
-    pub(super) fn maybe_refresh(&mut self, now: Instant) {
-        if self.meta.topics.is_empty() {
-            // nothing to ask about (and no timer to spin on)
-            self.meta.refresh.wanted = None;
-            return;
-        }
-        let due = self.meta.refresh.wanted.is_some_and(|at| at <= now);
-        if !due || self.meta.refresh.in_flight.is_some() {
-            return;
-        }
-        self.meta.refresh.wanted = None;
         let topics: Vec<Arc<str>> = self.meta.topics.iter().cloned().collect();
         let names: Vec<String> = topics.iter().map(|t| t.to_string()).collect();
-        self.meta.refresh.in_flight = Some(topics);
+        self.meta.refreshing = Some(topics);
         let cache = self.meta.cache.clone();
         tracing::debug!(topics = names.len(), "refreshing metadata");
         let handle = self.tasks.spawn(async move { Completion::Metadata { result: cache.refresh(&names).await } });
         self.task_kinds.insert(handle.id(), TaskKind::Metadata);
     }
 
-    pub(super) fn on_metadata(&mut self, result: Result<(), gregor_net::Error>) {
-        let now = Instant::now();
-        // still "in flight" while its outcome is applied: records routed again below and held
+    /// The running refresh ended at `now` with `result`.
+    pub(super) fn on_metadata(&mut self, result: Result<(), gregor_net::Error>, now: Instant) {
+        // still running while its outcome is applied: records routed again below and held
         // once more then ask for no refresh of their own; the end of this function decides
-        let topics = self.meta.refresh.in_flight.clone().unwrap_or_default();
+        let topics = self.meta.refreshing.clone().unwrap_or_default();
+        let ok = result.is_ok();
         match result {
             Ok(()) => {
-                self.meta.refresh.last_error = None;
+                self.meta.last_error = None;
                 self.meta.snapshot = self.meta.cache.snapshot();
                 self.meta.parts = self
                     .meta
@@ -163,23 +140,10 @@ impl Engine {
                         }
                     }
                 }
-                if let Some(interval) = self.config.topic_metadata_refresh_interval() {
-                    if !interval.is_zero() {
-                        self.meta.refresh.periodic = Some(now + interval);
-                    }
-                }
             }
             Err(e) => {
                 tracing::warn!(error = %e, "metadata refresh failed; records wait for the next one");
-                self.meta.refresh.last_error = Some(Arc::new(e));
-                // a failed periodic refresh keeps the period (it is due again an interval on)
-                if self.meta.refresh.periodic.is_none() {
-                    if let Some(interval) = self.config.topic_metadata_refresh_interval() {
-                        if !interval.is_zero() {
-                            self.meta.refresh.periodic = Some(now + interval);
-                        }
-                    }
-                }
+                self.meta.last_error = Some(Arc::new(e));
             }
         }
         let rounds = self.config.message_send_max_retries() + 1;
@@ -191,15 +155,13 @@ impl Engine {
                     topic: r.topic.to_string(),
                     code: self.meta.parts.get(&*r.topic).and_then(|p| p.error),
                     rounds,
-                    source: self.meta.refresh.last_error.clone(),
+                    source: self.meta.last_error.clone(),
                 },
             };
             self.fail_released(r, error);
         }
-        self.meta.refresh.in_flight = None;
-        if self.acc.waiting_for_metadata() {
-            self.want_refresh(now + self.config.retry_backoff());
-        }
+        self.meta.refreshing = None;
+        self.meta.schedule.finished(now, ok, self.acc.waiting_for_metadata());
     }
 }
 
@@ -236,7 +198,7 @@ mod tests {
     }
 
     fn refresh_coming(e: &Engine) -> bool {
-        e.meta.refresh.in_flight.is_some() || e.meta.refresh.wanted.is_some()
+        e.meta.schedule.is_coming()
     }
 
     /// How the refreshes end in [`run_refreshes`].
@@ -256,13 +218,14 @@ mod tests {
         let mut now = Instant::now();
         e.step(now);
         while refreshes < 10 {
-            if e.meta.refresh.in_flight.is_some() {
+            if e.meta.schedule.is_running() {
                 refreshes += 1;
-                e.on_metadata(match outcome {
+                let result = match outcome {
                     Answered => Ok(()),
                     NoBroker => Err(gregor_net::Error::NoBrokerAvailable { tried: Vec::new(), last: None }),
-                });
-            } else if let Some(at) = e.meta.refresh.wanted {
+                };
+                e.on_metadata(result, now);
+            } else if let Some(at) = e.meta.schedule.wanted() {
                 now = now.max(at);
             } else {
                 break;

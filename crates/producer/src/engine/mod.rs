@@ -123,7 +123,7 @@ impl Engine {
         });
         Engine {
             partitioner: PartitionerState::new(config.partitioner().clone()),
-            meta: Metadata::new(cache),
+            meta: Metadata::new(cache, &config),
             config,
             acc,
             input: Inbound::new(inbox),
@@ -165,7 +165,7 @@ impl Engine {
             let more = !self.input.incoming.is_empty();
             tokio::select! {
                 biased;
-                Some(joined) = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => self.on_joined(joined),
+                Some(joined) = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => self.on_joined(joined, Instant::now()),
                 received = self.input.inbox.recv_many(&mut self.input.incoming), if self.input.open && !more => {
                     if !received {
                         tracing::debug!(queued = self.acc.len(), "every producer handle dropped; sending what is queued");
@@ -185,14 +185,7 @@ impl Engine {
         if self.out.closing.as_ref().is_some_and(|c| now >= c.deadline) {
             self.abandon_everything();
         }
-        if let Some(at) = self.meta.refresh.periodic {
-            if now >= at {
-                self.meta.refresh.periodic = None;
-                self.want_refresh(now);
-            }
-        }
-        self.keep_metadata_coming(now);
-        self.maybe_refresh(now);
+        self.poll_refresh(now);
         // audit (crates/producer/src/audit.rs): the audit records that are due join the queue; a
         // closing (or dropped) producer's last window goes once nothing else is held
         let last =
@@ -236,10 +229,7 @@ impl Engine {
                 next = Some(next.map_or(at, |n| n.min(at)));
             }
         };
-        if self.meta.refresh.in_flight.is_none() {
-            consider(self.meta.refresh.wanted);
-        }
-        consider(self.meta.refresh.periodic);
+        consider(self.meta.schedule.next_wakeup());
         consider(self.out.closing.as_ref().map(|c| c.deadline));
         consider(self.out.audit.as_ref().and_then(|a| a.next_wakeup())); // audit (audit.rs)
         next
@@ -277,13 +267,14 @@ impl Engine {
         }
     }
 
-    fn on_joined(&mut self, joined: Result<(Id, Completion), JoinError>) {
+    /// A task of the engine's ended at `now`.
+    fn on_joined(&mut self, joined: Result<(Id, Completion), JoinError>, now: Instant) {
         match joined {
             Ok((id, completion)) => {
                 self.task_kinds.remove(&id);
                 match completion {
-                    Completion::Produce { round, encoded, result } => self.on_produce(round, encoded, result),
-                    Completion::Metadata { result } => self.on_metadata(result),
+                    Completion::Produce { round, encoded, result } => self.on_produce(round, encoded, result, now),
+                    Completion::Metadata { result } => self.on_metadata(result, now),
                 }
             }
             Err(e) => {
@@ -298,7 +289,8 @@ impl Engine {
                         }
                     }
                     Some(TaskKind::Metadata) => {
-                        self.on_metadata(Err(gregor_net::Error::NoBrokerAvailable { tried: Vec::new(), last: None }))
+                        let failed = gregor_net::Error::NoBrokerAvailable { tried: Vec::new(), last: None };
+                        self.on_metadata(Err(failed), now)
                     }
                     None => {}
                 }

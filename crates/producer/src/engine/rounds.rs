@@ -194,11 +194,11 @@ impl Engine {
         round: u64,
         encoded: Vec<Option<Result<MessageSet, gregor_protocol::Error>>>,
         result: Result<Option<ProduceResponse>, gregor_net::Error>,
+        now: Instant,
     ) {
         let Some(mut in_flight) = self.rounds.in_flight.remove(&round) else { return };
         let broker = in_flight.broker;
         self.acc.round_done(broker);
-        let now = Instant::now();
         // the sets the task built stay with their batches (a retry sends them as they are);
         // a batch that could not be encoded was not sent, and fails here
         let mut sent = Vec::with_capacity(in_flight.batches.len());
@@ -266,21 +266,19 @@ impl Engine {
             let verdict = outcome::classify(answer, batch.attempts, policy, now);
             self.apply(batch, verdict, error, now);
         }
-        if outcome::refresh_after_every_request(self.config.topic_metadata_refresh_interval()) {
-            self.want_refresh(now);
-        }
+        self.meta.schedule.after_request(now);
     }
 
     /// Does what `verdict` says with `batch`; `error`: why it failed, when it did.
     fn apply(&mut self, batch: Batch<Pending>, verdict: Verdict, error: Option<Error>, now: Instant) {
         match verdict.metadata {
             MetadataAction::Keep => {}
-            MetadataAction::Refresh => self.want_refresh(now),
+            MetadataAction::Refresh => self.meta.schedule.want(now),
             MetadataAction::ForgetLeader => {
                 // the batch waits for the refresh before it is sent again
                 self.acc.set_leader(&batch.tp, None);
                 self.meta.cache.invalidate(&batch.tp.topic);
-                self.want_refresh(now);
+                self.meta.schedule.want(now);
             }
         }
         let error =

@@ -62,7 +62,7 @@ impl Engine {
             None => {
                 let own: Arc<str> = Arc::from(&*name);
                 self.meta.topics.insert(own.clone());
-                self.want_refresh(now);
+                self.meta.schedule.want(now);
                 own
             }
         };
@@ -130,9 +130,7 @@ impl Engine {
         match self.partitioner.choose(topic, key(), all, available, &mut || rand::random::<u32>() as usize) {
             Choice::Partition(p) => Placement::Partition(p),
             Choice::Wait => {
-                if self.meta.refresh.in_flight.is_none() && self.meta.refresh.wanted.is_none() {
-                    self.want_refresh(now + self.config.retry_backoff());
-                }
+                self.meta.schedule.want_for_waiting(now);
                 Placement::Hold
             }
             Choice::Invalid(p) => Placement::Invalid(p),
