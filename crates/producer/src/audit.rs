@@ -110,8 +110,9 @@ use gregor_protocol::{EncodedMessage, Message};
 use tokio::time::Instant;
 
 use crate::config::{ConfigError, ProducerConfig};
-use crate::delivery::{DeliveryResult, Pending};
-use crate::error::{Error, Result};
+use crate::delivery::Pending;
+use crate::error::{DeliveryError, Error, Result};
+use crate::observer::Observer;
 use crate::topic::Topic;
 
 /// The audit topic unless [`AuditConfig::topic`] says otherwise.
@@ -376,16 +377,16 @@ impl TopicCounts {
 struct Outgoing {
     value: Bytes,
     /// The message of its latest send (the engine's record holds a copy of these bytes: that
-    /// is how [`Auditor::observe`] knows its own records).
+    /// is how the auditor knows its own records).
     sent: Option<EncodedMessage>,
     attempts: u32,
     not_before: Instant,
 }
 
 /// What a producer with audit on keeps: the counts of the current window, the audit records
-/// waiting to go, and those in flight. A pure state machine fed `now` by the engine (the
-/// engine calls [`Auditor::observe`] for every result, [`Auditor::step`] every turn, and
-/// sleeps until [`Auditor::next_wakeup`]).
+/// waiting to go, and those in flight. A pure state machine fed `now` by the engine, which
+/// knows it as an [`Observer`]: it shows it every result, lets it send its records every
+/// turn, and sleeps until its next wake-up.
 #[derive(Debug)]
 pub(crate) struct Auditor {
     topic: Topic,
@@ -454,56 +455,39 @@ impl Auditor {
         self.anchor_ms + now.saturating_duration_since(self.anchor).as_millis() as u64
     }
 
-    /// Counts a record's result; returns true when the record was one of the auditor's own
-    /// (an audit record): it is then neither the application's nor audited.
-    pub(crate) fn observe(&mut self, pending: &Pending, result: &DeliveryResult) -> bool {
-        if pending.topic == self.topic {
-            // the auditor's own records have no delivery slot (an application's record keeps
-            // its slot until its result is handed out, after this); the engine holds a copy of
-            // the message (in its partition's blocks), so the bytes tell which one it is
-            if pending.slot.is_none() && !self.in_flight.is_empty() {
-                let own = self.in_flight.iter().position(|o| o.sent.as_ref() == Some(&pending.message));
-                if let Some(i) = own {
-                    let sent = self.in_flight.swap_remove(i);
-                    self.published(sent, result);
-                    return true;
-                }
-            }
-            // the application's own records to the audit topic are not audited
-            return false;
+    /// The audit record `record` is, when it is one of the auditor's own (taken off the
+    /// records in flight).
+    fn take_own(&mut self, record: &Pending) -> Option<Outgoing> {
+        // the auditor's own records have no delivery slot (an application's record keeps its
+        // slot until its result is handed out, after this); the engine holds a copy of the
+        // message (in its partition's blocks), so the bytes tell which one it is
+        if record.slot.is_some() || self.in_flight.is_empty() {
+            return None;
         }
-        let counts = self.topic_counts(&pending.topic);
-        match result {
-            Ok(m) => counts.partition(m.partition).add(m.offset, message_fingerprint(&pending.message)),
-            Err(_) => counts.failed += 1,
-        }
-        false
+        let own = self.in_flight.iter().position(|o| o.sent.as_ref() == Some(&record.message))?;
+        Some(self.in_flight.swap_remove(own))
     }
 
-    fn published(&mut self, mut sent: Outgoing, result: &DeliveryResult) {
-        match result {
-            Ok(m) => {
-                tracing::debug!(topic = %m.topic, partition = m.partition, offset = m.offset, "audit record published")
-            }
-            Err(e) if sent.attempts < PUBLISH_ATTEMPTS && !matches!(e.error, Error::Closed { .. }) => {
-                tracing::warn!(
-                    topic = %self.topic,
-                    attempts = sent.attempts,
-                    error = %e.error,
-                    "an audit record was not published; trying again at the next window end"
-                );
-                sent.not_before = self.window_end;
-                self.outbox.push_back(sent);
-            }
-            Err(e) => {
-                tracing::error!(
-                    topic = %self.topic,
-                    attempts = sent.attempts,
-                    error = %e.error,
-                    record = %String::from_utf8_lossy(&sent.value),
-                    "an audit record was dropped: its messages will show up as unaudited"
-                );
-            }
+    /// An audit record failed for good: sent again at the next window end, or dropped after
+    /// [`PUBLISH_ATTEMPTS`] sends (or when the producer closed).
+    fn not_published(&mut self, mut sent: Outgoing, e: &DeliveryError) {
+        if sent.attempts < PUBLISH_ATTEMPTS && !matches!(e.error, Error::Closed { .. }) {
+            tracing::warn!(
+                topic = %self.topic,
+                attempts = sent.attempts,
+                error = %e.error,
+                "an audit record was not published; trying again at the next window end"
+            );
+            sent.not_before = self.window_end;
+            self.outbox.push_back(sent);
+        } else {
+            tracing::error!(
+                topic = %self.topic,
+                attempts = sent.attempts,
+                error = %e.error,
+                record = %String::from_utf8_lossy(&sent.value),
+                "an audit record was dropped: its messages will show up as unaudited"
+            );
         }
     }
 
@@ -524,52 +508,6 @@ impl Auditor {
             };
         }
         &mut self.topics[self.last]
-    }
-
-    /// Ends the window when its time has come, and returns the audit records to send now.
-    /// `last` ends the current window at once and sends everything (the producer is closing
-    /// and every application record has its result).
-    pub(crate) fn step(&mut self, now: Instant, last: bool) -> Vec<Pending> {
-        if now >= self.window_end {
-            self.end_window();
-            let wall = self.wall_ms(now);
-            self.window_start_ms = wall - wall % self.window_ms;
-            self.window_end = self.instant_of(self.window_start_ms + self.window_ms);
-        }
-        if last {
-            self.end_window();
-        }
-        let mut due = Vec::new();
-        while let Some(o) = self.outbox.front() {
-            if !last && o.not_before > now {
-                break;
-            }
-            let mut o = self.outbox.pop_front().expect("looked at");
-            o.attempts += 1;
-            let message = match EncodedMessage::encode(&Message::new(Some(self.key.clone()), Some(o.value.clone()))) {
-                Ok(m) => m,
-                Err(e) => {
-                    // a few hundred bytes of JSON: cannot be too long for its length prefix
-                    tracing::error!(error = %e, "an audit record could not be encoded; dropped");
-                    continue;
-                }
-            };
-            o.sent = Some(message.clone());
-            due.push(Pending { seq: 0, topic: self.topic, partition: None, message, slot: None });
-            self.in_flight.push(o);
-        }
-        due
-    }
-
-    /// When [`Auditor::step`] has something to do: the window's end when something was
-    /// counted in it, or an audit record's time to go again.
-    pub(crate) fn next_wakeup(&self) -> Option<Instant> {
-        let window = (!self.topics.is_empty()).then_some(self.window_end);
-        let outbox = self.outbox.iter().map(|o| o.not_before).min();
-        match (window, outbox) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
     }
 
     /// Turns the window's counts into audit records in the outbox.
@@ -666,6 +604,80 @@ impl Auditor {
     }
 }
 
+/// The auditor watches every result (see the [module docs](self)): it counts the
+/// application's records per topic, partition and window, and knows its own audit records
+/// by their bytes.
+impl Observer for Auditor {
+    fn on_acknowledged(&mut self, topic: &str, partition: i32, offset: i64, record: &Pending) -> bool {
+        if topic == &*self.topic {
+            // the application's own records to the audit topic are not audited
+            let own = self.take_own(record).is_some();
+            if own {
+                tracing::debug!(topic, partition, offset, "audit record published");
+            }
+            return own;
+        }
+        self.topic_counts(topic).partition(partition).add(offset, message_fingerprint(&record.message));
+        false
+    }
+
+    fn on_failed(&mut self, topic: &str, record: &Pending, error: &DeliveryError) -> bool {
+        if topic == &*self.topic {
+            let Some(sent) = self.take_own(record) else { return false };
+            self.not_published(sent, error);
+            return true;
+        }
+        self.topic_counts(topic).failed += 1;
+        false
+    }
+
+    /// Ends the window when its time has come, and returns the audit records to send now.
+    /// `last` ends the current window at once and sends everything (the producer is closing
+    /// and every application record has its result).
+    fn on_tick(&mut self, now: Instant, last: bool) -> Vec<Pending> {
+        if now >= self.window_end {
+            self.end_window();
+            let wall = self.wall_ms(now);
+            self.window_start_ms = wall - wall % self.window_ms;
+            self.window_end = self.instant_of(self.window_start_ms + self.window_ms);
+        }
+        if last {
+            self.end_window();
+        }
+        let mut due = Vec::new();
+        while let Some(o) = self.outbox.front() {
+            if !last && o.not_before > now {
+                break;
+            }
+            let mut o = self.outbox.pop_front().expect("looked at");
+            o.attempts += 1;
+            let message = match EncodedMessage::encode(&Message::new(Some(self.key.clone()), Some(o.value.clone()))) {
+                Ok(m) => m,
+                Err(e) => {
+                    // a few hundred bytes of JSON: cannot be too long for its length prefix
+                    tracing::error!(error = %e, "an audit record could not be encoded; dropped");
+                    continue;
+                }
+            };
+            o.sent = Some(message.clone());
+            due.push(Pending { seq: 0, topic: self.topic, partition: None, message, slot: None });
+            self.in_flight.push(o);
+        }
+        due
+    }
+
+    /// The window's end when something was counted in it, or an audit record's time to go
+    /// again.
+    fn next_wakeup(&self) -> Option<Instant> {
+        let window = (!self.topics.is_empty()).then_some(self.window_end);
+        let outbox = self.outbox.iter().map(|o| o.not_before).min();
+        match (window, outbox) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
 /// Part of a topic's counts that fits one record.
 struct Piece<'a> {
     partitions: Vec<(i32, u64, &'a [OffsetRange])>,
@@ -695,8 +707,6 @@ fn push_json_string(s: &mut String, value: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::DeliveryError;
-    use crate::record::RecordMetadata;
 
     const T0: u64 = 1_700_000_000_000;
 
@@ -724,14 +734,18 @@ mod tests {
 
     fn ack(a: &mut Auditor, topic: &str, partition: i32, offset: i64, value: &str) {
         let p = pending(topic, value);
-        let own = a.observe(&p, &Ok(RecordMetadata { topic: topic.into(), partition, offset }));
-        assert!(!own);
+        assert!(!a.on_acknowledged(topic, partition, offset, &p));
     }
 
     fn fail(a: &mut Auditor, topic: &str) {
         let p = pending(topic, "x");
         let error = p.error(None, 1, Error::Closed { in_flight: false });
-        assert!(!a.observe(&p, &Err(error)));
+        assert!(!a.on_failed(topic, &p, &error));
+    }
+
+    /// The result of an audit record that failed with `error`.
+    fn failed(a: &mut Auditor, p: &Pending, error: &DeliveryError) -> bool {
+        a.on_failed(DEFAULT_AUDIT_TOPIC, p, error)
     }
 
     fn json(p: &Pending) -> String {
@@ -783,8 +797,8 @@ mod tests {
         fail(&mut a, "t");
         let end = a.next_wakeup().expect("a timer for the window's end");
         assert_eq!(end, t0 + Duration::from_millis(950), "windows are aligned to the epoch");
-        assert!(a.step(t0 + Duration::from_millis(900), false).is_empty(), "not yet");
-        let due = a.step(end, false);
+        assert!(a.on_tick(t0 + Duration::from_millis(900), false).is_empty(), "not yet");
+        let due = a.on_tick(end, false);
         assert_eq!(due.len(), 2);
         assert!(due.iter().all(|p| *p.topic == *DEFAULT_AUDIT_TOPIC && p.slot.is_none()));
         assert_eq!(due[0].message.key(), Some(&b"p\"1"[..]));
@@ -804,15 +818,14 @@ mod tests {
         assert_eq!(a.next_wakeup(), None, "nothing counted in the new window");
         assert_eq!(a.pending(), 2, "both in flight");
         // their results are the auditor's own, whatever the order
-        let meta = RecordMetadata { topic: DEFAULT_AUDIT_TOPIC.into(), partition: 0, offset: 0 };
-        assert!(a.observe(&as_queued(&due[1]), &Ok(meta.clone())));
-        assert!(a.observe(&as_queued(&due[0]), &Ok(meta)));
+        assert!(a.on_acknowledged(DEFAULT_AUDIT_TOPIC, 0, 0, &as_queued(&due[1])));
+        assert!(a.on_acknowledged(DEFAULT_AUDIT_TOPIC, 0, 0, &as_queued(&due[0])));
         assert_eq!(a.pending(), 0);
         // an application record to the audit topic is not the auditor's, and not audited
         let theirs = pending(DEFAULT_AUDIT_TOPIC, "mine");
-        let meta = RecordMetadata { topic: DEFAULT_AUDIT_TOPIC.into(), partition: 0, offset: 1 };
-        assert!(!a.observe(&theirs, &Ok(meta)));
-        assert!(a.step(end + Duration::from_secs(5), false).is_empty());
+        assert!(!a.on_acknowledged(DEFAULT_AUDIT_TOPIC, 0, 1, &theirs));
+        assert!(a.topics.is_empty(), "not counted");
+        assert!(a.on_tick(end + Duration::from_secs(5), false).is_empty());
     }
 
     #[test]
@@ -821,27 +834,27 @@ mod tests {
         for _ in 0..3 {
             ack(&mut a, "t", 2, -1, "x");
         }
-        assert!(a.step(t0 + Duration::from_millis(10), false).is_empty());
-        let due = a.step(t0 + Duration::from_millis(10), true);
+        assert!(a.on_tick(t0 + Duration::from_millis(10), false).is_empty());
+        let due = a.on_tick(t0 + Duration::from_millis(10), true);
         assert_eq!(due.len(), 1);
         assert!(json(&due[0]).contains("\"partitions\":{\"2\":{\"count\":3,\"ranges\":[]}},\"failed\":0}"));
-        assert!(a.step(t0 + Duration::from_millis(10), true).is_empty(), "nothing more");
+        assert!(a.on_tick(t0 + Duration::from_millis(10), true).is_empty(), "nothing more");
     }
 
     #[test]
     fn counts_go_to_the_window_of_the_step_before_them() {
         let (mut a, t0) = auditor(100);
         ack(&mut a, "t", 0, 0, "a");
-        let first = a.step(t0 + Duration::from_millis(60), false);
+        let first = a.on_tick(t0 + Duration::from_millis(60), false);
         assert_eq!(first.len(), 1, "the window [T0, T0+100) ended at T0+50+50");
         ack(&mut a, "t", 0, 1, "b");
-        let second = a.step(t0 + Duration::from_millis(400), false);
+        let second = a.on_tick(t0 + Duration::from_millis(400), false);
         assert_eq!(second.len(), 1);
         assert!(json(&first[0]).contains(&format!("\"window_start_ms\":{T0},")));
         assert!(json(&second[0]).contains(&format!("\"window_start_ms\":{},", T0 + 100)));
         // the next window starts where the clock is, not where the last one ended
         ack(&mut a, "t", 0, 2, "c");
-        let third = a.step(t0 + Duration::from_millis(460), false);
+        let third = a.on_tick(t0 + Duration::from_millis(460), false);
         assert!(json(&third[0]).contains(&format!("\"window_start_ms\":{},", T0 + 400)), "{}", json(&third[0]));
     }
 
@@ -850,33 +863,31 @@ mod tests {
         let (mut a, t0) = auditor(100);
         ack(&mut a, "t", 0, 0, "a");
         let mut now = t0 + Duration::from_millis(50);
-        let mut due = a.step(now, false);
-        let failure = |p: &Pending| {
-            Box::new(DeliveryError {
-                topic: p.topic,
-                partition: None,
-                attempts: 4,
-                error: Error::NoLeader { topic: p.topic.to_string(), partition: 0, rounds: 4 },
-                key: None,
-                value: None,
-            })
+        let mut due = a.on_tick(now, false);
+        let failure = |p: &Pending| DeliveryError {
+            topic: p.topic,
+            partition: None,
+            attempts: 4,
+            error: Error::NoLeader { topic: p.topic.to_string(), partition: 0, rounds: 4 },
+            key: None,
+            value: None,
         };
         for attempt in 1..PUBLISH_ATTEMPTS {
             assert_eq!(due.len(), 1, "attempt {attempt}");
-            assert!(a.observe(&as_queued(&due[0]), &Err(failure(&due[0]))));
+            assert!(failed(&mut a, &as_queued(&due[0]), &failure(&due[0])));
             assert_eq!(a.pending(), 1, "queued again");
-            assert!(a.step(now, false).is_empty(), "not before the next window end");
+            assert!(a.on_tick(now, false).is_empty(), "not before the next window end");
             now = a.next_wakeup().expect("a timer for the retry");
-            due = a.step(now, false);
+            due = a.on_tick(now, false);
         }
         assert_eq!(due.len(), 1);
-        assert!(a.observe(&due[0], &Err(failure(&due[0]))));
+        assert!(failed(&mut a, &due[0], &failure(&due[0])));
         assert_eq!(a.pending(), 0, "dropped after {PUBLISH_ATTEMPTS} attempts");
         // a record failed by close is dropped at once
         ack(&mut a, "t", 0, 1, "b");
-        let due = a.step(now, true);
-        let closed = Err(due[0].error(None, 1, Error::Closed { in_flight: true }));
-        assert!(a.observe(&due[0], &closed));
+        let due = a.on_tick(now, true);
+        let closed = due[0].error(None, 1, Error::Closed { in_flight: true });
+        assert!(failed(&mut a, &due[0], &closed));
         assert_eq!(a.pending(), 0);
     }
 
@@ -892,7 +903,7 @@ mod tests {
             }
         }
         fail(&mut a, "t");
-        let due = a.step(t0 + Duration::from_secs(1), false);
+        let due = a.on_tick(t0 + Duration::from_secs(1), false);
         assert!(due.len() > 5, "{} records", due.len());
         let mut counted = 0;
         let mut ranges = 0;

@@ -117,6 +117,7 @@ mod error;
 mod growth;
 mod inbox;
 mod message;
+mod observer;
 mod outcome;
 pub mod partitioner;
 mod producer;

@@ -19,6 +19,7 @@ use crate::delivery::{Callback, CloseReport, DeliveryFuture, DeliveryHandler, De
 use crate::engine::Engine;
 use crate::error::{DeliveryError, Error, SendError};
 use crate::inbox::{inbox, Command, InboxSender, Refused};
+use crate::observer::Observer;
 use crate::record::Record;
 
 /// How long [`AsyncProducer::close`] waits past its bound for the background task's report
@@ -138,7 +139,10 @@ where
     ) -> Result<AsyncProducer<K, V>, Error> {
         let handle = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
         // its settings are checked before anything starts
-        let auditor = audit.map(|a| Auditor::new(a, &config)).transpose()?;
+        let observer = match audit {
+            Some(audit) => Some(Box::new(Auditor::new(audit, &config)?) as Box<dyn Observer>),
+            None => None,
+        };
         let connection = ConnectionConfig::builder()
             .client_id(config.client_id())
             .request_timeout(config.response_timeout())
@@ -161,7 +165,7 @@ where
         let permits = Arc::new(Semaphore::new(config.queue_buffering_max_messages()));
         let (tx, rx) = inbox();
         let span = tracing::debug_span!("producer", client_id = %config.client_id());
-        let engine = Engine::new(config.clone(), cache, rx, permits.clone(), auditor);
+        let engine = Engine::new(config.clone(), cache, rx, permits.clone(), observer);
         handle.spawn(engine.run().instrument(span));
         Ok(AsyncProducer {
             shared: Arc::new(Shared { config, inbox: tx, permits, closed: AtomicBool::new(false) }),

@@ -1,4 +1,4 @@
-//! Results out: every record's one result, counted for flushes, close and the audit, then
+//! Results out: every record's one result, counted for flushes, close and the observer, then
 //! handed (in the order it was decided) to the delivery task, which gives the queue places
 //! back and calls the futures, callbacks and handlers; the flush and close reports after
 //! them.
@@ -11,12 +11,11 @@ use tokio::time::Instant;
 use super::rounds::InFlight;
 use super::Engine;
 use crate::accumulator::{Batch, Released, TopicPartition};
-use crate::audit::Auditor;
 use crate::delivery::{CloseReport, DeliveryResult, FlushReport, Pending};
 use crate::error::{DeliveryError, Error};
 use crate::inbox::{Command, Incoming};
+use crate::observer::Observer;
 use crate::record::RecordMetadata;
-use crate::topic::Topic;
 
 /// A flush waiting for the records queued before it.
 pub(super) struct FlushWaiter {
@@ -42,34 +41,46 @@ pub(super) struct Outbox {
     pub(super) deliveries: Option<mpsc::UnboundedSender<Delivery>>,
     pub(super) flushes: Vec<FlushWaiter>,
     pub(super) closing: Option<Closing>,
-    /// `Some` when the producer publishes audit records (see `crate::audit`).
-    pub(super) audit: Option<Auditor>,
+    /// What watches the results (the audit), if anything.
+    pub(super) observer: Option<Box<dyn Observer>>,
 }
 
 impl Outbox {
-    pub(super) fn new(permits: Arc<Semaphore>, audit: Option<Auditor>) -> Outbox {
-        Outbox { permits, deliveries: None, flushes: Vec::new(), closing: None, audit }
+    pub(super) fn new(permits: Arc<Semaphore>, observer: Option<Box<dyn Observer>>) -> Outbox {
+        Outbox { permits, deliveries: None, flushes: Vec::new(), closing: None, observer }
+    }
+
+    /// A record numbered `seq` has its result: one less for the flushes that wait for it;
+    /// `failed`: its error, for their reports.
+    fn count_for_flushes(&mut self, seq: u64, failed: Option<&DeliveryError>) {
+        for flush in &mut self.flushes {
+            if seq < flush.below {
+                flush.remaining = flush.remaining.saturating_sub(1);
+                if let Some(e) = failed {
+                    flush.failed.push(e.clone());
+                }
+            }
+        }
     }
 }
 
 impl Engine {
-    /// A batch's records are delivered. With no flush waiting and no audit, nothing is
-    /// counted per record here: the whole batch goes to the delivery task as it is.
+    /// A batch's records are delivered: counted for the flushes and shown to the observer
+    /// (when there are any), then handed to the delivery task as a whole (the observer's own
+    /// records go with it: they have no slot and hold no queue place, so nothing is delivered
+    /// for them).
     pub(super) fn succeed(&mut self, batch: Batch<Pending>, base_offset: i64) {
         let tp = batch.tp.clone();
         let records = self.acc.done(batch);
-        if self.out.flushes.is_empty() && self.out.audit.is_none() {
-            self.hand_out(Delivery::Acked { tp, base_offset, records });
-            return;
-        }
-        let mut results = Vec::with_capacity(records.len());
-        for (i, pending) in records.into_iter().enumerate() {
-            let result = Ok(acked(pending.topic, tp.partition, base_offset, i));
-            if self.account(&pending, &result) {
-                results.push((pending, result));
+        if !self.out.flushes.is_empty() || self.out.observer.is_some() {
+            for (i, pending) in records.iter().enumerate() {
+                if let Some(observer) = &mut self.out.observer {
+                    observer.on_acknowledged(&tp.topic, tp.partition, offset_of(base_offset, i), pending);
+                }
+                self.out.count_for_flushes(pending.seq, None);
             }
         }
-        self.hand_out(Delivery::Results(results));
+        self.hand_out(Delivery::Acked { tp, base_offset, records });
     }
 
     pub(super) fn fail_batch(&mut self, batch: Batch<Pending>, error: Error) {
@@ -83,17 +94,24 @@ impl Engine {
         self.fail(released.record, released.partition, released.attempts, error);
     }
 
+    /// A record's one result is a failure: shown to the observer, counted for the flushes and
+    /// the close, then handed out (its queue place given back, then its future, callback or
+    /// handler). An observer's own failed record is counted for the flushes only (it is in the
+    /// accumulator's count they wait for) and reported nowhere.
     pub(super) fn fail(&mut self, pending: Pending, partition: Option<i32>, attempts: u32, error: Error) {
         let e = pending.error(partition, attempts, error);
-        self.finish(pending, Err(e));
-    }
-
-    /// A record's one result: counted for flushes and close, then handed out (its queue place
-    /// given back, then its future or callback).
-    pub(super) fn finish(&mut self, pending: Pending, result: DeliveryResult) {
-        if self.account(&pending, &result) {
-            self.hand_out(Delivery::Results(vec![(pending, result)]));
+        let own = match &mut self.out.observer {
+            Some(observer) => observer.on_failed(&e.topic, &pending, &e),
+            None => false,
+        };
+        self.out.count_for_flushes(pending.seq, (!own).then_some(&*e));
+        if own {
+            return;
         }
+        if let Some(closing) = &mut self.out.closing {
+            closing.undelivered.push(DeliveryError::clone(&e));
+        }
+        self.hand_out(Delivery::Results(vec![(pending, Err(e))]));
     }
 
     /// Results, flush and close reports leave in the order they were decided: through the
@@ -108,35 +126,6 @@ impl Engine {
             }
             None => deliver_now(delivery, &self.out.permits),
         }
-    }
-
-    /// Counts a record's result for flushes, close and the audit; false for a record that
-    /// takes no queue place and gets no delivery (the auditor's own).
-    pub(super) fn account(&mut self, pending: &Pending, result: &DeliveryResult) -> bool {
-        // audit (crates/producer/src/audit.rs): count the result; the auditor's own records
-        // count for flushes only: no queue place, no report, no delivery slot
-        if let Some(audit) = &mut self.out.audit {
-            if audit.observe(pending, result) {
-                for flush in &mut self.out.flushes {
-                    if pending.seq < flush.below {
-                        flush.remaining = flush.remaining.saturating_sub(1);
-                    }
-                }
-                return false;
-            }
-        }
-        for flush in &mut self.out.flushes {
-            if pending.seq < flush.below {
-                flush.remaining = flush.remaining.saturating_sub(1);
-                if let Err(e) = result {
-                    flush.failed.push(DeliveryError::clone(e));
-                }
-            }
-        }
-        if let (Some(closing), Err(e)) = (&mut self.out.closing, result) {
-            closing.undelivered.push(DeliveryError::clone(e));
-        }
-        true
     }
 
     pub(super) fn finish_flushes(&mut self) {
@@ -237,23 +226,27 @@ pub(super) async fn deliver_loop(mut rx: mpsc::UnboundedReceiver<Delivery>, perm
     }
 }
 
-/// The metadata of the `i`th record of a batch acknowledged at `base_offset` (-1: unknown,
+/// The offset of the `i`th record of a batch acknowledged at `base_offset` (-1: unknown,
 /// acks=0).
-fn acked(topic: Topic, partition: i32, base_offset: i64, i: usize) -> RecordMetadata {
-    let offset = if base_offset >= 0 { base_offset + i as i64 } else { -1 };
-    RecordMetadata { topic, partition, offset }
+fn offset_of(base_offset: i64, i: usize) -> i64 {
+    if base_offset >= 0 {
+        base_offset + i as i64
+    } else {
+        -1
+    }
 }
 
 /// One delivery: queue places back first (one semaphore update per batch, and an application
 /// that sends again from a callback finds room), then each record its result. Every record
-/// with a delivery slot holds a place (the auditor's own have neither).
+/// with a delivery slot holds a place (the observer's own have neither).
 fn deliver_now(delivery: Delivery, permits: &Semaphore) {
     match delivery {
         Delivery::Acked { tp, base_offset, records } => {
             permits.add_permits(records.iter().filter(|p| p.slot.is_some()).count());
             for (i, mut pending) in records.into_iter().enumerate() {
-                let topic = pending.topic;
-                pending.deliver(Ok(acked(topic, tp.partition, base_offset, i)));
+                let metadata =
+                    RecordMetadata { topic: pending.topic, partition: tp.partition, offset: offset_of(base_offset, i) };
+                pending.deliver(Ok(metadata));
             }
         }
         Delivery::Results(results) => {

@@ -44,11 +44,11 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::accumulator::{Accumulator, AccumulatorConfig};
-use crate::audit::Auditor;
 use crate::config::ProducerConfig;
 use crate::delivery::{CloseReport, FlushReport, Pending};
 use crate::error::Error;
 use crate::inbox::{Command, InboxReceiver, Next};
+use crate::observer::Observer;
 use crate::partitioner::PartitionerState;
 
 use chunks::{Chunks, CHUNK_BYTES};
@@ -104,14 +104,14 @@ pub(crate) struct Engine {
 
 impl Engine {
     /// An engine for a producer with `config`, taking records from `inbox`, giving places in
-    /// the queue back to `permits` as records get their results; `audit` when the producer
-    /// publishes audit records.
+    /// the queue back to `permits` as records get their results; `observer` watches the
+    /// results and sends records of its own (the audit).
     pub(crate) fn new(
         config: ProducerConfig,
         cache: MetadataCache,
         inbox: InboxReceiver,
         permits: Arc<Semaphore>,
-        audit: Option<Auditor>,
+        observer: Option<Box<dyn Observer>>,
     ) -> Engine {
         let acc = Accumulator::new(AccumulatorConfig {
             batch_num_messages: config.batch_num_messages(),
@@ -129,7 +129,7 @@ impl Engine {
             input: Inbound::new(inbox),
             rounds: Rounds::new(),
             chunks: Chunks::default(),
-            out: Outbox::new(permits, audit),
+            out: Outbox::new(permits, observer),
             tasks: JoinSet::new(),
             task_kinds: HashMap::new(),
             done: false,
@@ -186,11 +186,11 @@ impl Engine {
             self.abandon_everything();
         }
         self.poll_refresh(now);
-        // audit (crates/producer/src/audit.rs): the audit records that are due join the queue; a
-        // closing (or dropped) producer's last window goes once nothing else is held
+        // the observer's records that are due join the queue; a closing (or dropped) producer's
+        // observer says its last once nothing else is held
         let last =
             (self.out.closing.is_some() || !self.input.open) && self.acc.is_empty() && self.rounds.in_flight.is_empty();
-        let due = self.out.audit.as_mut().map(|a| a.step(now, last)).unwrap_or_default();
+        let due = self.out.observer.as_mut().map(|o| o.on_tick(now, last)).unwrap_or_default();
         for pending in due {
             self.on_command(Command::Record(pending), now);
         }
@@ -231,7 +231,7 @@ impl Engine {
         };
         consider(self.meta.schedule.next_wakeup());
         consider(self.out.closing.as_ref().map(|c| c.deadline));
-        consider(self.out.audit.as_ref().and_then(|a| a.next_wakeup())); // audit (audit.rs)
+        consider(self.out.observer.as_ref().and_then(|o| o.next_wakeup()));
         next
     }
 
