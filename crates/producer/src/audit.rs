@@ -103,6 +103,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -113,7 +114,7 @@ use crate::config::{ConfigError, ProducerConfig};
 use crate::delivery::Pending;
 use crate::error::{DeliveryError, Error, Result};
 use crate::observer::Observer;
-use crate::topic::Topic;
+use crate::topic::{TopicId, TopicNames};
 
 /// The audit topic unless [`AuditConfig::topic`] says otherwise.
 pub const DEFAULT_AUDIT_TOPIC: &str = "__gregor_audit";
@@ -389,7 +390,11 @@ struct Outgoing {
 /// turn, and sleeps until its next wake-up.
 #[derive(Debug)]
 pub(crate) struct Auditor {
-    topic: Topic,
+    /// The audit topic's name, and the producer's number for it (its records carry it).
+    topic: Arc<str>,
+    topic_id: TopicId,
+    /// The producer's names, where the audit topic is registered.
+    _names: Arc<TopicNames>,
     key: Bytes,
     producer: String,
     session: String,
@@ -411,22 +416,35 @@ pub(crate) struct Auditor {
 }
 
 impl Auditor {
-    /// An auditor for a producer with `config`, its clock anchored to the wall clock now.
-    pub(crate) fn new(audit: AuditConfig, config: &ProducerConfig) -> Result<Auditor> {
+    /// An auditor for a producer with `config` whose topic names are `names`, its clock
+    /// anchored to the wall clock now.
+    pub(crate) fn new(audit: AuditConfig, config: &ProducerConfig, names: &Arc<TopicNames>) -> Result<Auditor> {
         audit.validate().map_err(Error::Config)?;
         let wall_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
         let session = format!("{:016x}", rand::random::<u64>());
-        Ok(Auditor::at(audit, config.client_id(), config.request_required_acks(), session, Instant::now(), wall_ms))
+        let (client_id, acks) = (config.client_id(), config.request_required_acks());
+        Ok(Auditor::at(audit, names, client_id, acks, session, Instant::now(), wall_ms))
     }
 
     /// An auditor whose clock reads `wall_ms` at `now` (tests drive it by hand).
-    fn at(audit: AuditConfig, client_id: &str, acks: i16, session: String, now: Instant, wall_ms: u64) -> Auditor {
+    fn at(
+        audit: AuditConfig,
+        names: &Arc<TopicNames>,
+        client_id: &str,
+        acks: i16,
+        session: String,
+        now: Instant,
+        wall_ms: u64,
+    ) -> Auditor {
         let producer = audit.producer.clone().unwrap_or_else(|| default_producer_name(client_id));
         let window_ms = audit.window.as_millis() as u64;
         let window_start_ms = wall_ms - wall_ms % window_ms;
+        let (topic_id, topic) = names.register(&audit.topic);
         let mut a = Auditor {
             key: Bytes::from(producer.clone().into_bytes()),
-            topic: Topic::new(&audit.topic),
+            topic,
+            topic_id,
+            _names: names.clone(),
             producer,
             session,
             acks,
@@ -660,7 +678,7 @@ impl Observer for Auditor {
                 }
             };
             o.sent = Some(message.clone());
-            due.push(Pending { seq: 0, topic: self.topic, partition: None, message, slot: None });
+            due.push(Pending { seq: 0, topic: self.topic_id, partition: None, message, slot: None });
             self.in_flight.push(o);
         }
         due
@@ -713,13 +731,14 @@ mod tests {
     fn auditor(window_ms: u64) -> (Auditor, Instant) {
         let now = Instant::now();
         let audit = AuditConfig::new().window(Duration::from_millis(window_ms)).producer_name("p\"1");
-        (Auditor::at(audit, "app", 1, "00000000000000ab".into(), now, T0 + 50), now)
+        (Auditor::at(audit, &TopicNames::new(), "app", 1, "00000000000000ab".into(), now, T0 + 50), now)
     }
 
-    fn pending(topic: &str, value: &str) -> Pending {
+    /// An application's record (its topic given to the hooks apart).
+    fn pending(value: &str) -> Pending {
         Pending {
             seq: 0,
-            topic: Topic::new(topic),
+            topic: TopicId::UNREGISTERED,
             partition: None,
             message: EncodedMessage::encode(&Message::new(None, Some(Bytes::from(value.to_owned())))).unwrap(),
             slot: None,
@@ -733,13 +752,13 @@ mod tests {
     }
 
     fn ack(a: &mut Auditor, topic: &str, partition: i32, offset: i64, value: &str) {
-        let p = pending(topic, value);
+        let p = pending(value);
         assert!(!a.on_acknowledged(topic, partition, offset, &p));
     }
 
     fn fail(a: &mut Auditor, topic: &str) {
-        let p = pending(topic, "x");
-        let error = p.error(None, 1, Error::Closed { in_flight: false });
+        let p = pending("x");
+        let error = p.error(topic.into(), None, 1, Error::Closed { in_flight: false });
         assert!(!a.on_failed(topic, &p, &error));
     }
 
@@ -800,7 +819,7 @@ mod tests {
         assert!(a.on_tick(t0 + Duration::from_millis(900), false).is_empty(), "not yet");
         let due = a.on_tick(end, false);
         assert_eq!(due.len(), 2);
-        assert!(due.iter().all(|p| *p.topic == *DEFAULT_AUDIT_TOPIC && p.slot.is_none()));
+        assert!(due.iter().all(|p| p.topic.name().as_deref() == Some(DEFAULT_AUDIT_TOPIC) && p.slot.is_none()));
         assert_eq!(due[0].message.key(), Some(&b"p\"1"[..]));
         let t = json(&due[0]);
         assert_eq!(
@@ -822,7 +841,7 @@ mod tests {
         assert!(a.on_acknowledged(DEFAULT_AUDIT_TOPIC, 0, 0, &as_queued(&due[0])));
         assert_eq!(a.pending(), 0);
         // an application record to the audit topic is not the auditor's, and not audited
-        let theirs = pending(DEFAULT_AUDIT_TOPIC, "mine");
+        let theirs = pending("mine");
         assert!(!a.on_acknowledged(DEFAULT_AUDIT_TOPIC, 0, 1, &theirs));
         assert!(a.topics.is_empty(), "not counted");
         assert!(a.on_tick(end + Duration::from_secs(5), false).is_empty());
@@ -864,11 +883,11 @@ mod tests {
         ack(&mut a, "t", 0, 0, "a");
         let mut now = t0 + Duration::from_millis(50);
         let mut due = a.on_tick(now, false);
-        let failure = |p: &Pending| DeliveryError {
-            topic: p.topic,
+        let failure = |_: &Pending| DeliveryError {
+            topic: DEFAULT_AUDIT_TOPIC.into(),
             partition: None,
             attempts: 4,
-            error: Error::NoLeader { topic: p.topic.to_string(), partition: 0, rounds: 4 },
+            error: Error::NoLeader { topic: DEFAULT_AUDIT_TOPIC.to_owned(), partition: 0, rounds: 4 },
             key: None,
             value: None,
         };
@@ -886,7 +905,7 @@ mod tests {
         // a record failed by close is dropped at once
         ack(&mut a, "t", 0, 1, "b");
         let due = a.on_tick(now, true);
-        let closed = due[0].error(None, 1, Error::Closed { in_flight: true });
+        let closed = due[0].error(DEFAULT_AUDIT_TOPIC.into(), None, 1, Error::Closed { in_flight: true });
         assert!(failed(&mut a, &due[0], &closed));
         assert_eq!(a.pending(), 0);
     }

@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 
 use crate::error::{DeliveryError, Error};
 use crate::record::RecordMetadata;
-use crate::topic::Topic;
+use crate::topic::{Topic, TopicId};
 
 /// The result of a record: where it went, or why it did not. The error is boxed: it carries
 /// the record's key and value and is the rare case, so a result moves through the producer
@@ -38,7 +38,7 @@ impl Future for DeliveryFuture {
             r.unwrap_or_else(|_| {
                 // unreachable in practice: a record that is dropped delivers Closed first
                 Err(Box::new(DeliveryError {
-                    topic: Topic::new(""),
+                    topic: Topic::unknown(),
                     partition: None,
                     attempts: 0,
                     error: Error::Closed { in_flight: false },
@@ -108,7 +108,8 @@ pub(crate) enum Slot {
 pub(crate) struct Pending {
     /// Order of arrival at the background task (set there).
     pub(crate) seq: u64,
-    pub(crate) topic: Topic,
+    /// Its topic, as its producer numbers it (see `crate::topic`).
+    pub(crate) topic: TopicId,
     /// The partition the application asked for.
     pub(crate) partition: Option<i32>,
     pub(crate) message: EncodedMessage,
@@ -126,24 +127,23 @@ impl std::fmt::Debug for Pending {
 }
 
 impl Pending {
-    /// A delivery error for this record.
-    pub(crate) fn error(&self, partition: Option<i32>, attempts: u32, error: Error) -> Box<DeliveryError> {
+    /// A delivery error for this record of `topic`.
+    pub(crate) fn error(
+        &self,
+        topic: Topic,
+        partition: Option<i32>,
+        attempts: u32,
+        error: Error,
+    ) -> Box<DeliveryError> {
         let Message { key, value, .. } = self.message.to_message();
-        Box::new(DeliveryError {
-            topic: self.topic,
-            partition: partition.or(self.partition),
-            attempts,
-            error,
-            key,
-            value,
-        })
+        Box::new(DeliveryError { topic, partition: partition.or(self.partition), attempts, error, key, value })
     }
 
-    /// Hands the result to the future or the callback (a panicking callback is caught and
-    /// logged, so it cannot take the producer down).
-    pub(crate) fn deliver(&mut self, result: DeliveryResult) {
+    /// Hands the result to the future, callback or handler (a panicking callback is caught
+    /// and logged with `topic`, so it cannot take the producer down).
+    pub(crate) fn deliver(&mut self, result: DeliveryResult, topic: &str) {
         if let Some(slot) = self.slot.take() {
-            slot.deliver(result, &self.topic);
+            slot.deliver(result, topic);
         }
     }
 }
@@ -177,8 +177,10 @@ fn call_handler(handler: &dyn DeliveryHandler, opaque: u64, result: DeliveryResu
 impl Drop for Pending {
     fn drop(&mut self) {
         if self.slot.is_some() {
-            let error = self.error(None, 0, Error::Closed { in_flight: false });
-            self.deliver(Err(error));
+            // the rare path: the name read from the producer's names (which outlive its records)
+            let topic = self.topic.name().map_or_else(Topic::unknown, Topic::from);
+            let error = self.error(topic.clone(), None, 0, Error::Closed { in_flight: false });
+            self.deliver(Err(error), &topic);
         }
     }
 }

@@ -43,10 +43,13 @@
 //!   its queue of 100,000 records stays full, and glibc's per-thread malloc arenas add to that
 //!   as the task moves between workers: client memory 43 MiB (1 partition) and 51 MiB
 //!   (6 partitions), 36 and 39 MiB with `MALLOC_ARENA_MAX=1`.
-//! * At the highest rates, make the [`Topic`] once and copy it into each record, and give
-//!   results to one handler: [`AsyncProducer::send_with_static_handler`] (a handler that
-//!   lives as long as the process) changes no reference count per record;
-//!   [`AsyncProducer::send_with_handler`] raises and lowers its `Arc`'s.
+//! * At the highest rates, make the [`Topic`] once and clone it into each record (its count
+//!   changes on the sending thread only: a producer maps it to a small number of its own
+//!   before the record leaves that thread, and results carry the producer's own copy of the
+//!   name), and give results to one handler: [`AsyncProducer::send_with_static_handler`] (a
+//!   handler that lives as long as the process) shares no reference count between the sending
+//!   thread and the producer's tasks; [`AsyncProducer::send_with_handler`] raises and lowers
+//!   its `Arc`'s.
 //! * With compression, a partition's records that wait for their linger are compressed in
 //!   chunks of about 16 KiB as they arrive, so little compression is left when the linger ends;
 //!   the batch then travels as several wrappers, which the broker stores as one.

@@ -16,6 +16,7 @@ use crate::error::{DeliveryError, Error};
 use crate::inbox::{Command, Incoming};
 use crate::observer::Observer;
 use crate::record::RecordMetadata;
+use crate::topic::{Topic, TopicNames};
 
 /// A flush waiting for the records queued before it.
 pub(super) struct FlushWaiter {
@@ -84,22 +85,23 @@ impl Engine {
     }
 
     pub(super) fn fail_batch(&mut self, batch: Batch<Pending>, error: Error) {
-        let (partition, attempts) = (batch.tp.partition, batch.attempts);
+        let (topic, partition, attempts) = (Topic::from(batch.tp.topic.clone()), batch.tp.partition, batch.attempts);
         for pending in self.acc.done(batch) {
-            self.fail(pending, Some(partition), attempts, error.clone());
+            self.fail(pending, topic.clone(), Some(partition), attempts, error.clone());
         }
     }
 
     pub(super) fn fail_released(&mut self, released: Released<Pending>, error: Error) {
-        self.fail(released.record, released.partition, released.attempts, error);
+        let topic = Topic::from(released.topic);
+        self.fail(released.record, topic, released.partition, released.attempts, error);
     }
 
     /// A record's one result is a failure: shown to the observer, counted for the flushes and
     /// the close, then handed out (its queue place given back, then its future, callback or
     /// handler). An observer's own failed record is counted for the flushes only (it is in the
     /// accumulator's count they wait for) and reported nowhere.
-    pub(super) fn fail(&mut self, pending: Pending, partition: Option<i32>, attempts: u32, error: Error) {
-        let e = pending.error(partition, attempts, error);
+    pub(super) fn fail(&mut self, pending: Pending, topic: Topic, partition: Option<i32>, attempts: u32, error: Error) {
+        let e = pending.error(topic, partition, attempts, error);
         let own = match &mut self.out.observer {
             Some(observer) => observer.on_failed(&e.topic, &pending, &e),
             None => false,
@@ -178,7 +180,8 @@ impl Engine {
                 Command::Record(mut pending) => {
                     pending.seq = self.input.next_seq;
                     self.input.next_seq += 1;
-                    self.fail(pending, None, 0, Error::Closed { in_flight: false });
+                    let topic = self.topic_of(pending.topic);
+                    self.fail(pending, topic, None, 0, Error::Closed { in_flight: false });
                 }
                 Command::Flush { reply } => self.hand_out(Delivery::Flush(reply, FlushReport::default())),
                 Command::Close { reply, .. } => self.hand_out(Delivery::Close(reply, CloseReport::default())),
@@ -217,11 +220,24 @@ pub(super) enum Delivery {
 /// run on another worker while the engine goes on routing records and building requests (as
 /// librdkafka serves delivery reports outside its broker threads). Ends when the engine is
 /// gone and everything is handed out.
-pub(super) async fn deliver_loop(mut rx: mpsc::UnboundedReceiver<Delivery>, permits: Arc<Semaphore>) {
+pub(super) async fn deliver_loop(
+    rx: mpsc::UnboundedReceiver<Delivery>,
+    permits: Arc<Semaphore>,
+    names: Arc<TopicNames>,
+) {
+    // dropped field by field in this order, also when the runtime drops the task: the records
+    // still in the channel (dropped undelivered, they read their topic's name) before the
+    // producer's names
+    struct Task {
+        rx: mpsc::UnboundedReceiver<Delivery>,
+        permits: Arc<Semaphore>,
+        _names: Arc<TopicNames>,
+    }
+    let mut task = Task { rx, permits, _names: names };
     let mut buf = Vec::with_capacity(64);
-    while rx.recv_many(&mut buf, 64).await > 0 {
+    while task.rx.recv_many(&mut buf, 64).await > 0 {
         for delivery in buf.drain(..) {
-            deliver_now(delivery, &permits);
+            deliver_now(delivery, &task.permits);
         }
     }
 }
@@ -243,16 +259,25 @@ fn deliver_now(delivery: Delivery, permits: &Semaphore) {
     match delivery {
         Delivery::Acked { tp, base_offset, records } => {
             permits.add_permits(records.iter().filter(|p| p.slot.is_some()).count());
+            // each result gets a clone of the engine's copy of the name: made and dropped on
+            // this side (the engine changes the count once per batch)
+            let topic = Topic::from(tp.topic);
             for (i, mut pending) in records.into_iter().enumerate() {
-                let metadata =
-                    RecordMetadata { topic: pending.topic, partition: tp.partition, offset: offset_of(base_offset, i) };
-                pending.deliver(Ok(metadata));
+                if pending.slot.is_some() {
+                    let offset = offset_of(base_offset, i);
+                    let metadata = RecordMetadata { topic: topic.clone(), partition: tp.partition, offset };
+                    pending.deliver(Ok(metadata), &topic);
+                }
             }
         }
         Delivery::Results(results) => {
             permits.add_permits(results.iter().filter(|(p, _)| p.slot.is_some()).count());
             for (mut pending, result) in results {
-                pending.deliver(result);
+                let topic = match &result {
+                    Ok(m) => m.topic.clone(),
+                    Err(e) => e.topic.clone(),
+                };
+                pending.deliver(result, &topic);
             }
         }
         Delivery::Flush(reply, report) => {

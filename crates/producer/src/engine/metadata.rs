@@ -14,6 +14,7 @@ use super::{Completion, Engine, TaskKind};
 use crate::config::ProducerConfig;
 use crate::error::Error;
 use crate::refresh::RefreshSchedule;
+use crate::topic::Topic;
 
 /// A topic's partitions as the last refresh told them.
 #[derive(Default)]
@@ -121,7 +122,8 @@ impl Engine {
                                     partition: tp.partition,
                                     partitions,
                                 };
-                                self.fail(r.record, r.partition, r.attempts, error);
+                                let topic = Topic::from(tp.topic.clone());
+                                self.fail(r.record, topic, r.partition, r.attempts, error);
                             }
                         }
                         None => {
@@ -178,7 +180,6 @@ mod tests {
     use crate::delivery::{DeliveryResult, Pending, Slot};
     use crate::engine::testing::engine_with;
     use crate::inbox::Command;
-    use crate::topic::Topic;
 
     fn engine() -> Engine {
         engine_with(Compression::None)
@@ -188,7 +189,7 @@ mod tests {
         let (tx, rx) = oneshot::channel();
         let pending = Pending {
             seq: 0,
-            topic: Topic::new("t"),
+            topic: e.names.register("t").0,
             partition,
             message: EncodedMessage::encode(&Message::new(None, Some(bytes::Bytes::from_static(b"v")))).unwrap(),
             slot: Some(Slot::Future(tx)),

@@ -50,6 +50,7 @@ use crate::error::Error;
 use crate::inbox::{Command, InboxReceiver, Next};
 use crate::observer::Observer;
 use crate::partitioner::PartitionerState;
+use crate::topic::TopicNames;
 
 use chunks::{Chunks, CHUNK_BYTES};
 use delivery::{deliver_loop, Closing, Delivery, FlushWaiter, Outbox};
@@ -100,18 +101,22 @@ pub(crate) struct Engine {
     task_kinds: HashMap<Id, TaskKind>,
     /// Everything is done: the run loop ends.
     done: bool,
+    /// The producer's topic names: declared last, so it outlives every record above (a
+    /// record dropped undelivered reads its topic's name).
+    names: Arc<TopicNames>,
 }
 
 impl Engine {
     /// An engine for a producer with `config`, taking records from `inbox`, giving places in
     /// the queue back to `permits` as records get their results; `observer` watches the
-    /// results and sends records of its own (the audit).
+    /// results and sends records of its own (the audit); `names`: the producer's topic names.
     pub(crate) fn new(
         config: ProducerConfig,
         cache: MetadataCache,
         inbox: InboxReceiver,
         permits: Arc<Semaphore>,
         observer: Option<Box<dyn Observer>>,
+        names: Arc<TopicNames>,
     ) -> Engine {
         let acc = Accumulator::new(AccumulatorConfig {
             batch_num_messages: config.batch_num_messages(),
@@ -133,13 +138,14 @@ impl Engine {
             tasks: JoinSet::new(),
             task_kinds: HashMap::new(),
             done: false,
+            names,
         }
     }
 
     /// Runs until closed, or until every handle is dropped and every record has its result.
     pub(crate) async fn run(mut self) {
         let (deliveries, rx) = mpsc::unbounded_channel();
-        tokio::spawn(deliver_loop(rx, self.out.permits.clone()).in_current_span());
+        tokio::spawn(deliver_loop(rx, self.out.permits.clone(), self.names.clone()).in_current_span());
         self.out.deliveries = Some(deliveries);
         loop {
             let mut now = Instant::now();
@@ -314,7 +320,7 @@ pub(super) mod testing {
     use gregor_protocol::{EncodedMessage, Message};
 
     use super::*;
-    use crate::topic::Topic;
+    use crate::topic::TopicId;
 
     /// An engine of a producer of 2 retries, 30 ms apart, compressing with `codec`.
     pub(crate) fn engine_with(codec: Compression) -> Engine {
@@ -326,16 +332,18 @@ pub(super) mod testing {
             .build()
             .unwrap();
         let cache = MetadataCache::new(config.metadata_broker_list(), Pool::new(ConnectionConfig::default())).unwrap();
-        let (_tx, rx) = crate::inbox::inbox();
+        let names = TopicNames::new();
+        let (_tx, rx) = crate::inbox::inbox(names.clone());
         let permits = Arc::new(Semaphore::new(config.queue_buffering_max_messages()));
-        Engine::new(config, cache, rx, permits, None)
+        Engine::new(config, cache, rx, permits, None, names)
     }
 
-    /// A record of topic `t` (partition 0) numbered `seq`, with `value`, without a slot.
+    /// A record (of a topic never read: it has no slot) numbered `seq`, partition 0, with
+    /// `value`.
     pub(crate) fn pending(seq: u64, value: &str) -> Pending {
         Pending {
             seq,
-            topic: Topic::new("t"),
+            topic: TopicId::UNREGISTERED,
             partition: Some(0),
             message: EncodedMessage::encode(&Message::new(None, Some(bytes::Bytes::copy_from_slice(value.as_bytes()))))
                 .unwrap(),
