@@ -5,9 +5,9 @@ use crate::topic::Topic;
 
 /// A record to send: a value, an optional key, a topic, and optionally the partition.
 ///
-/// The topic is a [`Topic`], an interned name: `Record::new("events", v)` looks the name up
-/// (without a lock when the thread's last record had the same topic), and an application can
-/// make the `Topic` once and pass copies of it.
+/// The topic is a [`Topic`], a counted name: `Record::new("events", v)` makes one (without an
+/// allocation when the thread's last one had the same name), and an application can make the
+/// `Topic` once and pass clones of it.
 ///
 /// ```
 /// use gregor_producer::Record;
