@@ -42,14 +42,12 @@
 //! sender got the error). With `request.required.acks=0` there are no offsets: counts only
 //! (the checker reports them as unverified).
 //!
-//! The fingerprint of a message is the CRC-32 (IEEE) that Kafka stores in an uncompressed
-//! message v0: over magic 0, attributes 0, the key and the value as the wire writes them
-//! (int32 length, -1 for null, then the bytes); see [`fingerprint`]. A range's fingerprint is
-//! the sum of its messages' fingerprints (modulo 2^64, so ranges merge by adding). It lets the
-//! checker tell the producer's messages from others stored at the same offsets: Kafka 0.8
-//! loses acknowledged messages by truncating a log's tail (acks=1 and a leader failover, an
-//! unclean election, a deleted and re-created topic), and the offsets are then given to new
-//! messages — counting messages at the offsets alone would call the lost ones seen.
+//! The fingerprint of a message is the CRC-32 Kafka stores in an uncompressed message v0
+//! ([`fingerprint`]); a range's is the sum of its messages'. It lets the checker tell the
+//! producer's messages from others stored at the same offsets: Kafka 0.8 loses acknowledged
+//! messages by truncating a log's tail (acks=1 and a leader failover, an unclean election, a
+//! deleted and re-created topic), and the offsets are then given to new messages — counting
+//! messages at the offsets alone would call the lost ones seen.
 //!
 //! # When it is published
 //!
@@ -65,31 +63,11 @@
 //! window end, up to [`PUBLISH_ATTEMPTS`] times, then dropped with an error in the log (its
 //! messages then show up as unaudited). The audit topic's own records are not audited.
 //!
-//! # The audit record (format version 1)
+//! # The audit record
 //!
-//! One JSON object per message value, UTF-8, the key being the producer name:
-//!
-//! ```json
-//! {"version":1,"producer":"billing@host-7:4242","session":"8c1e0f3a5b7d9e21","seq":12,
-//!  "topic":"events","window_start_ms":1700000040000,"window_ms":60000,"acks":-1,
-//!  "partitions":{"0":{"count":1000,"ranges":[[4000,4999,2147836412301]]},
-//!                "1":{"count":2,"ranges":[[17,17,3110241024],[19,19,1904722102]]}},
-//!  "failed":3}
-//! ```
-//!
-//! * `version` — 1; a checker refuses versions it does not know.
-//! * `producer` — the name ([`AuditConfig::producer_name`]; default `client.id@host:pid`,
-//!   `gregor` for an empty `client.id`); `session` — 16 random hex digits drawn when the
-//!   producer starts; `seq` — the record's number in the session, from 0. (`producer`,
-//!   `session`, `seq`) identifies a record: a record stored twice (a retried request the
-//!   broker had kept) counts once.
-//! * `topic`, `window_start_ms`, `window_ms` — the audited topic and window (epoch ms).
-//! * `acks` — the producer's `request.required.acks`.
-//! * `partitions` — per partition (a decimal string): `count`, the records acknowledged in the
-//!   window, and `ranges`, `[first, last, fingerprint]` with inclusive offsets. `count` minus
-//!   the lengths of the ranges is the number acknowledged without an offset (acks=0).
-//! * `failed` — records of the topic whose delivery failed in the window (their partition may
-//!   be unknown).
+//! One JSON object per message value, keyed by the producer name: its format (version
+//! [`AUDIT_FORMAT_VERSION`]) is defined once, in [`format`], for the producer that writes it and
+//! the checker that reads it ([`AuditRecord`]).
 //!
 //! # Cost
 //!
@@ -102,7 +80,6 @@
 //! [`AsyncProducer::close`]: crate::AsyncProducer::close
 
 use std::collections::{HashMap, VecDeque};
-use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -116,15 +93,19 @@ use crate::error::{DeliveryError, Error, Result};
 use crate::observer::Observer;
 use crate::topic::{TopicId, TopicNames};
 
-/// The audit topic unless [`AuditConfig::topic`] says otherwise.
-pub const DEFAULT_AUDIT_TOPIC: &str = "__gregor_audit";
+pub mod format;
+
+pub use format::{
+    fingerprint, AuditPartition, AuditRange, AuditRecord, AUDIT_FORMAT_VERSION, AUDIT_FORMAT_VERSIONS,
+    DEFAULT_AUDIT_TOPIC,
+};
+use format::{max_header_json_bytes, message_fingerprint, MAX_PARTITION_JSON_BYTES, MAX_RANGE_JSON_BYTES};
+
 /// The window unless [`AuditConfig::window`] says otherwise: one minute.
 pub const DEFAULT_AUDIT_WINDOW: Duration = Duration::from_secs(60);
 /// The largest audit record (JSON bytes, about) unless [`AuditConfig::max_record_bytes`] says
 /// otherwise: 256 KiB, well below a broker's default `message.max.bytes` (1000012).
 pub const DEFAULT_MAX_AUDIT_RECORD_BYTES: usize = 256 * 1024;
-/// The version of the audit record format written (see the [module docs](self)).
-pub const AUDIT_FORMAT_VERSION: u32 = 1;
 /// How many times an audit record is sent (each time with the producer's own retries) before
 /// it is dropped.
 pub const PUBLISH_ATTEMPTS: u32 = 3;
@@ -132,10 +113,6 @@ pub const PUBLISH_ATTEMPTS: u32 = 3;
 const ANONYMOUS: &str = "gregor";
 /// The smallest `max_record_bytes` accepted: room for the header and a few ranges.
 const MIN_RECORD_BYTES: usize = 1024;
-/// What one range adds to a record, at most: `[` 20 digits `,` 20 digits `,` 20 digits `],`.
-const RANGE_JSON_BYTES: usize = 64;
-/// What one partition's header adds to a record, at most.
-const PARTITION_JSON_BYTES: usize = 64;
 
 /// The audit settings of a producer (see the [module docs](self)).
 ///
@@ -267,35 +244,6 @@ impl AuditConfig {
     }
 }
 
-/// The fingerprint of a message with `key` and `value`: the CRC-32 (IEEE) an uncompressed
-/// Kafka message v0 carries, over magic 0, attributes 0, then key and value each as an int32
-/// length (-1 for null) and the bytes.
-///
-/// ```
-/// // Kafka's CRC of a message with a null key and a null value
-/// assert_eq!(gregor_producer::audit::fingerprint(None, None), 0xA7EC_6803);
-/// ```
-pub fn fingerprint(key: Option<&[u8]>, value: Option<&[u8]>) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    h.update(&[0, 0]);
-    for field in [key, value] {
-        match field {
-            None => h.update(&(-1i32).to_be_bytes()),
-            Some(bytes) => {
-                h.update(&(bytes.len() as i32).to_be_bytes());
-                h.update(bytes);
-            }
-        }
-    }
-    h.finalize()
-}
-
-/// The fingerprint of an application's record: its encoded message's CRC (records are
-/// uncompressed messages with attributes 0, so this is [`fingerprint`] of its key and value).
-fn message_fingerprint(m: &EncodedMessage) -> u32 {
-    m.crc()
-}
-
 /// The default producer name: `client.id@host:pid`.
 fn default_producer_name(client_id: &str) -> String {
     let client = if client_id.is_empty() { ANONYMOUS } else { client_id };
@@ -312,25 +260,11 @@ fn hostname() -> String {
         .unwrap_or_else(|| "localhost".to_owned())
 }
 
-/// Offsets `first..=last` acknowledged consecutively, and the sum of their fingerprints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct OffsetRange {
-    first: i64,
-    last: i64,
-    fingerprint: u64,
-}
-
-impl OffsetRange {
-    fn len(&self) -> u64 {
-        (self.last - self.first + 1) as u64
-    }
-}
-
 #[derive(Debug)]
 struct PartitionCounts {
     partition: i32,
     count: u64,
-    ranges: Vec<OffsetRange>,
+    ranges: Vec<AuditRange>,
 }
 
 impl PartitionCounts {
@@ -344,7 +278,7 @@ impl PartitionCounts {
                 r.last = offset;
                 r.fingerprint = r.fingerprint.wrapping_add(u64::from(fingerprint));
             }
-            _ => self.ranges.push(OffsetRange { first: offset, last: offset, fingerprint: u64::from(fingerprint) }),
+            _ => self.ranges.push(AuditRange { first: offset, last: offset, fingerprint: u64::from(fingerprint) }),
         }
     }
 }
@@ -537,7 +471,7 @@ impl Auditor {
             for value in self.records(t) {
                 let seq = self.next_seq;
                 self.next_seq += 1;
-                let value = self.render(seq, t.topic.as_str(), &value.partitions, value.failed);
+                let value = self.record(seq, &t.topic, &value).to_json();
                 self.outbox.push_back(Outgoing {
                     value: Bytes::from(value),
                     sent: None,
@@ -550,29 +484,29 @@ impl Auditor {
 
     /// A topic's counts cut into records of at most about `max_record_bytes`.
     fn records<'a>(&self, t: &'a TopicCounts) -> Vec<Piece<'a>> {
-        let header = 256 + self.producer.len() * 6 + t.topic.len() * 6;
-        let budget = self.max_record_bytes.saturating_sub(header).max(RANGE_JSON_BYTES + PARTITION_JSON_BYTES);
+        let header = max_header_json_bytes(&self.producer, &t.topic);
+        let budget = self.max_record_bytes.saturating_sub(header).max(MAX_RANGE_JSON_BYTES + MAX_PARTITION_JSON_BYTES);
         let mut pieces = vec![Piece { partitions: Vec::new(), failed: t.failed, size: 0 }];
         let mut partitions: Vec<&PartitionCounts> = t.partitions.iter().collect();
         partitions.sort_by_key(|p| p.partition);
         for p in partitions {
-            let ranged: u64 = p.ranges.iter().map(OffsetRange::len).sum();
+            let ranged: u64 = p.ranges.iter().map(AuditRange::len).sum();
             // acknowledged without an offset (acks=0): they go with the first piece
             let mut unranged = p.count.saturating_sub(ranged);
             let mut rest = &p.ranges[..];
             loop {
                 let piece = pieces.last_mut().expect("one at least");
-                let room = budget.saturating_sub(piece.size + PARTITION_JSON_BYTES) / RANGE_JSON_BYTES;
+                let room = budget.saturating_sub(piece.size + MAX_PARTITION_JSON_BYTES) / MAX_RANGE_JSON_BYTES;
                 if room == 0 && !piece.partitions.is_empty() {
                     pieces.push(Piece { partitions: Vec::new(), failed: 0, size: 0 });
                     continue;
                 }
                 let take = rest.len().min(room.max(1));
                 let (now, later) = rest.split_at(take);
-                let count = now.iter().map(OffsetRange::len).sum::<u64>() + unranged;
+                let count = now.iter().map(AuditRange::len).sum::<u64>() + unranged;
                 unranged = 0;
                 piece.partitions.push((p.partition, count, now));
-                piece.size += PARTITION_JSON_BYTES + take * RANGE_JSON_BYTES;
+                piece.size += MAX_PARTITION_JSON_BYTES + take * MAX_RANGE_JSON_BYTES;
                 rest = later;
                 if rest.is_empty() {
                     break;
@@ -582,37 +516,24 @@ impl Auditor {
         pieces
     }
 
-    /// One audit record, as JSON (see the module docs).
-    fn render(&self, seq: u64, topic: &str, partitions: &[(i32, u64, &[OffsetRange])], failed: u64) -> String {
-        let mut s = String::with_capacity(256 + partitions.len() * PARTITION_JSON_BYTES);
-        s.push_str("{\"version\":");
-        let _ = write!(s, "{AUDIT_FORMAT_VERSION}");
-        s.push_str(",\"producer\":");
-        push_json_string(&mut s, &self.producer);
-        s.push_str(",\"session\":");
-        push_json_string(&mut s, &self.session);
-        let _ = write!(s, ",\"seq\":{seq},\"topic\":");
-        push_json_string(&mut s, topic);
-        let _ = write!(
-            s,
-            ",\"window_start_ms\":{},\"window_ms\":{},\"acks\":{},\"partitions\":{{",
-            self.window_start_ms, self.window_ms, self.acks
-        );
-        for (i, (partition, count, ranges)) in partitions.iter().enumerate() {
-            if i > 0 {
-                s.push(',');
-            }
-            let _ = write!(s, "\"{partition}\":{{\"count\":{count},\"ranges\":[");
-            for (j, r) in ranges.iter().enumerate() {
-                if j > 0 {
-                    s.push(',');
-                }
-                let _ = write!(s, "[{},{},{}]", r.first, r.last, r.fingerprint);
-            }
-            s.push_str("]}");
+    /// The audit record of a piece of a topic's counts, numbered `seq`.
+    fn record(&self, seq: u64, topic: &str, piece: &Piece<'_>) -> AuditRecord {
+        let partitions = piece
+            .partitions
+            .iter()
+            .map(|&(partition, count, ranges)| (partition, AuditPartition { count, ranges: ranges.to_vec() }));
+        AuditRecord {
+            version: u64::from(AUDIT_FORMAT_VERSION),
+            producer: self.producer.clone(),
+            session: self.session.clone(),
+            seq,
+            topic: topic.to_owned(),
+            window_start_ms: self.window_start_ms,
+            window_ms: self.window_ms,
+            acks: i64::from(self.acks),
+            partitions: partitions.collect(),
+            failed: piece.failed,
         }
-        let _ = write!(s, "}},\"failed\":{failed}}}");
-        s
     }
 
     /// Audit records waiting to go or in flight (for the engine's debugging and tests).
@@ -698,28 +619,9 @@ impl Observer for Auditor {
 
 /// Part of a topic's counts that fits one record.
 struct Piece<'a> {
-    partitions: Vec<(i32, u64, &'a [OffsetRange])>,
+    partitions: Vec<(i32, u64, &'a [AuditRange])>,
     failed: u64,
     size: usize,
-}
-
-/// Appends `value` as a JSON string.
-fn push_json_string(s: &mut String, value: &str) {
-    s.push('"');
-    for c in value.chars() {
-        match c {
-            '"' => s.push_str("\\\""),
-            '\\' => s.push_str("\\\\"),
-            '\n' => s.push_str("\\n"),
-            '\r' => s.push_str("\\r"),
-            '\t' => s.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(s, "\\u{:04x}", c as u32);
-            }
-            c => s.push(c),
-        }
-    }
-    s.push('"');
 }
 
 #[cfg(test)]
@@ -773,17 +675,6 @@ mod tests {
 
     fn fp(value: &str) -> u64 {
         u64::from(fingerprint(None, Some(value.as_bytes())))
-    }
-
-    #[test]
-    fn the_fingerprint_is_kafkas_crc_of_an_uncompressed_message() {
-        assert_eq!(fingerprint(None, None), 0xA7EC_6803);
-        for (key, value) in [(None, Some(&b"v"[..])), (Some(&b"k"[..]), Some(&b"value"[..])), (Some(&b""[..]), None)] {
-            let m = Message::new(key.map(Bytes::copy_from_slice), value.map(Bytes::copy_from_slice));
-            let mut buf = bytes::BytesMut::new();
-            m.encode(&mut buf).unwrap();
-            assert_eq!(fingerprint(key, value).to_be_bytes(), buf[..4], "{key:?} {value:?}");
-        }
     }
 
     #[test]
