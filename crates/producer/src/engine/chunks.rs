@@ -6,7 +6,7 @@ use std::collections::{HashMap, VecDeque};
 
 use gregor_protocol::{Compression, MessageSet};
 
-use super::rounds::offload;
+use super::blocking::offload;
 use super::Engine;
 use crate::accumulator::TopicPartition;
 use crate::delivery::Pending;

@@ -22,9 +22,11 @@
 //!   ([`metadata::Metadata`]);
 //! * `rounds`: Produce requests, one task per round, and their outcomes ([`rounds::Rounds`]);
 //!   `chunks`: a partition's records compressed ahead of their batch ([`chunks::Chunks`]);
+//!   `blocking`: work on tokio's blocking pool, for both;
 //! * `delivery`: results out, in order, through the delivery task; flushes and close
 //!   ([`delivery::Outbox`]).
 
+mod blocking;
 mod chunks;
 mod delivery;
 mod metadata;

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use gregor_protocol::messages::{ProducePartition, ProduceRequest, ProduceResponse, TopicPartitions};
 use gregor_protocol::{Compression, MessageSet};
 use tokio::sync::{oneshot, Semaphore};
-use tokio::task::JoinError;
 use tokio::time::Instant;
 
+use super::blocking::{joined, offload};
 use super::chunks::{join_chunks, ChunkSet};
 use super::{Completion, Engine, TaskKind};
 use crate::accumulator::{Batch, Round, TopicPartition};
@@ -340,29 +340,4 @@ fn produce_request(
         }
     }
     (ProduceRequest { required_acks: acks, timeout, topics }, encoded)
-}
-
-/// Runs `work` on tokio's blocking pool once one of `permits` is free (held until it is
-/// done).
-pub(super) async fn offload<R: Send + 'static>(
-    permits: Arc<Semaphore>,
-    work: impl FnOnce() -> R + Send + 'static,
-) -> R {
-    let Ok(permit) = permits.acquire_owned().await else { unreachable!("never closed") };
-    let work = move || {
-        let done = work();
-        drop(permit);
-        done
-    };
-    joined(tokio::task::spawn_blocking(work).await).await
-}
-
-/// A finished task's output; its panic goes on. A task the runtime cancelled (it is shutting
-/// down, and drops the waiting task with the engine) leaves the waiting one pending.
-pub(super) async fn joined<R>(result: Result<R, JoinError>) -> R {
-    match result {
-        Ok(done) => done,
-        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(_) => std::future::pending().await,
-    }
 }
