@@ -53,9 +53,10 @@
 //! * With compression, a partition's records that wait for their linger are compressed in
 //!   chunks of about 16 KiB as they arrive, so little compression is left when the linger ends;
 //!   the batch then travels as several wrappers, which the broker stores as one.
-//! * The decisions live in a pure state machine fed the time (the accumulator: records in,
-//!   ready batches out), tested with a fake clock; the background task only moves bytes and
-//!   timers.
+//! * The decisions live in pure code fed the time, tested with a fake clock: the
+//!   accumulator (records in, ready batches out), the outcome of each batch (deliver, retry
+//!   after `retry.backoff.ms`, fail; refresh the metadata first?) and the metadata refresh
+//!   schedule. The background task only moves bytes and timers, and applies them.
 //!
 //! ```no_run
 //! use std::time::Duration;
