@@ -288,3 +288,123 @@ fn deliver_now(delivery: Delivery, permits: &Semaphore) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! What the engine shows its observer and what it keeps from it, driven by hand (no
+    //! delivery task: results are handed out in place).
+
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use gregor_protocol::{Compression, EncodedMessage, Message};
+    use tokio::sync::oneshot;
+    use tokio::time::Instant;
+
+    use super::*;
+    use crate::delivery::Slot;
+    use crate::engine::testing::engine_observed;
+    use crate::topic::TopicId;
+
+    /// What the fake observer was shown: acknowledged (topic, partition, offset, own?) and
+    /// failed (topic, own?).
+    #[derive(Default)]
+    struct Shown {
+        acked: Vec<(String, i32, i64, bool)>,
+        failed: Vec<(String, bool)>,
+    }
+
+    /// Calls every record without a slot its own (as the auditor's are).
+    struct Fake(Arc<Mutex<Shown>>);
+
+    impl Observer for Fake {
+        fn on_acknowledged(&mut self, topic: &str, partition: i32, offset: i64, record: &Pending) -> bool {
+            let own = record.slot.is_none();
+            self.0.lock().unwrap().acked.push((topic.to_owned(), partition, offset, own));
+            own
+        }
+
+        fn on_failed(&mut self, topic: &str, record: &Pending, _error: &DeliveryError) -> bool {
+            let own = record.slot.is_none();
+            self.0.lock().unwrap().failed.push((topic.to_owned(), own));
+            own
+        }
+
+        fn on_tick(&mut self, _now: Instant, _last: bool) -> Vec<Pending> {
+            Vec::new()
+        }
+
+        fn next_wakeup(&self) -> Option<Instant> {
+            None
+        }
+    }
+
+    fn record(topic: TopicId, value: &str, slot: Option<Slot>) -> Command {
+        let message =
+            EncodedMessage::encode(&Message::new(None, Some(bytes::Bytes::copy_from_slice(value.as_bytes()))));
+        Command::Record(Pending { seq: 0, topic, partition: Some(0), message: message.unwrap(), slot })
+    }
+
+    /// Sends `values` (`None`: the observer's own record) to t/0, and drains them as one
+    /// batch; the futures of the application's records.
+    fn batch_of(
+        e: &mut Engine,
+        topic: TopicId,
+        values: &[Option<&str>],
+    ) -> (Batch<Pending>, Vec<oneshot::Receiver<DeliveryResult>>) {
+        let now = Instant::now();
+        let mut futures = Vec::new();
+        for value in values {
+            let slot = value.map(|_| {
+                let (tx, rx) = oneshot::channel();
+                futures.push(rx);
+                Slot::Future(tx)
+            });
+            e.on_command(record(topic, value.unwrap_or("own"), slot), now);
+        }
+        let tp = TopicPartition::new("t", 0);
+        e.acc.set_leader(&tp, Some(1));
+        e.acc.set_flushing(true);
+        let mut rounds = e.acc.drain(now);
+        e.acc.set_flushing(false);
+        e.acc.round_done(1);
+        (rounds.pop().unwrap().batches.pop().unwrap(), futures)
+    }
+
+    #[tokio::test]
+    async fn the_observer_sees_every_result_and_its_own_records_are_reported_nowhere() {
+        let shown = Arc::new(Mutex::new(Shown::default()));
+        let mut e = engine_observed(Compression::None, Some(Box::new(Fake(shown.clone()))));
+        let t = e.names.register("t").0;
+
+        // acknowledged: every record shown with its offset; the application's get results
+        let (batch, mut futures) = batch_of(&mut e, t, &[Some("a"), None, Some("b")]);
+        let (reply, mut flushed) = oneshot::channel();
+        e.on_command(Command::Flush { reply }, Instant::now());
+        e.succeed(batch, 100);
+        let shown_acked = std::mem::take(&mut shown.lock().unwrap().acked);
+        let acked = |offset, own| ("t".to_owned(), 0, offset, own);
+        assert_eq!(shown_acked, [acked(100, false), acked(101, true), acked(102, false)]);
+        let offsets: Vec<i64> = futures.iter_mut().map(|f| f.try_recv().unwrap().unwrap().offset).collect();
+        assert_eq!(offsets, [100, 102]);
+        e.finish_flushes();
+        assert!(flushed.try_recv().expect("the flush counted all three").is_ok());
+
+        // failed: every record shown; the observer's own is in no report
+        let (batch, mut futures) = batch_of(&mut e, t, &[None, Some("c")]);
+        let (reply, mut flushed) = oneshot::channel();
+        e.on_command(Command::Flush { reply }, Instant::now());
+        let (reply, _closed) = oneshot::channel();
+        e.on_command(Command::Close { deadline: Instant::now() + Duration::from_secs(60), reply }, Instant::now());
+        e.fail_batch(batch, Error::Broker { broker: 1, code: gregor_protocol::ErrorCode::MessageSizeTooLarge });
+        assert_eq!(shown.lock().unwrap().failed, [("t".to_owned(), true), ("t".to_owned(), false)]);
+        let error = futures[0].try_recv().unwrap().unwrap_err();
+        assert_eq!((error.topic.as_str(), error.value.as_deref()), ("t", Some(&b"c"[..])));
+        e.finish_flushes();
+        let report = flushed.try_recv().expect("the flush counted both");
+        assert_eq!(report.failed.len(), 1, "only the application's record");
+        let closing = e.out.closing.as_ref().unwrap();
+        assert_eq!(closing.undelivered.len(), 1, "only the application's record");
+        assert_eq!(closing.undelivered[0].value.as_deref(), Some(&b"c"[..]));
+    }
+}

@@ -326,6 +326,11 @@ pub(super) mod testing {
 
     /// An engine of a producer of 2 retries, 30 ms apart, compressing with `codec`.
     pub(crate) fn engine_with(codec: Compression) -> Engine {
+        engine_observed(codec, None)
+    }
+
+    /// [`engine_with`], with `observer`.
+    pub(crate) fn engine_observed(codec: Compression, observer: Option<Box<dyn Observer>>) -> Engine {
         let config = ProducerConfig::builder()
             .metadata_broker_list("127.0.0.1:1")
             .message_send_max_retries(2)
@@ -337,7 +342,7 @@ pub(super) mod testing {
         let names = TopicNames::new();
         let (_tx, rx) = crate::inbox::inbox(names.clone());
         let permits = Arc::new(Semaphore::new(config.queue_buffering_max_messages()));
-        Engine::new(config, cache, rx, permits, None, names)
+        Engine::new(config, cache, rx, permits, observer, names)
     }
 
     /// A record (of a topic never read: it has no slot) numbered `seq`, partition 0, with
