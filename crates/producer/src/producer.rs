@@ -139,7 +139,7 @@ where
         value_encoder: impl Encoder<V> + 'static,
     ) -> Result<AsyncProducer<K, V>, Error> {
         let handle = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
-        // its settings are checked before anything starts
+        // the audit's settings are checked before anything starts
         let names = TopicNames::new();
         let observer = match audit {
             Some(audit) => Some(Box::new(Auditor::new(audit, &config, &names)?) as Box<dyn Observer>),
