@@ -66,7 +66,7 @@
 //! # The audit record
 //!
 //! One JSON object per message value, keyed by the producer name: its format (version
-//! [`AUDIT_FORMAT_VERSION`]) is defined once, in [`format`], for the producer that writes it and
+//! [`AUDIT_FORMAT_VERSION`]) is defined once, in [`format`](mod@format), for the producer that writes it and
 //! the checker that reads it ([`AuditRecord`]).
 //!
 //! # Cost
