@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::rounds::InFlight;
 use super::Engine;
-use crate::accumulator::{Batch, Released, TopicPartition};
+use crate::accumulator::{Batch, Released};
 use crate::delivery::{CloseReport, DeliveryResult, FlushReport, Pending};
 use crate::error::{DeliveryError, Error};
 use crate::inbox::{Command, Incoming};
@@ -71,28 +71,28 @@ impl Engine {
     /// records go with it: they have no slot and hold no queue place, so nothing is delivered
     /// for them).
     pub(super) fn succeed(&mut self, batch: Batch<Pending>, base_offset: i64) {
-        let tp = batch.tp.clone();
+        let (topic, partition) = (self.result_topic(&batch.tp.topic), batch.tp.partition);
         let records = self.acc.done(batch);
         if !self.out.flushes.is_empty() || self.out.observer.is_some() {
             for (i, pending) in records.iter().enumerate() {
                 if let Some(observer) = &mut self.out.observer {
-                    observer.on_acknowledged(&tp.topic, tp.partition, offset_of(base_offset, i), pending);
+                    observer.on_acknowledged(&topic, partition, offset_of(base_offset, i), pending);
                 }
                 self.out.count_for_flushes(pending.seq, None);
             }
         }
-        self.hand_out(Delivery::Acked { tp, base_offset, records });
+        self.hand_out(Delivery::Acked { topic, partition, base_offset, records });
     }
 
     pub(super) fn fail_batch(&mut self, batch: Batch<Pending>, error: Error) {
-        let (topic, partition, attempts) = (Topic::from(batch.tp.topic.clone()), batch.tp.partition, batch.attempts);
+        let (topic, partition, attempts) = (self.result_topic(&batch.tp.topic), batch.tp.partition, batch.attempts);
         for pending in self.acc.done(batch) {
             self.fail(pending, topic.clone(), Some(partition), attempts, error.clone());
         }
     }
 
     pub(super) fn fail_released(&mut self, released: Released<Pending>, error: Error) {
-        let topic = Topic::from(released.topic);
+        let topic = self.result_topic(&released.topic);
         self.fail(released.record, topic, released.partition, released.attempts, error);
     }
 
@@ -203,9 +203,9 @@ impl Engine {
 
 /// What the engine hands to the delivery task, in the order it decided it.
 pub(super) enum Delivery {
-    /// A batch acknowledged, none of its records counted yet: offsets from `base_offset`
-    /// (-1: unknown, acks=0).
-    Acked { tp: TopicPartition, base_offset: i64, records: Vec<Pending> },
+    /// A batch of `topic`/`partition` acknowledged, none of its records counted yet: offsets
+    /// from `base_offset` (-1: unknown, acks=0).
+    Acked { topic: Topic, partition: i32, base_offset: i64, records: Vec<Pending> },
     /// Results already counted for flushes and close.
     Results(Vec<(Pending, DeliveryResult)>),
     /// A flush's report: after the results of every record queued before it.
@@ -257,15 +257,14 @@ fn offset_of(base_offset: i64, i: usize) -> i64 {
 /// with a delivery slot holds a place (the observer's own have neither).
 fn deliver_now(delivery: Delivery, permits: &Semaphore) {
     match delivery {
-        Delivery::Acked { tp, base_offset, records } => {
+        Delivery::Acked { topic, partition, base_offset, records } => {
             permits.add_permits(records.iter().filter(|p| p.slot.is_some()).count());
-            // each result gets a clone of the engine's copy of the name: made and dropped on
-            // this side (the engine changes the count once per batch)
-            let topic = Topic::from(tp.topic);
+            // each result gets a clone of the engine's copy of the name for results: made and
+            // dropped on this side (the engine changes its count once per batch)
             for (i, mut pending) in records.into_iter().enumerate() {
                 if pending.slot.is_some() {
                     let offset = offset_of(base_offset, i);
-                    let metadata = RecordMetadata { topic: topic.clone(), partition: tp.partition, offset };
+                    let metadata = RecordMetadata { topic: topic.clone(), partition, offset };
                     pending.deliver(Ok(metadata), &topic);
                 }
             }
@@ -302,6 +301,7 @@ mod tests {
     use tokio::time::Instant;
 
     use super::*;
+    use crate::accumulator::TopicPartition;
     use crate::delivery::Slot;
     use crate::engine::testing::engine_observed;
     use crate::topic::TopicId;

@@ -3,7 +3,7 @@
 //! `crate::refresh::RefreshSchedule`'s decision; here they are started, and their outcome
 //! is applied (leaders set, held records placed, records out of metadata rounds failed).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use gregor_net::{MetadataCache, MetadataSnapshot};
@@ -29,9 +29,11 @@ pub(super) struct Metadata {
     pub(super) cache: MetadataCache,
     pub(super) snapshot: Arc<MetadataSnapshot>,
     pub(super) parts: HashMap<String, TopicParts>,
-    /// Every topic a record was sent to (the engine's own allocation of each name), the
-    /// topics of every refresh.
-    pub(super) topics: BTreeSet<Arc<str>>,
+    /// Every topic a record was sent to, the topics of every refresh: the engine's own
+    /// allocation of each name (the queues' keys, whose counts only the engine changes), and
+    /// another for results (whose counts the delivery task changes, one clone per result: on
+    /// a line of its own, not the keys').
+    pub(super) topics: BTreeMap<Arc<str>, Topic>,
     /// When refreshes run.
     pub(super) schedule: RefreshSchedule,
     /// The topics of the refresh running now.
@@ -46,7 +48,7 @@ impl Metadata {
             snapshot: cache.snapshot(),
             cache,
             parts: HashMap::new(),
-            topics: BTreeSet::new(),
+            topics: BTreeMap::new(),
             schedule: RefreshSchedule::new(config.topic_metadata_refresh_interval(), config.retry_backoff()),
             refreshing: None,
             last_error: None,
@@ -69,7 +71,7 @@ impl Engine {
         if !poll.start {
             return;
         }
-        let topics: Vec<Arc<str>> = self.meta.topics.iter().cloned().collect();
+        let topics: Vec<Arc<str>> = self.meta.topics.keys().cloned().collect();
         let names: Vec<String> = topics.iter().map(|t| t.to_string()).collect();
         self.meta.refreshing = Some(topics);
         let cache = self.meta.cache.clone();
@@ -122,7 +124,7 @@ impl Engine {
                                     partition: tp.partition,
                                     partitions,
                                 };
-                                let topic = Topic::from(tp.topic.clone());
+                                let topic = self.result_topic(&tp.topic);
                                 self.fail(r.record, topic, r.partition, r.attempts, error);
                             }
                         }

@@ -70,11 +70,11 @@ impl Engine {
                 // a number the engine has not seen: its name from the producer's names (which
                 // outlive the engine's records), then the engine's copy of it
                 let name = id.name().unwrap_or_else(|| Arc::from(""));
-                let own = match self.meta.topics.get(&*name) {
-                    Some(known) => known.clone(),
+                let own = match self.meta.topics.get_key_value(&*name) {
+                    Some((known, _)) => known.clone(),
                     None => {
                         let own: Arc<str> = Arc::from(&*name);
-                        self.meta.topics.insert(own.clone());
+                        self.meta.topics.insert(own.clone(), Topic::from(Arc::<str>::from(&*name)));
                         self.meta.schedule.want(now);
                         own
                     }
@@ -90,9 +90,14 @@ impl Engine {
     /// The name of the topic numbered `id`, for a record's result.
     pub(super) fn topic_of(&self, id: TopicId) -> Topic {
         match self.input.names.get(&id) {
-            Some(own) => Topic::from(own.clone()),
+            Some(own) => self.result_topic(own),
             None => id.name().map_or_else(Topic::unknown, Topic::from),
         }
+    }
+
+    /// The engine's allocation of the name `key` for results (see the known topics).
+    pub(super) fn result_topic(&self, key: &Arc<str>) -> Topic {
+        self.meta.topics.get(key).cloned().unwrap_or_else(|| Topic::from(key.clone()))
     }
 
     /// A small record from the inbox, its message's bytes still in the inbox's block: placed
@@ -180,7 +185,7 @@ impl Engine {
                 }
                 let partitions = self.meta.parts.get(&*topic).map_or(0, |parts| parts.all.len());
                 let error = Error::InvalidPartition { topic: topic.to_string(), partition: p, partitions };
-                self.fail(pending, Topic::from(topic), Some(p), 0, error);
+                self.fail(pending, self.result_topic(&topic), Some(p), 0, error);
                 return;
             }
         };
@@ -196,7 +201,8 @@ impl Engine {
                 }
                 let error =
                     Error::InvalidPartition { topic: tp.topic.to_string(), partition, partitions: parts.all.len() };
-                self.fail(pending, Topic::from(tp.topic), Some(partition), 0, error);
+                let topic = self.result_topic(&tp.topic);
+                self.fail(pending, topic, Some(partition), 0, error);
                 return;
             }
         }
