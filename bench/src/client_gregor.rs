@@ -41,7 +41,7 @@ pub fn run(spec: &RunSpec, payloads: &[Vec<u8>], rec: Arc<Recorder>, current_thr
         let producer: AsyncProducer<Bytes, Bytes> =
             AsyncProducer::new(config, BytesEncoder, BytesEncoder).map_err(|e| e.to_string())?;
         let partitions = spec.partitions as usize;
-        // the topic made once and copied into every record, as librdkafka's topic handle and
+        // the topic made once and cloned into every record, as librdkafka's topic handle and
         // kafka-rust's &str are
         let topic = gregor_producer::Topic::new(&spec.topic);
         let pacer = Pacer::new(spec.rate);
@@ -61,7 +61,7 @@ pub fn run(spec: &RunSpec, payloads: &[Vec<u8>], rec: Arc<Recorder>, current_thr
             // a fresh copy per message, as an application building its messages makes (and
             // as librdkafka makes of the bytes it is given): no sharing of one buffer
             let value = Bytes::copy_from_slice(&payloads[i % payloads.len()]);
-            let record = Record::new(topic, value).with_partition((i % partitions) as i32);
+            let record = Record::new(topic.clone(), value).with_partition((i % partitions) as i32);
             rec.sent(i);
             producer.send_with_static_handler(record, handler, i as u64).await.map_err(|e| format!("send {i}: {e}"))?;
         }

@@ -1,6 +1,8 @@
 //! Audit check, LinkedIn's pattern from Kafka 0.8's operations material: producers with audit
 //! on (`gregor_producer::audit`) publish, per topic and time window, the offsets of the
-//! messages they had acknowledged; [`Admin::audit`] reads those audit records and the topics,
+//! messages they had acknowledged; [`Admin::audit`] reads those audit records (their format is
+//! `gregor_producer::audit::format`'s, re-exported here: [`AuditRecord`], [`AuditRange`],
+//! [`fingerprint`]) and the topics,
 //! and reports per topic and window how many were produced and how many are still in the
 //! log — so loss is detected.
 //!
@@ -51,11 +53,12 @@ use gregor_simple_consumer::{SimpleConsumer, SimpleConsumerConfig};
 use crate::error::{Error, Result};
 use crate::Admin;
 
-/// The audit topic producers publish to unless configured otherwise (the same name as
-/// `gregor_producer::audit::DEFAULT_AUDIT_TOPIC`).
-pub const DEFAULT_AUDIT_TOPIC: &str = "__gregor_audit";
-/// The audit record format versions this checker reads.
-pub const AUDIT_FORMAT_VERSIONS: &[u64] = &[1];
+// the audit record format, as producers with audit write it: one definition, in
+// gregor_producer::audit::format
+pub use gregor_producer::audit::{
+    fingerprint, AuditPartition, AuditRange, AuditRecord, AUDIT_FORMAT_VERSIONS, DEFAULT_AUDIT_TOPIC,
+};
+
 /// `client.id` of the checker's fetches unless [`AuditOptions::client_id`] says otherwise.
 pub const DEFAULT_AUDIT_CLIENT_ID: &str = "gregor-audit";
 /// The fetch size per request unless [`AuditOptions::fetch_max_bytes`] says otherwise.
@@ -139,158 +142,6 @@ impl AuditOptions {
     /// The topics to check, `None` for every audited one.
     pub fn topic_names(&self) -> Option<&BTreeSet<String>> {
         self.topics.as_ref()
-    }
-}
-
-/// The fingerprint of a message with `key` and `value`: the CRC-32 (IEEE) an uncompressed
-/// Kafka message v0 carries (over magic 0, attributes 0, then key and value each as an int32
-/// length, -1 for null, and the bytes), as `gregor_producer::audit::fingerprint` computes it.
-///
-/// ```
-/// assert_eq!(gregor_admin::audit::fingerprint(None, None), 0xA7EC_6803);
-/// ```
-pub fn fingerprint(key: Option<&[u8]>, value: Option<&[u8]>) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    h.update(&[0, 0]);
-    for field in [key, value] {
-        match field {
-            None => h.update(&(-1i32).to_be_bytes()),
-            Some(bytes) => {
-                h.update(&(bytes.len() as i32).to_be_bytes());
-                h.update(bytes);
-            }
-        }
-    }
-    h.finalize()
-}
-
-// ---------------------------------------------------------------------------------------------
-// audit records
-// ---------------------------------------------------------------------------------------------
-
-/// Offsets `first..=last` a producer had acknowledged, and the sum of their fingerprints
-/// (modulo 2^64).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct AuditRange {
-    /// The first offset.
-    pub first: i64,
-    /// The last offset (inclusive).
-    pub last: i64,
-    /// The sum of the messages' [`fingerprint`]s, modulo 2^64.
-    pub fingerprint: u64,
-}
-
-impl AuditRange {
-    /// How many offsets it spans.
-    pub fn len(&self) -> u64 {
-        (self.last - self.first + 1) as u64
-    }
-
-    /// Never true: a range spans one offset at least.
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-}
-
-/// One partition of an [`AuditRecord`].
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct AuditPartition {
-    /// Records acknowledged in the window.
-    pub count: u64,
-    /// Their offset ranges; `count` minus their lengths were acknowledged without an offset
-    /// (acks=0).
-    pub ranges: Vec<AuditRange>,
-}
-
-/// An audit record as a producer publishes it (format version 1; see
-/// `gregor_producer::audit` for the JSON).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditRecord {
-    /// The format version.
-    pub version: u64,
-    /// The producer's name.
-    pub producer: String,
-    /// The producer's session (random, drawn at its start).
-    pub session: String,
-    /// The record's number in the session.
-    pub seq: u64,
-    /// The audited topic.
-    pub topic: String,
-    /// The window's start, ms since the epoch.
-    pub window_start_ms: u64,
-    /// The window's length in ms.
-    pub window_ms: u64,
-    /// The producer's `request.required.acks`.
-    pub acks: i64,
-    /// Per partition.
-    pub partitions: BTreeMap<i32, AuditPartition>,
-    /// Records of the topic whose delivery failed in the window.
-    pub failed: u64,
-}
-
-impl AuditRecord {
-    /// Reads an audit record (a message value of the audit topic).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidAuditRecord`] for anything but a well-formed record of a known version:
-    /// not JSON, a field missing or of the wrong type, a range with `last < first` or a
-    /// negative offset, ranges longer than the count.
-    pub fn parse(bytes: &[u8]) -> Result<AuditRecord> {
-        let bad = |reason: String| Error::InvalidAuditRecord { reason };
-        let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
-        let o = v.as_object().ok_or_else(|| bad("not a JSON object".to_owned()))?;
-        let uint = |k: &str| o.get(k).and_then(|x| x.as_u64()).ok_or_else(|| bad(format!("{k} is not a number ≥ 0")));
-        let string = |k: &str| {
-            o.get(k).and_then(|x| x.as_str()).map(str::to_owned).ok_or_else(|| bad(format!("{k} is not a string")))
-        };
-        let version = uint("version")?;
-        if !AUDIT_FORMAT_VERSIONS.contains(&version) {
-            return Err(bad(format!("version {version} is not one this checker reads ({AUDIT_FORMAT_VERSIONS:?})")));
-        }
-        let window_ms = uint("window_ms")?;
-        if window_ms == 0 {
-            return Err(bad("window_ms is 0".to_owned()));
-        }
-        let mut partitions = BTreeMap::new();
-        let parts = o.get("partitions").and_then(|x| x.as_object()).ok_or_else(|| bad("no partitions".to_owned()))?;
-        for (name, p) in parts {
-            let id: i32 = name.parse().ok().filter(|p| *p >= 0).ok_or_else(|| bad(format!("partition {name:?}")))?;
-            let count = p.get("count").and_then(|x| x.as_u64()).ok_or_else(|| bad(format!("partition {id}: count")))?;
-            let list =
-                p.get("ranges").and_then(|x| x.as_array()).ok_or_else(|| bad(format!("partition {id}: ranges")))?;
-            let mut ranges = Vec::with_capacity(list.len().min(1 << 16));
-            let mut spanned: u64 = 0;
-            for r in list {
-                let r = r.as_array().filter(|r| r.len() == 3).ok_or_else(|| bad(format!("partition {id}: a range")))?;
-                let (first, last, fp) = (r[0].as_i64(), r[1].as_i64(), r[2].as_u64());
-                let (Some(first), Some(last), Some(fingerprint)) = (first, last, fp) else {
-                    return Err(bad(format!("partition {id}: a range is not [first, last, fingerprint]")));
-                };
-                if first < 0 || last < first {
-                    return Err(bad(format!("partition {id}: range [{first}, {last}]")));
-                }
-                let range = AuditRange { first, last, fingerprint };
-                spanned = spanned.saturating_add(range.len());
-                ranges.push(range);
-            }
-            if spanned > count {
-                return Err(bad(format!("partition {id}: ranges span {spanned} offsets, more than count {count}")));
-            }
-            partitions.insert(id, AuditPartition { count, ranges });
-        }
-        Ok(AuditRecord {
-            version,
-            producer: string("producer")?,
-            session: string("session")?,
-            seq: uint("seq")?,
-            topic: string("topic")?,
-            window_start_ms: uint("window_start_ms")?,
-            window_ms,
-            acks: o.get("acks").and_then(|x| x.as_i64()).ok_or_else(|| bad("acks is not a number".to_owned()))?,
-            partitions,
-            failed: uint("failed")?,
-        })
     }
 }
 
@@ -956,11 +807,6 @@ mod tests {
     }
 
     #[test]
-    fn fingerprints_are_kafkas_crc() {
-        assert_eq!(fingerprint(None, None), 0xA7EC_6803);
-    }
-
-    #[test]
     fn intact_claims_are_seen_and_the_rest_of_the_log_is_unaudited() {
         let log = [(0, "a"), (1, "b"), (2, "x"), (3, "c"), (4, "d")];
         let (o, unaudited) = judge(vec![claim(3, &["c", "d"]), claim(0, &["a", "b"])], 0, &log);
@@ -1038,28 +884,6 @@ mod tests {
             "{{\"version\":1,\"producer\":\"p\",\"session\":\"s\",\"seq\":7,\"topic\":\"t\",\"window_start_ms\":60000,\
              \"window_ms\":60000,\"acks\":-1,\"partitions\":{{{partitions}}},\"failed\":2}}"
         )
-    }
-
-    #[test]
-    fn records_are_read_and_checked() {
-        let r = AuditRecord::parse(record_json("\"3\":{\"count\":5,\"ranges\":[[10,12,99]]}").as_bytes()).unwrap();
-        assert_eq!((r.seq, r.acks, r.failed, r.window_start_ms), (7, -1, 2, 60_000));
-        assert_eq!(
-            r.partitions[&3],
-            AuditPartition { count: 5, ranges: vec![AuditRange { first: 10, last: 12, fingerprint: 99 }] }
-        );
-        for (bad, why) in [
-            (record_json("\"x\":{\"count\":1,\"ranges\":[]}"), "partition \"x\""),
-            (record_json("\"0\":{\"count\":1,\"ranges\":[[5,4,0]]}"), "range [5, 4]"),
-            (record_json("\"0\":{\"count\":1,\"ranges\":[[0,4,0]]}"), "more than count 1"),
-            (record_json("\"0\":{\"count\":1,\"ranges\":[[0,0]]}"), "a range"),
-            (record_json("").replace("\"version\":1", "\"version\":2"), "version 2"),
-            ("[1,2]".to_owned(), "not a JSON object"),
-            ("{".to_owned(), "not JSON"),
-        ] {
-            let e = AuditRecord::parse(bad.as_bytes()).unwrap_err().to_string();
-            assert!(e.contains(why), "{e} lacks {why}");
-        }
     }
 
     #[test]

@@ -298,7 +298,17 @@ fn to_json(report: &AuditReport) -> Value {
 
 #[cfg(test)]
 mod tests {
+    use clap::Parser;
+
     use super::*;
+    use crate::cli::{Cli, Command};
+
+    #[test]
+    fn the_default_audit_topic_is_the_one_producers_publish_to() {
+        let cli = Cli::try_parse_from(["gregor", "audit", "--zookeeper", "127.0.0.1:2181"]).unwrap();
+        let Command::Audit(args) = cli.command else { panic!("an audit command") };
+        assert_eq!(args.audit_topic, gregor_producer::audit::DEFAULT_AUDIT_TOPIC);
+    }
 
     #[test]
     fn times_print_as_utc() {

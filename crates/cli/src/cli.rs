@@ -95,7 +95,7 @@ pub(crate) struct AuditArgs {
     pub(crate) zk: ZkArgs,
 
     /// The topic producers publish audit records to
-    #[arg(long, value_name = "TOPIC", default_value = "__gregor_audit", value_parser = NonEmptyStringValueParser::new())]
+    #[arg(long, value_name = "TOPIC", default_value = gregor_producer::audit::DEFAULT_AUDIT_TOPIC, value_parser = NonEmptyStringValueParser::new())]
     pub(crate) audit_topic: String,
 
     /// Check only this topic (repeatable or comma-separated; reported even without audit

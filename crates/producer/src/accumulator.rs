@@ -7,7 +7,8 @@
 //!                      │ leader known, not in flight, not backing off
 //!  drain(now)   ──► one Round per broker that is ready and has no round in flight:
 //!                      batches of at most batch.num.messages records in all
-//!  done(batch) / retry(batch, now) / round_done(broker) ◄── the outcome of a round
+//!  done(batch) / retry(batch, not_before) / round_done(broker) ◄── the outcome of a round
+//!                      (decided by crate::outcome)
 //! ```
 //!
 //! Rules (each has a unit test below, and a proptest checks them under any interleaving):
@@ -21,8 +22,9 @@
 //!   so rounds to different brokers overlap.
 //! * **Order per partition** — at most `max_in_flight` batches of a partition are in flight
 //!   (one per round). A failed batch goes back to the *front* of its partition (ahead of later
-//!   failed ones, by batch id) with its attempt count and a not-before time
-//!   (`retry.backoff.ms`), and the partition sends nothing new until its failed batches are
+//!   failed ones, by batch id) with its attempt count and a not-before time (`retry.backoff.ms`
+//!   on: whether and when to retry is `crate::outcome`'s decision, the retry budget included),
+//!   and the partition sends nothing new until its failed batches are
 //!   sent again; each is sent alone (never merged with later records), as it was encoded. With
 //!   `max_in_flight` 1 the log therefore holds a partition's records in send order; with more,
 //!   a retried batch may land after a later batch that was already in flight.
@@ -31,7 +33,7 @@
 //!   failed ([`Accumulator::end_metadata_round`]). The same bound applies to records held
 //!   for a topic whose metadata never comes.
 //! * **Capacity** — [`Accumulator::len`] counts every record from `append`/`hold` until it is
-//!   handed back by `done`, a failed `retry`, or a release, in flight included.
+//!   handed back by `done` or a release, in flight included.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -41,33 +43,14 @@ use gregor_protocol::MessageSet;
 use tokio::time::Instant;
 
 use crate::arena::Arena;
+use crate::growth::reserve_one;
 
 /// A broker id.
-pub type BrokerId = i32;
+pub(crate) type BrokerId = i32;
 
 /// A partition's queue with room for more than this many records gives most of it back once
 /// it holds less than an eighth of it.
 const SHRINK_ABOVE: usize = 4096;
-
-/// Queues longer than this grow by half their size rather than double (see [`reserve_one`]).
-const GENTLE_ABOVE: usize = 4096;
-
-/// Makes room for one more element in `q` when it is full: past [`GENTLE_ABOVE`] elements it
-/// grows by half its size (no further than `limit` elements while it is shorter) instead of
-/// `VecDeque`'s doubling. A queue that fills keeps every slot it reached in use (a ring moves
-/// through all of them), so its memory was the next power of two above its peak: with a full
-/// producer queue, 131,072 slots of 96 bytes for a partition that peaked at 95,000 records.
-#[inline]
-pub(crate) fn reserve_one<T>(q: &mut VecDeque<T>, limit: usize) {
-    if q.len() == q.capacity() && q.capacity() >= GENTLE_ABOVE {
-        let half = q.capacity() / 2;
-        let more = match limit.saturating_sub(q.len()) {
-            0 => half,
-            room => half.min(room),
-        };
-        q.reserve_exact(more);
-    }
-}
 
 /// Counts a record just queued (its bytes: what the arena took in since `before`) towards its
 /// partition's next chunk, and lists the partition once it has `chunk_bytes`.
@@ -90,16 +73,17 @@ fn count_loose<T>(
 /// A topic and one of its partitions. Equality and order are the topic name's and the
 /// partition's; two keys sharing one topic allocation compare without reading the names.
 #[derive(Debug, Clone)]
-pub struct TopicPartition {
+pub(crate) struct TopicPartition {
     /// The topic (shared, so a key costs a reference count, not a copy).
-    pub topic: Arc<str>,
+    pub(crate) topic: Arc<str>,
     /// The partition.
-    pub partition: i32,
+    pub(crate) partition: i32,
 }
 
 impl TopicPartition {
     /// `topic`/`partition`.
-    pub fn new(topic: impl Into<Arc<str>>, partition: i32) -> TopicPartition {
+    #[cfg(test)]
+    pub(crate) fn new(topic: impl Into<Arc<str>>, partition: i32) -> TopicPartition {
         TopicPartition { topic: topic.into(), partition }
     }
 }
@@ -145,70 +129,68 @@ impl std::fmt::Display for TopicPartition {
 
 /// The settings the accumulator obeys (from [`crate::ProducerConfig`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AccumulatorConfig {
+pub(crate) struct AccumulatorConfig {
     /// `batch.num.messages`: the most records per round, and the count that makes a broker
     /// ready.
-    pub batch_num_messages: usize,
+    pub(crate) batch_num_messages: usize,
     /// `queue.buffering.max.ms`: how long a record waits for company.
-    pub linger: Duration,
+    pub(crate) linger: Duration,
     /// `queue.buffering.max.messages`: at this many records everything is ready.
-    pub capacity: usize,
-    /// `retry.backoff.ms`: how long a failed batch waits before it is sent again.
-    pub retry_backoff: Duration,
-    /// `message.send.max.retries`: a batch is sent at most this plus one times; a partition
-    /// (or topic) waits at most this plus one metadata rounds for a leader.
-    pub max_retries: u32,
+    pub(crate) capacity: usize,
+    /// `message.send.max.retries`: a partition (or a topic) waits at most this plus one
+    /// metadata rounds for a leader (a batch's sends are counted by `crate::outcome`).
+    pub(crate) max_retries: u32,
     /// `max.in.flight.requests.per.connection`: rounds in flight per broker, and batches in
     /// flight per partition. 1 (the default) keeps every partition's order through retries;
     /// more pipelines requests, and a retried batch may then land after a later one.
-    pub max_in_flight: usize,
+    pub(crate) max_in_flight: usize,
     /// Eager compression: once a partition has taken in this many bytes since its last chunk
     /// (as its arena counts them; a message with an allocation of its own counts as
     /// [`LARGE_WEIGHT`]), [`Accumulator::take_due_chunks`] lists it, and
     /// [`Accumulator::take_loose`] gives its records since then. 0: never.
-    pub chunk_bytes: usize,
+    pub(crate) chunk_bytes: usize,
 }
 
 /// What a message that the arena does not copy (one with an allocation of its own, over 8 KiB)
 /// counts towards [`AccumulatorConfig::chunk_bytes`].
-pub const LARGE_WEIGHT: usize = 8 * 1024;
+pub(crate) const LARGE_WEIGHT: usize = 8 * 1024;
 
 /// Records of one partition sent together: one entry of a Produce request.
 #[derive(Debug)]
-pub struct Batch<T> {
+pub(crate) struct Batch<T> {
     /// Unique within the accumulator.
-    pub id: u64,
+    pub(crate) id: u64,
     /// Where it goes.
-    pub tp: TopicPartition,
+    pub(crate) tp: TopicPartition,
     /// The records, in order.
-    pub records: Vec<T>,
+    pub(crate) records: Vec<T>,
     /// How many times it has been sent, counting the send it was drained for.
-    pub attempts: u32,
+    pub(crate) attempts: u32,
     /// The encoded message set, kept by the caller across retries so a batch is encoded once.
-    pub encoded: Option<MessageSet>,
+    pub(crate) encoded: Option<MessageSet>,
 }
 
 /// The batches to send to one broker in one Produce request.
 #[derive(Debug)]
-pub struct Round<T> {
+pub(crate) struct Round<T> {
     /// The leader of every batch's partition.
-    pub broker: BrokerId,
+    pub(crate) broker: BrokerId,
     /// At most one batch per partition.
-    pub batches: Vec<Batch<T>>,
+    pub(crate) batches: Vec<Batch<T>>,
 }
 
 /// A record handed back without being sent (again): it ran out of metadata rounds, its
 /// partition was removed, or the accumulator was emptied.
 #[derive(Debug)]
-pub struct Released<T> {
+pub(crate) struct Released<T> {
     /// The record's topic.
-    pub topic: Arc<str>,
+    pub(crate) topic: Arc<str>,
     /// Its partition, when it had been given one.
-    pub partition: Option<i32>,
+    pub(crate) partition: Option<i32>,
     /// How many times it was sent.
-    pub attempts: u32,
+    pub(crate) attempts: u32,
     /// The record.
-    pub record: T,
+    pub(crate) record: T,
 }
 
 #[derive(Debug)]
@@ -329,7 +311,7 @@ struct Held<T> {
 /// The accumulator; see the [module docs](self). `T` is a record with whatever it carries
 /// (its encoded message and delivery slot, in the producer).
 #[derive(Debug)]
-pub struct Accumulator<T> {
+pub(crate) struct Accumulator<T> {
     config: AccumulatorConfig,
     partitions: BTreeMap<TopicPartition, PartitionQueue<T>>,
     held: BTreeMap<Arc<str>, Held<T>>,
@@ -347,7 +329,7 @@ pub struct Accumulator<T> {
 
 impl<T> Accumulator<T> {
     /// An empty accumulator.
-    pub fn new(config: AccumulatorConfig) -> Accumulator<T> {
+    pub(crate) fn new(config: AccumulatorConfig) -> Accumulator<T> {
         let config = AccumulatorConfig {
             batch_num_messages: config.batch_num_messages.max(1),
             capacity: config.capacity.max(1),
@@ -369,59 +351,57 @@ impl<T> Accumulator<T> {
     }
 
     /// The settings.
-    pub fn config(&self) -> &AccumulatorConfig {
+    #[cfg(test)]
+    pub(crate) fn config(&self) -> &AccumulatorConfig {
         &self.config
     }
 
     /// Every record the accumulator is responsible for: held, queued, waiting to be retried or
     /// in flight.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
     /// True when it holds no record.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Records in flight (drained, not yet back through `done` or `retry`).
-    pub fn in_flight(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn in_flight(&self) -> usize {
         self.in_flight_records
     }
 
     /// True at `capacity` records: everything queued is ready at once.
-    pub fn is_full(&self) -> bool {
+    pub(crate) fn is_full(&self) -> bool {
         self.len >= self.config.capacity
     }
 
     /// While flushing, every partition is ready at once (the linger is skipped; retry
     /// backoffs still apply).
-    pub fn set_flushing(&mut self, flushing: bool) {
+    pub(crate) fn set_flushing(&mut self, flushing: bool) {
         self.flushing = flushing;
     }
 
-    /// True when a flush is running.
-    pub fn is_flushing(&self) -> bool {
-        self.flushing
-    }
-
     /// True when the partition has a queue (it was appended to or given a leader).
-    pub fn knows(&self, tp: &TopicPartition) -> bool {
+    #[cfg(test)]
+    pub(crate) fn knows(&self, tp: &TopicPartition) -> bool {
         self.partitions.contains_key(tp)
     }
 
     /// Every partition with a queue.
-    pub fn partitions(&self) -> Vec<TopicPartition> {
+    pub(crate) fn partitions(&self) -> Vec<TopicPartition> {
         self.partitions.keys().cloned().collect()
     }
 
     /// The partition's leader as last set.
-    pub fn leader(&self, tp: &TopicPartition) -> Option<BrokerId> {
+    pub(crate) fn leader(&self, tp: &TopicPartition) -> Option<BrokerId> {
         self.partitions.get(tp).and_then(|q| q.leader)
     }
 
     /// Sets (or clears, after a leader error) the partition's leader.
-    pub fn set_leader(&mut self, tp: &TopicPartition, leader: Option<BrokerId>) {
+    pub(crate) fn set_leader(&mut self, tp: &TopicPartition, leader: Option<BrokerId>) {
         let q = match self.partitions.get_mut(tp) {
             Some(q) => q,
             None => self.partitions.entry(tp.clone()).or_insert_with(|| PartitionQueue::new(None)),
@@ -432,15 +412,16 @@ impl<T> Accumulator<T> {
         }
     }
 
-    /// Queues a record for a partition (its leader unknown until [`Accumulator::set_leader`]).
-    /// `enqueued_at` starts its linger.
-    pub fn append(&mut self, tp: &TopicPartition, record: T, enqueued_at: Instant) {
+    /// [`Accumulator::append_with`] without moving the record's bytes (tests).
+    #[cfg(test)]
+    pub(crate) fn append(&mut self, tp: &TopicPartition, record: T, enqueued_at: Instant) {
         self.append_with(tp, record, enqueued_at, |_, _| {});
     }
 
-    /// [`Accumulator::append`], letting `prepare` move the record's bytes into the partition's
-    /// [`Arena`] first.
-    pub fn append_with(
+    /// Queues a record for a partition (its leader unknown until [`Accumulator::set_leader`]),
+    /// letting `prepare` move the record's bytes into the partition's [`Arena`] first.
+    /// `enqueued_at` starts its linger.
+    pub(crate) fn append_with(
         &mut self,
         tp: &TopicPartition,
         record: T,
@@ -455,23 +436,15 @@ impl<T> Accumulator<T> {
         }
     }
 
-    /// Queues a record for a partition that has a queue (see [`Accumulator::knows`]); gives it
-    /// back otherwise. One lookup where `knows` then `append` take two.
-    ///
-    /// # Errors
-    ///
-    /// The record, when the partition has no queue.
-    pub fn try_append(&mut self, tp: &TopicPartition, record: T, enqueued_at: Instant) -> Result<(), T> {
-        self.try_append_with(tp, record, enqueued_at, |_, _| {})
-    }
-
-    /// [`Accumulator::try_append`], letting `prepare` move the record's bytes into the
-    /// partition's [`Arena`] first.
+    /// Queues a record for a partition that has a queue (it was appended to or given a
+    /// leader), letting `prepare` move the record's bytes into the partition's [`Arena`]
+    /// first; gives it back otherwise. One lookup where "has it a queue?" then "append" take
+    /// two.
     ///
     /// # Errors
     ///
     /// The record, untouched, when the partition has no queue.
-    pub fn try_append_with(
+    pub(crate) fn try_append_with(
         &mut self,
         tp: &TopicPartition,
         mut record: T,
@@ -495,13 +468,13 @@ impl<T> Accumulator<T> {
 
     /// The partitions whose records since their last chunk reached
     /// [`AccumulatorConfig::chunk_bytes`], each once, in the order they did.
-    pub fn take_due_chunks(&mut self) -> Vec<TopicPartition> {
+    pub(crate) fn take_due_chunks(&mut self) -> Vec<TopicPartition> {
         std::mem::take(&mut self.due_chunks)
     }
 
     /// The partition's queued records since its last chunk, oldest first (they are the next
     /// chunk: the count starts again); `None` when there are none.
-    pub fn take_loose(&mut self, tp: &TopicPartition) -> Option<std::collections::vec_deque::Iter<'_, T>> {
+    pub(crate) fn take_loose(&mut self, tp: &TopicPartition) -> Option<std::collections::vec_deque::Iter<'_, T>> {
         let q = self.partitions.get_mut(tp)?;
         let n = q.loose.min(q.queued.len());
         q.loose = 0;
@@ -514,17 +487,17 @@ impl<T> Accumulator<T> {
 
     /// The partition's queued records, oldest first (not those in flight or waiting to be
     /// retried); `None` when it has no queue.
-    pub fn queued(&self, tp: &TopicPartition) -> Option<std::collections::vec_deque::Iter<'_, T>> {
+    pub(crate) fn queued(&self, tp: &TopicPartition) -> Option<std::collections::vec_deque::Iter<'_, T>> {
         self.partitions.get(tp).map(|q| q.queued.iter())
     }
 
     /// The partition's batches in flight (0 when it has no queue).
-    pub fn batches_in_flight(&self, tp: &TopicPartition) -> usize {
+    pub(crate) fn batches_in_flight(&self, tp: &TopicPartition) -> usize {
         self.partitions.get(tp).map_or(0, |q| q.in_flight)
     }
 
     /// Holds a record that has no partition yet (its topic's metadata is unknown).
-    pub fn hold(&mut self, topic: &Arc<str>, record: T, enqueued_at: Instant) {
+    pub(crate) fn hold(&mut self, topic: &Arc<str>, record: T, enqueued_at: Instant) {
         let held = match self.held.get_mut(topic) {
             Some(h) => h,
             None => self.held.entry(topic.clone()).or_insert_with(|| Held { records: VecDeque::new(), rounds: 0 }),
@@ -535,18 +508,18 @@ impl<T> Accumulator<T> {
 
     /// True when records of `topic` are held (a later record of the topic must be held behind
     /// them, or it could overtake them into their partition).
-    pub fn has_held(&self, topic: &str) -> bool {
+    pub(crate) fn has_held(&self, topic: &str) -> bool {
         self.held.get(topic).is_some_and(|h| !h.records.is_empty())
     }
 
     /// Topics with held records.
-    pub fn held_topics(&self) -> Vec<Arc<str>> {
+    pub(crate) fn held_topics(&self) -> Vec<Arc<str>> {
         self.held.iter().filter(|(_, h)| !h.records.is_empty()).map(|(t, _)| t.clone()).collect()
     }
 
     /// Takes the records held for `topic`, oldest first, with their enqueue times, to be
     /// partitioned and appended (or held again) by the caller; the topic's round count stays.
-    pub fn take_held(&mut self, topic: &str) -> Vec<(T, Instant)> {
+    pub(crate) fn take_held(&mut self, topic: &str) -> Vec<(T, Instant)> {
         let Some(held) = self.held.get_mut(topic) else { return Vec::new() };
         let records: Vec<_> = held.records.drain(..).collect();
         self.len -= records.len();
@@ -555,14 +528,14 @@ impl<T> Accumulator<T> {
 
     /// True when some record waits for metadata: held for its topic, or queued for a
     /// partition without a leader.
-    pub fn waiting_for_metadata(&self) -> bool {
+    pub(crate) fn waiting_for_metadata(&self) -> bool {
         self.held.values().any(|h| !h.records.is_empty())
             || self.partitions.values().any(|q| q.leader.is_none() && q.has_data())
     }
 
     /// The rounds to send now: for each broker without a round in flight whose partitions are
     /// ready, one round of at most `batch.num.messages` records (see the module docs).
-    pub fn drain(&mut self, now: Instant) -> Vec<Round<T>> {
+    pub(crate) fn drain(&mut self, now: Instant) -> Vec<Round<T>> {
         let urgent = self.flushing || self.is_full();
         let mut by_broker: BTreeMap<BrokerId, Vec<TopicPartition>> = BTreeMap::new();
         for (tp, q) in &self.partitions {
@@ -627,7 +600,7 @@ impl<T> Accumulator<T> {
     /// When [`Accumulator::drain`] may next have something to send, if nothing else happens
     /// (a linger ending, a retry backoff passing); `None` when only an outside event (a
     /// record, a leader, a round's outcome) can change that. Call it after `drain`.
-    pub fn next_wakeup(&self, now: Instant) -> Option<Instant> {
+    pub(crate) fn next_wakeup(&self, now: Instant) -> Option<Instant> {
         let urgent = self.flushing || self.is_full();
         let mut next: Option<Instant> = None;
         for q in self.partitions.values() {
@@ -648,7 +621,7 @@ impl<T> Accumulator<T> {
 
     /// The round to `broker` is over (call before handing back its batches): the broker may
     /// get another round.
-    pub fn round_done(&mut self, broker: BrokerId) {
+    pub(crate) fn round_done(&mut self, broker: BrokerId) {
         if let Some(n) = self.busy.get_mut(&broker) {
             *n -= 1;
             if *n == 0 {
@@ -664,7 +637,7 @@ impl<T> Accumulator<T> {
 
     /// A batch is finished — delivered, or failed for good: its partition may send again.
     /// Returns its records, which the accumulator no longer counts.
-    pub fn done(&mut self, batch: Batch<T>) -> Vec<T> {
+    pub(crate) fn done(&mut self, batch: Batch<T>) -> Vec<T> {
         if let Some(q) = self.partitions.get_mut(&batch.tp) {
             q.in_flight = q.in_flight.saturating_sub(1);
         }
@@ -673,18 +646,10 @@ impl<T> Accumulator<T> {
         batch.records
     }
 
-    /// A batch failed in a way worth retrying: it goes back to the front of its partition,
-    /// to be sent again alone after `retry.backoff.ms`; the partition sends nothing else
-    /// until then.
-    ///
-    /// # Errors
-    ///
-    /// Gives the batch back when it has been sent `message.send.max.retries + 1` times: fail
-    /// its records and hand it to [`Accumulator::done`].
-    pub fn retry(&mut self, batch: Batch<T>, now: Instant) -> Result<(), Batch<T>> {
-        if batch.attempts > self.config.max_retries {
-            return Err(batch);
-        }
+    /// A batch failed in a way worth retrying (see `crate::outcome`, which also keeps the
+    /// retry budget): it goes back to the front of its partition, to be sent again alone not
+    /// before `not_before`; the partition sends nothing else until then.
+    pub(crate) fn retry(&mut self, batch: Batch<T>, not_before: Instant) {
         let n = batch.records.len();
         let q = match self.partitions.get_mut(&batch.tp) {
             Some(q) => q,
@@ -693,9 +658,8 @@ impl<T> Accumulator<T> {
         q.in_flight = q.in_flight.saturating_sub(1);
         // before any later batch of the partition waiting to be retried
         let at = q.retry.iter().position(|r| r.batch.id > batch.id).unwrap_or(q.retry.len());
-        q.retry.insert(at, Retry { batch, not_before: now + self.config.retry_backoff });
+        q.retry.insert(at, Retry { batch, not_before });
         self.in_flight_records -= n;
-        Ok(())
     }
 
     /// A metadata round (a refresh of `topics`, successful or not) is over and the caller has
@@ -703,7 +667,7 @@ impl<T> Accumulator<T> {
     /// topics still without a leader, and every topic still holding records, counts one more
     /// round; past `message.send.max.retries + 1` rounds their records are released, to be
     /// failed.
-    pub fn end_metadata_round(&mut self, topics: &[Arc<str>]) -> Vec<Released<T>> {
+    pub(crate) fn end_metadata_round(&mut self, topics: &[Arc<str>]) -> Vec<Released<T>> {
         let max = self.config.max_retries;
         let mut released = Vec::new();
         for (tp, q) in self.partitions.iter_mut() {
@@ -743,7 +707,7 @@ impl<T> Accumulator<T> {
 
     /// Removes a partition's records that are not in flight (the partition does not exist);
     /// a batch in flight comes back through `done`/`retry` as usual.
-    pub fn remove_partition(&mut self, tp: &TopicPartition) -> Vec<Released<T>> {
+    pub(crate) fn remove_partition(&mut self, tp: &TopicPartition) -> Vec<Released<T>> {
         let mut released = Vec::new();
         if let Some(q) = self.partitions.get_mut(tp) {
             self.len -= release_queue(tp, q, &mut released);
@@ -756,7 +720,7 @@ impl<T> Accumulator<T> {
 
     /// Empties the accumulator of everything not in flight (on close): held records, retry
     /// batches and queued records, in order per partition.
-    pub fn drain_all(&mut self) -> Vec<Released<T>> {
+    pub(crate) fn drain_all(&mut self) -> Vec<Released<T>> {
         let mut released = Vec::new();
         for (topic, held) in std::mem::take(&mut self.held) {
             self.len -= held.records.len();
@@ -799,41 +763,18 @@ fn release_queue<T>(tp: &TopicPartition, q: &mut PartitionQueue<T>, out: &mut Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outcome::{self, Action, Answer, RetryPolicy};
 
     const MS: Duration = Duration::from_millis(1);
 
-    #[test]
-    fn a_long_queue_grows_by_half_and_stops_at_the_limit() {
-        let grow = |n: usize, limit: usize| {
-            let mut q = VecDeque::new();
-            for i in 0..n {
-                reserve_one(&mut q, limit);
-                q.push_back(i);
-            }
-            q.capacity()
-        };
-        // VecDeque alone: the next power of two (4096 first, as before)
-        assert_eq!(grow(4000, usize::MAX), 4096);
-        // then 6144, 9216, 13824, 20736 ... rather than 32768
-        assert_eq!(grow(20_000, usize::MAX), 20_736);
-        // 69984, then the limit rather than 104976 (or 131072)
-        assert_eq!(grow(100_000, 100_000), 100_000);
-        // past the limit (records over it) it keeps growing by half
-        assert_eq!(grow(100_001, 100_000), 150_000);
-        // records taken off the front and put on the back of a full ring keep their order
-        let mut q: VecDeque<usize> = (0..4096).collect();
-        q.rotate_left(1000);
-        reserve_one(&mut q, usize::MAX);
-        q.push_back(4096);
-        assert!(q.iter().copied().eq((1000..4096).chain(0..1000).chain([4096])));
-    }
+    /// `retry.backoff.ms` in these tests.
+    const BACKOFF: Duration = Duration::from_millis(50);
 
     fn config() -> AccumulatorConfig {
         AccumulatorConfig {
             batch_num_messages: 3,
             linger: 100 * MS,
             capacity: 10,
-            retry_backoff: 50 * MS,
             max_retries: 2,
             max_in_flight: 1,
             chunk_bytes: 0,
@@ -954,9 +895,9 @@ mod tests {
         let b2 = second.remove(0).batches.remove(0);
         let b1 = first.remove(0).batches.remove(0);
         a.round_done(0);
-        a.retry(b2, t0).unwrap();
+        a.retry(b2, t0 + BACKOFF);
         a.round_done(0);
-        a.retry(b1, t0).unwrap();
+        a.retry(b1, t0 + BACKOFF);
         assert!(a.drain(t0 + 49 * MS).is_empty(), "retries wait retry.backoff.ms, new records wait behind them");
         let r1 = a.drain(t0 + 50 * MS);
         let r2 = a.drain(t0 + 50 * MS);
@@ -1097,7 +1038,7 @@ mod tests {
         a.round_done(round.broker);
         let batch = round.batches.into_iter().next().unwrap();
         let t1 = t0 + 5 * MS;
-        a.retry(batch, t1).unwrap();
+        a.retry(batch, t1 + BACKOFF);
         a.set_flushing(true);
         assert!(a.drain(t1 + 49 * MS).is_empty(), "the retry waits its backoff and 3 waits behind it");
         assert_eq!(a.next_wakeup(t1), Some(t1 + 50 * MS));
@@ -1107,10 +1048,13 @@ mod tests {
         assert_eq!(shape(&a.drain(t1 + 50 * MS)), [(0, vec![(0, vec![3], 1)])]);
     }
 
+    /// The retry budget is `crate::outcome`'s: driven by it, a batch is sent
+    /// `message.send.max.retries + 1` times, then handed back to be failed.
     #[test]
     fn retries_run_out_after_max_retries_plus_one_sends() {
         let t0 = Instant::now();
         let mut a = acc(AccumulatorConfig { linger: Duration::ZERO, ..config() });
+        let policy = RetryPolicy { max_retries: a.config().max_retries, backoff: BACKOFF };
         a.append(&tp(0), 1, t0);
         let mut now = t0;
         for attempt in 1..=3 {
@@ -1118,14 +1062,19 @@ mod tests {
             a.round_done(round.broker);
             let batch = round.batches.into_iter().next().unwrap();
             assert_eq!(batch.attempts, attempt);
-            match a.retry(batch, now) {
-                Ok(()) => assert!(attempt <= 2),
-                Err(batch) => {
+            match outcome::classify(Answer::Missing, batch.attempts, policy, now).action {
+                Action::Retry { not_before } => {
+                    assert!(attempt <= 2);
+                    assert!(a.drain(not_before - MS).is_empty(), "not before the backoff");
+                    a.retry(batch, not_before);
+                    now = not_before;
+                }
+                action => {
+                    assert_eq!(action, Action::Fail { out_of_retries: true });
                     assert_eq!(attempt, 3, "max_retries 2: three sends");
                     assert_eq!(a.done(batch), [1]);
                 }
             }
-            now += 50 * MS;
         }
         assert!(a.is_empty());
     }
@@ -1231,6 +1180,10 @@ mod proptests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::outcome::{self, Action, Answer, RetryPolicy};
+
+    /// What a retriable failure does with a batch (as the engine does it).
+    const POLICY: RetryPolicy = RetryPolicy { max_retries: 2, backoff: Duration::from_millis(30) };
 
     #[derive(Debug, Clone)]
     enum Op {
@@ -1315,13 +1268,14 @@ mod proptests {
                             self.outcome(r, true);
                         }
                     }
-                    1 => {
-                        if let Err(batch) = self.acc.retry(batch, self.now) {
+                    1 => match outcome::classify(Answer::Missing, batch.attempts, POLICY, self.now).action {
+                        Action::Retry { not_before } => self.acc.retry(batch, not_before),
+                        _ => {
                             for r in self.acc.done(batch) {
                                 self.outcome(r, false);
                             }
                         }
-                    }
+                    },
                     _ => {
                         for r in self.acc.done(batch) {
                             self.outcome(r, false);
@@ -1341,7 +1295,6 @@ mod proptests {
                 batch_num_messages: 3,
                 linger: Duration::from_millis(40),
                 capacity: 12,
-                retry_backoff: Duration::from_millis(30),
                 max_retries: 2,
                 max_in_flight: 1,
                 chunk_bytes: 0,

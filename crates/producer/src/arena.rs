@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use bytes::BytesMut;
 use gregor_protocol::EncodedMessage;
 
-use crate::inbox::SHARED_MAX;
+use crate::message::SHARED_MAX;
 
 const MIN_BLOCK: usize = 1024;
 const MAX_BLOCK: usize = 64 * 1024;
@@ -29,7 +29,7 @@ const KEEP_FREE: usize = 32;
 
 /// One partition's blocks (see the module docs).
 #[derive(Debug)]
-pub struct Arena {
+pub(crate) struct Arena {
     /// The spare room of the current block.
     block: BytesMut,
     /// Bytes copied in since the last [`Arena::release`].
@@ -52,7 +52,7 @@ impl Default for Arena {
 impl Arena {
     /// The message, copied into the current block (a new block when it does not fit); a large
     /// message, which has an allocation of its own already, is kept as it is.
-    pub fn copy(&mut self, message: &EncodedMessage) -> EncodedMessage {
+    pub(crate) fn copy(&mut self, message: &EncodedMessage) -> EncodedMessage {
         if message.len() > SHARED_MAX {
             return message.clone();
         }
@@ -62,7 +62,7 @@ impl Arena {
 
     /// A small message's bytes (a record's, from the inbox's stream) copied into the current
     /// block; `None` when they are not one message.
-    pub fn copy_slice(&mut self, bytes: &[u8]) -> Option<EncodedMessage> {
+    pub(crate) fn copy_slice(&mut self, bytes: &[u8]) -> Option<EncodedMessage> {
         self.room(bytes.len());
         EncodedMessage::copy_from_slice_into(bytes, &mut self.block)
     }
@@ -78,13 +78,13 @@ impl Arena {
     }
 
     /// Bytes copied in since the last [`Arena::release`].
-    pub fn used(&self) -> usize {
+    pub(crate) fn used(&self) -> usize {
         self.used
     }
 
     /// The partition's queue was emptied: the blocks are let go (records still holding them
     /// keep them alive), and the next one is sized after what this batch used.
-    pub fn release(&mut self) {
+    pub(crate) fn release(&mut self) {
         self.next = self.used.next_power_of_two().clamp(MIN_BLOCK, MAX_BLOCK);
         self.used = 0;
         self.block = BytesMut::new();

@@ -42,14 +42,12 @@
 //! sender got the error). With `request.required.acks=0` there are no offsets: counts only
 //! (the checker reports them as unverified).
 //!
-//! The fingerprint of a message is the CRC-32 (IEEE) that Kafka stores in an uncompressed
-//! message v0: over magic 0, attributes 0, the key and the value as the wire writes them
-//! (int32 length, -1 for null, then the bytes); see [`fingerprint`]. A range's fingerprint is
-//! the sum of its messages' fingerprints (modulo 2^64, so ranges merge by adding). It lets the
-//! checker tell the producer's messages from others stored at the same offsets: Kafka 0.8
-//! loses acknowledged messages by truncating a log's tail (acks=1 and a leader failover, an
-//! unclean election, a deleted and re-created topic), and the offsets are then given to new
-//! messages — counting messages at the offsets alone would call the lost ones seen.
+//! The fingerprint of a message is the CRC-32 Kafka stores in an uncompressed message v0
+//! ([`fingerprint`]); a range's is the sum of its messages'. It lets the checker tell the
+//! producer's messages from others stored at the same offsets: Kafka 0.8 loses acknowledged
+//! messages by truncating a log's tail (acks=1 and a leader failover, an unclean election, a
+//! deleted and re-created topic), and the offsets are then given to new messages — counting
+//! messages at the offsets alone would call the lost ones seen.
 //!
 //! # When it is published
 //!
@@ -65,31 +63,11 @@
 //! window end, up to [`PUBLISH_ATTEMPTS`] times, then dropped with an error in the log (its
 //! messages then show up as unaudited). The audit topic's own records are not audited.
 //!
-//! # The audit record (format version 1)
+//! # The audit record
 //!
-//! One JSON object per message value, UTF-8, the key being the producer name:
-//!
-//! ```json
-//! {"version":1,"producer":"billing@host-7:4242","session":"8c1e0f3a5b7d9e21","seq":12,
-//!  "topic":"events","window_start_ms":1700000040000,"window_ms":60000,"acks":-1,
-//!  "partitions":{"0":{"count":1000,"ranges":[[4000,4999,2147836412301]]},
-//!                "1":{"count":2,"ranges":[[17,17,3110241024],[19,19,1904722102]]}},
-//!  "failed":3}
-//! ```
-//!
-//! * `version` — 1; a checker refuses versions it does not know.
-//! * `producer` — the name ([`AuditConfig::producer_name`]; default `client.id@host:pid`,
-//!   `gregor` for an empty `client.id`); `session` — 16 random hex digits drawn when the
-//!   producer starts; `seq` — the record's number in the session, from 0. (`producer`,
-//!   `session`, `seq`) identifies a record: a record stored twice (a retried request the
-//!   broker had kept) counts once.
-//! * `topic`, `window_start_ms`, `window_ms` — the audited topic and window (epoch ms).
-//! * `acks` — the producer's `request.required.acks`.
-//! * `partitions` — per partition (a decimal string): `count`, the records acknowledged in the
-//!   window, and `ranges`, `[first, last, fingerprint]` with inclusive offsets. `count` minus
-//!   the lengths of the ranges is the number acknowledged without an offset (acks=0).
-//! * `failed` — records of the topic whose delivery failed in the window (their partition may
-//!   be unknown).
+//! One JSON object per message value, keyed by the producer name: its format (version
+//! [`AUDIT_FORMAT_VERSION`]) is defined once, in [`format`](mod@format), for the producer that writes it and
+//! the checker that reads it ([`AuditRecord`]).
 //!
 //! # Cost
 //!
@@ -102,29 +80,32 @@
 //! [`AsyncProducer::close`]: crate::AsyncProducer::close
 
 use std::collections::{HashMap, VecDeque};
-use std::fmt::Write as _;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use gregor_protocol::{EncodedMessage, Message};
-use gregor_serde::Encoder;
 use tokio::time::Instant;
 
 use crate::config::{ConfigError, ProducerConfig};
-use crate::error::{Error, Result};
-use crate::producer::AsyncProducer;
-use crate::record::{DeliveryResult, Pending, Topic};
-use crate::sync::SyncProducer;
+use crate::delivery::Pending;
+use crate::error::{DeliveryError, Error, Result};
+use crate::observer::Observer;
+use crate::topic::{TopicId, TopicNames};
 
-/// The audit topic unless [`AuditConfig::topic`] says otherwise.
-pub const DEFAULT_AUDIT_TOPIC: &str = "__gregor_audit";
+pub mod format;
+
+pub use format::{
+    fingerprint, AuditPartition, AuditRange, AuditRecord, AUDIT_FORMAT_VERSION, AUDIT_FORMAT_VERSIONS,
+    DEFAULT_AUDIT_TOPIC,
+};
+use format::{max_header_json_bytes, message_fingerprint, MAX_PARTITION_JSON_BYTES, MAX_RANGE_JSON_BYTES};
+
 /// The window unless [`AuditConfig::window`] says otherwise: one minute.
 pub const DEFAULT_AUDIT_WINDOW: Duration = Duration::from_secs(60);
 /// The largest audit record (JSON bytes, about) unless [`AuditConfig::max_record_bytes`] says
 /// otherwise: 256 KiB, well below a broker's default `message.max.bytes` (1000012).
 pub const DEFAULT_MAX_AUDIT_RECORD_BYTES: usize = 256 * 1024;
-/// The version of the audit record format written (see the [module docs](self)).
-pub const AUDIT_FORMAT_VERSION: u32 = 1;
 /// How many times an audit record is sent (each time with the producer's own retries) before
 /// it is dropped.
 pub const PUBLISH_ATTEMPTS: u32 = 3;
@@ -132,10 +113,6 @@ pub const PUBLISH_ATTEMPTS: u32 = 3;
 const ANONYMOUS: &str = "gregor";
 /// The smallest `max_record_bytes` accepted: room for the header and a few ranges.
 const MIN_RECORD_BYTES: usize = 1024;
-/// What one range adds to a record, at most: `[` 20 digits `,` 20 digits `,` 20 digits `],`.
-const RANGE_JSON_BYTES: usize = 64;
-/// What one partition's header adds to a record, at most.
-const PARTITION_JSON_BYTES: usize = 64;
 
 /// The audit settings of a producer (see the [module docs](self)).
 ///
@@ -261,80 +238,6 @@ impl AuditConfig {
     }
 }
 
-impl<K, V> AsyncProducer<K, V>
-where
-    K: Send + 'static,
-    V: Send + 'static,
-{
-    /// As [`AsyncProducer::new`], with audit on (see [`crate::audit`]): per topic and window,
-    /// the records acknowledged (partition, offset ranges, fingerprints) and failed are
-    /// published to `audit.topic_name()`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Config`] for invalid audit settings ([`AuditConfig::validate`]), and the
-    /// errors of [`AsyncProducer::new`].
-    pub fn with_audit(
-        config: ProducerConfig,
-        audit: AuditConfig,
-        key_encoder: impl Encoder<K> + 'static,
-        value_encoder: impl Encoder<V> + 'static,
-    ) -> Result<AsyncProducer<K, V>> {
-        AsyncProducer::start(config, Some(audit), key_encoder, value_encoder)
-    }
-}
-
-impl<K, V> SyncProducer<K, V>
-where
-    K: Send + 'static,
-    V: Send + 'static,
-{
-    /// As [`SyncProducer::new`], with audit on (see [`crate::audit`] and
-    /// [`AsyncProducer::with_audit`]). Audit records are sent as soon as a window ends (the
-    /// linger is 0); [`SyncProducer::close`] publishes the last window.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Config`] for invalid audit settings, and the errors of [`SyncProducer::new`].
-    pub fn with_audit(
-        config: ProducerConfig,
-        audit: AuditConfig,
-        key_encoder: impl Encoder<K> + 'static,
-        value_encoder: impl Encoder<V> + 'static,
-    ) -> Result<SyncProducer<K, V>> {
-        SyncProducer::start(config, Some(audit), key_encoder, value_encoder)
-    }
-}
-
-/// The fingerprint of a message with `key` and `value`: the CRC-32 (IEEE) an uncompressed
-/// Kafka message v0 carries, over magic 0, attributes 0, then key and value each as an int32
-/// length (-1 for null) and the bytes.
-///
-/// ```
-/// // Kafka's CRC of a message with a null key and a null value
-/// assert_eq!(gregor_producer::audit::fingerprint(None, None), 0xA7EC_6803);
-/// ```
-pub fn fingerprint(key: Option<&[u8]>, value: Option<&[u8]>) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    h.update(&[0, 0]);
-    for field in [key, value] {
-        match field {
-            None => h.update(&(-1i32).to_be_bytes()),
-            Some(bytes) => {
-                h.update(&(bytes.len() as i32).to_be_bytes());
-                h.update(bytes);
-            }
-        }
-    }
-    h.finalize()
-}
-
-/// The fingerprint of an application's record: its encoded message's CRC (records are
-/// uncompressed messages with attributes 0, so this is [`fingerprint`] of its key and value).
-fn message_fingerprint(m: &EncodedMessage) -> u32 {
-    m.crc()
-}
-
 /// The default producer name: `client.id@host:pid`.
 fn default_producer_name(client_id: &str) -> String {
     let client = if client_id.is_empty() { ANONYMOUS } else { client_id };
@@ -351,25 +254,11 @@ fn hostname() -> String {
         .unwrap_or_else(|| "localhost".to_owned())
 }
 
-/// Offsets `first..=last` acknowledged consecutively, and the sum of their fingerprints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct OffsetRange {
-    first: i64,
-    last: i64,
-    fingerprint: u64,
-}
-
-impl OffsetRange {
-    fn len(&self) -> u64 {
-        (self.last - self.first + 1) as u64
-    }
-}
-
 #[derive(Debug)]
 struct PartitionCounts {
     partition: i32,
     count: u64,
-    ranges: Vec<OffsetRange>,
+    ranges: Vec<AuditRange>,
 }
 
 impl PartitionCounts {
@@ -383,7 +272,7 @@ impl PartitionCounts {
                 r.last = offset;
                 r.fingerprint = r.fingerprint.wrapping_add(u64::from(fingerprint));
             }
-            _ => self.ranges.push(OffsetRange { first: offset, last: offset, fingerprint: u64::from(fingerprint) }),
+            _ => self.ranges.push(AuditRange { first: offset, last: offset, fingerprint: u64::from(fingerprint) }),
         }
     }
 }
@@ -417,19 +306,23 @@ impl TopicCounts {
 struct Outgoing {
     value: Bytes,
     /// The message of its latest send (the engine's record holds a copy of these bytes: that
-    /// is how [`Auditor::observe`] knows its own records).
+    /// is how the auditor knows its own records).
     sent: Option<EncodedMessage>,
     attempts: u32,
     not_before: Instant,
 }
 
 /// What a producer with audit on keeps: the counts of the current window, the audit records
-/// waiting to go, and those in flight. A pure state machine fed `now` by the engine (the
-/// engine calls [`Auditor::observe`] for every result, [`Auditor::step`] every turn, and
-/// sleeps until [`Auditor::next_wakeup`]).
+/// waiting to go, and those in flight. A pure state machine fed `now` by the engine, which
+/// knows it as an [`Observer`]: it shows it every result, lets it send its records every
+/// turn, and sleeps until its next wake-up.
 #[derive(Debug)]
 pub(crate) struct Auditor {
-    topic: Topic,
+    /// The audit topic's name, and the producer's number for it (its records carry it).
+    topic: Arc<str>,
+    topic_id: TopicId,
+    /// The producer's names, where the audit topic is registered.
+    _names: Arc<TopicNames>,
     key: Bytes,
     producer: String,
     session: String,
@@ -451,22 +344,35 @@ pub(crate) struct Auditor {
 }
 
 impl Auditor {
-    /// An auditor for a producer with `config`, its clock anchored to the wall clock now.
-    pub(crate) fn new(audit: AuditConfig, config: &ProducerConfig) -> Result<Auditor> {
+    /// An auditor for a producer with `config` whose topic names are `names`, its clock
+    /// anchored to the wall clock now.
+    pub(crate) fn new(audit: AuditConfig, config: &ProducerConfig, names: &Arc<TopicNames>) -> Result<Auditor> {
         audit.validate().map_err(Error::Config)?;
         let wall_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
         let session = format!("{:016x}", rand::random::<u64>());
-        Ok(Auditor::at(audit, config.client_id(), config.request_required_acks(), session, Instant::now(), wall_ms))
+        let (client_id, acks) = (config.client_id(), config.request_required_acks());
+        Ok(Auditor::at(audit, names, client_id, acks, session, Instant::now(), wall_ms))
     }
 
     /// An auditor whose clock reads `wall_ms` at `now` (tests drive it by hand).
-    fn at(audit: AuditConfig, client_id: &str, acks: i16, session: String, now: Instant, wall_ms: u64) -> Auditor {
+    fn at(
+        audit: AuditConfig,
+        names: &Arc<TopicNames>,
+        client_id: &str,
+        acks: i16,
+        session: String,
+        now: Instant,
+        wall_ms: u64,
+    ) -> Auditor {
         let producer = audit.producer.clone().unwrap_or_else(|| default_producer_name(client_id));
         let window_ms = audit.window.as_millis() as u64;
         let window_start_ms = wall_ms - wall_ms % window_ms;
+        let (topic_id, topic) = names.register(&audit.topic);
         let mut a = Auditor {
             key: Bytes::from(producer.clone().into_bytes()),
-            topic: Topic::new(&audit.topic),
+            topic,
+            topic_id,
+            _names: names.clone(),
             producer,
             session,
             acks,
@@ -495,56 +401,39 @@ impl Auditor {
         self.anchor_ms + now.saturating_duration_since(self.anchor).as_millis() as u64
     }
 
-    /// Counts a record's result; returns true when the record was one of the auditor's own
-    /// (an audit record): it is then neither the application's nor audited.
-    pub(crate) fn observe(&mut self, pending: &Pending, result: &DeliveryResult) -> bool {
-        if pending.topic == self.topic {
-            // the auditor's own records have no delivery slot (an application's record keeps
-            // its slot until its result is handed out, after this); the engine holds a copy of
-            // the message (in its partition's blocks), so the bytes tell which one it is
-            if pending.slot.is_none() && !self.in_flight.is_empty() {
-                let own = self.in_flight.iter().position(|o| o.sent.as_ref() == Some(&pending.message));
-                if let Some(i) = own {
-                    let sent = self.in_flight.swap_remove(i);
-                    self.published(sent, result);
-                    return true;
-                }
-            }
-            // the application's own records to the audit topic are not audited
-            return false;
+    /// The audit record `record` is, when it is one of the auditor's own (taken off the
+    /// records in flight).
+    fn take_own(&mut self, record: &Pending) -> Option<Outgoing> {
+        // the auditor's own records have no delivery slot (an application's record keeps its
+        // slot until its result is handed out, after this); the engine holds a copy of the
+        // message (in its partition's blocks), so the bytes tell which one it is
+        if record.slot.is_some() || self.in_flight.is_empty() {
+            return None;
         }
-        let counts = self.topic_counts(&pending.topic);
-        match result {
-            Ok(m) => counts.partition(m.partition).add(m.offset, message_fingerprint(&pending.message)),
-            Err(_) => counts.failed += 1,
-        }
-        false
+        let own = self.in_flight.iter().position(|o| o.sent.as_ref() == Some(&record.message))?;
+        Some(self.in_flight.swap_remove(own))
     }
 
-    fn published(&mut self, mut sent: Outgoing, result: &DeliveryResult) {
-        match result {
-            Ok(m) => {
-                tracing::debug!(topic = %m.topic, partition = m.partition, offset = m.offset, "audit record published")
-            }
-            Err(e) if sent.attempts < PUBLISH_ATTEMPTS && !matches!(e.error, Error::Closed { .. }) => {
-                tracing::warn!(
-                    topic = %self.topic,
-                    attempts = sent.attempts,
-                    error = %e.error,
-                    "an audit record was not published; trying again at the next window end"
-                );
-                sent.not_before = self.window_end;
-                self.outbox.push_back(sent);
-            }
-            Err(e) => {
-                tracing::error!(
-                    topic = %self.topic,
-                    attempts = sent.attempts,
-                    error = %e.error,
-                    record = %String::from_utf8_lossy(&sent.value),
-                    "an audit record was dropped: its messages will show up as unaudited"
-                );
-            }
+    /// An audit record failed for good: sent again at the next window end, or dropped after
+    /// [`PUBLISH_ATTEMPTS`] sends (or when the producer closed).
+    fn not_published(&mut self, mut sent: Outgoing, e: &DeliveryError) {
+        if sent.attempts < PUBLISH_ATTEMPTS && !matches!(e.error, Error::Closed { .. }) {
+            tracing::warn!(
+                topic = %self.topic,
+                attempts = sent.attempts,
+                error = %e.error,
+                "an audit record was not published; trying again at the next window end"
+            );
+            sent.not_before = self.window_end;
+            self.outbox.push_back(sent);
+        } else {
+            tracing::error!(
+                topic = %self.topic,
+                attempts = sent.attempts,
+                error = %e.error,
+                record = %String::from_utf8_lossy(&sent.value),
+                "an audit record was dropped: its messages will show up as unaudited"
+            );
         }
     }
 
@@ -567,10 +456,118 @@ impl Auditor {
         &mut self.topics[self.last]
     }
 
+    /// Turns the window's counts into audit records in the outbox.
+    fn end_window(&mut self) {
+        let topics = std::mem::take(&mut self.topics);
+        self.index.clear();
+        self.last = 0;
+        for t in &topics {
+            for value in self.records(t) {
+                let seq = self.next_seq;
+                self.next_seq += 1;
+                let value = self.record(seq, &t.topic, &value).to_json();
+                self.outbox.push_back(Outgoing {
+                    value: Bytes::from(value),
+                    sent: None,
+                    attempts: 0,
+                    not_before: self.anchor,
+                });
+            }
+        }
+    }
+
+    /// A topic's counts cut into records of at most about `max_record_bytes`.
+    fn records<'a>(&self, t: &'a TopicCounts) -> Vec<Piece<'a>> {
+        let header = max_header_json_bytes(&self.producer, &t.topic);
+        let budget = self.max_record_bytes.saturating_sub(header).max(MAX_RANGE_JSON_BYTES + MAX_PARTITION_JSON_BYTES);
+        let mut pieces = vec![Piece { partitions: Vec::new(), failed: t.failed, size: 0 }];
+        let mut partitions: Vec<&PartitionCounts> = t.partitions.iter().collect();
+        partitions.sort_by_key(|p| p.partition);
+        for p in partitions {
+            let ranged: u64 = p.ranges.iter().map(AuditRange::len).sum();
+            // acknowledged without an offset (acks=0): they go with the first piece
+            let mut unranged = p.count.saturating_sub(ranged);
+            let mut rest = &p.ranges[..];
+            loop {
+                let piece = pieces.last_mut().expect("one at least");
+                let room = budget.saturating_sub(piece.size + MAX_PARTITION_JSON_BYTES) / MAX_RANGE_JSON_BYTES;
+                if room == 0 && !piece.partitions.is_empty() {
+                    pieces.push(Piece { partitions: Vec::new(), failed: 0, size: 0 });
+                    continue;
+                }
+                let take = rest.len().min(room.max(1));
+                let (now, later) = rest.split_at(take);
+                let count = now.iter().map(AuditRange::len).sum::<u64>() + unranged;
+                unranged = 0;
+                piece.partitions.push((p.partition, count, now));
+                piece.size += MAX_PARTITION_JSON_BYTES + take * MAX_RANGE_JSON_BYTES;
+                rest = later;
+                if rest.is_empty() {
+                    break;
+                }
+            }
+        }
+        pieces
+    }
+
+    /// The audit record of a piece of a topic's counts, numbered `seq`.
+    fn record(&self, seq: u64, topic: &str, piece: &Piece<'_>) -> AuditRecord {
+        let partitions = piece
+            .partitions
+            .iter()
+            .map(|&(partition, count, ranges)| (partition, AuditPartition { count, ranges: ranges.to_vec() }));
+        AuditRecord {
+            version: u64::from(AUDIT_FORMAT_VERSION),
+            producer: self.producer.clone(),
+            session: self.session.clone(),
+            seq,
+            topic: topic.to_owned(),
+            window_start_ms: self.window_start_ms,
+            window_ms: self.window_ms,
+            acks: i64::from(self.acks),
+            partitions: partitions.collect(),
+            failed: piece.failed,
+        }
+    }
+
+    /// Audit records waiting to go or in flight (for the engine's debugging and tests).
+    #[cfg(test)]
+    fn pending(&self) -> usize {
+        self.outbox.len() + self.in_flight.len()
+    }
+}
+
+/// The auditor watches every result (see the [module docs](self)): it counts the
+/// application's records per topic, partition and window, and knows its own audit records
+/// by their bytes.
+impl Observer for Auditor {
+    fn on_acknowledged(&mut self, topic: &str, partition: i32, offset: i64, record: &Pending) -> bool {
+        if topic == &*self.topic {
+            // the application's own records to the audit topic are not audited
+            let own = self.take_own(record).is_some();
+            if own {
+                tracing::debug!(topic, partition, offset, "audit record published");
+            }
+            return own;
+        }
+        self.topic_counts(topic).partition(partition).add(offset, message_fingerprint(&record.message));
+        false
+    }
+
+    fn on_failed(&mut self, topic: &str, record: &Pending, error: &DeliveryError) -> bool {
+        if topic == &*self.topic {
+            let Some(sent) = self.take_own(record) else { return false };
+            self.not_published(sent, error);
+            return true;
+        }
+        self.topic_counts(topic).failed += 1;
+        false
+    }
+
     /// Ends the window when its time has come, and returns the audit records to send now.
     /// `last` ends the current window at once and sends everything (the producer is closing
     /// and every application record has its result).
-    pub(crate) fn step(&mut self, now: Instant, last: bool) -> Vec<Pending> {
+    fn on_tick(&mut self, now: Instant, last: bool) -> Vec<Pending> {
         if now >= self.window_end {
             self.end_window();
             let wall = self.wall_ms(now);
@@ -596,15 +593,15 @@ impl Auditor {
                 }
             };
             o.sent = Some(message.clone());
-            due.push(Pending { seq: 0, topic: self.topic, partition: None, message, slot: None });
+            due.push(Pending { seq: 0, topic: self.topic_id, partition: None, message, slot: None });
             self.in_flight.push(o);
         }
         due
     }
 
-    /// When [`Auditor::step`] has something to do: the window's end when something was
-    /// counted in it, or an audit record's time to go again.
-    pub(crate) fn next_wakeup(&self) -> Option<Instant> {
+    /// The window's end when something was counted in it, or an audit record's time to go
+    /// again.
+    fn next_wakeup(&self) -> Option<Instant> {
         let window = (!self.topics.is_empty()).then_some(self.window_end);
         let outbox = self.outbox.iter().map(|o| o.not_before).min();
         match (window, outbox) {
@@ -612,145 +609,32 @@ impl Auditor {
             (a, b) => a.or(b),
         }
     }
-
-    /// Turns the window's counts into audit records in the outbox.
-    fn end_window(&mut self) {
-        let topics = std::mem::take(&mut self.topics);
-        self.index.clear();
-        self.last = 0;
-        for t in &topics {
-            for value in self.records(t) {
-                let seq = self.next_seq;
-                self.next_seq += 1;
-                let value = self.render(seq, t.topic.as_str(), &value.partitions, value.failed);
-                self.outbox.push_back(Outgoing {
-                    value: Bytes::from(value),
-                    sent: None,
-                    attempts: 0,
-                    not_before: self.anchor,
-                });
-            }
-        }
-    }
-
-    /// A topic's counts cut into records of at most about `max_record_bytes`.
-    fn records<'a>(&self, t: &'a TopicCounts) -> Vec<Piece<'a>> {
-        let header = 256 + self.producer.len() * 6 + t.topic.len() * 6;
-        let budget = self.max_record_bytes.saturating_sub(header).max(RANGE_JSON_BYTES + PARTITION_JSON_BYTES);
-        let mut pieces = vec![Piece { partitions: Vec::new(), failed: t.failed, size: 0 }];
-        let mut partitions: Vec<&PartitionCounts> = t.partitions.iter().collect();
-        partitions.sort_by_key(|p| p.partition);
-        for p in partitions {
-            let ranged: u64 = p.ranges.iter().map(OffsetRange::len).sum();
-            // acknowledged without an offset (acks=0): they go with the first piece
-            let mut unranged = p.count.saturating_sub(ranged);
-            let mut rest = &p.ranges[..];
-            loop {
-                let piece = pieces.last_mut().expect("one at least");
-                let room = budget.saturating_sub(piece.size + PARTITION_JSON_BYTES) / RANGE_JSON_BYTES;
-                if room == 0 && !piece.partitions.is_empty() {
-                    pieces.push(Piece { partitions: Vec::new(), failed: 0, size: 0 });
-                    continue;
-                }
-                let take = rest.len().min(room.max(1));
-                let (now, later) = rest.split_at(take);
-                let count = now.iter().map(OffsetRange::len).sum::<u64>() + unranged;
-                unranged = 0;
-                piece.partitions.push((p.partition, count, now));
-                piece.size += PARTITION_JSON_BYTES + take * RANGE_JSON_BYTES;
-                rest = later;
-                if rest.is_empty() {
-                    break;
-                }
-            }
-        }
-        pieces
-    }
-
-    /// One audit record, as JSON (see the module docs).
-    fn render(&self, seq: u64, topic: &str, partitions: &[(i32, u64, &[OffsetRange])], failed: u64) -> String {
-        let mut s = String::with_capacity(256 + partitions.len() * PARTITION_JSON_BYTES);
-        s.push_str("{\"version\":");
-        let _ = write!(s, "{AUDIT_FORMAT_VERSION}");
-        s.push_str(",\"producer\":");
-        push_json_string(&mut s, &self.producer);
-        s.push_str(",\"session\":");
-        push_json_string(&mut s, &self.session);
-        let _ = write!(s, ",\"seq\":{seq},\"topic\":");
-        push_json_string(&mut s, topic);
-        let _ = write!(
-            s,
-            ",\"window_start_ms\":{},\"window_ms\":{},\"acks\":{},\"partitions\":{{",
-            self.window_start_ms, self.window_ms, self.acks
-        );
-        for (i, (partition, count, ranges)) in partitions.iter().enumerate() {
-            if i > 0 {
-                s.push(',');
-            }
-            let _ = write!(s, "\"{partition}\":{{\"count\":{count},\"ranges\":[");
-            for (j, r) in ranges.iter().enumerate() {
-                if j > 0 {
-                    s.push(',');
-                }
-                let _ = write!(s, "[{},{},{}]", r.first, r.last, r.fingerprint);
-            }
-            s.push_str("]}");
-        }
-        let _ = write!(s, "}},\"failed\":{failed}}}");
-        s
-    }
-
-    /// Audit records waiting to go or in flight (for the engine's debugging and tests).
-    #[cfg(test)]
-    fn pending(&self) -> usize {
-        self.outbox.len() + self.in_flight.len()
-    }
 }
 
 /// Part of a topic's counts that fits one record.
 struct Piece<'a> {
-    partitions: Vec<(i32, u64, &'a [OffsetRange])>,
+    partitions: Vec<(i32, u64, &'a [AuditRange])>,
     failed: u64,
     size: usize,
-}
-
-/// Appends `value` as a JSON string.
-fn push_json_string(s: &mut String, value: &str) {
-    s.push('"');
-    for c in value.chars() {
-        match c {
-            '"' => s.push_str("\\\""),
-            '\\' => s.push_str("\\\\"),
-            '\n' => s.push_str("\\n"),
-            '\r' => s.push_str("\\r"),
-            '\t' => s.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(s, "\\u{:04x}", c as u32);
-            }
-            c => s.push(c),
-        }
-    }
-    s.push('"');
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::DeliveryError;
-    use crate::record::RecordMetadata;
 
     const T0: u64 = 1_700_000_000_000;
 
     fn auditor(window_ms: u64) -> (Auditor, Instant) {
         let now = Instant::now();
         let audit = AuditConfig::new().window(Duration::from_millis(window_ms)).producer_name("p\"1");
-        (Auditor::at(audit, "app", 1, "00000000000000ab".into(), now, T0 + 50), now)
+        (Auditor::at(audit, &TopicNames::new(), "app", 1, "00000000000000ab".into(), now, T0 + 50), now)
     }
 
-    fn pending(topic: &str, value: &str) -> Pending {
+    /// An application's record (its topic given to the hooks apart).
+    fn pending(value: &str) -> Pending {
         Pending {
             seq: 0,
-            topic: Topic::new(topic),
+            topic: TopicId::UNREGISTERED,
             partition: None,
             message: EncodedMessage::encode(&Message::new(None, Some(Bytes::from(value.to_owned())))).unwrap(),
             slot: None,
@@ -764,15 +648,19 @@ mod tests {
     }
 
     fn ack(a: &mut Auditor, topic: &str, partition: i32, offset: i64, value: &str) {
-        let p = pending(topic, value);
-        let own = a.observe(&p, &Ok(RecordMetadata { topic: topic.into(), partition, offset }));
-        assert!(!own);
+        let p = pending(value);
+        assert!(!a.on_acknowledged(topic, partition, offset, &p));
     }
 
     fn fail(a: &mut Auditor, topic: &str) {
-        let p = pending(topic, "x");
-        let error = p.error(None, 1, Error::Closed { in_flight: false });
-        assert!(!a.observe(&p, &Err(error)));
+        let p = pending("x");
+        let error = p.error(topic.into(), None, 1, Error::Closed { in_flight: false });
+        assert!(!a.on_failed(topic, &p, &error));
+    }
+
+    /// The result of an audit record that failed with `error`.
+    fn failed(a: &mut Auditor, p: &Pending, error: &DeliveryError) -> bool {
+        a.on_failed(DEFAULT_AUDIT_TOPIC, p, error)
     }
 
     fn json(p: &Pending) -> String {
@@ -781,17 +669,6 @@ mod tests {
 
     fn fp(value: &str) -> u64 {
         u64::from(fingerprint(None, Some(value.as_bytes())))
-    }
-
-    #[test]
-    fn the_fingerprint_is_kafkas_crc_of_an_uncompressed_message() {
-        assert_eq!(fingerprint(None, None), 0xA7EC_6803);
-        for (key, value) in [(None, Some(&b"v"[..])), (Some(&b"k"[..]), Some(&b"value"[..])), (Some(&b""[..]), None)] {
-            let m = Message::new(key.map(Bytes::copy_from_slice), value.map(Bytes::copy_from_slice));
-            let mut buf = bytes::BytesMut::new();
-            m.encode(&mut buf).unwrap();
-            assert_eq!(fingerprint(key, value).to_be_bytes(), buf[..4], "{key:?} {value:?}");
-        }
     }
 
     #[test]
@@ -824,10 +701,10 @@ mod tests {
         fail(&mut a, "t");
         let end = a.next_wakeup().expect("a timer for the window's end");
         assert_eq!(end, t0 + Duration::from_millis(950), "windows are aligned to the epoch");
-        assert!(a.step(t0 + Duration::from_millis(900), false).is_empty(), "not yet");
-        let due = a.step(end, false);
+        assert!(a.on_tick(t0 + Duration::from_millis(900), false).is_empty(), "not yet");
+        let due = a.on_tick(end, false);
         assert_eq!(due.len(), 2);
-        assert!(due.iter().all(|p| *p.topic == *DEFAULT_AUDIT_TOPIC && p.slot.is_none()));
+        assert!(due.iter().all(|p| p.topic.name().as_deref() == Some(DEFAULT_AUDIT_TOPIC) && p.slot.is_none()));
         assert_eq!(due[0].message.key(), Some(&b"p\"1"[..]));
         let t = json(&due[0]);
         assert_eq!(
@@ -845,15 +722,14 @@ mod tests {
         assert_eq!(a.next_wakeup(), None, "nothing counted in the new window");
         assert_eq!(a.pending(), 2, "both in flight");
         // their results are the auditor's own, whatever the order
-        let meta = RecordMetadata { topic: DEFAULT_AUDIT_TOPIC.into(), partition: 0, offset: 0 };
-        assert!(a.observe(&as_queued(&due[1]), &Ok(meta.clone())));
-        assert!(a.observe(&as_queued(&due[0]), &Ok(meta)));
+        assert!(a.on_acknowledged(DEFAULT_AUDIT_TOPIC, 0, 0, &as_queued(&due[1])));
+        assert!(a.on_acknowledged(DEFAULT_AUDIT_TOPIC, 0, 0, &as_queued(&due[0])));
         assert_eq!(a.pending(), 0);
         // an application record to the audit topic is not the auditor's, and not audited
-        let theirs = pending(DEFAULT_AUDIT_TOPIC, "mine");
-        let meta = RecordMetadata { topic: DEFAULT_AUDIT_TOPIC.into(), partition: 0, offset: 1 };
-        assert!(!a.observe(&theirs, &Ok(meta)));
-        assert!(a.step(end + Duration::from_secs(5), false).is_empty());
+        let theirs = pending("mine");
+        assert!(!a.on_acknowledged(DEFAULT_AUDIT_TOPIC, 0, 1, &theirs));
+        assert!(a.topics.is_empty(), "not counted");
+        assert!(a.on_tick(end + Duration::from_secs(5), false).is_empty());
     }
 
     #[test]
@@ -862,27 +738,27 @@ mod tests {
         for _ in 0..3 {
             ack(&mut a, "t", 2, -1, "x");
         }
-        assert!(a.step(t0 + Duration::from_millis(10), false).is_empty());
-        let due = a.step(t0 + Duration::from_millis(10), true);
+        assert!(a.on_tick(t0 + Duration::from_millis(10), false).is_empty());
+        let due = a.on_tick(t0 + Duration::from_millis(10), true);
         assert_eq!(due.len(), 1);
         assert!(json(&due[0]).contains("\"partitions\":{\"2\":{\"count\":3,\"ranges\":[]}},\"failed\":0}"));
-        assert!(a.step(t0 + Duration::from_millis(10), true).is_empty(), "nothing more");
+        assert!(a.on_tick(t0 + Duration::from_millis(10), true).is_empty(), "nothing more");
     }
 
     #[test]
     fn counts_go_to_the_window_of_the_step_before_them() {
         let (mut a, t0) = auditor(100);
         ack(&mut a, "t", 0, 0, "a");
-        let first = a.step(t0 + Duration::from_millis(60), false);
+        let first = a.on_tick(t0 + Duration::from_millis(60), false);
         assert_eq!(first.len(), 1, "the window [T0, T0+100) ended at T0+50+50");
         ack(&mut a, "t", 0, 1, "b");
-        let second = a.step(t0 + Duration::from_millis(400), false);
+        let second = a.on_tick(t0 + Duration::from_millis(400), false);
         assert_eq!(second.len(), 1);
         assert!(json(&first[0]).contains(&format!("\"window_start_ms\":{T0},")));
         assert!(json(&second[0]).contains(&format!("\"window_start_ms\":{},", T0 + 100)));
         // the next window starts where the clock is, not where the last one ended
         ack(&mut a, "t", 0, 2, "c");
-        let third = a.step(t0 + Duration::from_millis(460), false);
+        let third = a.on_tick(t0 + Duration::from_millis(460), false);
         assert!(json(&third[0]).contains(&format!("\"window_start_ms\":{},", T0 + 400)), "{}", json(&third[0]));
     }
 
@@ -891,33 +767,31 @@ mod tests {
         let (mut a, t0) = auditor(100);
         ack(&mut a, "t", 0, 0, "a");
         let mut now = t0 + Duration::from_millis(50);
-        let mut due = a.step(now, false);
-        let failure = |p: &Pending| {
-            Box::new(DeliveryError {
-                topic: p.topic,
-                partition: None,
-                attempts: 4,
-                error: Error::NoLeader { topic: p.topic.to_string(), partition: 0, rounds: 4 },
-                key: None,
-                value: None,
-            })
+        let mut due = a.on_tick(now, false);
+        let failure = |_: &Pending| DeliveryError {
+            topic: DEFAULT_AUDIT_TOPIC.into(),
+            partition: None,
+            attempts: 4,
+            error: Error::NoLeader { topic: DEFAULT_AUDIT_TOPIC.to_owned(), partition: 0, rounds: 4 },
+            key: None,
+            value: None,
         };
         for attempt in 1..PUBLISH_ATTEMPTS {
             assert_eq!(due.len(), 1, "attempt {attempt}");
-            assert!(a.observe(&as_queued(&due[0]), &Err(failure(&due[0]))));
+            assert!(failed(&mut a, &as_queued(&due[0]), &failure(&due[0])));
             assert_eq!(a.pending(), 1, "queued again");
-            assert!(a.step(now, false).is_empty(), "not before the next window end");
+            assert!(a.on_tick(now, false).is_empty(), "not before the next window end");
             now = a.next_wakeup().expect("a timer for the retry");
-            due = a.step(now, false);
+            due = a.on_tick(now, false);
         }
         assert_eq!(due.len(), 1);
-        assert!(a.observe(&due[0], &Err(failure(&due[0]))));
+        assert!(failed(&mut a, &due[0], &failure(&due[0])));
         assert_eq!(a.pending(), 0, "dropped after {PUBLISH_ATTEMPTS} attempts");
         // a record failed by close is dropped at once
         ack(&mut a, "t", 0, 1, "b");
-        let due = a.step(now, true);
-        let closed = Err(due[0].error(None, 1, Error::Closed { in_flight: true }));
-        assert!(a.observe(&due[0], &closed));
+        let due = a.on_tick(now, true);
+        let closed = due[0].error(DEFAULT_AUDIT_TOPIC.into(), None, 1, Error::Closed { in_flight: true });
+        assert!(failed(&mut a, &due[0], &closed));
         assert_eq!(a.pending(), 0);
     }
 
@@ -933,7 +807,7 @@ mod tests {
             }
         }
         fail(&mut a, "t");
-        let due = a.step(t0 + Duration::from_secs(1), false);
+        let due = a.on_tick(t0 + Duration::from_secs(1), false);
         assert!(due.len() > 5, "{} records", due.len());
         let mut counted = 0;
         let mut ranges = 0;

@@ -9,13 +9,14 @@ use bytes::Bytes;
 use gregor_protocol::ErrorCode;
 
 use crate::config::ConfigError;
-use crate::record::{Record, Topic};
+use crate::record::Record;
+use crate::topic::Topic;
 
 /// Result with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Why a record was not delivered, or a producer could not be made. Cheap to clone (every
-/// record of a failed batch gets a copy).
+/// Why a record was not delivered, or a producer could not be made (or an audit record could
+/// not be read). Cheap to clone (every record of a failed batch gets a copy).
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -131,6 +132,13 @@ pub enum Error {
     /// Returned when [`crate::SyncProducer::new`] cannot start its runtime thread.
     #[error("could not start the sync producer's runtime")]
     Runtime(#[source] Arc<std::io::Error>),
+    /// Returned when bytes read as an audit record are not one a producer with audit writes
+    /// ([`AuditRecord::parse`](crate::audit::AuditRecord::parse)).
+    #[error("invalid audit record: {reason}")]
+    InvalidAuditRecord {
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 fn code_suffix(code: &Option<ErrorCode>) -> String {

@@ -25,7 +25,7 @@
 //! task's, whose cache line moved between cores twice per record on a multi-thread runtime.
 //!
 //! The background task copies each small record out when it queues it: into its partition's
-//! blocks (`crate::arena`), or into an allocation of its own ([`detach`]) while it waits for
+//! blocks (`crate::arena`), or into an allocation of its own (`crate::message::detach`) while it waits for
 //! its topic's metadata; so a record that waits long (a retry, a partition without a leader)
 //! never keeps a whole block of the stream alive.
 
@@ -34,15 +34,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::{Bytes, BytesMut};
 use gregor_protocol::{EncodedMessage, Message};
-use tokio::sync::Notify;
+use tokio::sync::{oneshot, Notify};
+use tokio::time::Instant;
 
-use crate::accumulator::reserve_one;
-use crate::engine::Command;
-use crate::record::{Pending, Slot, Topic};
-
-/// Records whose message is at most this long go through the inbox's byte stream; longer ones
-/// get an allocation of their own (and the background task keeps it as it is).
-pub(crate) const SHARED_MAX: usize = 8 * 1024;
+use crate::delivery::{CloseReport, FlushReport, Pending, Slot};
+use crate::growth::reserve_one;
+use crate::message::SHARED_MAX;
+use crate::topic::{Topic, TopicId, TopicMap, TopicNames};
 
 /// The largest block of the byte stream: a new block is made when a message does not fit in
 /// what is left, twice the size of the last (from [`FIRST_BLOCK`]) up to this.
@@ -57,22 +55,19 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<BytesMut> = std::cell::RefCell::new(BytesMut::new());
 }
 
-/// The message in an allocation of its own when it sits in a shared buffer (see the module
-/// docs); as it is otherwise.
-pub(crate) fn detach(message: &EncodedMessage) -> EncodedMessage {
-    if message.len() <= SHARED_MAX {
-        message.detached()
-    } else {
-        message.clone()
-    }
+/// What the application side sends to the engine.
+pub(crate) enum Command {
+    Record(Pending),
+    Flush { reply: oneshot::Sender<FlushReport> },
+    Close { deadline: Instant, reply: oneshot::Sender<CloseReport> },
 }
 
-/// Why [`InboxSender::send_record`] did not queue a record.
+/// Why [`InboxSender::send_record`] did not queue a record; the record's topic and slot come
+/// back, for its one result.
 pub(crate) enum Refused {
-    /// The task closed the inbox: the record, to be dropped (which delivers its Closed).
-    Closed(Pending),
-    /// The message could not be encoded (a key or value over `i32::MAX` bytes): the error,
-    /// and the record's topic and slot back.
+    /// The task closed the inbox.
+    Closed(Topic, Slot),
+    /// The message could not be encoded (a key or value over `i32::MAX` bytes).
     Encode(gregor_protocol::Error, Topic, Slot),
 }
 
@@ -82,14 +77,15 @@ const KEEP_CAPACITY: usize = 16 * 1024;
 
 /// A small record in the inbox: its message is the next `len` bytes of the byte stream.
 struct Packed {
-    topic: Topic,
+    topic: TopicId,
     partition: Option<i32>,
     len: u32,
     slot: Slot,
 }
 
-/// A queued command. Boxed, so the queue's slots are the size of a packed record (64 bytes)
-/// rather than of a command (96): flushes, closes and large records are the rare ones.
+/// A queued command. Boxed, so the queue's slots are the size of a packed record (56 bytes:
+/// its topic is a number) rather than of a command (88): flushes, closes and large records
+/// are the rare ones.
 enum Queued {
     Command(Box<Command>),
     Packed(Packed),
@@ -131,6 +127,8 @@ impl Stream {
 struct State {
     queued: VecDeque<Queued>,
     stream: Stream,
+    /// The records' topics, as the producer's numbers.
+    topics: TopicMap,
     /// The sender is gone (every producer handle dropped).
     sender_gone: bool,
     /// The receiver closed the queue: sends fail.
@@ -176,7 +174,7 @@ pub(crate) struct Incoming {
 
 /// A packed record as [`Incoming::next_raw`] gives it.
 pub(crate) struct PackedRecord {
-    pub(crate) topic: Topic,
+    pub(crate) topic: TopicId,
     pub(crate) partition: Option<i32>,
     pub(crate) slot: Slot,
 }
@@ -258,12 +256,14 @@ impl Queue {
     }
 }
 
-/// A new inbox: the application side and the task side.
-pub(crate) fn inbox() -> (InboxSender, InboxReceiver) {
+/// A new inbox: the application side and the task side; the records' topics are registered in
+/// `names`.
+pub(crate) fn inbox(names: Arc<TopicNames>) -> (InboxSender, InboxReceiver) {
     let queue = Arc::new(Queue {
         state: Mutex::new(State {
             queued: VecDeque::new(),
             stream: Stream::default(),
+            topics: TopicMap::new(names),
             sender_gone: false,
             closed: false,
         }),
@@ -302,7 +302,8 @@ impl InboxSender {
 
     /// Encodes a record and queues it. A small one is encoded into the thread's scratch
     /// buffer before the lock is taken, and copied into the inbox's byte stream under it; a
-    /// large one into an allocation of its own.
+    /// large one into an allocation of its own. Under the lock its topic becomes the
+    /// producer's number for the name, and the `Topic` is let go on this thread.
     #[allow(clippy::result_large_err)] // the record's parts, moved back on the rare refusal
     pub(crate) fn send_record(
         &self,
@@ -328,6 +329,7 @@ impl InboxSender {
                 }
                 state.stream.push(&scratch);
                 let slot = slot.take().expect("a record has one slot");
+                let topic = state.topics.id(&topic);
                 Ok(Some(state.enqueue(Queued::Packed(Packed { topic, partition, len: len as u32, slot }))))
             });
             match packed {
@@ -347,12 +349,13 @@ impl InboxSender {
             Ok(m) => m,
             Err(e) => return Err(Refused::Encode(e, topic, slot)),
         };
-        let state = self.queue.lock();
-        // the background task numbers the records it takes
-        let pending = Pending { seq: 0, topic, partition, message, slot: Some(slot) };
+        let mut state = self.queue.lock();
         if state.closed {
-            return Err(Refused::Closed(pending));
+            drop(state);
+            return Err(Refused::Closed(topic, slot));
         }
+        // the background task numbers the records it takes
+        let pending = Pending { seq: 0, topic: state.topics.id(&topic), partition, message, slot: Some(slot) };
         self.push(state, Queued::Command(Box::new(Command::Record(pending))));
         Ok(())
     }
@@ -421,7 +424,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::record::{DeliveryResult, FlushReport};
+    use crate::delivery::DeliveryResult;
 
     fn flush() -> (Command, tokio::sync::oneshot::Receiver<FlushReport>) {
         let (reply, rx) = tokio::sync::oneshot::channel();
@@ -445,14 +448,14 @@ mod tests {
     }
 
     #[test]
-    fn a_queued_record_takes_a_slot_of_64_bytes() {
-        assert_eq!(std::mem::size_of::<Queued>(), 64);
-        assert!(std::mem::size_of::<Command>() > 64);
+    fn a_queued_record_takes_a_slot_of_56_bytes() {
+        assert_eq!(std::mem::size_of::<Queued>(), 56);
+        assert!(std::mem::size_of::<Command>() > 56);
     }
 
     #[tokio::test]
     async fn takes_everything_queued_in_order_and_wakes_on_the_first_send() {
-        let (tx, mut rx) = inbox();
+        let (tx, mut rx) = inbox(TopicNames::new());
         let mut got = Incoming::default();
         let waiter = tokio::spawn(async move {
             let mut got = Incoming::default();
@@ -478,7 +481,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_closed_inbox_gives_commands_back_and_drops_what_is_left() {
-        let (tx, mut rx) = inbox();
+        let (tx, mut rx) = inbox(TopicNames::new());
         let (c, mut left) = flush();
         assert!(tx.send(c).is_ok());
         rx.close();
@@ -487,7 +490,7 @@ mod tests {
         let message = Message::new(None, Some(bytes::Bytes::from_static(b"late")));
         let (future, _result) = tokio::sync::oneshot::channel();
         match tx.send_record(Topic::new("t"), None, &message, Slot::Future(future)) {
-            Err(Refused::Closed(p)) => assert_eq!(p.message.to_message(), message, "the record comes back whole"),
+            Err(Refused::Closed(topic, Slot::Future(_))) => assert_eq!(topic, "t", "the record's parts come back"),
             _ => panic!("a closed inbox refuses records"),
         }
         let mut got = Incoming::default();
@@ -502,7 +505,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_sender_gone_ends_the_wait() {
-        let (tx, mut rx) = inbox();
+        let (tx, mut rx) = inbox(TopicNames::new());
         let waiter = tokio::spawn(async move {
             let mut got = Incoming::default();
             rx.recv_many(&mut got).await
@@ -514,7 +517,7 @@ mod tests {
 
     #[tokio::test]
     async fn small_and_large_records_and_commands_keep_their_order_across_blocks() {
-        let (tx, mut rx) = inbox();
+        let (tx, mut rx) = inbox(TopicNames::new());
         let mut expected = Vec::new();
         let mut results = Vec::new();
         // 300-byte values fill the 4 KiB first block after 13 records and the blocks after it
@@ -559,23 +562,27 @@ mod tests {
 
     #[tokio::test]
     async fn records_left_in_the_inbox_or_the_taken_batch_deliver_closed_with_their_value() {
-        let (tx, mut rx) = inbox();
+        let (tx, mut rx) = inbox(TopicNames::new());
         let first = record(&tx, b"taken, not processed");
         let mut got = Incoming::default();
         assert!(rx.recv_many(&mut got).await);
         let second = record(&tx, b"left in the inbox");
+        let big = vec![b'x'; SHARED_MAX + 1];
+        let third = record(&tx, &big);
         drop(got);
         drop(rx);
-        for (mut r, v) in [(first, &b"taken, not processed"[..]), (second, b"left in the inbox")] {
+        for (mut r, v) in [(first, &b"taken, not processed"[..]), (second, b"left in the inbox"), (third, &big)] {
             let error = r.try_recv().expect("a result").expect_err("never sent");
             assert!(matches!(error.error, crate::Error::Closed { .. }));
             assert_eq!(error.value.as_deref(), Some(v));
+            // the record carried its topic as the producer's number; its error has the name
+            assert_eq!(error.topic, "t");
         }
     }
 
     #[tokio::test]
     async fn a_send_that_cannot_use_the_scratch_buffer_takes_an_allocation_of_its_own() {
-        let (tx, mut rx) = inbox();
+        let (tx, mut rx) = inbox(TopicNames::new());
         let tx = Arc::new(tx);
         // the buffer in use (a send from within a send on this thread)
         let inner = SCRATCH.with(|scratch| {
@@ -614,7 +621,7 @@ mod tests {
 
     #[tokio::test]
     async fn threads_sending_at_once_each_keep_their_order() {
-        let (tx, mut rx) = inbox();
+        let (tx, mut rx) = inbox(TopicNames::new());
         let tx = Arc::new(tx);
         const THREADS: usize = 4;
         const EACH: usize = 3000;

@@ -43,15 +43,20 @@
 //!   its queue of 100,000 records stays full, and glibc's per-thread malloc arenas add to that
 //!   as the task moves between workers: client memory 43 MiB (1 partition) and 51 MiB
 //!   (6 partitions), 36 and 39 MiB with `MALLOC_ARENA_MAX=1`.
-//! * At the highest rates, make the [`Topic`] once and copy it into each record, and give
-//!   results to one handler: [`AsyncProducer::send_with_static_handler`] (a handler that
-//!   lives as long as the process) changes no reference count per record;
-//!   [`AsyncProducer::send_with_handler`] raises and lowers its `Arc`'s.
+//! * At the highest rates, make the [`Topic`] once and clone it into each record (its count
+//!   changes on the sending thread only: a producer maps it to a small number of its own
+//!   before the record leaves that thread, and results carry the producer's own copy of the
+//!   name), and give results to one handler: [`AsyncProducer::send_with_static_handler`] (a
+//!   handler that lives as long as the process) shares no reference count between the sending
+//!   thread and the producer's tasks; [`AsyncProducer::send_with_handler`] raises and lowers
+//!   its `Arc`'s.
 //! * With compression, a partition's records that wait for their linger are compressed in
 //!   chunks of about 16 KiB as they arrive, so little compression is left when the linger ends;
 //!   the batch then travels as several wrappers, which the broker stores as one.
-//! * The decisions live in a pure state machine, [`accumulator::Accumulator`], tested with a
-//!   fake clock; the background task only moves bytes and timers.
+//! * The decisions live in pure code fed the time, tested with a fake clock: the
+//!   accumulator (records in, ready batches out), the outcome of each batch (deliver, retry
+//!   after `retry.backoff.ms`, fail; refresh the metadata first?) and the metadata refresh
+//!   schedule. The background task only moves bytes and timers, and applies them.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -106,26 +111,33 @@
 //! Produce request and metadata refresh, `warn` for retries, leader changes and close
 //! timeouts. No subscriber is installed.
 
-pub mod accumulator;
-pub mod arena;
+mod accumulator;
+mod arena;
 pub mod audit;
 pub mod config;
+mod delivery;
 mod engine;
 mod error;
+mod growth;
 mod inbox;
+mod message;
+mod observer;
+mod outcome;
 pub mod partitioner;
 mod producer;
 mod record;
+mod refresh;
 mod sync;
+mod topic;
 
 pub use audit::AuditConfig;
 pub use config::{
     ConfigError, EnqueueTimeout, ProducerConfig, ProducerConfigBuilder, ProducerType, RESPONSE_TIMEOUT_MARGIN,
 };
+pub use delivery::{Callback, CloseReport, DeliveryFuture, DeliveryHandler, DeliveryResult, FlushReport};
 pub use error::{DeliveryError, Error, Result, SendError, SyncSendError};
 pub use partitioner::{murmur2, murmur2_partition, Partitioner, PartitionerKind};
 pub use producer::AsyncProducer;
-pub use record::{
-    Callback, CloseReport, DeliveryFuture, DeliveryHandler, DeliveryResult, FlushReport, Record, RecordMetadata, Topic,
-};
+pub use record::{Record, RecordMetadata};
 pub use sync::SyncProducer;
+pub use topic::Topic;

@@ -13,13 +13,15 @@ use tokio::sync::{oneshot, Semaphore};
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use crate::audit::{AuditConfig, Auditor};
 use crate::config::{EnqueueTimeout, ProducerConfig};
-use crate::engine::{Command, Engine};
+use crate::delivery::{Callback, CloseReport, DeliveryFuture, DeliveryHandler, DeliveryResult, FlushReport, Slot};
+use crate::engine::Engine;
 use crate::error::{DeliveryError, Error, SendError};
-use crate::inbox::{inbox, InboxSender, Refused};
-use crate::record::{
-    Callback, CloseReport, DeliveryFuture, DeliveryHandler, DeliveryResult, FlushReport, Record, Slot,
-};
+use crate::inbox::{inbox, Command, InboxSender, Refused};
+use crate::observer::Observer;
+use crate::record::Record;
+use crate::topic::TopicNames;
 
 /// How long [`AsyncProducer::close`] waits past its bound for the background task's report
 /// before it gives up on it (the task never blocks, so this is only a safety net).
@@ -112,16 +114,37 @@ where
         AsyncProducer::start(config, None, key_encoder, value_encoder)
     }
 
-    /// [`AsyncProducer::new`], with audit on when `audit` is given (audit: see audit.rs).
+    /// As [`AsyncProducer::new`], with audit on (see [`crate::audit`]): per topic and window,
+    /// the records acknowledged (partition, offset ranges, fingerprints) and failed are
+    /// published to `audit.topic_name()`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] for invalid audit settings ([`AuditConfig::validate`]), and the
+    /// errors of [`AsyncProducer::new`].
+    pub fn with_audit(
+        config: ProducerConfig,
+        audit: AuditConfig,
+        key_encoder: impl Encoder<K> + 'static,
+        value_encoder: impl Encoder<V> + 'static,
+    ) -> Result<AsyncProducer<K, V>, Error> {
+        AsyncProducer::start(config, Some(audit), key_encoder, value_encoder)
+    }
+
+    /// [`AsyncProducer::new`], with audit on when `audit` is given.
     pub(crate) fn start(
         config: ProducerConfig,
-        audit: Option<crate::audit::AuditConfig>,
+        audit: Option<AuditConfig>,
         key_encoder: impl Encoder<K> + 'static,
         value_encoder: impl Encoder<V> + 'static,
     ) -> Result<AsyncProducer<K, V>, Error> {
         let handle = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
-        // audit (crates/producer/src/audit.rs): its settings are checked before anything starts
-        let auditor = audit.map(|a| crate::audit::Auditor::new(a, &config)).transpose()?;
+        // the audit's settings are checked before anything starts
+        let names = TopicNames::new();
+        let observer = match audit {
+            Some(audit) => Some(Box::new(Auditor::new(audit, &config, &names)?) as Box<dyn Observer>),
+            None => None,
+        };
         let connection = ConnectionConfig::builder()
             .client_id(config.client_id())
             .request_timeout(config.response_timeout())
@@ -142,10 +165,9 @@ where
                 other => Error::Internal { reason: other.to_string() },
             })?;
         let permits = Arc::new(Semaphore::new(config.queue_buffering_max_messages()));
-        let (tx, rx) = inbox();
+        let (tx, rx) = inbox(names.clone());
         let span = tracing::debug_span!("producer", client_id = %config.client_id());
-        let mut engine = Engine::new(config.clone(), cache, rx, permits.clone());
-        engine.audit = auditor; // audit (crates/producer/src/audit.rs)
+        let engine = Engine::new(config.clone(), cache, rx, permits.clone(), observer, names);
         handle.spawn(engine.run().instrument(span));
         Ok(AsyncProducer {
             shared: Arc::new(Shared { config, inbox: tx, permits, closed: AtomicBool::new(false) }),
@@ -248,7 +270,7 @@ where
     /// }));
     /// let events = Topic::new("events");
     /// for i in 0..1000u64 {
-    ///     let record = Record::new(events, format!("event {i}"));
+    ///     let record = Record::new(events.clone(), format!("event {i}"));
     ///     producer.send_with_static_handler(record, handler, i).await.expect("queued");
     /// }
     /// # }
@@ -336,19 +358,25 @@ where
                 permit.forget();
                 Ok(())
             }
-            // the background task is gone (it closed its inbox after a close, or its runtime
-            // stopped): the value was taken, so the record cannot be given back; dropping it
-            // delivers Closed through its future or callback, its one result
-            Err(Refused::Closed(pending)) => {
-                drop(pending);
-                Ok(())
-            }
-            // a key or value over i32::MAX bytes: its one result is that error
-            Err(Refused::Encode(e, topic, slot)) => {
+            // refused after the value was taken, so the record cannot be given back: its one
+            // result is the error, through its future, callback or handler
+            Err(refused) => {
+                let (error, topic, slot) = match refused {
+                    // the background task is gone (it closed its inbox after a close, or its
+                    // runtime stopped)
+                    Refused::Closed(topic, slot) => (Error::Closed { in_flight: false }, topic, slot),
+                    // a key or value over i32::MAX bytes
+                    Refused::Encode(e, topic, slot) => {
+                        let error = Error::Encode {
+                            topic: topic.to_string(),
+                            partition: partition.unwrap_or(-1),
+                            source: Arc::new(e),
+                        };
+                        (error, topic, slot)
+                    }
+                };
                 let Message { key, value, .. } = message;
-                let error =
-                    Error::Encode { topic: topic.to_string(), partition: partition.unwrap_or(-1), source: Arc::new(e) };
-                let failed = DeliveryError { topic, partition, attempts: 0, error, key, value };
+                let failed = DeliveryError { topic: topic.clone(), partition, attempts: 0, error, key, value };
                 slot.deliver(Err(Box::new(failed)), &topic);
                 Ok(())
             }

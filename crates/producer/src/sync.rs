@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use gregor_serde::Encoder;
 
+use crate::audit::AuditConfig;
 use crate::config::{EnqueueTimeout, ProducerConfig};
+use crate::delivery::{CloseReport, FlushReport};
 use crate::error::{Error, SyncSendError};
 use crate::producer::AsyncProducer;
-use crate::record::{CloseReport, FlushReport, Record, RecordMetadata};
+use crate::record::{Record, RecordMetadata};
 
 /// The synchronous producer (`producer.type=sync`): [`send`](SyncProducer::send) returns once
 /// the broker has acknowledged the record (as `request.required.acks` says) or it failed for
@@ -57,10 +59,26 @@ where
         SyncProducer::start(config, None, key_encoder, value_encoder)
     }
 
-    /// [`SyncProducer::new`], with audit on when `audit` is given (audit: see audit.rs).
-    pub(crate) fn start(
+    /// As [`SyncProducer::new`], with audit on (see [`crate::audit`] and
+    /// [`AsyncProducer::with_audit`]). Audit records are sent as soon as a window ends (the
+    /// linger is 0); [`SyncProducer::close`] publishes the last window.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] for invalid audit settings, and the errors of [`SyncProducer::new`].
+    pub fn with_audit(
         config: ProducerConfig,
-        audit: Option<crate::audit::AuditConfig>,
+        audit: AuditConfig,
+        key_encoder: impl Encoder<K> + 'static,
+        value_encoder: impl Encoder<V> + 'static,
+    ) -> Result<SyncProducer<K, V>, Error> {
+        SyncProducer::start(config, Some(audit), key_encoder, value_encoder)
+    }
+
+    /// [`SyncProducer::new`], with audit on when `audit` is given.
+    fn start(
+        config: ProducerConfig,
+        audit: Option<AuditConfig>,
         key_encoder: impl Encoder<K> + 'static,
         value_encoder: impl Encoder<V> + 'static,
     ) -> Result<SyncProducer<K, V>, Error> {

@@ -923,7 +923,7 @@ async fn a_static_delivery_handler_gets_every_result_once_with_its_opaque() {
     let topic = gregor_producer::Topic::new("sh");
     let before: Vec<i64> = (0..2).map(|part| c.offsets("sh", part).unwrap().0).collect();
     for i in 0..200u64 {
-        let record = Record::new(topic, i.to_string()).with_partition((i % 2) as i32);
+        let record = Record::new(topic.clone(), i.to_string()).with_partition((i % 2) as i32);
         p.send_with_static_handler(record, handler, i + 5).await.unwrap();
     }
     assert!(p.flush().bounded().await.is_ok());
@@ -934,13 +934,13 @@ async fn a_static_delivery_handler_gets_every_result_once_with_its_opaque() {
         let i = i as u64;
         assert_eq!(*opaque, i + 5);
         let m = result.as_ref().unwrap_or_else(|e| panic!("record {i}: {e}"));
-        assert_eq!((m.topic, m.partition), (topic, (i % 2) as i32));
+        assert_eq!((&m.topic, m.partition), (&topic, (i % 2) as i32));
         assert_eq!(m.offset, before[(i % 2) as usize] + (i / 2) as i64, "record {i}");
     }
     // undeliverable records reach it too
     pause_all(&c);
     for i in 0..3u64 {
-        p.send_with_static_handler(Record::new(topic, "late".to_owned()), handler, 1000 + i).await.unwrap();
+        p.send_with_static_handler(Record::new(topic.clone(), "late".to_owned()), handler, 1000 + i).await.unwrap();
     }
     let report = p.close(Duration::from_millis(300)).bounded().await;
     resume_all(&c);

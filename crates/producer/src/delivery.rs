@@ -1,0 +1,218 @@
+//! A record's way to its result: [`Pending`] (a record on its way, with its [`Slot`]) and the
+//! places a result goes ([`DeliveryFuture`], [`Callback`], [`DeliveryHandler`]); the reports
+//! of a flush and a close.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use gregor_protocol::{EncodedMessage, Message};
+use tokio::sync::oneshot;
+
+use crate::error::{DeliveryError, Error};
+use crate::record::RecordMetadata;
+use crate::topic::{Topic, TopicId};
+
+/// The result of a record: where it went, or why it did not. The error is boxed: it carries
+/// the record's key and value and is the rare case, so a result moves through the producer
+/// and to the application in 32 bytes rather than 160.
+pub type DeliveryResult = Result<RecordMetadata, Box<DeliveryError>>;
+
+/// Resolves to the record's [`DeliveryResult`] once the producer is done with it: acknowledged,
+/// failed for good, or abandoned by `close`. Every record gets exactly one result, even when
+/// the producer is dropped or its runtime shuts down (then an [`Error::Closed`]).
+///
+/// Dropping the future does not cancel the record; its result is then discarded. Cancel safe.
+#[derive(Debug)]
+#[must_use = "the delivery result says whether the record reached the broker"]
+pub struct DeliveryFuture {
+    pub(crate) rx: oneshot::Receiver<DeliveryResult>,
+}
+
+impl Future for DeliveryFuture {
+    type Output = DeliveryResult;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.rx).poll(cx).map(|r| {
+            r.unwrap_or_else(|_| {
+                // unreachable in practice: a record that is dropped delivers Closed first
+                Err(Box::new(DeliveryError {
+                    topic: Topic::unknown(),
+                    partition: None,
+                    attempts: 0,
+                    error: Error::Closed { in_flight: false },
+                    key: None,
+                    value: None,
+                }))
+            })
+        })
+    }
+}
+
+/// A callback given a record's result, on the producer's delivery task: keep it short (the
+/// results after it wait for it; the sending does not). It runs on a tokio worker: wrap a
+/// blocking call in `tokio::task::block_in_place`, or it holds up that worker's other tasks.
+pub type Callback = Box<dyn FnOnce(DeliveryResult) + Send + 'static>;
+
+/// Receives the results of records sent with
+/// [`send_with_handler`](crate::AsyncProducer::send_with_handler), each with the `opaque` value
+/// given to that send — librdkafka's delivery report callback and `msg_opaque`.
+///
+/// One handler serves many records: a send clones the `Arc` (no allocation per record, where
+/// a boxed callback costs one). Called on the producer's delivery task, one result after
+/// another in each partition's offset order: keep it short (the results after it wait for it;
+/// the sending does not), and wrap a blocking call in `tokio::task::block_in_place`; a panic
+/// in it is caught and logged.
+///
+/// Closures `Fn(u64, DeliveryResult)` are handlers:
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use std::sync::Arc;
+/// use gregor_producer::DeliveryHandler;
+///
+/// let delivered = Arc::new(AtomicU64::new(0));
+/// let d = delivered.clone();
+/// let handler: Arc<dyn DeliveryHandler> = Arc::new(move |_opaque: u64, result: gregor_producer::DeliveryResult| {
+///     if result.is_ok() {
+///         d.fetch_add(1, Ordering::Relaxed);
+///     }
+/// });
+/// # let _ = handler;
+/// ```
+pub trait DeliveryHandler: Send + Sync + 'static {
+    /// The result of the record sent with `opaque`.
+    fn on_delivery(&self, opaque: u64, result: DeliveryResult);
+}
+
+impl<F> DeliveryHandler for F
+where
+    F: Fn(u64, DeliveryResult) + Send + Sync + 'static,
+{
+    fn on_delivery(&self, opaque: u64, result: DeliveryResult) {
+        self(opaque, result)
+    }
+}
+
+/// Where a record's result goes.
+pub(crate) enum Slot {
+    Future(oneshot::Sender<DeliveryResult>),
+    Callback(Callback),
+    Handler(Arc<dyn DeliveryHandler>, u64),
+    StaticHandler(&'static dyn DeliveryHandler, u64),
+}
+
+/// A record on its way: encoded, with its delivery slot. Dropping it undelivered delivers
+/// [`Error::Closed`], so every record gets one result.
+pub(crate) struct Pending {
+    /// Order of arrival at the background task (set there).
+    pub(crate) seq: u64,
+    /// Its topic, as its producer numbers it (see `crate::topic`).
+    pub(crate) topic: TopicId,
+    /// The partition the application asked for.
+    pub(crate) partition: Option<i32>,
+    pub(crate) message: EncodedMessage,
+    pub(crate) slot: Option<Slot>,
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending")
+            .field("seq", &self.seq)
+            .field("topic", &self.topic)
+            .field("partition", &self.partition)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pending {
+    /// A delivery error for this record of `topic`.
+    pub(crate) fn error(
+        &self,
+        topic: Topic,
+        partition: Option<i32>,
+        attempts: u32,
+        error: Error,
+    ) -> Box<DeliveryError> {
+        let Message { key, value, .. } = self.message.to_message();
+        Box::new(DeliveryError { topic, partition: partition.or(self.partition), attempts, error, key, value })
+    }
+
+    /// Hands the result to the future, callback or handler (a panicking callback is caught
+    /// and logged with `topic`, so it cannot take the producer down).
+    pub(crate) fn deliver(&mut self, result: DeliveryResult, topic: &str) {
+        if let Some(slot) = self.slot.take() {
+            slot.deliver(result, topic);
+        }
+    }
+}
+
+impl Slot {
+    /// Hands `result` (of a record of `topic`) to the future, callback or handler.
+    pub(crate) fn deliver(self, result: DeliveryResult, topic: &str) {
+        match self {
+            Slot::Future(tx) => {
+                let _ = tx.send(result);
+            }
+            Slot::Callback(callback) => {
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(result)));
+                if outcome.is_err() {
+                    tracing::error!(topic, "a delivery callback panicked");
+                }
+            }
+            Slot::Handler(handler, opaque) => call_handler(&*handler, opaque, result, topic),
+            Slot::StaticHandler(handler, opaque) => call_handler(handler, opaque, result, topic),
+        }
+    }
+}
+
+fn call_handler(handler: &dyn DeliveryHandler, opaque: u64, result: DeliveryResult, topic: &str) {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.on_delivery(opaque, result)));
+    if outcome.is_err() {
+        tracing::error!(topic, opaque, "a delivery handler panicked");
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.slot.is_some() {
+            // the rare path: the name read from the producer's names (which outlive its records)
+            let topic = self.topic.name().map_or_else(Topic::unknown, Topic::from);
+            let error = self.error(topic.clone(), None, 0, Error::Closed { in_flight: false });
+            self.deliver(Err(error), &topic);
+        }
+    }
+}
+
+/// What [`flush`](crate::AsyncProducer::flush) found: the records queued before it that failed
+/// (the others were delivered).
+#[derive(Debug, Clone, Default)]
+pub struct FlushReport {
+    /// Every record that was queued before the flush and not delivered, in the order their
+    /// results came.
+    pub failed: Vec<DeliveryError>,
+}
+
+impl FlushReport {
+    /// True when every record was delivered.
+    pub fn is_ok(&self) -> bool {
+        self.failed.is_empty()
+    }
+}
+
+/// What [`close`](crate::AsyncProducer::close) could not deliver.
+#[derive(Debug, Clone, Default)]
+pub struct CloseReport {
+    /// Every record held when `close` was called (or sent during it) that was not delivered:
+    /// failed within the bound, or still queued or in flight when it ran out
+    /// ([`Error::Closed`]).
+    pub undelivered: Vec<DeliveryError>,
+}
+
+impl CloseReport {
+    /// True when everything was delivered.
+    pub fn is_ok(&self) -> bool {
+        self.undelivered.is_empty()
+    }
+}

@@ -1,0 +1,264 @@
+//! Records in: each record's topic (the engine's own allocation of its name), its partition
+//! (explicit, the partitioner's choice, or held until the topic's metadata comes) and its
+//! queue in the accumulator, its message copied once into its partition's arena.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use gregor_protocol::EncodedMessage;
+use tokio::time::Instant;
+
+use super::metadata::TopicParts;
+use super::Engine;
+use crate::accumulator::{Accumulator, TopicPartition};
+use crate::arena::Arena;
+use crate::delivery::Pending;
+use crate::error::Error;
+use crate::inbox::{InboxReceiver, Incoming, PackedRecord};
+use crate::message::{detach, own_copy, placeholder};
+use crate::partitioner::{Choice, PartitionerState};
+use crate::refresh::RefreshSchedule;
+use crate::topic::{Topic, TopicId};
+
+/// The engine's side of the inbox.
+pub(super) struct Inbound {
+    pub(super) inbox: InboxReceiver,
+    /// Commands taken from the inbox, not yet handled.
+    pub(super) incoming: Incoming,
+    /// False once every producer handle is dropped or the producer closed: nothing more comes.
+    pub(super) open: bool,
+    /// The number of the next record taken (records are numbered in order of arrival).
+    pub(super) next_seq: u64,
+    /// The last record's topic, and a key of the engine's own allocation of it (an element of
+    /// the known topics) whose partition [`Engine::on_packed`] sets: a record of the last
+    /// topic is queued without a reference count raised and lowered.
+    pub(super) last_topic: Option<(TopicId, TopicPartition)>,
+    /// The engine's own allocation of each topic its records came with (the known topics'),
+    /// by the producer's number for it.
+    pub(super) names: HashMap<TopicId, Arc<str>>,
+    /// See `crate::message::placeholder`.
+    pub(super) placeholder: EncodedMessage,
+}
+
+impl Inbound {
+    pub(super) fn new(inbox: InboxReceiver) -> Inbound {
+        Inbound {
+            inbox,
+            incoming: Incoming::default(),
+            open: true,
+            next_seq: 0,
+            last_topic: None,
+            names: HashMap::new(),
+            placeholder: placeholder(),
+        }
+    }
+}
+
+impl Engine {
+    /// The engine's own allocation of the topic numbered `id` (learning the topic, and asking
+    /// for its metadata, the first time): the queues' keys, whose counts only this task
+    /// changes; the last topic seen is checked first.
+    pub(super) fn own_topic(&mut self, id: TopicId, now: Instant) -> Arc<str> {
+        if let Some((last, tp)) = &self.input.last_topic {
+            if *last == id {
+                return tp.topic.clone();
+            }
+        }
+        let own = match self.input.names.get(&id) {
+            Some(own) => own.clone(),
+            None => {
+                // a number the engine has not seen: its name from the producer's names (which
+                // outlive the engine's records), then the engine's copy of it
+                let name = id.name().unwrap_or_else(|| Arc::from(""));
+                let own = match self.meta.topics.get_key_value(&*name) {
+                    Some((known, _)) => known.clone(),
+                    None => {
+                        let own: Arc<str> = Arc::from(&*name);
+                        self.meta.topics.insert(own.clone(), Topic::from(Arc::<str>::from(&*name)));
+                        self.meta.schedule.want(now);
+                        own
+                    }
+                };
+                self.input.names.insert(id, own.clone());
+                own
+            }
+        };
+        self.input.last_topic = Some((id, TopicPartition { topic: own.clone(), partition: 0 }));
+        own
+    }
+
+    /// The name of the topic numbered `id`, for a record's result.
+    pub(super) fn topic_of(&self, id: TopicId) -> Topic {
+        match self.input.names.get(&id) {
+            Some(own) => self.result_topic(own),
+            None => id.name().map_or_else(Topic::unknown, Topic::from),
+        }
+    }
+
+    /// The engine's allocation of the name `key` for results (see the known topics).
+    pub(super) fn result_topic(&self, key: &Arc<str>) -> Topic {
+        self.meta.topics.get(key).cloned().unwrap_or_else(|| Topic::from(key.clone()))
+    }
+
+    /// A small record from the inbox, its message's bytes still in the inbox's block: placed
+    /// as [`Engine::route`] places a record, its message copied once, from the block into its
+    /// partition's arena (or into an allocation of its own, when it waits or fails).
+    pub(super) fn on_packed(&mut self, record: PackedRecord, message: &[u8], now: Instant) {
+        let PackedRecord { topic: id, partition, slot } = record;
+        let mut pending = Pending {
+            seq: self.input.next_seq,
+            topic: id,
+            partition,
+            message: self.input.placeholder.clone(),
+            slot: Some(slot),
+        };
+        self.input.next_seq += 1;
+        if !matches!(&self.input.last_topic, Some((last, _)) if *last == id) {
+            // learns the topic (a new one: its metadata asked for) and makes it the last one
+            self.own_topic(id, now);
+        }
+        // the last topic's name, borrowed (no count changed per record)
+        let Some((_, last)) = &self.input.last_topic else { unreachable!("own_topic sets the last topic") };
+        let placement = place(
+            &self.acc,
+            &self.meta.parts,
+            &mut self.partitioner,
+            &mut self.meta.schedule,
+            &last.topic,
+            partition,
+            || EncodedMessage::key_of(message),
+            now,
+        );
+        if let (Placement::Partition(p), Some((_, tp))) = (placement, &mut self.input.last_topic) {
+            // the common case: the partition has a queue (see `put`); the key is the last
+            // topic's, its partition set. Its linger starts when the task takes it.
+            tp.partition = p;
+            let into_arena = |r: &mut Pending, arena: &mut Arena| into_arena(r, arena, Some(message));
+            match self.acc.try_append_with(tp, pending, now, into_arena) {
+                Ok(()) => return,
+                Err(back) => pending = back,
+            }
+        }
+        let topic = self.own_topic(id, now);
+        self.put(topic, pending, placement, Some(message), now);
+    }
+
+    /// Puts a record in its partition's queue, or holds it until its topic's metadata comes.
+    pub(super) fn route(&mut self, pending: Pending, enqueued_at: Instant, now: Instant) {
+        let topic = self.own_topic(pending.topic, now);
+        let placement = place(
+            &self.acc,
+            &self.meta.parts,
+            &mut self.partitioner,
+            &mut self.meta.schedule,
+            &topic,
+            pending.partition,
+            || pending.message.key(),
+            now,
+        );
+        self.put(topic, pending, placement, None, enqueued_at);
+    }
+
+    /// Puts a placed record where it goes. `raw`: its message's bytes while they are still in
+    /// the inbox's block (its `message` is then a placeholder, replaced here).
+    pub(super) fn put(
+        &mut self,
+        topic: Arc<str>,
+        mut pending: Pending,
+        placement: Placement,
+        raw: Option<&[u8]>,
+        enqueued_at: Instant,
+    ) {
+        let partition = match placement {
+            Placement::Partition(p) => p,
+            Placement::Hold => {
+                pending.message = match raw {
+                    Some(raw) => own_copy(raw),
+                    None => detach(&pending.message),
+                };
+                self.acc.hold(&topic, pending, enqueued_at);
+                return;
+            }
+            Placement::Invalid(p) => {
+                if let Some(raw) = raw {
+                    pending.message = own_copy(raw);
+                }
+                let partitions = self.meta.parts.get(&*topic).map_or(0, |parts| parts.all.len());
+                let error = Error::InvalidPartition { topic: topic.to_string(), partition: p, partitions };
+                self.fail(pending, self.result_topic(&topic), Some(p), 0, error);
+                return;
+            }
+        };
+        let tp = TopicPartition { topic, partition };
+        // the common case: the partition has a queue, so it was checked when the queue was made
+        // (and a refresh that finds it gone removes the queue)
+        let into_arena = |p: &mut Pending, arena: &mut Arena| into_arena(p, arena, raw);
+        let Err(mut pending) = self.acc.try_append_with(&tp, pending, enqueued_at, into_arena) else { return };
+        if let Some(parts) = self.meta.parts.get(&*tp.topic) {
+            if parts.error.is_none() && !parts.all.is_empty() && !parts.all.contains(&partition) {
+                if let Some(raw) = raw {
+                    pending.message = own_copy(raw);
+                }
+                let error =
+                    Error::InvalidPartition { topic: tp.topic.to_string(), partition, partitions: parts.all.len() };
+                let topic = self.result_topic(&tp.topic);
+                self.fail(pending, topic, Some(partition), 0, error);
+                return;
+            }
+        }
+        self.acc.set_leader(&tp, self.meta.snapshot.leader(&tp.topic, partition));
+        self.acc.append_with(&tp, pending, enqueued_at, into_arena);
+    }
+}
+
+/// Where a record of `topic` goes: its own partition, the partitioner's choice (given the
+/// key `key` reads), or nowhere yet (then a refresh is asked for). The parts of the engine it
+/// reads are passed one by one, so the topic's name can be borrowed from the engine too.
+#[allow(clippy::too_many_arguments)]
+fn place<'k>(
+    acc: &Accumulator<Pending>,
+    parts: &HashMap<String, TopicParts>,
+    partitioner: &mut PartitionerState,
+    schedule: &mut RefreshSchedule,
+    topic: &str,
+    partition: Option<i32>,
+    key: impl FnOnce() -> Option<&'k [u8]>,
+    now: Instant,
+) -> Placement {
+    if let Some(p) = partition {
+        return Placement::Partition(p);
+    }
+    if acc.has_held(topic) {
+        // behind the records already waiting, or it could overtake them
+        return Placement::Hold;
+    }
+    let parts = parts.get(topic);
+    let (all, available) = parts.map_or((&[][..], &[][..]), |p| (&p.all[..], &p.available[..]));
+    match partitioner.choose(topic, key(), all, available, &mut || rand::random::<u32>() as usize) {
+        Choice::Partition(p) => Placement::Partition(p),
+        Choice::Wait => {
+            schedule.want_for_waiting(now);
+            Placement::Hold
+        }
+        Choice::Invalid(p) => Placement::Invalid(p),
+    }
+}
+
+/// Moves a record's message into its partition's arena: from `raw`, its bytes in the inbox's
+/// block, when given; else from its own message.
+fn into_arena(pending: &mut Pending, arena: &mut Arena, raw: Option<&[u8]>) {
+    pending.message = match raw {
+        Some(raw) => arena.copy_slice(raw).expect("the inbox holds what Message::encode wrote"),
+        None => arena.copy(&pending.message),
+    };
+}
+
+/// Where [`place`] puts a record.
+#[derive(Clone, Copy)]
+pub(super) enum Placement {
+    Partition(i32),
+    /// Its topic's partitions are not known yet, or records of the topic wait for them.
+    Hold,
+    /// The partitioner chose a partition the topic does not have.
+    Invalid(i32),
+}
