@@ -284,14 +284,6 @@ pub enum Error {
         source: Arc<gregor_simple_consumer::Error>,
     },
 
-    /// Returned when an audit record is not one a producer with audit writes (see
-    /// [`crate::audit`]).
-    #[error("invalid audit record: {reason}")]
-    InvalidAuditRecord {
-        /// What is wrong.
-        reason: String,
-    },
-
     /// Returned when an offset to reset to lies outside what the partition holds.
     #[error(
         "offset {offset} is out of range for {topic}/{partition}: the partition holds offsets \

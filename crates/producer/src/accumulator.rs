@@ -58,8 +58,8 @@ fn count_loose<T>(
     q: &mut PartitionQueue<T>,
     before: usize,
     chunk_bytes: usize,
-    tp: &TopicPartition,
-    due: &mut Vec<TopicPartition>,
+    tp: &PartitionKey,
+    due: &mut Vec<PartitionKey>,
 ) {
     let added = q.arena.used().saturating_sub(before);
     q.loose += 1;
@@ -70,33 +70,35 @@ fn count_loose<T>(
     }
 }
 
-/// A topic and one of its partitions. Equality and order are the topic name's and the
-/// partition's; two keys sharing one topic allocation compare without reading the names.
+/// The producer's queue key: a topic and one of its partitions (the public name of a
+/// topic-partition is `gregor_protocol::TopicPartition`; this key shares its topic allocation).
+/// Equality and order are the topic name's and the partition's; two keys sharing one topic
+/// allocation compare without reading the names.
 #[derive(Debug, Clone)]
-pub(crate) struct TopicPartition {
+pub(crate) struct PartitionKey {
     /// The topic (shared, so a key costs a reference count, not a copy).
     pub(crate) topic: Arc<str>,
     /// The partition.
     pub(crate) partition: i32,
 }
 
-impl TopicPartition {
+impl PartitionKey {
     /// `topic`/`partition`.
     #[cfg(test)]
-    pub(crate) fn new(topic: impl Into<Arc<str>>, partition: i32) -> TopicPartition {
-        TopicPartition { topic: topic.into(), partition }
+    pub(crate) fn new(topic: impl Into<Arc<str>>, partition: i32) -> PartitionKey {
+        PartitionKey { topic: topic.into(), partition }
     }
 }
 
-impl PartialEq for TopicPartition {
+impl PartialEq for PartitionKey {
     fn eq(&self, other: &Self) -> bool {
         self.partition == other.partition && (Arc::ptr_eq(&self.topic, &other.topic) || self.topic == other.topic)
     }
 }
 
-impl Eq for TopicPartition {}
+impl Eq for PartitionKey {}
 
-impl std::hash::Hash for TopicPartition {
+impl std::hash::Hash for PartitionKey {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         // the name's hash, as equality compares names
         (*self.topic).hash(state);
@@ -104,13 +106,13 @@ impl std::hash::Hash for TopicPartition {
     }
 }
 
-impl PartialOrd for TopicPartition {
+impl PartialOrd for PartitionKey {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl Ord for TopicPartition {
+impl Ord for PartitionKey {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         let topics = if Arc::ptr_eq(&self.topic, &other.topic) {
             std::cmp::Ordering::Equal
@@ -121,7 +123,7 @@ impl Ord for TopicPartition {
     }
 }
 
-impl std::fmt::Display for TopicPartition {
+impl std::fmt::Display for PartitionKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.topic, self.partition)
     }
@@ -161,7 +163,7 @@ pub(crate) struct Batch<T> {
     /// Unique within the accumulator.
     pub(crate) id: u64,
     /// Where it goes.
-    pub(crate) tp: TopicPartition,
+    pub(crate) tp: PartitionKey,
     /// The records, in order.
     pub(crate) records: Vec<T>,
     /// How many times it has been sent, counting the send it was drained for.
@@ -313,18 +315,18 @@ struct Held<T> {
 #[derive(Debug)]
 pub(crate) struct Accumulator<T> {
     config: AccumulatorConfig,
-    partitions: BTreeMap<TopicPartition, PartitionQueue<T>>,
+    partitions: BTreeMap<PartitionKey, PartitionQueue<T>>,
     held: BTreeMap<Arc<str>, Held<T>>,
     /// Rounds in flight per broker.
     busy: BTreeMap<BrokerId, usize>,
     /// The partition each broker's last round started after (round-robin fairness).
-    cursor: BTreeMap<BrokerId, TopicPartition>,
+    cursor: BTreeMap<BrokerId, PartitionKey>,
     len: usize,
     in_flight_records: usize,
     flushing: bool,
     next_batch_id: u64,
     /// Partitions whose loose records reached `chunk_bytes`.
-    due_chunks: Vec<TopicPartition>,
+    due_chunks: Vec<PartitionKey>,
 }
 
 impl<T> Accumulator<T> {
@@ -386,22 +388,22 @@ impl<T> Accumulator<T> {
 
     /// True when the partition has a queue (it was appended to or given a leader).
     #[cfg(test)]
-    pub(crate) fn knows(&self, tp: &TopicPartition) -> bool {
+    pub(crate) fn knows(&self, tp: &PartitionKey) -> bool {
         self.partitions.contains_key(tp)
     }
 
     /// Every partition with a queue.
-    pub(crate) fn partitions(&self) -> Vec<TopicPartition> {
+    pub(crate) fn partitions(&self) -> Vec<PartitionKey> {
         self.partitions.keys().cloned().collect()
     }
 
     /// The partition's leader as last set.
-    pub(crate) fn leader(&self, tp: &TopicPartition) -> Option<BrokerId> {
+    pub(crate) fn leader(&self, tp: &PartitionKey) -> Option<BrokerId> {
         self.partitions.get(tp).and_then(|q| q.leader)
     }
 
     /// Sets (or clears, after a leader error) the partition's leader.
-    pub(crate) fn set_leader(&mut self, tp: &TopicPartition, leader: Option<BrokerId>) {
+    pub(crate) fn set_leader(&mut self, tp: &PartitionKey, leader: Option<BrokerId>) {
         let q = match self.partitions.get_mut(tp) {
             Some(q) => q,
             None => self.partitions.entry(tp.clone()).or_insert_with(|| PartitionQueue::new(None)),
@@ -414,7 +416,7 @@ impl<T> Accumulator<T> {
 
     /// [`Accumulator::append_with`] without moving the record's bytes (tests).
     #[cfg(test)]
-    pub(crate) fn append(&mut self, tp: &TopicPartition, record: T, enqueued_at: Instant) {
+    pub(crate) fn append(&mut self, tp: &PartitionKey, record: T, enqueued_at: Instant) {
         self.append_with(tp, record, enqueued_at, |_, _| {});
     }
 
@@ -423,7 +425,7 @@ impl<T> Accumulator<T> {
     /// `enqueued_at` starts its linger.
     pub(crate) fn append_with(
         &mut self,
-        tp: &TopicPartition,
+        tp: &PartitionKey,
         record: T,
         enqueued_at: Instant,
         prepare: impl FnOnce(&mut T, &mut Arena),
@@ -446,7 +448,7 @@ impl<T> Accumulator<T> {
     /// The record, untouched, when the partition has no queue.
     pub(crate) fn try_append_with(
         &mut self,
-        tp: &TopicPartition,
+        tp: &PartitionKey,
         mut record: T,
         enqueued_at: Instant,
         prepare: impl FnOnce(&mut T, &mut Arena),
@@ -468,13 +470,13 @@ impl<T> Accumulator<T> {
 
     /// The partitions whose records since their last chunk reached
     /// [`AccumulatorConfig::chunk_bytes`], each once, in the order they did.
-    pub(crate) fn take_due_chunks(&mut self) -> Vec<TopicPartition> {
+    pub(crate) fn take_due_chunks(&mut self) -> Vec<PartitionKey> {
         std::mem::take(&mut self.due_chunks)
     }
 
     /// The partition's queued records since its last chunk, oldest first (they are the next
     /// chunk: the count starts again); `None` when there are none.
-    pub(crate) fn take_loose(&mut self, tp: &TopicPartition) -> Option<std::collections::vec_deque::Iter<'_, T>> {
+    pub(crate) fn take_loose(&mut self, tp: &PartitionKey) -> Option<std::collections::vec_deque::Iter<'_, T>> {
         let q = self.partitions.get_mut(tp)?;
         let n = q.loose.min(q.queued.len());
         q.loose = 0;
@@ -487,12 +489,12 @@ impl<T> Accumulator<T> {
 
     /// The partition's queued records, oldest first (not those in flight or waiting to be
     /// retried); `None` when it has no queue.
-    pub(crate) fn queued(&self, tp: &TopicPartition) -> Option<std::collections::vec_deque::Iter<'_, T>> {
+    pub(crate) fn queued(&self, tp: &PartitionKey) -> Option<std::collections::vec_deque::Iter<'_, T>> {
         self.partitions.get(tp).map(|q| q.queued.iter())
     }
 
     /// The partition's batches in flight (0 when it has no queue).
-    pub(crate) fn batches_in_flight(&self, tp: &TopicPartition) -> usize {
+    pub(crate) fn batches_in_flight(&self, tp: &PartitionKey) -> usize {
         self.partitions.get(tp).map_or(0, |q| q.in_flight)
     }
 
@@ -537,7 +539,7 @@ impl<T> Accumulator<T> {
     /// ready, one round of at most `batch.num.messages` records (see the module docs).
     pub(crate) fn drain(&mut self, now: Instant) -> Vec<Round<T>> {
         let urgent = self.flushing || self.is_full();
-        let mut by_broker: BTreeMap<BrokerId, Vec<TopicPartition>> = BTreeMap::new();
+        let mut by_broker: BTreeMap<BrokerId, Vec<PartitionKey>> = BTreeMap::new();
         for (tp, q) in &self.partitions {
             let Some(broker) = q.leader else { continue };
             if q.in_flight >= self.config.max_in_flight || self.broker_full(broker) || !q.sendable(now) {
@@ -707,7 +709,7 @@ impl<T> Accumulator<T> {
 
     /// Removes a partition's records that are not in flight (the partition does not exist);
     /// a batch in flight comes back through `done`/`retry` as usual.
-    pub(crate) fn remove_partition(&mut self, tp: &TopicPartition) -> Vec<Released<T>> {
+    pub(crate) fn remove_partition(&mut self, tp: &PartitionKey) -> Vec<Released<T>> {
         let mut released = Vec::new();
         if let Some(q) = self.partitions.get_mut(tp) {
             self.len -= release_queue(tp, q, &mut released);
@@ -739,7 +741,7 @@ impl<T> Accumulator<T> {
 }
 
 /// Moves a partition's retry batch and queued records to `out`; returns how many.
-fn release_queue<T>(tp: &TopicPartition, q: &mut PartitionQueue<T>, out: &mut Vec<Released<T>>) -> usize {
+fn release_queue<T>(tp: &PartitionKey, q: &mut PartitionQueue<T>, out: &mut Vec<Released<T>>) -> usize {
     let before = out.len();
     for retry in q.retry.drain(..) {
         let attempts = retry.batch.attempts;
@@ -781,8 +783,8 @@ mod tests {
         }
     }
 
-    fn tp(p: i32) -> TopicPartition {
-        TopicPartition::new("t", p)
+    fn tp(p: i32) -> PartitionKey {
+        PartitionKey::new("t", p)
     }
 
     fn acc(config: AccumulatorConfig) -> Accumulator<u32> {
@@ -1236,7 +1238,7 @@ mod proptests {
         }
 
         fn append(&mut self, p: i32, r: Rec) {
-            self.acc.append(&TopicPartition::new("t", p), r, self.now);
+            self.acc.append(&PartitionKey::new("t", p), r, self.now);
             self.appended.entry(p).or_default().push(r);
             self.partition_of.insert(r, p);
         }
@@ -1310,7 +1312,7 @@ mod proptests {
                 acked: HashMap::new(),
             };
             for p in 0..3 {
-                m.acc.set_leader(&TopicPartition::new("t", p), Some(p % 2));
+                m.acc.set_leader(&PartitionKey::new("t", p), Some(p % 2));
             }
             for op in ops {
                 match op {
@@ -1343,7 +1345,7 @@ mod proptests {
                     Op::Ack(i) => m.settle(i, 0),
                     Op::FailRetriable(i) => m.settle(i, 1),
                     Op::FailFatal(i) => m.settle(i, 2),
-                    Op::Leader(p, l) => m.acc.set_leader(&TopicPartition::new("t", p), l),
+                    Op::Leader(p, l) => m.acc.set_leader(&PartitionKey::new("t", p), l),
                     Op::MetadataRound => {
                         for r in m.acc.end_metadata_round(&[Arc::<str>::from("t")]) {
                             m.outcome(r.record, false);
@@ -1360,7 +1362,7 @@ mod proptests {
                 m.append((r % 3) as i32, r);
             }
             for p in 0..3 {
-                m.acc.set_leader(&TopicPartition::new("t", p), Some(p % 2));
+                m.acc.set_leader(&PartitionKey::new("t", p), Some(p % 2));
             }
             let mut guard = 0;
             while !m.acc.is_empty() {

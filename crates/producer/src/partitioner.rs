@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::config::ConfigError;
+use gregor_config::ConfigError;
 
 /// The Java client's murmur2 hash (`org.apache.kafka.common.utils.Utils.murmur2`): seed
 /// `0x9747b28c`, little-endian 4-byte blocks, the tail folded in as Java's switch fall-through

@@ -150,7 +150,7 @@ where
             .request_timeout(config.response_timeout())
             .send_buffer_bytes(Some(config.send_buffer_bytes()))
             .build()
-            .map_err(net_config_error)?;
+            .map_err(Error::Config)?;
         let metadata = MetadataConfig::builder()
             .refresh_interval(config.topic_metadata_refresh_interval().unwrap_or(Duration::MAX))
             .retry_backoff(config.retry_backoff())
@@ -158,10 +158,10 @@ where
             // the producer retries refreshes itself, retry.backoff.ms apart
             .refresh_rounds(1)
             .build()
-            .map_err(net_config_error)?;
+            .map_err(Error::Config)?;
         let cache = MetadataCache::with_config(config.metadata_broker_list(), Pool::new(connection), metadata)
             .map_err(|e| match e {
-                gregor_net::Error::Config(c) => net_config_error(c),
+                gregor_net::Error::Config(c) => Error::Config(c),
                 other => Error::Internal { reason: other.to_string() },
             })?;
         let permits = Arc::new(Semaphore::new(config.queue_buffering_max_messages()));
@@ -444,14 +444,5 @@ impl<K, V> AsyncProducer<K, V> {
     /// True once [`close`](AsyncProducer::close) was called.
     pub fn is_closed(&self) -> bool {
         self.shared.closed.load(Ordering::Acquire)
-    }
-}
-
-fn net_config_error(e: gregor_net::ConfigError) -> Error {
-    match e {
-        gregor_net::ConfigError::Invalid { property, value, reason } => {
-            Error::Config(crate::config::ConfigError::Invalid { property, value, reason })
-        }
-        other => Error::Internal { reason: other.to_string() },
     }
 }

@@ -8,7 +8,7 @@ use gregor_protocol::{Compression, MessageSet};
 
 use super::blocking::offload;
 use super::Engine;
-use crate::accumulator::TopicPartition;
+use crate::accumulator::PartitionKey;
 use crate::delivery::Pending;
 
 /// Eager compression: a partition of a compressed topic gets its records compressed in chunks
@@ -40,10 +40,10 @@ pub(super) struct Chunk {
 #[derive(Default)]
 pub(super) struct Chunks {
     /// The chunks compressed ahead of their batches, oldest first, per partition.
-    pub(super) made: HashMap<TopicPartition, VecDeque<Chunk>>,
+    pub(super) made: HashMap<PartitionKey, VecDeque<Chunk>>,
     /// Partitions due a chunk that waited for their batch in flight (their loose records
     /// kept, so the chunk still begins where the next batch will).
-    pub(super) waiting: Vec<TopicPartition>,
+    pub(super) waiting: Vec<PartitionKey>,
 }
 
 impl Engine {
@@ -109,7 +109,7 @@ impl Engine {
     /// The chunks that begin `records` (a fresh batch of `tp`), in order, and how many records
     /// they cover. Chunks of later records stay; the others are stale (their records went
     /// another way, or only some of them are in this batch) and are dropped.
-    pub(super) fn take_chunks(&mut self, tp: &TopicPartition, records: &[Pending]) -> (Vec<ChunkSet>, usize) {
+    pub(super) fn take_chunks(&mut self, tp: &PartitionKey, records: &[Pending]) -> (Vec<ChunkSet>, usize) {
         let Some(chunks) = self.chunks.made.get_mut(tp) else { return (Vec::new(), 0) };
         let mut sets = Vec::new();
         let mut covered = 0;
@@ -196,7 +196,7 @@ mod tests {
     #[tokio::test]
     async fn chunks_go_only_with_the_records_they_were_made_of() {
         let mut e = engine();
-        let tp = TopicPartition::new("t", 0);
+        let tp = PartitionKey::new("t", 0);
         // queued after the first batch: records 5 to 9
         for seq in 5..10 {
             e.acc.append(&tp, pending(seq, "v"), Instant::now());
@@ -222,7 +222,7 @@ mod tests {
     #[tokio::test]
     async fn a_chunk_due_while_its_batch_is_in_flight_waits_and_begins_the_next_batch() {
         let mut e = engine_with(Compression::Snappy);
-        let tp = TopicPartition::new("t", 0);
+        let tp = PartitionKey::new("t", 0);
         let now = Instant::now();
         e.acc.set_leader(&tp, Some(1));
         let drain = |e: &mut Engine| {

@@ -301,7 +301,7 @@ mod tests {
     use tokio::time::Instant;
 
     use super::*;
-    use crate::accumulator::TopicPartition;
+    use crate::accumulator::PartitionKey;
     use crate::delivery::Slot;
     use crate::engine::testing::engine_observed;
     use crate::topic::TopicId;
@@ -362,7 +362,7 @@ mod tests {
             });
             e.on_command(record(topic, value.unwrap_or("own"), slot), now);
         }
-        let tp = TopicPartition::new("t", 0);
+        let tp = PartitionKey::new("t", 0);
         e.acc.set_leader(&tp, Some(1));
         e.acc.set_flushing(true);
         let mut rounds = e.acc.drain(now);

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use super::blocking::{joined, offload};
 use super::chunks::{join_chunks, ChunkSet};
 use super::{Completion, Engine, TaskKind};
-use crate::accumulator::{Batch, Round, TopicPartition};
+use crate::accumulator::{Batch, PartitionKey, Round};
 use crate::delivery::Pending;
 use crate::error::Error;
 use crate::outcome::{self, Action, Answer, MetadataAction, RetryPolicy, Verdict};
@@ -310,7 +310,7 @@ impl Engine {
 fn produce_request(
     acks: i16,
     timeout: i32,
-    sources: Vec<(TopicPartition, SetSource)>,
+    sources: Vec<(PartitionKey, SetSource)>,
 ) -> (ProduceRequest, Vec<Option<Result<MessageSet, gregor_protocol::Error>>>) {
     let mut topics: Vec<TopicPartitions<ProducePartition>> = Vec::new();
     let mut encoded = Vec::with_capacity(sources.len());

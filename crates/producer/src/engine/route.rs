@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::metadata::TopicParts;
 use super::Engine;
-use crate::accumulator::{Accumulator, TopicPartition};
+use crate::accumulator::{Accumulator, PartitionKey};
 use crate::arena::Arena;
 use crate::delivery::Pending;
 use crate::error::Error;
@@ -32,7 +32,7 @@ pub(super) struct Inbound {
     /// The last record's topic, and a key of the engine's own allocation of it (an element of
     /// the known topics) whose partition [`Engine::on_packed`] sets: a record of the last
     /// topic is queued without a reference count raised and lowered.
-    pub(super) last_topic: Option<(TopicId, TopicPartition)>,
+    pub(super) last_topic: Option<(TopicId, PartitionKey)>,
     /// The engine's own allocation of each topic its records came with (the known topics'),
     /// by the producer's number for it.
     pub(super) names: HashMap<TopicId, Arc<str>>,
@@ -83,7 +83,7 @@ impl Engine {
                 own
             }
         };
-        self.input.last_topic = Some((id, TopicPartition { topic: own.clone(), partition: 0 }));
+        self.input.last_topic = Some((id, PartitionKey { topic: own.clone(), partition: 0 }));
         own
     }
 
@@ -189,7 +189,7 @@ impl Engine {
                 return;
             }
         };
-        let tp = TopicPartition { topic, partition };
+        let tp = PartitionKey { topic, partition };
         // the common case: the partition has a queue, so it was checked when the queue was made
         // (and a refresh that finds it gone removes the queue)
         let into_arena = |p: &mut Pending, arena: &mut Arena| into_arena(p, arena, raw);
