@@ -119,6 +119,15 @@ pub enum Error {
         /// The largest length the prefix can carry.
         max: usize,
     },
+    /// Returned when a variable-length integer is malformed (more bytes or bits than its width)
+    /// or tags of a tagged-field section are not ascending.
+    #[error("malformed {field}: {reason}")]
+    InvalidVarint {
+        /// The field being read.
+        field: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
     /// Returned when a frame's size prefix is negative or larger than the configured maximum.
     #[error("frame of {size} bytes exceeds max {max}")]
     FrameTooLarge {

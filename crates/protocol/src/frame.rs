@@ -17,73 +17,96 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use crate::error::{Error, Result};
 use crate::wire;
 
-/// The API key of a request (`int16`). Only the client APIs of Kafka 0.8.2 have bodies in this
-/// crate; the inter-broker ones (4 to 7) are named so logs can say what a broker was sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ApiKey {
+macro_rules! api_keys {
+    ($($(#[$doc:meta])* $name:ident = $code:literal,)*) => {
+        /// The API key of a request (`int16`). Every API gregor speaks is named, and the
+        /// inter-broker ones of Kafka 0.8.2 (4 to 7) so logs can say what a broker was sent; any
+        /// other key is [`ApiKey::Other`].
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum ApiKey {
+            $($(#[$doc])* $name,)*
+            /// Any other key.
+            Other(i16),
+        }
+
+        impl ApiKey {
+            /// The key for a number.
+            pub fn from_i16(key: i16) -> ApiKey {
+                match key {
+                    $($code => ApiKey::$name,)*
+                    other => ApiKey::Other(other),
+                }
+            }
+
+            /// The number on the wire.
+            pub fn code(self) -> i16 {
+                match self {
+                    $(ApiKey::$name => $code,)*
+                    ApiKey::Other(k) => k,
+                }
+            }
+        }
+    };
+}
+
+api_keys! {
     /// 0 — Produce.
-    Produce,
+    Produce = 0,
     /// 1 — Fetch.
-    Fetch,
+    Fetch = 1,
     /// 2 — Offsets (ListOffsets, `getOffsetsBefore`).
-    Offsets,
+    Offsets = 2,
     /// 3 — Metadata (TopicMetadata).
-    Metadata,
+    Metadata = 3,
     /// 4 — LeaderAndIsr (inter-broker).
-    LeaderAndIsr,
+    LeaderAndIsr = 4,
     /// 5 — StopReplica (inter-broker).
-    StopReplica,
+    StopReplica = 5,
     /// 6 — UpdateMetadata (inter-broker).
-    UpdateMetadata,
+    UpdateMetadata = 6,
     /// 7 — ControlledShutdown (inter-broker).
-    ControlledShutdown,
+    ControlledShutdown = 7,
     /// 8 — OffsetCommit.
-    OffsetCommit,
+    OffsetCommit = 8,
     /// 9 — OffsetFetch.
-    OffsetFetch,
-    /// 10 — ConsumerMetadata (GroupCoordinator in later versions).
-    ConsumerMetadata,
-    /// Any other key (e.g. 18 ApiVersions, which a 0.8 broker answers by closing the connection).
-    Other(i16),
+    OffsetFetch = 9,
+    /// 10 — ConsumerMetadata (GroupCoordinator, then FindCoordinator, in later versions).
+    ConsumerMetadata = 10,
+    /// 11 — JoinGroup (Kafka 0.9+).
+    JoinGroup = 11,
+    /// 12 — Heartbeat (Kafka 0.9+).
+    Heartbeat = 12,
+    /// 13 — LeaveGroup (Kafka 0.9+).
+    LeaveGroup = 13,
+    /// 14 — SyncGroup (Kafka 0.9+).
+    SyncGroup = 14,
+    /// 15 — DescribeGroups (Kafka 0.9+).
+    DescribeGroups = 15,
+    /// 16 — ListGroups (Kafka 0.9+).
+    ListGroups = 16,
+    /// 17 — SaslHandshake (Kafka 0.10+).
+    SaslHandshake = 17,
+    /// 18 — ApiVersions (Kafka 0.10+, KIP-35; a 0.8 broker closes the connection on it).
+    ApiVersions = 18,
+    /// 19 — CreateTopics (Kafka 0.10.1+).
+    CreateTopics = 19,
+    /// 20 — DeleteTopics (Kafka 0.10.1+).
+    DeleteTopics = 20,
+    /// 22 — InitProducerId (Kafka 0.11+; idempotent and transactional producers).
+    InitProducerId = 22,
+    /// 32 — DescribeConfigs (Kafka 0.11+).
+    DescribeConfigs = 32,
+    /// 33 — AlterConfigs (Kafka 0.11+).
+    AlterConfigs = 33,
+    /// 36 — SaslAuthenticate (Kafka 1.0+).
+    SaslAuthenticate = 36,
+    /// 37 — CreatePartitions (Kafka 1.0+).
+    CreatePartitions = 37,
+    /// 44 — IncrementalAlterConfigs (Kafka 2.3+).
+    IncrementalAlterConfigs = 44,
 }
 
 impl ApiKey {
-    /// The key for a number.
-    pub fn from_i16(key: i16) -> ApiKey {
-        match key {
-            0 => ApiKey::Produce,
-            1 => ApiKey::Fetch,
-            2 => ApiKey::Offsets,
-            3 => ApiKey::Metadata,
-            4 => ApiKey::LeaderAndIsr,
-            5 => ApiKey::StopReplica,
-            6 => ApiKey::UpdateMetadata,
-            7 => ApiKey::ControlledShutdown,
-            8 => ApiKey::OffsetCommit,
-            9 => ApiKey::OffsetFetch,
-            10 => ApiKey::ConsumerMetadata,
-            other => ApiKey::Other(other),
-        }
-    }
-
-    /// The number on the wire.
-    pub fn code(self) -> i16 {
-        match self {
-            ApiKey::Produce => 0,
-            ApiKey::Fetch => 1,
-            ApiKey::Offsets => 2,
-            ApiKey::Metadata => 3,
-            ApiKey::LeaderAndIsr => 4,
-            ApiKey::StopReplica => 5,
-            ApiKey::UpdateMetadata => 6,
-            ApiKey::ControlledShutdown => 7,
-            ApiKey::OffsetCommit => 8,
-            ApiKey::OffsetFetch => 9,
-            ApiKey::ConsumerMetadata => 10,
-            ApiKey::Other(k) => k,
-        }
-    }
-
     /// The versions of this API that this crate encodes and decodes (those of Kafka 0.8.2), or
     /// `None` for an API without a body here.
     pub fn versions(self) -> Option<VersionRange> {
@@ -96,8 +119,31 @@ impl ApiKey {
             ApiKey::OffsetCommit => OffsetCommitRequest::VERSIONS,
             ApiKey::OffsetFetch => OffsetFetchRequest::VERSIONS,
             ApiKey::ConsumerMetadata => ConsumerMetadataRequest::VERSIONS,
+            ApiKey::ApiVersions => ApiVersionsRequest::VERSIONS,
             _ => return None,
         })
+    }
+
+    /// The first flexible version of the API among those this crate implements (KIP-482), or
+    /// `None`.
+    pub fn flexible_from(self) -> Option<i16> {
+        use crate::messages::*;
+        match self {
+            ApiKey::ApiVersions => ApiVersionsRequest::FLEXIBLE_FROM,
+            _ => None,
+        }
+    }
+
+    /// True when `version` of the API is flexible: its request header is v2 and its response
+    /// header v1 (ApiVersions excepted: its response header is always v0).
+    pub fn is_flexible(self, version: i16) -> bool {
+        self.flexible_from().is_some_and(|f| version >= f)
+    }
+
+    /// True when a response to `version` of the API starts with header v1 (correlation id and a
+    /// tagged-field section) rather than v0.
+    pub fn response_header_is_flexible(self, version: i16) -> bool {
+        self != ApiKey::ApiVersions && self.is_flexible(version)
     }
 
     /// Fails unless `version` is one this crate implements for the API.
@@ -204,6 +250,9 @@ pub trait Request: Encode + Decode {
     const KEY: ApiKey;
     /// The versions this crate implements (those of Kafka 0.8.2).
     const VERSIONS: VersionRange;
+    /// The first flexible version (KIP-482: compact lengths, tagged fields, request header v2
+    /// and response header v1), `None` when every version is classic (all of Kafka 0.8.2's).
+    const FLEXIBLE_FROM: Option<i16> = None;
     /// The response body.
     type Response: Encode + Decode;
 
@@ -236,7 +285,8 @@ pub struct RequestHeader {
 }
 
 impl RequestHeader {
-    /// Appends the header.
+    /// Appends the header: v1 (key, version, correlation id, client id), or v2 (v1 and an empty
+    /// tagged-field section) for a flexible version of the API.
     ///
     /// # Errors
     ///
@@ -245,10 +295,17 @@ impl RequestHeader {
         buf.put_i16(self.api_key.code());
         buf.put_i16(self.api_version);
         buf.put_i32(self.correlation_id);
-        wire::put_nullable_string(buf, "client_id", self.client_id.as_deref())
+        wire::put_nullable_string(buf, "client_id", self.client_id.as_deref())?;
+        if self.api_key.is_flexible(self.api_version) {
+            // request header v2: an (empty) tagged-field section after the client id, which
+            // stays a classic int16 string
+            buf.put_u8(0);
+        }
+        Ok(())
     }
 
-    /// Reads the header from the front of a request frame (size prefix already removed).
+    /// Reads the header from the front of a request frame (size prefix already removed): v1, or
+    /// v2 (with a tagged-field section) for a flexible version of an API this crate implements.
     ///
     /// # Errors
     ///
@@ -258,6 +315,10 @@ impl RequestHeader {
         let api_version = wire::get_i16(buf, "api_version")?;
         let correlation_id = wire::get_i32(buf, "correlation_id")?;
         let client_id = wire::get_nullable_string(buf, "client_id")?;
+        if api_key.is_flexible(api_version) {
+            // header tags (none are defined for clients) are read and dropped
+            crate::schema::TaggedFields::read(buf)?;
+        }
         Ok(RequestHeader { api_key, api_version, correlation_id, client_id })
     }
 }
@@ -410,6 +471,28 @@ pub fn encode_response<B: Encode>(correlation_id: i32, version: i16, body: &B, b
     wire::finish_size(buf, at, "response frame")
 }
 
+/// Writes a whole response frame to `R`'s request: size prefix, response header (v0, or v1 with
+/// a tagged-field section for a flexible version), body in `version`.
+///
+/// # Errors
+///
+/// [`Error::UnsupportedVersion`], and whatever encoding the body returns.
+pub fn encode_response_for<R: Request>(
+    correlation_id: i32,
+    version: i16,
+    body: &R::Response,
+    buf: &mut BytesMut,
+) -> Result<()> {
+    check_version::<R>(version)?;
+    let at = wire::begin_size(buf);
+    buf.put_i32(correlation_id);
+    if R::KEY.response_header_is_flexible(version) {
+        buf.put_u8(0);
+    }
+    body.encode(version, buf)?;
+    wire::finish_size(buf, at, "response frame")
+}
+
 /// Decodes a request body of a known type from the rest of a frame, which it must use exactly.
 ///
 /// # Errors
@@ -429,6 +512,9 @@ pub fn decode_request_body<R: Request>(version: i16, mut body: Bytes) -> Result<
 /// Decoding errors, and [`Error::TrailingBytes`] when bytes are left over.
 pub fn decode_response<R: Request>(version: i16, mut frame: Bytes) -> Result<(ResponseHeader, R::Response)> {
     let correlation_id = wire::get_i32(&mut frame, "correlation_id")?;
+    if R::KEY.response_header_is_flexible(version) {
+        crate::schema::TaggedFields::read(&mut frame)?;
+    }
     let body = R::Response::decode(version, &mut frame)?;
     ensure_consumed(R::KEY, version, "response", &frame)?;
     Ok((ResponseHeader { correlation_id }, body))
@@ -476,9 +562,10 @@ mod tests {
         for k in -1..=20 {
             assert_eq!(ApiKey::from_i16(k).code(), k);
         }
-        assert_eq!(ApiKey::from_i16(18), ApiKey::Other(18));
+        assert_eq!(ApiKey::from_i16(18), ApiKey::ApiVersions);
+        assert_eq!(ApiKey::from_i16(21), ApiKey::Other(21));
         assert_eq!(ApiKey::Fetch.to_string(), "Fetch");
-        assert_eq!(ApiKey::Other(18).to_string(), "ApiKey(18)");
+        assert_eq!(ApiKey::Other(21).to_string(), "ApiKey(21)");
     }
 
     #[test]

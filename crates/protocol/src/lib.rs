@@ -56,6 +56,7 @@ mod error_code;
 pub mod frame;
 pub mod message;
 pub mod messages;
+pub mod schema;
 mod topic_partition;
 pub mod wire;
 

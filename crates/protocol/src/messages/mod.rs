@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::frame::{Encode, Request};
 use crate::wire;
 
+mod api_versions;
 mod consumer_metadata;
 mod fetch;
 mod metadata;
@@ -22,6 +23,7 @@ mod offset_fetch;
 mod offsets;
 mod produce;
 
+pub use api_versions::{ApiVersion, ApiVersionsRequest, ApiVersionsResponse, FinalizedFeatureKey, SupportedFeatureKey};
 pub use consumer_metadata::{ConsumerMetadataRequest, ConsumerMetadataResponse};
 pub use fetch::{FetchPartition, FetchRequest, FetchResponse, FetchResponsePartition, FetchResponseTopic, FetchTopic};
 pub use metadata::{BrokerMetadata, MetadataRequest, MetadataResponse, PartitionMetadata, TopicMetadata};
