@@ -178,6 +178,13 @@ fn an_unknown_api_versions_version_is_answered_in_v0_with_error_35() {
 }
 
 #[test]
+fn an_error_35_answer_reads_as_v0_whatever_version_was_asked() {
+    let fx = fixtures().into_iter().find(|f| f.name == "api_versions_v9_err_apiversions_unsupported").unwrap();
+    let (_, r) = frame::decode_response::<ApiVersionsRequest>(3, body_of(&fx.response).unwrap()).unwrap();
+    assert_eq!((r.error_code, r.versions_of(ApiKey::ApiVersions)), (35, Some((0, 3))));
+}
+
+#[test]
 fn hostile_compact_lengths_fail_before_allocating() {
     // ApiVersions v3 response body: error 0, then an array count of 2^32-2 in a 10-byte body
     let mut body = Bytes::from_static(&[0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f, 0, 0, 0]);

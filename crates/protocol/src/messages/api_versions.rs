@@ -84,7 +84,28 @@ message! {
 }
 
 crate::top_level!(request ApiVersionsRequest: ApiKey::ApiVersions, versions 0..=3, flexible Some(3), response ApiVersionsResponse);
-crate::top_level!(response ApiVersionsResponse for ApiVersionsRequest);
+
+impl crate::Encode for ApiVersionsResponse {
+    fn encode(&self, version: i16, buf: &mut bytes::BytesMut) -> crate::Result<()> {
+        let ctx = crate::schema::ctx_of::<ApiVersionsRequest>(version)?;
+        crate::schema::Wire::put(self, ctx, "ApiVersionsResponse", buf)
+    }
+}
+
+impl crate::Decode for ApiVersionsResponse {
+    /// Reads the response to a request sent in `version`. A broker that does not know that
+    /// version answers error 35 (UNSUPPORTED_VERSION) in a v0 body whatever was asked, so a
+    /// body starting with error 35 is read as v0 (as Kafka's own clients do).
+    fn decode(version: i16, buf: &mut bytes::Bytes) -> crate::Result<Self> {
+        let unsupported = buf.get(..2) == Some(&UNSUPPORTED_VERSION.to_be_bytes()[..]);
+        let version = if unsupported { 0 } else { version };
+        let ctx = crate::schema::ctx_of::<ApiVersionsRequest>(version)?;
+        crate::schema::Wire::get(ctx, "ApiVersionsResponse", buf)
+    }
+}
+
+/// Error 35, UNSUPPORTED_VERSION: the broker does not know the requested ApiVersions version.
+const UNSUPPORTED_VERSION: i16 = 35;
 
 impl ApiVersionsResponse {
     /// The versions the broker speaks of `api`, if it speaks it.
