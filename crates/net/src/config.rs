@@ -10,6 +10,9 @@
 //! | [`ConnectionConfig::receive_buffer_bytes`] | `socket.receive.buffer.bytes` | OS default |
 //! | [`ConnectionConfig::max_in_flight`] | — | 64 ([`DEFAULT_MAX_IN_FLIGHT`]) |
 //! | [`ConnectionConfig::tcp_nodelay`] | — | true |
+//! | [`ConnectionConfig::api_version_request`] | `api.version.request` (librdkafka) | false, for now |
+//! | [`ConnectionConfig::api_version_request_timeout`] | `api.version.request.timeout.ms` (librdkafka) | 10 s |
+//! | [`ConnectionConfig::broker_version_fallback`] | `broker.version.fallback` (librdkafka) | 0.8.2 |
 //! | [`MetadataConfig::refresh_interval`] | `topic.metadata.refresh.interval.ms` | 600 s ([`DEFAULT_REFRESH_INTERVAL`]) |
 //! | [`MetadataConfig::retry_backoff`] | `retry.backoff.ms` | 100 ms ([`DEFAULT_RETRY_BACKOFF`]) |
 //! | [`MetadataConfig::retry_backoff_max`] | — | 1 s ([`DEFAULT_RETRY_BACKOFF_MAX`]) |
@@ -18,6 +21,8 @@
 use std::time::Duration;
 
 use gregor_config::{check_at_most, check_timeout};
+
+use crate::versions::BrokerVersionFallback;
 
 /// Kafka 0.8.2's default `client.id`: empty.
 pub const DEFAULT_CLIENT_ID: &str = "";
@@ -33,6 +38,8 @@ pub const DEFAULT_MAX_FRAME_SIZE: usize = 104_857_600;
 pub const DEFAULT_SEND_BUFFER_BYTES: usize = 100 * 1024;
 /// Default [`ConnectionConfig::max_in_flight`]: 64 requests per connection.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
+/// Default [`ConnectionConfig::api_version_request_timeout`]: 10 s, as librdkafka's.
+pub const DEFAULT_API_VERSION_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default [`MetadataConfig::refresh_interval`]: 600 s, the 0.8.2 producer's
 /// `topic.metadata.refresh.interval.ms`.
 pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(600);
@@ -87,6 +94,9 @@ pub struct ConnectionConfig {
     receive_buffer_bytes: Option<usize>,
     max_in_flight: usize,
     tcp_nodelay: bool,
+    api_version_request: bool,
+    api_version_request_timeout: Duration,
+    broker_version_fallback: BrokerVersionFallback,
 }
 
 impl Default for ConnectionConfig {
@@ -100,6 +110,9 @@ impl Default for ConnectionConfig {
             receive_buffer_bytes: None,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             tcp_nodelay: true,
+            api_version_request: false,
+            api_version_request_timeout: DEFAULT_API_VERSION_REQUEST_TIMEOUT,
+            broker_version_fallback: BrokerVersionFallback::DEFAULT,
         }
     }
 }
@@ -153,6 +166,29 @@ impl ConnectionConfig {
     /// Whether `TCP_NODELAY` is set.
     pub fn tcp_nodelay(&self) -> bool {
         self.tcp_nodelay
+    }
+
+    /// `api.version.request`: whether a new connection first asks the broker which versions it
+    /// speaks (ApiVersions).
+    pub fn api_version_request(&self) -> bool {
+        self.api_version_request
+    }
+
+    /// `api.version.request.timeout.ms`: how long the ApiVersions answer may take.
+    pub fn api_version_request_timeout(&self) -> Duration {
+        self.api_version_request_timeout
+    }
+
+    /// `broker.version.fallback`: the release whose versions a broker gets when it does not
+    /// answer ApiVersions (or when `api.version.request` is off).
+    pub fn broker_version_fallback(&self) -> BrokerVersionFallback {
+        self.broker_version_fallback
+    }
+
+    /// These settings without the ApiVersions request (for the second connection to a broker
+    /// that closed the first on it).
+    pub(crate) fn without_api_version_request(&self) -> ConnectionConfig {
+        ConnectionConfig { api_version_request: false, ..self.clone() }
     }
 }
 
@@ -230,6 +266,32 @@ impl ConnectionConfigBuilder {
         self
     }
 
+    /// `api.version.request`: ask each broker, on each new connection, which versions of which
+    /// APIs it speaks (ApiVersions, Kafka 0.10+), so that requests go out in the highest version
+    /// both sides know. A Kafka 0.8/0.9 broker closes the connection on it; the connection is
+    /// then opened again and speaks the [`broker_version_fallback`](Self::broker_version_fallback)
+    /// release's versions. Default: false for now (gregor's clients still send Kafka 0.8.2's
+    /// versions everywhere); it becomes true once they use what is negotiated.
+    pub fn api_version_request(mut self, on: bool) -> Self {
+        self.config.api_version_request = on;
+        self
+    }
+
+    /// `api.version.request.timeout.ms`: how long the ApiVersions answer may take; past it the
+    /// connection fails (it is not taken for an old broker: those close the connection at once).
+    /// Default: 10 s ([`DEFAULT_API_VERSION_REQUEST_TIMEOUT`]).
+    pub fn api_version_request_timeout(mut self, timeout: Duration) -> Self {
+        self.config.api_version_request_timeout = timeout;
+        self
+    }
+
+    /// `broker.version.fallback`: the Kafka release (0.8.0 to 0.9.0) whose versions a broker
+    /// that does not answer ApiVersions gets. Default: 0.8.2.
+    pub fn broker_version_fallback(mut self, release: BrokerVersionFallback) -> Self {
+        self.config.broker_version_fallback = release;
+        self
+    }
+
     /// Checks the settings.
     ///
     /// # Errors
@@ -240,6 +302,7 @@ impl ConnectionConfigBuilder {
     /// [`validate_client_id`] refuses.
     pub fn build(self) -> Result<ConnectionConfig, ConfigError> {
         let c = self.config;
+        check_timeout("api.version.request.timeout.ms", c.api_version_request_timeout, MAX_TIMEOUT)?;
         validate_client_id(&c.client_id)?;
         check_timeout("socket.timeout.ms", c.request_timeout, MAX_TIMEOUT)?;
         check_timeout("connect_timeout", c.connect_timeout, MAX_TIMEOUT)?;

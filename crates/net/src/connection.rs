@@ -25,7 +25,8 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use gregor_protocol::frame::{decode_response, encode_request_frame, ApiKey, RequestFrame, RequestHeader};
-use gregor_protocol::Request;
+use gregor_protocol::messages::ApiVersionsRequest;
+use gregor_protocol::{ErrorCode, Request};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream, ToSocketAddrs};
 use tokio::sync::{mpsc, oneshot, watch, Notify, OwnedSemaphorePermit, Semaphore};
@@ -35,6 +36,7 @@ use tracing::Instrument;
 
 use crate::config::ConnectionConfig;
 use crate::error::{Error, PoisonReason, Result};
+use crate::versions::BrokerVersions;
 use crate::BrokerId;
 
 /// Where the correlation id sits in an encoded request frame: after the 4-byte size, the
@@ -86,6 +88,8 @@ struct Shared {
     addr: String,
     /// Known when opened for a known broker, or learnt later by the pool.
     broker_id: OnceLock<BrokerId>,
+    /// The versions the broker speaks, once asked (or its fallback release's).
+    versions: OnceLock<BrokerVersions>,
     /// The `connection` span of the tasks (its `broker_id` is recorded once known).
     span: tracing::Span,
     config: ConnectionConfig,
@@ -192,7 +196,86 @@ impl BrokerConnection {
         }
         tracing::debug!(%addr, broker_id, "connected to broker");
         let (read, write) = stream.into_split();
-        Ok(Self::spawn(read, write, addr, broker_id, config.clone()))
+        let conn = Self::spawn(read, write, addr.clone(), broker_id, config.clone());
+        let fallback = BrokerVersions::fallback(config.broker_version_fallback());
+        if !config.api_version_request() {
+            conn.set_versions(fallback);
+            return Ok(conn);
+        }
+        match conn.negotiate().await {
+            Ok(_) => Ok(conn),
+            Err(e) if e.is_broker_closed() => {
+                // a Kafka 0.8/0.9 broker closes the connection on ApiVersions: open a fresh one
+                // and speak the fallback release's versions on it
+                tracing::info!(
+                    %addr,
+                    fallback = %config.broker_version_fallback(),
+                    "broker closed the connection on ApiVersions (Kafka before 0.10): using the fallback versions"
+                );
+                let retry = config.without_api_version_request();
+                Box::pin(Self::connect_to(addr, broker_id, &retry)).await
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Asks the broker which versions of which APIs it speaks (ApiVersions, KIP-35) and keeps
+    /// the answer for [`BrokerConnection::versions`]. A broker that does not know the version
+    /// asked (v3) answers error 35 with the versions of ApiVersions it has; the request is then
+    /// repeated in the highest of those.
+    ///
+    /// # Errors
+    ///
+    /// Any request error; a Kafka 0.8/0.9 broker closes the connection
+    /// ([`Error::is_broker_closed`]), which [`BrokerConnection::connect`] turns into the
+    /// fallback versions; [`Error::Broker`] for an error code in the answer.
+    pub async fn negotiate(&self) -> Result<&BrokerVersions> {
+        let software = ApiVersionsRequest {
+            client_software_name: CLIENT_SOFTWARE_NAME.to_owned(),
+            client_software_version: CLIENT_SOFTWARE_VERSION.to_owned(),
+            ..Default::default()
+        };
+        let timeout = self.shared().config.api_version_request_timeout();
+        let ask = |version: i16| {
+            let request = if version >= 3 { software.clone() } else { ApiVersionsRequest::default() };
+            async move {
+                match tokio::time::timeout(timeout, self.request(version, &request)).await {
+                    Ok(answer) => answer,
+                    Err(_) => Err(Error::Timeout {
+                        addr: self.addr().to_owned(),
+                        api: ApiKey::ApiVersions,
+                        correlation_id: -1,
+                        after: timeout,
+                    }),
+                }
+            }
+        };
+        let ours = ApiVersionsRequest::VERSIONS.max;
+        let mut answer = ask(ours).await?;
+        if answer.error_code == UNSUPPORTED_VERSION {
+            let theirs = answer.versions_of(ApiKey::ApiVersions).map_or(0, |(_, max)| max);
+            answer = ask(theirs.clamp(0, ours)).await?;
+        }
+        if answer.error_code != 0 {
+            let code = ErrorCode::from_i16(answer.error_code).unwrap_or(ErrorCode::Unknown(answer.error_code));
+            return Err(Error::broker(code, format!("ApiVersions from {}", self.addr())));
+        }
+        let versions = BrokerVersions::negotiated(&answer);
+        tracing::debug!(addr = %self.addr(), apis = answer.api_keys.len(), "negotiated API versions");
+        self.set_versions(versions);
+        Ok(self.versions().unwrap_or_else(|| unreachable!("set above")))
+    }
+
+    /// The versions the broker speaks: its ApiVersions answer, or the fallback release's for a
+    /// broker before Kafka 0.10 (or with `api.version.request` off). `None` for a connection made
+    /// with [`BrokerConnection::from_io`] until [`BrokerConnection::negotiate`] ran.
+    pub fn versions(&self) -> Option<&BrokerVersions> {
+        self.shared().versions.get()
+    }
+
+    /// Sets the versions (first one wins).
+    pub(crate) fn set_versions(&self, versions: BrokerVersions) {
+        let _ = self.shared().versions.set(versions);
     }
 
     /// A connection over any byte stream (a test seam: drive it with [`tokio::io::duplex`]).
@@ -226,6 +309,7 @@ impl BrokerConnection {
         let shared = Arc::new(Shared {
             addr,
             broker_id: OnceLock::new(),
+            versions: OnceLock::new(),
             span: span.clone(),
             config,
             state: Mutex::new(State::default()),
@@ -499,6 +583,13 @@ impl BrokerConnection {
         }
     }
 }
+
+/// The `ClientSoftwareName` gregor sends in ApiVersions v3+ (brokers show it in their metrics).
+pub const CLIENT_SOFTWARE_NAME: &str = "gregor";
+/// The `ClientSoftwareVersion` gregor sends: this crate's version.
+pub const CLIENT_SOFTWARE_VERSION: &str = env!("CARGO_PKG_VERSION");
+/// Error 35, UNSUPPORTED_VERSION.
+const UNSUPPORTED_VERSION: i16 = 35;
 
 /// Writes the correlation id into an encoded request frame.
 fn with_correlation_id(mut frame: RequestFrame, correlation_id: i32) -> RequestFrame {

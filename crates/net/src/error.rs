@@ -221,6 +221,19 @@ impl Error {
         }
     }
 
+    /// True when the broker closed the connection (EOF, or a reset): what a Kafka 0.8/0.9 broker
+    /// does on a request it does not know, such as ApiVersions.
+    pub fn is_broker_closed(&self) -> bool {
+        match self.poison_reason() {
+            Some(PoisonReason::BrokerClosed { .. }) => true,
+            Some(PoisonReason::Io { error, .. }) => matches!(
+                error.kind(),
+                io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted | io::ErrorKind::BrokenPipe
+            ),
+            _ => false,
+        }
+    }
+
     /// The broker's error code, for [`Error::Broker`].
     pub fn code(&self) -> Option<ErrorCode> {
         match self {

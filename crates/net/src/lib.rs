@@ -60,14 +60,16 @@ mod error;
 mod fetch;
 mod metadata;
 mod pool;
+pub mod versions;
 
 pub use backoff::{Backoff, DEFAULT_JITTER};
 pub use config::{ConfigError, ConnectionConfig, ConnectionConfigBuilder, MetadataConfig, MetadataConfigBuilder};
-pub use connection::BrokerConnection;
+pub use connection::{BrokerConnection, CLIENT_SOFTWARE_NAME, CLIENT_SOFTWARE_VERSION};
 pub use error::{Error, PoisonReason, Result, BROKER_CLOSED_HINT};
 pub use fetch::{classify_fetch, FetchClass};
 pub use metadata::{parse_broker_list, Broker, MetadataCache, MetadataSnapshot, PartitionInfo, TopicInfo};
 pub use pool::Pool;
+pub use versions::{BrokerVersionFallback, BrokerVersions, NoCommonVersion, VersionSource};
 
 /// A broker's id (`broker.id`), as the protocol carries it (`int32`).
 pub type BrokerId = i32;
