@@ -13,6 +13,7 @@
 //! | [`ConnectionConfig::api_version_request`] | `api.version.request` (librdkafka) | false, for now |
 //! | [`ConnectionConfig::api_version_request_timeout`] | `api.version.request.timeout.ms` (librdkafka) | 10 s |
 //! | [`ConnectionConfig::broker_version_fallback`] | `broker.version.fallback` (librdkafka) | 0.8.2 |
+//! | [`ConnectionConfig::tls`] | `security.protocol=SSL`, `ssl.*` ([`TlsConfig`]) | plaintext |
 //! | [`MetadataConfig::refresh_interval`] | `topic.metadata.refresh.interval.ms` | 600 s ([`DEFAULT_REFRESH_INTERVAL`]) |
 //! | [`MetadataConfig::retry_backoff`] | `retry.backoff.ms` | 100 ms ([`DEFAULT_RETRY_BACKOFF`]) |
 //! | [`MetadataConfig::retry_backoff_max`] | — | 1 s ([`DEFAULT_RETRY_BACKOFF_MAX`]) |
@@ -22,6 +23,7 @@ use std::time::Duration;
 
 use gregor_config::{check_at_most, check_timeout};
 
+use crate::tls::TlsConfig;
 use crate::versions::BrokerVersionFallback;
 
 /// Kafka 0.8.2's default `client.id`: empty.
@@ -97,6 +99,7 @@ pub struct ConnectionConfig {
     api_version_request: bool,
     api_version_request_timeout: Duration,
     broker_version_fallback: BrokerVersionFallback,
+    tls: Option<TlsConfig>,
 }
 
 impl Default for ConnectionConfig {
@@ -113,6 +116,7 @@ impl Default for ConnectionConfig {
             api_version_request: false,
             api_version_request_timeout: DEFAULT_API_VERSION_REQUEST_TIMEOUT,
             broker_version_fallback: BrokerVersionFallback::DEFAULT,
+            tls: None,
         }
     }
 }
@@ -183,6 +187,11 @@ impl ConnectionConfig {
     /// answer ApiVersions (or when `api.version.request` is off).
     pub fn broker_version_fallback(&self) -> BrokerVersionFallback {
         self.broker_version_fallback
+    }
+
+    /// TLS (`security.protocol=SSL`), or `None` for plaintext.
+    pub fn tls(&self) -> Option<&TlsConfig> {
+        self.tls.as_ref()
     }
 
     /// These settings without the ApiVersions request (for the second connection to a broker
@@ -282,6 +291,13 @@ impl ConnectionConfigBuilder {
     /// Default: 10 s ([`DEFAULT_API_VERSION_REQUEST_TIMEOUT`]).
     pub fn api_version_request_timeout(mut self, timeout: Duration) -> Self {
         self.config.api_version_request_timeout = timeout;
+        self
+    }
+
+    /// TLS for every connection (`security.protocol=SSL`), with the certificates of a
+    /// [`TlsConfig`]; `None` (the default) for plaintext.
+    pub fn tls(mut self, tls: Option<TlsConfig>) -> Self {
+        self.config.tls = tls;
         self
     }
 

@@ -194,9 +194,26 @@ impl BrokerConnection {
         if config.tcp_nodelay() {
             stream.set_nodelay(true).map_err(|source| Error::Io { addr: addr.clone(), source })?;
         }
-        tracing::debug!(%addr, broker_id, "connected to broker");
-        let (read, write) = stream.into_split();
-        let conn = Self::spawn(read, write, addr.clone(), broker_id, config.clone());
+        let conn = match config.tls() {
+            None => {
+                tracing::debug!(%addr, broker_id, "connected to broker");
+                let (read, write) = stream.into_split();
+                Self::spawn(read, write, addr.clone(), broker_id, config.clone())
+            }
+            Some(tls) => {
+                let name =
+                    crate::tls::server_name(&addr).map_err(|reason| Error::Tls { addr: addr.clone(), reason })?;
+                let connector = tokio_rustls::TlsConnector::from(tls.rustls());
+                let stream = match tokio::time::timeout(timeout, connector.connect(name, stream)).await {
+                    Ok(Ok(stream)) => stream,
+                    Ok(Err(e)) => return Err(tls_error(&addr, e)),
+                    Err(_) => return Err(Error::ConnectTimeout { addr, after: timeout }),
+                };
+                tracing::debug!(%addr, broker_id, "connected to broker over TLS");
+                let (read, write) = tokio::io::split(stream);
+                Self::spawn(read, write, addr.clone(), broker_id, config.clone())
+            }
+        };
         let fallback = BrokerVersions::fallback(config.broker_version_fallback());
         if !config.api_version_request() {
             conn.set_versions(fallback);
@@ -590,6 +607,15 @@ pub const CLIENT_SOFTWARE_NAME: &str = "gregor";
 pub const CLIENT_SOFTWARE_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Error 35, UNSUPPORTED_VERSION.
 const UNSUPPORTED_VERSION: i16 = 35;
+
+/// A failed TLS handshake: [`Error::Tls`] when rustls refused (a certificate, the protocol),
+/// [`Error::Io`] when the network failed under it (retriable).
+fn tls_error(addr: &str, e: io::Error) -> Error {
+    match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+        Some(refused) => Error::Tls { addr: addr.to_owned(), reason: refused.to_string() },
+        None => Error::Io { addr: addr.to_owned(), source: e },
+    }
+}
 
 /// Writes the correlation id into an encoded request frame.
 fn with_correlation_id(mut frame: RequestFrame, correlation_id: i32) -> RequestFrame {

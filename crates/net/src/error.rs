@@ -175,6 +175,17 @@ pub enum Error {
         /// What it was about (topic, partition, API, broker).
         context: String,
     },
+    /// Returned when the TLS handshake with a broker failed on its certificate or the protocol
+    /// (unknown issuer, a name the certificate does not carry, an expired certificate, no common
+    /// cipher, a client certificate the broker refused). Not retriable: the same certificates
+    /// would fail again; fix the `ssl.*` settings.
+    #[error("TLS with broker at {addr} failed: {reason}")]
+    Tls {
+        /// The broker's address.
+        addr: String,
+        /// What rustls said.
+        reason: String,
+    },
     /// Returned when a setting is invalid.
     #[error("invalid configuration")]
     Config(#[from] ConfigError),
@@ -190,6 +201,9 @@ impl Error {
     /// metadata refresh) may succeed: connection failures, timeouts, poisoned connections,
     /// missing leaders, and retriable broker codes ([`ErrorCode::is_retriable`]).
     pub fn is_retriable(&self) -> bool {
+        if self.is_tls_refusal() {
+            return false;
+        }
         match self {
             Error::Connect { .. }
             | Error::ConnectTimeout { .. }
@@ -217,6 +231,19 @@ impl Error {
             | Error::UnknownBroker { .. }
             | Error::NoLeader { .. } => true,
             Error::Broker { code, .. } => code.needs_metadata_refresh(),
+            _ => false,
+        }
+    }
+
+    /// True for a connection TLS gave up on: a failed handshake ([`Error::Tls`]), or an alert
+    /// after it (a broker refusing the client certificate it asked for, under TLS 1.3, says so
+    /// only once the client's side of the handshake is done).
+    pub fn is_tls_refusal(&self) -> bool {
+        match self {
+            Error::Tls { .. } => true,
+            Error::Poisoned { reason: PoisonReason::Io { error, .. }, .. } => {
+                error.get_ref().is_some_and(|inner| inner.is::<rustls::Error>())
+            }
             _ => false,
         }
     }

@@ -60,6 +60,7 @@ mod error;
 mod fetch;
 mod metadata;
 mod pool;
+pub mod tls;
 pub mod versions;
 
 pub use backoff::{Backoff, DEFAULT_JITTER};
@@ -69,6 +70,7 @@ pub use error::{Error, PoisonReason, Result, BROKER_CLOSED_HINT};
 pub use fetch::{classify_fetch, FetchClass};
 pub use metadata::{parse_broker_list, Broker, MetadataCache, MetadataSnapshot, PartitionInfo, TopicInfo};
 pub use pool::Pool;
+pub use tls::{TlsConfig, TlsConfigBuilder};
 pub use versions::{BrokerVersionFallback, BrokerVersions, NoCommonVersion, VersionSource};
 
 /// A broker's id (`broker.id`), as the protocol carries it (`int32`).
