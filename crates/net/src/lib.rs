@@ -60,6 +60,7 @@ mod error;
 mod fetch;
 mod metadata;
 mod pool;
+pub mod sasl;
 pub mod tls;
 pub mod versions;
 
@@ -70,6 +71,7 @@ pub use error::{Error, PoisonReason, Result, BROKER_CLOSED_HINT};
 pub use fetch::{classify_fetch, FetchClass};
 pub use metadata::{parse_broker_list, Broker, MetadataCache, MetadataSnapshot, PartitionInfo, TopicInfo};
 pub use pool::Pool;
+pub use sasl::{SaslConfig, SaslMechanism, Secret};
 pub use tls::{TlsConfig, TlsConfigBuilder};
 pub use versions::{BrokerVersionFallback, BrokerVersions, NoCommonVersion, VersionSource};
 
