@@ -50,6 +50,21 @@ pub enum ConfigError {
         /// Every property that client knows.
         known: &'static [&'static str],
     },
+    /// Returned when two names of one setting (Kafka 0.8's and today's, such as
+    /// `queue.buffering.max.ms` and `linger.ms`) are both given, with different values.
+    #[error("{second}={second_value:?} and {first}={first_value:?} name the same {client} setting with different values: give one")]
+    Conflict {
+        /// The client.
+        client: &'static str,
+        /// The name given first.
+        first: &'static str,
+        /// Its value.
+        first_value: String,
+        /// The name given second.
+        second: &'static str,
+        /// Its value.
+        second_value: String,
+    },
 }
 
 impl ConfigError {
@@ -70,6 +85,7 @@ impl ConfigError {
         match self {
             ConfigError::Invalid { property, .. } | ConfigError::Missing { property } => property,
             ConfigError::UnknownProperty { property, .. } => property,
+            ConfigError::Conflict { second, .. } => second,
         }
     }
 }

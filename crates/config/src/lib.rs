@@ -67,4 +67,7 @@ pub use names::{
     check_name_chars, check_topic_name, is_legal_char, validate_client_id, validate_topic_name, TopicNameError,
     MAX_CLIENT_ID_BYTES, MAX_TOPIC_NAME_LENGTH,
 };
-pub use read::{kafka_bool, parse_bool, parse_choice, parse_int, parse_ms, read, Properties, Property, INT_MAX};
+pub use read::{
+    kafka_bool, parse_bool, parse_choice, parse_int, parse_ms, read, read_with_aliases, Alias, Properties, Property,
+    INT_MAX,
+};

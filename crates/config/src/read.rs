@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::error::shorten;
 use crate::ConfigError;
 
 /// The largest value of a Kafka `int` property (milliseconds, counts, sizes): 2147483647.
@@ -29,7 +30,56 @@ where
     K: AsRef<str>,
     V: AsRef<str>,
 {
-    Properties { client, known, properties: properties.into_iter() }
+    read_with_aliases(client, known, &[], properties)
+}
+
+/// A name today's Kafka clients use for a setting a gregor client knows under its Kafka 0.8
+/// name: `linger.ms` for `queue.buffering.max.ms`, `acks` for `request.required.acks`.
+#[derive(Debug, Clone, Copy)]
+pub struct Alias {
+    /// Today's name (`linger.ms`).
+    pub modern: &'static str,
+    /// The client's own name for the setting (`queue.buffering.max.ms`), one of its known names.
+    pub classic: &'static str,
+    /// Turns a value in today's syntax into the classic one (`acks=all` into `-1`); `None` when
+    /// the syntax is the same. A value it cannot turn is passed on as given, so the classic
+    /// reader refuses it (naming the modern property).
+    pub translate: Option<fn(&str) -> Option<String>>,
+}
+
+/// As [`read`], also accepting the `modern` name of each of `aliases` for its `classic` one: the
+/// [`Property`] then has the classic [`name`](Property::name) (to dispatch on) while errors name
+/// the property as given. Both names of one setting with different values are a
+/// [`ConfigError::Conflict`]; the same value under both is accepted.
+///
+/// ```
+/// use gregor_config::{read_with_aliases, Alias, ConfigError};
+///
+/// const KNOWN: &[&str] = &["queue.buffering.max.ms"];
+/// const ALIASES: &[Alias] = &[Alias { modern: "linger.ms", classic: "queue.buffering.max.ms", translate: None }];
+/// let p = read_with_aliases("producer", KNOWN, ALIASES, [("linger.ms", "5")]).next().unwrap()?;
+/// assert_eq!((p.name(), p.given_as(), p.value()), ("queue.buffering.max.ms", "linger.ms", "5"));
+///
+/// let both = [("linger.ms", "5"), ("queue.buffering.max.ms", "10")];
+/// let e = read_with_aliases("producer", KNOWN, ALIASES, both).collect::<Result<Vec<_>, _>>().unwrap_err();
+/// assert_eq!(
+///     e.to_string(),
+///     "queue.buffering.max.ms=\"10\" and linger.ms=\"5\" name the same producer setting with different values: give one"
+/// );
+/// # Ok::<(), ConfigError>(())
+/// ```
+pub fn read_with_aliases<I, K, V>(
+    client: &'static str,
+    known: &'static [&'static str],
+    aliases: &'static [Alias],
+    properties: I,
+) -> Properties<I::IntoIter>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<str>,
+    V: AsRef<str>,
+{
+    Properties { client, known, aliases, properties: properties.into_iter(), seen: Vec::new() }
 }
 
 /// The properties given to [`read`], each checked against the client's known names.
@@ -37,7 +87,10 @@ where
 pub struct Properties<I> {
     client: &'static str,
     known: &'static [&'static str],
+    aliases: &'static [Alias],
     properties: I,
+    /// (classic name, name as given, value as read) of each setting so far.
+    seen: Vec<(&'static str, &'static str, String)>,
 }
 
 impl<I, K, V> Iterator for Properties<I>
@@ -51,12 +104,35 @@ where
     fn next(&mut self) -> Option<Self::Item> {
         let (key, value) = self.properties.next()?;
         let key = key.as_ref().trim();
-        Some(match self.known.iter().copied().find(|name| *name == key) {
-            Some(name) => Ok(Property { name, value }),
-            None => {
-                Err(ConfigError::UnknownProperty { client: self.client, property: key.to_owned(), known: self.known })
+        let property = if let Some(name) = self.known.iter().copied().find(|name| *name == key) {
+            Property { name, given: name, value: Value::Given(value) }
+        } else if let Some(alias) = self.aliases.iter().find(|a| a.modern == key) {
+            let translated = alias.translate.and_then(|t| t(value.as_ref().trim()));
+            let value = match translated {
+                Some(v) => Value::Translated(v),
+                None => Value::Given(value),
+            };
+            Property { name: alias.classic, given: alias.modern, value }
+        } else {
+            let known = self.known;
+            return Some(Err(ConfigError::UnknownProperty { client: self.client, property: key.to_owned(), known }));
+        };
+        let now = property.value().to_owned();
+        if let Some((_, given, before)) =
+            self.seen.iter().find(|(classic, given, _)| *classic == property.name && *given != property.given)
+        {
+            if *before != now {
+                return Some(Err(ConfigError::Conflict {
+                    client: self.client,
+                    first: given,
+                    first_value: shorten(before.clone()),
+                    second: property.given,
+                    second_value: shorten(now),
+                }));
             }
-        })
+        }
+        self.seen.push((property.name, property.given, now));
+        Some(Ok(property))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -64,28 +140,45 @@ where
     }
 }
 
+/// A value as given, or turned into the classic syntax.
+#[derive(Debug, Clone)]
+enum Value<V> {
+    Given(V),
+    Translated(String),
+}
+
 /// One known property and its value, from [`read`]. The typed reads name the property in their
-/// errors.
+/// errors (as it was given: the modern name of an [`Alias`]).
 #[derive(Debug, Clone)]
 pub struct Property<V> {
     name: &'static str,
-    value: V,
+    given: &'static str,
+    value: Value<V>,
 }
 
 impl<V: AsRef<str>> Property<V> {
-    /// The property's name, as the client's list spells it.
+    /// The property's name, as the client's list spells it (for an [`Alias`], its classic
+    /// name).
     pub fn name(&self) -> &'static str {
         self.name
     }
 
-    /// The value, trimmed.
-    pub fn value(&self) -> &str {
-        self.value.as_ref().trim()
+    /// The name as given: the same as [`Property::name`], or an [`Alias`]'s modern name.
+    pub fn given_as(&self) -> &'static str {
+        self.given
     }
 
-    /// A [`ConfigError::Invalid`] for this property and value, with `reason`.
+    /// The value, trimmed (for an [`Alias`] with a translation, in the classic syntax).
+    pub fn value(&self) -> &str {
+        match &self.value {
+            Value::Given(v) => v.as_ref().trim(),
+            Value::Translated(v) => v,
+        }
+    }
+
+    /// A [`ConfigError::Invalid`] for this property (as given) and value, with `reason`.
     pub fn invalid(&self, reason: impl Into<String>) -> ConfigError {
-        ConfigError::invalid(self.name, self.value(), reason)
+        ConfigError::invalid(self.given, self.value(), reason)
     }
 
     /// An integer from `min` to [`INT_MAX`] (a Kafka `int`), as `T`: see [`parse_int`].
@@ -105,7 +198,7 @@ impl<V: AsRef<str>> Property<V> {
     /// [`ConfigError::Invalid`] for a value that is not an integer, is out of range, or does
     /// not fit `T`.
     pub fn int_between<T: TryFrom<i64>>(&self, min: i64, max: i64) -> Result<T, ConfigError> {
-        let n = parse_int(self.name, self.value(), min, max)?;
+        let n = parse_int(self.given, self.value(), min, max)?;
         T::try_from(n).map_err(|_| self.invalid(format!("must be between {min} and {max}")))
     }
 
@@ -115,7 +208,7 @@ impl<V: AsRef<str>> Property<V> {
     ///
     /// [`ConfigError::Invalid`] for a value that is not an integer or is out of range.
     pub fn ms(&self, min: u32) -> Result<Duration, ConfigError> {
-        parse_ms(self.name, self.value(), min)
+        parse_ms(self.given, self.value(), min)
     }
 
     /// `true` or `false` in any case: see [`parse_bool`].
@@ -124,7 +217,7 @@ impl<V: AsRef<str>> Property<V> {
     ///
     /// [`ConfigError::Invalid`] for anything else.
     pub fn bool(&self) -> Result<bool, ConfigError> {
-        parse_bool(self.name, self.value())
+        parse_bool(self.given, self.value())
     }
 
     /// The value of the name in `table` the value equals: see [`parse_choice`].
@@ -133,7 +226,7 @@ impl<V: AsRef<str>> Property<V> {
     ///
     /// [`ConfigError::Invalid`] listing the names, for any other value.
     pub fn choice<T: Copy>(&self, table: &[(&str, T)]) -> Result<T, ConfigError> {
-        parse_choice(self.name, self.value(), table, false)
+        parse_choice(self.given, self.value(), table, false)
     }
 
     /// As [`Property::choice`], with the names compared in any (ASCII) case, as Kafka reads
@@ -143,7 +236,7 @@ impl<V: AsRef<str>> Property<V> {
     ///
     /// [`ConfigError::Invalid`] listing the names, for any other value.
     pub fn choice_ignore_case<T: Copy>(&self, table: &[(&str, T)]) -> Result<T, ConfigError> {
-        parse_choice(self.name, self.value(), table, true)
+        parse_choice(self.given, self.value(), table, true)
     }
 }
 
@@ -267,7 +360,7 @@ mod tests {
     }
 
     fn property(value: &str) -> Property<&str> {
-        Property { name: "p", value }
+        Property { name: "p", given: "p", value: Value::Given(value) }
     }
 
     #[test]
@@ -377,5 +470,60 @@ mod tests {
             message(property(&long).int::<i64>(0)),
             format!("invalid value \"{}... (81 bytes)\" for p: not an integer (0 to 2147483647)", "9".repeat(64))
         );
+    }
+}
+
+#[cfg(test)]
+mod alias_tests {
+    use super::*;
+
+    const KNOWN: &[&str] = &["request.required.acks", "queue.buffering.max.ms"];
+
+    fn acks(value: &str) -> Option<String> {
+        (value == "all").then(|| "-1".to_owned())
+    }
+
+    const ALIASES: &[Alias] = &[
+        Alias { modern: "acks", classic: "request.required.acks", translate: Some(acks) },
+        Alias { modern: "linger.ms", classic: "queue.buffering.max.ms", translate: None },
+    ];
+
+    fn all(given: &[(&'static str, &'static str)]) -> Result<Vec<(&'static str, String)>, ConfigError> {
+        read_with_aliases("producer", KNOWN, ALIASES, given.iter().copied())
+            .map(|p| p.map(|p| (p.name(), p.value().to_owned())))
+            .collect()
+    }
+
+    #[test]
+    fn modern_names_read_as_their_classic_setting() {
+        assert_eq!(
+            all(&[("acks", "all"), ("linger.ms", " 5 ")]).unwrap(),
+            [("request.required.acks", "-1".to_owned()), ("queue.buffering.max.ms", "5".to_owned())]
+        );
+        // the same value under both names is no conflict (acks=all is -1)
+        assert_eq!(all(&[("request.required.acks", "-1"), ("acks", "all")]).unwrap().len(), 2);
+        // a name given twice: the later wins, as before
+        assert_eq!(all(&[("linger.ms", "1"), ("linger.ms", "2")]).unwrap()[1].1, "2");
+    }
+
+    #[test]
+    fn both_names_with_different_values_are_a_conflict_naming_both() {
+        let e = all(&[("request.required.acks", "1"), ("acks", "all")]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "acks=\"-1\" and request.required.acks=\"1\" name the same producer setting with different values: give one"
+        );
+        assert_eq!(e.property(), "acks");
+    }
+
+    #[test]
+    fn errors_name_the_property_as_given() {
+        let p = read_with_aliases("producer", KNOWN, ALIASES, [("linger.ms", "soon")]).next().unwrap().unwrap();
+        let e = p.ms(0).unwrap_err();
+        assert_eq!(e.property(), "linger.ms");
+        assert!(e.to_string().starts_with("invalid value \"soon\" for linger.ms"), "{e}");
+        // a value the translation does not know goes on as given, and the classic read refuses it
+        let p = read_with_aliases("producer", KNOWN, ALIASES, [("acks", "most")]).next().unwrap().unwrap();
+        assert_eq!(p.int_between::<i16>(-1, 1).unwrap_err().property(), "acks");
     }
 }

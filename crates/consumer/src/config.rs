@@ -115,6 +115,17 @@ pub const PROPERTIES: &[&str] = &[
 /// The client name in [`ConfigError::UnknownProperty`].
 const CLIENT: &str = "consumer";
 
+/// Today's Kafka consumer names [`ConsumerConfig::from_properties`] accepts for settings of
+/// [`PROPERTIES`]: `enable.auto.commit`, `fetch.max.wait.ms`, `max.partition.fetch.bytes`, and
+/// `auto.offset.reset`'s `earliest`/`latest` (for `smallest`/`largest`). Both names of one
+/// setting with different values are an error. (`bootstrap.servers` belongs to the
+/// broker-coordinated consumer, not this ZooKeeper-coordinated one.)
+pub const MODERN_NAMES: &[gregor_config::Alias] = &[
+    gregor_config::Alias { modern: "enable.auto.commit", classic: "auto.commit.enable", translate: None },
+    gregor_config::Alias { modern: "fetch.max.wait.ms", classic: "fetch.wait.max.ms", translate: None },
+    gregor_config::Alias { modern: "max.partition.fetch.bytes", classic: "fetch.message.max.bytes", translate: None },
+];
+
 /// `auto.offset.reset`: where to start when there is no committed offset, or it is out of range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AutoOffsetReset {
@@ -242,57 +253,60 @@ impl ConsumerConfig {
         V: AsRef<str>,
     {
         let mut b = ConsumerConfig::builder();
-        for property in gregor_config::read(CLIENT, PROPERTIES, properties) {
+        for property in gregor_config::read_with_aliases(CLIENT, PROPERTIES, MODERN_NAMES, properties) {
             let p = property?;
-            b = match p.name() {
-                "group.id" => b.group_id(p.value()),
-                "consumer.id" => b.consumer_id(p.value()),
-                "zookeeper.connect" => b.zookeeper_connect(p.value()),
-                "zookeeper.session.timeout.ms" => b.zookeeper_session_timeout(p.ms(0)?),
-                "zookeeper.connection.timeout.ms" => b.zookeeper_connection_timeout(p.ms(0)?),
-                "zookeeper.sync.time.ms" => b.zookeeper_sync_time(p.ms(0)?),
-                "socket.timeout.ms" => b.socket_timeout(p.ms(0)?),
-                "socket.receive.buffer.bytes" => b.socket_receive_buffer_bytes(p.int(1)?),
-                "fetch.message.max.bytes" => b.fetch_message_max_bytes(p.int(i32::MIN.into())?),
-                "num.consumer.fetchers" => b.num_consumer_fetchers(p.int(1)?),
-                "auto.commit.enable" => b.auto_commit_enable(p.bool()?),
-                "auto.commit.interval.ms" => b.auto_commit_interval(p.ms(0)?),
-                "queued.max.message.chunks" => b.queued_max_message_chunks(p.int(1)?),
-                "rebalance.max.retries" => b.rebalance_max_retries(p.int(0)?),
-                "rebalance.backoff.ms" => b.rebalance_backoff(p.ms(0)?),
-                "refresh.leader.backoff.ms" => b.refresh_leader_backoff(p.ms(0)?),
-                "fetch.min.bytes" => b.fetch_min_bytes(p.int(i32::MIN.into())?),
-                "fetch.wait.max.ms" => b.fetch_wait_max(p.ms(0)?),
-                "auto.offset.reset" => b.auto_offset_reset(
-                    p.choice(&[("smallest", AutoOffsetReset::Smallest), ("largest", AutoOffsetReset::Largest)])?,
-                ),
-                "consumer.timeout.ms" => {
-                    match p
-                        .int_between::<i64>(-1, INT_MAX)
-                        .map_err(|_| p.invalid("must be -1 (block forever) or 0 to 2147483647"))?
-                    {
-                        -1 => b.consumer_timeout(None),
-                        n => b.consumer_timeout(Some(Duration::from_millis(n.unsigned_abs()))),
+            b =
+                match p.name() {
+                    "group.id" => b.group_id(p.value()),
+                    "consumer.id" => b.consumer_id(p.value()),
+                    "zookeeper.connect" => b.zookeeper_connect(p.value()),
+                    "zookeeper.session.timeout.ms" => b.zookeeper_session_timeout(p.ms(0)?),
+                    "zookeeper.connection.timeout.ms" => b.zookeeper_connection_timeout(p.ms(0)?),
+                    "zookeeper.sync.time.ms" => b.zookeeper_sync_time(p.ms(0)?),
+                    "socket.timeout.ms" => b.socket_timeout(p.ms(0)?),
+                    "socket.receive.buffer.bytes" => b.socket_receive_buffer_bytes(p.int(1)?),
+                    "fetch.message.max.bytes" => b.fetch_message_max_bytes(p.int(i32::MIN.into())?),
+                    "num.consumer.fetchers" => b.num_consumer_fetchers(p.int(1)?),
+                    "auto.commit.enable" => b.auto_commit_enable(p.bool()?),
+                    "auto.commit.interval.ms" => b.auto_commit_interval(p.ms(0)?),
+                    "queued.max.message.chunks" => b.queued_max_message_chunks(p.int(1)?),
+                    "rebalance.max.retries" => b.rebalance_max_retries(p.int(0)?),
+                    "rebalance.backoff.ms" => b.rebalance_backoff(p.ms(0)?),
+                    "refresh.leader.backoff.ms" => b.refresh_leader_backoff(p.ms(0)?),
+                    "fetch.min.bytes" => b.fetch_min_bytes(p.int(i32::MIN.into())?),
+                    "fetch.wait.max.ms" => b.fetch_wait_max(p.ms(0)?),
+                    "auto.offset.reset" => b.auto_offset_reset(p.choice(&[
+                        ("smallest", AutoOffsetReset::Smallest),
+                        ("largest", AutoOffsetReset::Largest),
+                        // today's names for the same
+                        ("earliest", AutoOffsetReset::Smallest),
+                        ("latest", AutoOffsetReset::Largest),
+                    ])?),
+                    "consumer.timeout.ms" => {
+                        match p
+                            .int_between::<i64>(-1, INT_MAX)
+                            .map_err(|_| p.invalid("must be -1 (block forever) or 0 to 2147483647"))?
+                        {
+                            -1 => b.consumer_timeout(None),
+                            n => b.consumer_timeout(Some(Duration::from_millis(n.unsigned_abs()))),
+                        }
                     }
-                }
-                "exclude.internal.topics" => b.exclude_internal_topics(p.bool()?),
-                "partition.assignment.strategy" => {
-                    b.partition_assignment_strategy(p.choice(&[
+                    "exclude.internal.topics" => b.exclude_internal_topics(p.bool()?),
+                    "partition.assignment.strategy" => b.partition_assignment_strategy(p.choice(&[
                         ("range", AssignmentStrategy::Range),
                         ("roundrobin", AssignmentStrategy::RoundRobin),
-                    ])?)
-                }
-                "client.id" => b.client_id(p.value()),
-                "offsets.storage" => b.offsets_storage(p.choice_ignore_case(&[
-                    ("zookeeper", OffsetsStorage::Zookeeper),
-                    ("kafka", OffsetsStorage::Kafka),
-                ])?),
-                "offsets.channel.backoff.ms" => b.offsets_channel_backoff(p.ms(0)?),
-                "offsets.channel.socket.timeout.ms" => b.offsets_channel_socket_timeout(p.ms(0)?),
-                "offsets.commit.max.retries" => b.offsets_commit_max_retries(p.int(0)?),
-                "dual.commit.enabled" => b.dual_commit_enabled(p.bool()?),
-                _ => unreachable!("every name of PROPERTIES is handled"),
-            };
+                    ])?),
+                    "client.id" => b.client_id(p.value()),
+                    "offsets.storage" => b.offsets_storage(p.choice_ignore_case(&[
+                        ("zookeeper", OffsetsStorage::Zookeeper),
+                        ("kafka", OffsetsStorage::Kafka),
+                    ])?),
+                    "offsets.channel.backoff.ms" => b.offsets_channel_backoff(p.ms(0)?),
+                    "offsets.channel.socket.timeout.ms" => b.offsets_channel_socket_timeout(p.ms(0)?),
+                    "offsets.commit.max.retries" => b.offsets_commit_max_retries(p.int(0)?),
+                    "dual.commit.enabled" => b.dual_commit_enabled(p.bool()?),
+                    _ => unreachable!("every name of PROPERTIES is handled"),
+                };
         }
         b.build()
     }
@@ -818,9 +832,18 @@ mod tests {
         let with =
             |k: &'static str, v: &'static str| ConsumerConfig::from_properties(base.iter().copied().chain([(k, v)]));
         assert!(matches!(
-            with("auto.offset.reset", "earliest"),
+            with("auto.offset.reset", "oldest"),
             Err(ConfigError::Invalid { property: "auto.offset.reset", .. })
         ));
+        // today's names for smallest and largest are read
+        assert_eq!(with("auto.offset.reset", "earliest").unwrap().auto_offset_reset, AutoOffsetReset::Smallest);
+        assert_eq!(with("auto.offset.reset", "latest").unwrap().auto_offset_reset, AutoOffsetReset::Largest);
+        // and today's property names, which may not contradict the classic ones
+        assert!(!with("enable.auto.commit", "false").unwrap().auto_commit_enable);
+        let both = ConsumerConfig::from_properties(
+            base.iter().copied().chain([("auto.commit.enable", "true"), ("enable.auto.commit", "false")]),
+        );
+        assert!(matches!(both, Err(ConfigError::Conflict { .. })), "{both:?}");
         assert!(matches!(
             with("fetch.wait.max.ms", "40000"),
             Err(ConfigError::Invalid { property: "socket.timeout.ms", .. })

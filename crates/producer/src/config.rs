@@ -41,7 +41,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use gregor_config::{check_count, check_ms, shorten, validate_client_id, validate_topic_name, INT_MAX};
+use gregor_config::{check_count, check_ms, shorten, validate_client_id, validate_topic_name, Alias, INT_MAX};
 use gregor_protocol::Compression;
 
 use crate::partitioner::PartitionerKind;
@@ -110,6 +110,34 @@ pub const PROPERTIES: &[&str] = &[
 
 /// The client name in [`ConfigError::UnknownProperty`].
 const CLIENT: &str = "producer";
+
+/// Today's Kafka producer names [`ProducerConfig::from_properties`] accepts for the settings of
+/// [`PROPERTIES`] (Kafka's Java producer, librdkafka): `bootstrap.servers`, `acks` (`all` is
+/// -1), `linger.ms`, `retries`, `compression.type`, `max.block.ms`, `metadata.max.age.ms`. Both
+/// names of one setting with different values are an error.
+pub const MODERN_NAMES: &[Alias] = &[
+    Alias { modern: "bootstrap.servers", classic: "metadata.broker.list", translate: None },
+    Alias { modern: "acks", classic: "request.required.acks", translate: Some(acks_all) },
+    Alias { modern: "linger.ms", classic: "queue.buffering.max.ms", translate: None },
+    Alias { modern: "retries", classic: "message.send.max.retries", translate: None },
+    Alias { modern: "compression.type", classic: "compression.codec", translate: None },
+    Alias { modern: "max.block.ms", classic: "queue.enqueue.timeout.ms", translate: None },
+    Alias { modern: "metadata.max.age.ms", classic: "topic.metadata.refresh.interval.ms", translate: None },
+];
+
+/// `acks=all` is `-1`.
+fn acks_all(value: &str) -> Option<String> {
+    value.eq_ignore_ascii_case("all").then(|| "-1".to_owned())
+}
+
+/// Today's producer names gregor does not do yet, and why: refused with that reason rather than
+/// as unknown.
+const NOT_YET: &[(&str, &str)] = &[
+    ("batch.size", "bytes per partition batch are not supported yet: gregor batches by batch.num.messages"),
+    ("buffer.memory", "a byte bound on the queue is not supported yet: bound it with queue.buffering.max.messages"),
+    ("enable.idempotence", "the idempotent producer is not implemented yet (only false is accepted)"),
+    ("delivery.timeout.ms", "not supported yet: a record fails after message.send.max.retries retries"),
+];
 
 // The one configuration error of every gregor client, from the configuration kit.
 pub use gregor_config::ConfigError;
@@ -269,6 +297,16 @@ impl Default for ProducerConfig {
     }
 }
 
+/// An unknown-property error for a name of [`NOT_YET`] turned into the reason it is refused.
+fn not_yet(e: ConfigError) -> ConfigError {
+    if let ConfigError::UnknownProperty { property, .. } = &e {
+        if let Some((name, reason)) = NOT_YET.iter().find(|(name, _)| name == property) {
+            return ConfigError::invalid(name, "(given)", *reason);
+        }
+    }
+    e
+}
+
 impl ProducerConfig {
     /// A builder starting from Kafka 0.8.2's defaults.
     pub fn builder() -> ProducerConfigBuilder {
@@ -303,8 +341,12 @@ impl ProducerConfig {
         V: AsRef<str>,
     {
         let mut b = ProducerConfig::builder();
-        for property in gregor_config::read(CLIENT, PROPERTIES, properties) {
-            let p = property?;
+        // enable.idempotence=false is what the producer does anyway; true is refused (NOT_YET)
+        let properties = properties.into_iter().filter(|(k, v)| {
+            !(k.as_ref().trim() == "enable.idempotence" && gregor_config::kafka_bool(v.as_ref().trim()) == Some(false))
+        });
+        for property in gregor_config::read_with_aliases(CLIENT, PROPERTIES, MODERN_NAMES, properties) {
+            let p = property.map_err(not_yet)?;
             let value = p.value();
             b = match p.name() {
                 "metadata.broker.list" => b.metadata_broker_list(value),
@@ -872,13 +914,52 @@ mod tests {
     }
 
     #[test]
+    fn todays_names_are_read_as_the_classic_settings() {
+        let c = ProducerConfig::from_properties([
+            ("bootstrap.servers", "a:1,b:2"),
+            ("acks", "all"),
+            ("linger.ms", "5"),
+            ("retries", "7"),
+            ("compression.type", "lz4"),
+            ("max.block.ms", "250"),
+            ("metadata.max.age.ms", "30000"),
+            ("enable.idempotence", "false"),
+        ])
+        .unwrap();
+        assert_eq!(c.metadata_broker_list(), "a:1,b:2");
+        assert_eq!(c.request_required_acks(), -1);
+        assert_eq!(c.queue_buffering_max(), Duration::from_millis(5));
+        assert_eq!(c.message_send_max_retries(), 7);
+        assert_eq!(c.compression_codec(), Compression::Lz4);
+        assert_eq!(c.queue_enqueue_timeout(), EnqueueTimeout::Wait(Duration::from_millis(250)));
+        assert_eq!(c.topic_metadata_refresh_interval(), Some(Duration::from_secs(30)));
+        // both names with different values: which one was meant cannot be guessed
+        let e = ProducerConfig::from_properties([
+            ("bootstrap.servers", "a:1"),
+            ("linger.ms", "5"),
+            ("queue.buffering.max.ms", "10"),
+        ])
+        .unwrap_err();
+        assert!(matches!(e, ConfigError::Conflict { first: "linger.ms", second: "queue.buffering.max.ms", .. }), "{e}");
+        // errors name the property as given
+        let e = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("acks", "most")]).unwrap_err();
+        assert_eq!(e.property(), "acks");
+        // what is not done yet says so
+        for (name, value) in [("enable.idempotence", "true"), ("batch.size", "16384"), ("buffer.memory", "1")] {
+            let e = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), (name, value)]).unwrap_err();
+            assert_eq!(e.property(), name);
+            assert!(e.to_string().contains("not"), "{e}");
+        }
+    }
+
+    #[test]
     fn unknown_properties_are_named() {
-        let e = ProducerConfig::from_properties([("metadata.broker.list", "a:1"), ("linger.ms", "5")]).unwrap_err();
+        let e = ProducerConfig::from_properties([("metadata.broker.list", "a:1"), ("lingre.ms", "5")]).unwrap_err();
         assert_eq!(
             e,
-            ConfigError::UnknownProperty { client: "producer", property: "linger.ms".into(), known: PROPERTIES }
+            ConfigError::UnknownProperty { client: "producer", property: "lingre.ms".into(), known: PROPERTIES }
         );
-        assert!(e.to_string().starts_with("unknown producer property \"linger.ms\"; known: metadata.broker.list"));
+        assert!(e.to_string().starts_with("unknown producer property \"lingre.ms\"; known: metadata.broker.list"));
     }
 
     fn invalid_property(props: &[(&str, &str)]) -> (&'static str, String, String) {

@@ -122,7 +122,7 @@ fn missing_and_unknown_properties() {
     let e = error_of(&[("metadata.broker.list", " , ")]);
     assert!(matches!(e, ConfigError::Invalid { property: "metadata.broker.list", .. }), "{e:?}");
     assert_eq!(error_of(&[("metadata.broker.list", "  ")]), ConfigError::Missing { property: "metadata.broker.list" });
-    for unknown in ["linger.ms", "bootstrap.servers", "request_required_acks", "group.id", ""] {
+    for unknown in ["linger", "bootstrap.server", "request_required_acks", "group.id", ""] {
         let e = error_of(&[(unknown, "1")]);
         assert_eq!(
             e,

@@ -76,6 +76,15 @@ pub const PROPERTIES: &[&str] = &[
 /// The client name in [`ConfigError::UnknownProperty`].
 const CLIENT: &str = "simple-consumer";
 
+/// Today's Kafka names [`SimpleConsumerConfig::from_properties`] accepts for settings of
+/// [`PROPERTIES`]: `bootstrap.servers`, `fetch.max.wait.ms`, `max.partition.fetch.bytes`. Both
+/// names of one setting with different values are an error.
+pub const MODERN_NAMES: &[gregor_config::Alias] = &[
+    gregor_config::Alias { modern: "bootstrap.servers", classic: "metadata.broker.list", translate: None },
+    gregor_config::Alias { modern: "fetch.max.wait.ms", classic: "fetch.wait.max.ms", translate: None },
+    gregor_config::Alias { modern: "max.partition.fetch.bytes", classic: "fetch.message.max.bytes", translate: None },
+];
+
 /// How a [`crate::SimpleConsumer`] talks to the cluster. Cheap to clone.
 ///
 /// ```
@@ -164,7 +173,7 @@ impl SimpleConsumerConfig {
         V: AsRef<str>,
     {
         let mut b = SimpleConsumerConfig::builder();
-        for property in gregor_config::read(CLIENT, PROPERTIES, properties) {
+        for property in gregor_config::read_with_aliases(CLIENT, PROPERTIES, MODERN_NAMES, properties) {
             let p = property?;
             b = match p.name() {
                 "metadata.broker.list" => b.metadata_broker_list(p.value()),
