@@ -120,6 +120,12 @@ impl ApiKey {
             ApiKey::OffsetFetch => OffsetFetchRequest::VERSIONS,
             ApiKey::ConsumerMetadata => ConsumerMetadataRequest::VERSIONS,
             ApiKey::ApiVersions => ApiVersionsRequest::VERSIONS,
+            ApiKey::CreateTopics => CreateTopicsRequest::VERSIONS,
+            ApiKey::DeleteTopics => DeleteTopicsRequest::VERSIONS,
+            ApiKey::DescribeConfigs => DescribeConfigsRequest::VERSIONS,
+            ApiKey::AlterConfigs => AlterConfigsRequest::VERSIONS,
+            ApiKey::IncrementalAlterConfigs => IncrementalAlterConfigsRequest::VERSIONS,
+            ApiKey::CreatePartitions => CreatePartitionsRequest::VERSIONS,
             _ => return None,
         })
     }
@@ -130,6 +136,12 @@ impl ApiKey {
         use crate::messages::*;
         match self {
             ApiKey::ApiVersions => ApiVersionsRequest::FLEXIBLE_FROM,
+            ApiKey::CreateTopics => CreateTopicsRequest::FLEXIBLE_FROM,
+            ApiKey::DeleteTopics => DeleteTopicsRequest::FLEXIBLE_FROM,
+            ApiKey::DescribeConfigs => DescribeConfigsRequest::FLEXIBLE_FROM,
+            ApiKey::AlterConfigs => AlterConfigsRequest::FLEXIBLE_FROM,
+            ApiKey::IncrementalAlterConfigs => IncrementalAlterConfigsRequest::FLEXIBLE_FROM,
+            ApiKey::CreatePartitions => CreatePartitionsRequest::FLEXIBLE_FROM,
             _ => None,
         }
     }
@@ -563,9 +575,9 @@ mod tests {
             assert_eq!(ApiKey::from_i16(k).code(), k);
         }
         assert_eq!(ApiKey::from_i16(18), ApiKey::ApiVersions);
-        assert_eq!(ApiKey::from_i16(21), ApiKey::Other(21));
+        assert_eq!(ApiKey::from_i16(1000), ApiKey::Other(1000));
         assert_eq!(ApiKey::Fetch.to_string(), "Fetch");
-        assert_eq!(ApiKey::Other(21).to_string(), "ApiKey(21)");
+        assert_eq!(ApiKey::Other(1000).to_string(), "ApiKey(1000)");
     }
 
     #[test]

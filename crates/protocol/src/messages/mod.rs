@@ -14,18 +14,44 @@ use crate::error::Result;
 use crate::frame::{Encode, Request};
 use crate::wire;
 
+mod alter_configs;
 mod api_versions;
 mod consumer_metadata;
+mod create_partitions;
+mod create_topics;
+mod delete_topics;
+mod describe_configs;
 mod fetch;
+mod incremental_alter_configs;
 mod metadata;
 mod offset_commit;
 mod offset_fetch;
 mod offsets;
 mod produce;
 
+pub use alter_configs::{
+    AlterConfigsRequest, AlterConfigsResource, AlterConfigsResourceResponse, AlterConfigsResponse, AlterableConfig,
+};
 pub use api_versions::{ApiVersion, ApiVersionsRequest, ApiVersionsResponse, FinalizedFeatureKey, SupportedFeatureKey};
 pub use consumer_metadata::{ConsumerMetadataRequest, ConsumerMetadataResponse};
+pub use create_partitions::{
+    CreatePartitionsAssignment, CreatePartitionsRequest, CreatePartitionsResponse, CreatePartitionsTopic,
+    CreatePartitionsTopicResult,
+};
+pub use create_topics::{
+    CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig, CreatableTopicConfigs, CreatableTopicResult,
+    CreateTopicsRequest, CreateTopicsResponse,
+};
+pub use delete_topics::{DeletableTopicResult, DeleteTopicState, DeleteTopicsRequest, DeleteTopicsResponse};
+pub use describe_configs::{
+    DescribeConfigsRequest, DescribeConfigsResource, DescribeConfigsResourceResult, DescribeConfigsResponse,
+    DescribeConfigsResult, DescribeConfigsSynonym,
+};
 pub use fetch::{FetchPartition, FetchRequest, FetchResponse, FetchResponsePartition, FetchResponseTopic, FetchTopic};
+pub use incremental_alter_configs::{
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResource, IncrementalAlterConfigsResourceResponse,
+    IncrementalAlterConfigsResponse, IncrementalAlterableConfig,
+};
 pub use metadata::{BrokerMetadata, MetadataRequest, MetadataResponse, PartitionMetadata, TopicMetadata};
 pub use offset_commit::{
     OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
