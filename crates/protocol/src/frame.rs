@@ -104,6 +104,20 @@ api_keys! {
     CreatePartitions = 37,
     /// 44 — IncrementalAlterConfigs (Kafka 2.3+).
     IncrementalAlterConfigs = 44,
+    /// 21 — DeleteRecords (Kafka 0.11+).
+    DeleteRecords = 21,
+    /// 42 — DeleteGroups (Kafka 1.1+).
+    DeleteGroups = 42,
+    /// 43 — ElectLeaders (Kafka 2.2+; ElectPreferredLeaders before 2.4).
+    ElectLeaders = 43,
+    /// 45 — AlterPartitionReassignments (Kafka 2.4+, KIP-455).
+    AlterPartitionReassignments = 45,
+    /// 46 — ListPartitionReassignments (Kafka 2.4+, KIP-455).
+    ListPartitionReassignments = 46,
+    /// 47 — OffsetDelete (Kafka 2.4+, KIP-496).
+    OffsetDelete = 47,
+    /// 60 — DescribeCluster (Kafka 2.8+, KIP-700).
+    DescribeCluster = 60,
 }
 
 impl ApiKey {
@@ -120,6 +134,19 @@ impl ApiKey {
             ApiKey::OffsetFetch => OffsetFetchRequest::VERSIONS,
             ApiKey::ConsumerMetadata => ConsumerMetadataRequest::VERSIONS,
             ApiKey::ApiVersions => ApiVersionsRequest::VERSIONS,
+            ApiKey::CreateTopics => CreateTopicsRequest::VERSIONS,
+            ApiKey::DeleteTopics => DeleteTopicsRequest::VERSIONS,
+            ApiKey::DescribeConfigs => DescribeConfigsRequest::VERSIONS,
+            ApiKey::AlterConfigs => AlterConfigsRequest::VERSIONS,
+            ApiKey::IncrementalAlterConfigs => IncrementalAlterConfigsRequest::VERSIONS,
+            ApiKey::CreatePartitions => CreatePartitionsRequest::VERSIONS,
+            ApiKey::DeleteGroups => DeleteGroupsRequest::VERSIONS,
+            ApiKey::ElectLeaders => ElectLeadersRequest::VERSIONS,
+            ApiKey::AlterPartitionReassignments => AlterPartitionReassignmentsRequest::VERSIONS,
+            ApiKey::ListPartitionReassignments => ListPartitionReassignmentsRequest::VERSIONS,
+            ApiKey::DescribeCluster => DescribeClusterRequest::VERSIONS,
+            ApiKey::DeleteRecords => DeleteRecordsRequest::VERSIONS,
+            ApiKey::OffsetDelete => OffsetDeleteRequest::VERSIONS,
             _ => return None,
         })
     }
@@ -130,6 +157,19 @@ impl ApiKey {
         use crate::messages::*;
         match self {
             ApiKey::ApiVersions => ApiVersionsRequest::FLEXIBLE_FROM,
+            ApiKey::CreateTopics => CreateTopicsRequest::FLEXIBLE_FROM,
+            ApiKey::DeleteTopics => DeleteTopicsRequest::FLEXIBLE_FROM,
+            ApiKey::DescribeConfigs => DescribeConfigsRequest::FLEXIBLE_FROM,
+            ApiKey::AlterConfigs => AlterConfigsRequest::FLEXIBLE_FROM,
+            ApiKey::IncrementalAlterConfigs => IncrementalAlterConfigsRequest::FLEXIBLE_FROM,
+            ApiKey::CreatePartitions => CreatePartitionsRequest::FLEXIBLE_FROM,
+            ApiKey::DeleteGroups => DeleteGroupsRequest::FLEXIBLE_FROM,
+            ApiKey::ElectLeaders => ElectLeadersRequest::FLEXIBLE_FROM,
+            ApiKey::AlterPartitionReassignments => AlterPartitionReassignmentsRequest::FLEXIBLE_FROM,
+            ApiKey::ListPartitionReassignments => ListPartitionReassignmentsRequest::FLEXIBLE_FROM,
+            ApiKey::DescribeCluster => DescribeClusterRequest::FLEXIBLE_FROM,
+            ApiKey::DeleteRecords => DeleteRecordsRequest::FLEXIBLE_FROM,
+            ApiKey::OffsetDelete => OffsetDeleteRequest::FLEXIBLE_FROM,
             _ => None,
         }
     }
@@ -563,9 +603,9 @@ mod tests {
             assert_eq!(ApiKey::from_i16(k).code(), k);
         }
         assert_eq!(ApiKey::from_i16(18), ApiKey::ApiVersions);
-        assert_eq!(ApiKey::from_i16(21), ApiKey::Other(21));
+        assert_eq!(ApiKey::from_i16(1000), ApiKey::Other(1000));
         assert_eq!(ApiKey::Fetch.to_string(), "Fetch");
-        assert_eq!(ApiKey::Other(21).to_string(), "ApiKey(21)");
+        assert_eq!(ApiKey::Other(1000).to_string(), "ApiKey(1000)");
     }
 
     #[test]

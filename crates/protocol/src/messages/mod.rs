@@ -14,22 +14,76 @@ use crate::error::Result;
 use crate::frame::{Encode, Request};
 use crate::wire;
 
+mod alter_configs;
+mod alter_partition_reassignments;
 mod api_versions;
 mod consumer_metadata;
+mod create_partitions;
+mod create_topics;
+mod delete_groups;
+mod delete_records;
+mod delete_topics;
+mod describe_cluster;
+mod describe_configs;
+mod elect_leaders;
 mod fetch;
+mod incremental_alter_configs;
+mod list_partition_reassignments;
 mod metadata;
 mod offset_commit;
+mod offset_delete;
 mod offset_fetch;
 mod offsets;
 mod produce;
 
+pub use alter_configs::{
+    AlterConfigsRequest, AlterConfigsResource, AlterConfigsResourceResponse, AlterConfigsResponse, AlterableConfig,
+};
+pub use alter_partition_reassignments::{
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ReassignablePartition,
+    ReassignablePartitionResponse, ReassignableTopic, ReassignableTopicResponse,
+};
 pub use api_versions::{ApiVersion, ApiVersionsRequest, ApiVersionsResponse, FinalizedFeatureKey, SupportedFeatureKey};
 pub use consumer_metadata::{ConsumerMetadataRequest, ConsumerMetadataResponse};
+pub use create_partitions::{
+    CreatePartitionsAssignment, CreatePartitionsRequest, CreatePartitionsResponse, CreatePartitionsTopic,
+    CreatePartitionsTopicResult,
+};
+pub use create_topics::{
+    CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig, CreatableTopicConfigs, CreatableTopicResult,
+    CreateTopicsRequest, CreateTopicsResponse,
+};
+pub use delete_groups::{DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse};
+pub use delete_records::{
+    DeleteRecordsPartition, DeleteRecordsPartitionResult, DeleteRecordsRequest, DeleteRecordsResponse,
+    DeleteRecordsTopic, DeleteRecordsTopicResult,
+};
+pub use delete_topics::{DeletableTopicResult, DeleteTopicState, DeleteTopicsRequest, DeleteTopicsResponse};
+pub use describe_cluster::{DescribeClusterBroker, DescribeClusterRequest, DescribeClusterResponse};
+pub use describe_configs::{
+    DescribeConfigsRequest, DescribeConfigsResource, DescribeConfigsResourceResult, DescribeConfigsResponse,
+    DescribeConfigsResult, DescribeConfigsSynonym,
+};
+pub use elect_leaders::{
+    ElectLeadersPartitionResult, ElectLeadersRequest, ElectLeadersResponse, ElectLeadersTopic, ReplicaElectionResult,
+};
 pub use fetch::{FetchPartition, FetchRequest, FetchResponse, FetchResponsePartition, FetchResponseTopic, FetchTopic};
+pub use incremental_alter_configs::{
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResource, IncrementalAlterConfigsResourceResponse,
+    IncrementalAlterConfigsResponse, IncrementalAlterableConfig,
+};
+pub use list_partition_reassignments::{
+    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, ListPartitionReassignmentsTopics,
+    OngoingPartitionReassignment, OngoingTopicReassignment,
+};
 pub use metadata::{BrokerMetadata, MetadataRequest, MetadataResponse, PartitionMetadata, TopicMetadata};
 pub use offset_commit::{
     OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
     OffsetCommitResponseTopic, OffsetCommitTopic, DEFAULT_CONSUMER_ID, DEFAULT_GENERATION_ID, DEFAULT_TIMESTAMP,
+};
+pub use offset_delete::{
+    OffsetDeleteRequest, OffsetDeleteRequestPartition, OffsetDeleteRequestTopic, OffsetDeleteResponse,
+    OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
 };
 pub use offset_fetch::{
     OffsetFetchRequest, OffsetFetchResponse, OffsetFetchResponsePartition, OffsetFetchResponseTopic, OffsetFetchTopic,
