@@ -92,6 +92,8 @@ api_keys! {
     CreateTopics = 19,
     /// 20 — DeleteTopics (Kafka 0.10.1+).
     DeleteTopics = 20,
+    /// 21 — DeleteRecords (Kafka 0.11+).
+    DeleteRecords = 21,
     /// 22 — InitProducerId (Kafka 0.11+; idempotent and transactional producers).
     InitProducerId = 22,
     /// 32 — DescribeConfigs (Kafka 0.11+).
@@ -102,14 +104,12 @@ api_keys! {
     SaslAuthenticate = 36,
     /// 37 — CreatePartitions (Kafka 1.0+).
     CreatePartitions = 37,
-    /// 44 — IncrementalAlterConfigs (Kafka 2.3+).
-    IncrementalAlterConfigs = 44,
-    /// 21 — DeleteRecords (Kafka 0.11+).
-    DeleteRecords = 21,
     /// 42 — DeleteGroups (Kafka 1.1+).
     DeleteGroups = 42,
     /// 43 — ElectLeaders (Kafka 2.2+; ElectPreferredLeaders before 2.4).
     ElectLeaders = 43,
+    /// 44 — IncrementalAlterConfigs (Kafka 2.3+).
+    IncrementalAlterConfigs = 44,
     /// 45 — AlterPartitionReassignments (Kafka 2.4+, KIP-455).
     AlterPartitionReassignments = 45,
     /// 46 — ListPartitionReassignments (Kafka 2.4+, KIP-455).
