@@ -201,17 +201,12 @@ impl Batches {
         };
         let inner = self.decompress(codec, compressed, offset)?;
         let scan = scan_inner(&inner).map_err(|reason| self.malformed(offset, format!("{codec} wrapper: {reason}")))?;
-        // v1 inner offsets are relative, the wrapper's offset is the last one's (KIP-31)
-        let base = if message.magic >= MAGIC_V1 {
-            match offset.checked_sub(scan.last) {
-                Some(base) if base >= 0 => base,
-                _ => {
-                    let reason = format!("wrapper offset {offset} is below its last relative offset {}", scan.last);
-                    return Err(self.malformed(offset, reason));
-                }
-            }
-        } else {
-            0
+        // v1 inner offsets are relative, the wrapper's offset is the last one's (KIP-31); a
+        // wrapper below its last inner offset (kafka-python's producer writes offset 0) keeps
+        // the inner offsets as they are, as Kafka's reader does
+        let base = match offset.checked_sub(scan.last) {
+            Some(base) if message.magic >= MAGIC_V1 && base >= 0 => base,
+            _ => 0,
         };
         let (first, last) = (base.wrapping_add(scan.first), base.wrapping_add(scan.last));
         header.base_offset = first;
