@@ -356,11 +356,11 @@ fn hostile_blobs_are_errors_not_panics_or_allocations() {
     }
     // random garbage of every length
     let mut rng = Rng(0x5eed);
-    for len in 0..400 {
+    for len in 0..400i32 {
         let mut bytes: Vec<u8> = (0..len).map(|_| rng.below(256) as u8).collect();
         if len > 17 {
             bytes[16] = rng.below(3) as u8;
-            bytes[8..12].copy_from_slice(&((len - 12) as i32).to_be_bytes());
+            bytes[8..12].copy_from_slice(&(len - 12).to_be_bytes());
         }
         read_anyway(bytes.into(), 1 << 16);
     }
@@ -415,7 +415,8 @@ fn kafka_python_message_v1_sets_read_and_the_plain_one_encodes_byte_for_byte() {
             assert_eq!(one, messages[0]);
         }
         let records: Vec<Record> = read(bytes).unwrap().into_iter().flatten().collect();
-        let got: Vec<(i64, i64, Option<&[u8]>, Option<&[u8]>)> =
+        type Seen<'a> = (i64, i64, Option<&'a [u8]>, Option<&'a [u8]>);
+        let got: Vec<Seen> =
             records.iter().map(|r| (r.offset, r.timestamp, r.key.as_deref(), r.value.as_deref())).collect();
         assert_eq!(
             got,

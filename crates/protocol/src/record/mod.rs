@@ -185,7 +185,7 @@ impl fmt::Debug for Headers {
     }
 }
 
-impl<'a> IntoIterator for &'a Headers {
+impl IntoIterator for &Headers {
     type Item = Header;
     type IntoIter = HeaderIter;
 
