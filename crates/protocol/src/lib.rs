@@ -17,8 +17,12 @@
 //! * [`messages`]: one module per API — Produce v0, Fetch v0, Offsets v0, Metadata v0,
 //!   OffsetCommit v0/v1, OffsetFetch v0/v1, ConsumerMetadata v0 — requests and responses, both
 //!   directions.
-//! * [`message`]: Message v0 and [`MessageSet`], compressed wrappers.
-//! * [`compression`]: gzip, snappy (Kafka's xerial framing) and lz4 (the 0.8 frame).
+//! * [`message`]: Message v0 and v1 and [`MessageSet`], compressed wrappers.
+//! * [`record`]: RecordBatch v2 (magic 2): [`RecordBatchBuilder`] appends records in place and
+//!   finishes the batch (codec, header, CRC-32C); [`Batches`] reads a fetched `records` blob of
+//!   any magic (v0/v1 messages and v2 batches) into [`Batch`]es and their [`Record`]s.
+//! * [`compression`]: gzip, snappy (Kafka's xerial framing), lz4 (the 0.8 frame for magic 0,
+//!   the standard one above) and zstd (magic 2).
 //! * [`ErrorCode`]: every broker error code of 0.8.2.
 //! * [`TopicPartition`]: Kafka's `TopicAndPartition`, one partition of one topic; the key of
 //!   every per-partition map in gregor. With the `serde` feature (off by default; gregor-zk
