@@ -14,6 +14,8 @@ OUT_DIR/<target>/<fixture name>:
   request;
 * message_set_wrapped: codec selector byte + each of those sets (the target compresses it);
 * decompress: codec byte + value of every compressed wrapper in those sets, and byte 0 + set;
+* record_batches: every non-empty Records field of the Kafka 3.7.0 captures (decoded/*.json),
+  and every message set above;
 * split_frame: selector byte 0xff (max frame 4080 bytes, chunks of 3) + a request frame followed
   by its response frame;
 * net_connection: a selector byte + Metadata v0 and Fetch v0 response frames whose correlation
@@ -279,10 +281,36 @@ def add_new_target_seeds(add, frames):
         add("net_connection", f"four{i}", bytes([2 | 0 << 2 | 3 << 5]) + stream)
 
 
+def add_record_seeds(add):
+    """record_batches: every non-empty Records field of the Kafka 3.7.0 captures (RecordBatch v2,
+    each codec), found through decoded/*.json, and every message set above (magic 0)."""
+    import json
+
+    def walk(value, found):
+        if isinstance(value, dict):
+            if isinstance(value.get("Records"), str) and value["Records"]:
+                found.append(bytes.fromhex(value["Records"]))
+            for v in value.values():
+                walk(v, found)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v, found)
+
+    for path in sorted((DATA / "kafka-3.7.0" / "decoded").glob("*.json")):
+        found = []
+        walk(json.loads(path.read_text()), found)
+        for i, blob in enumerate(found):
+            add("record_batches", f"kafka-3.7.0-{path.stem}.records{i}", blob)
+
+
 def main():
     out_dir = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "fuzz" / "corpus"
     files = []
     for folder in sorted(d for d in DATA.iterdir() if d.is_dir()):
+        if folder.name == "kafka-3.7.0":
+            # modern API versions the 0.8 targets do not read; their records seed
+            # record_batches through decoded/ (add_record_seeds)
+            continue
         found = sorted(folder.glob("*.bin"))
         if not found and folder.name == "kafka-0.8.2.2":
             found = sorted(SHARED.glob("*.bin"))
@@ -316,6 +344,7 @@ def main():
         for i, s in enumerate(sets):
             if s:
                 add("message_set", f"{name}.set{i}", s)
+                add("record_batches", f"{name}.set{i}", s)
                 add("message_set_wrapped", f"{name}.set{i}", bytes([i % 3]) + s)
                 add("decompress", f"{name}.set{i}.none", b"\x00" + s)
                 for j, (codec, value) in enumerate(wrapper_values(s)):
@@ -323,6 +352,7 @@ def main():
     for stem, pair in frames.items():
         add("split_frame", stem, b"\xff" + pair.get("req", b"") + pair.get("resp", b""))
     add_new_target_seeds(add, frames)
+    add_record_seeds(add)
 
     total = 0
     for target, named in sorted(seeds.items()):

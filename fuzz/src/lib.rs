@@ -12,6 +12,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use gregor_protocol::compression::{self, Compression};
 use gregor_protocol::frame::{self, Request};
 use gregor_protocol::message::DecodeOptions;
+use gregor_protocol::record::{Batches, RecordBatchBuilder};
 use gregor_protocol::MessageSet;
 
 /// The correlation id put in front of every fuzzed response body.
@@ -132,9 +133,101 @@ pub fn decompress(codec: Compression, input: &[u8]) {
     }
 }
 
-/// The codec a selector byte picks.
+/// The codec a selector byte picks, among those a message v0 may carry.
 pub fn codec(selector: u8) -> Compression {
     [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4][usize::from(selector % 4)]
+}
+
+/// The codec a selector byte picks, among all five (zstd included: RecordBatch v2).
+pub fn codec_any(selector: u8) -> Compression {
+    [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd]
+        [usize::from(selector % 5)]
+}
+
+/// Walks a `records` blob of any magic with [`Batches`] and checks what holds for any input:
+///
+/// * the batches read are consecutive slices of the blob from its start, and when the walk
+///   does not fail they and the partial trailing bytes cover all of it;
+/// * every record of a batch iterates without panic, a record count of a v2 batch whose
+///   records all read is met exactly, and their offsets stay within the batch's
+///   `base_offset + offset_delta` range when the records are its own;
+/// * headers iterate to their count; `Debug` of everything.
+pub fn walk_records(blob: &Bytes) {
+    let mut batches = Batches::new(blob.clone(), &options());
+    let mut at = 0;
+    let mut failed = false;
+    for batch in batches.by_ref() {
+        let batch = match batch {
+            Ok(batch) => batch,
+            Err(_) => {
+                failed = true;
+                break;
+            }
+        };
+        let raw = batch.raw();
+        assert!(blob[at..].starts_with(raw), "batches are consecutive slices of the blob");
+        at += raw.len();
+        let (mut read, mut errors) = (0usize, 0usize);
+        for record in batch.records() {
+            match record {
+                Ok(r) => {
+                    read += 1;
+                    assert_eq!(r.headers.iter().count(), r.headers.len());
+                    let _ = format!("{r:?}");
+                }
+                Err(_) => errors += 1,
+            }
+        }
+        assert!(errors <= 1, "records end after the first error");
+        if batch.magic() == 2 && errors == 0 {
+            assert_eq!(read, batch.header().record_count as usize, "a v2 batch yields its record count");
+        }
+        let _ = format!("{batch:?}");
+    }
+    if !failed {
+        assert_eq!(at + batches.partial_trailing_bytes(), blob.len(), "batches and partial tail cover the blob");
+    }
+}
+
+/// Builds one RecordBatch v2 with `codec` from records cut out of `data` (each chunk: a
+/// length byte, then a key/value/header split) and checks that it reads back exactly.
+pub fn build_and_read(codec: Compression, data: &[u8]) {
+    let mut builder = RecordBatchBuilder::new(codec).producer(1, 2, 3);
+    let mut expected = Vec::new();
+    let mut rest = data;
+    let mut ts = 1_700_000_000_000i64;
+    while let Some((&len, tail)) = rest.split_first() {
+        let n = usize::from(len).min(tail.len());
+        let (chunk, tail) = tail.split_at(n);
+        rest = tail;
+        let (key, value) = chunk.split_at(chunk.len() / 2);
+        let key = (len & 1 == 0).then_some(key);
+        let value = (len & 2 == 0).then_some(value);
+        let header_key = if len & 4 == 0 { "h" } else { "" };
+        let headers = [(header_key, value)];
+        let headers = if len & 8 == 0 { &headers[..] } else { &[][..] };
+        ts += i64::from(len) - 128;
+        let before = builder.len();
+        let size = builder.size_of_next(ts, key, value, headers);
+        builder.append_with_headers(ts, key, value, headers).expect("append");
+        assert_eq!(builder.len() - before, size, "size_of_next is exact");
+        expected.push((ts, key.map(<[u8]>::to_vec), value.map(<[u8]>::to_vec), headers.len()));
+    }
+    let bytes = builder.finish().expect("finish");
+    let batches: Vec<_> = Batches::new(bytes.clone(), &DecodeOptions::default()).collect();
+    if expected.is_empty() {
+        assert!(bytes.is_empty() && batches.is_empty());
+        return;
+    }
+    assert_eq!(batches.len(), 1);
+    let batch = batches.into_iter().next().expect("one").expect("our batch reads");
+    let got: Vec<_> = batch
+        .records()
+        .map(|r| r.expect("our records read"))
+        .map(|r| (r.timestamp, r.key.map(|k| k.to_vec()), r.value.map(|v| v.to_vec()), r.headers.len()))
+        .collect();
+    assert_eq!(got, expected, "{codec}: builder -> reader round trip");
+    walk_records(&bytes);
 }
 
 /// Rewrites the CRC of every whole entry of a message set in place (`offset int64 | size int32

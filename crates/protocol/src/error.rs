@@ -146,8 +146,10 @@ pub enum Error {
         /// The CRC of its bytes.
         computed: u32,
     },
-    /// Returned when a message's magic byte is not 0 (Kafka 0.8.2 knows only message format v0).
-    #[error("message at {location} has magic byte {magic}; Kafka 0.8.2 writes only magic 0")]
+    /// Returned when a message's or batch's magic byte is one its reader does not take: not 0
+    /// for the Kafka 0.8.2 readers (`Message`, `MessageSet`), not 1 for `MessageV1`, above 2
+    /// for `record::Batches`, which reads every format Kafka has.
+    #[error("message at {location} has magic byte {magic}, which this reader does not take")]
     UnsupportedMagic {
         /// Where the message is.
         location: MessageLocation,

@@ -17,8 +17,12 @@
 //! * [`messages`]: one module per API — Produce v0, Fetch v0, Offsets v0, Metadata v0,
 //!   OffsetCommit v0/v1, OffsetFetch v0/v1, ConsumerMetadata v0 — requests and responses, both
 //!   directions.
-//! * [`message`]: Message v0 and [`MessageSet`], compressed wrappers.
-//! * [`compression`]: gzip, snappy (Kafka's xerial framing) and lz4 (the 0.8 frame).
+//! * [`message`]: Message v0 and v1 and [`MessageSet`], compressed wrappers.
+//! * [`record`]: RecordBatch v2 (magic 2): [`RecordBatchBuilder`] appends records in place and
+//!   finishes the batch (codec, header, CRC-32C); [`Batches`] reads a fetched `records` blob of
+//!   any magic (v0/v1 messages and v2 batches) into [`Batch`]es and their [`Record`]s.
+//! * [`compression`]: gzip, snappy (Kafka's xerial framing), lz4 (the 0.8 frame for magic 0,
+//!   the standard one above) and zstd (magic 2).
 //! * [`ErrorCode`]: every broker error code of 0.8.2.
 //! * [`TopicPartition`]: Kafka's `TopicAndPartition`, one partition of one topic; the key of
 //!   every per-partition map in gregor. With the `serde` feature (off by default; gregor-zk
@@ -56,6 +60,7 @@ mod error_code;
 pub mod frame;
 pub mod message;
 pub mod messages;
+pub mod record;
 pub mod schema;
 mod topic_partition;
 pub mod wire;
@@ -64,5 +69,6 @@ pub use compression::Compression;
 pub use error::{Error, MessageLocation, Result};
 pub use error_code::{check as check_error_code, ErrorCode};
 pub use frame::{Decode, Encode, Request};
-pub use message::{EncodedMessage, Message, MessageAndOffset, MessageSet, MessageView};
+pub use message::{EncodedMessage, Message, MessageAndOffset, MessageSet, MessageV1, MessageView};
+pub use record::{Batch, Batches, Record, RecordBatchBuilder};
 pub use topic_partition::TopicPartition;

@@ -1,14 +1,24 @@
-//! Message v0 and MessageSet, with compressed wrapper messages.
+//! Message v0 and v1 and MessageSet, with compressed wrapper messages.
 //!
 //! ```text
 //! MessageSet  = [offset int64 | size int32 | Message]...      (no count; the enclosing field
 //!                                                              gives the byte length)
 //! Message v0  = crc uint32 | magic int8 = 0 | attributes int8 | key bytes | value bytes
 //!               crc = CRC-32 (IEEE) of magic..end of value; codec = attributes & 0x07
+//! Message v1  = crc uint32 | magic int8 = 1 | attributes int8 | timestamp int64 | key | value
+//!               (Kafka 0.10, KIP-32); attribute bit 3 = timestamp type (1 = LogAppendTime)
 //! wrapper     = a Message whose codec is gzip/snappy/lz4 and whose value is a compressed
-//!               inner MessageSet; its offset is the LAST inner offset, and the broker assigns
-//!               absolute inner offsets
+//!               inner MessageSet; its offset is the LAST inner offset. In a v0 wrapper the
+//!               broker writes absolute inner offsets; in a v1 wrapper they are relative
+//!               (0, 1, 2...: absolute = wrapper offset - last inner offset + inner offset,
+//!               KIP-31), and a LogAppendTime wrapper's timestamp is every inner message's
 //! ```
+//!
+//! Which magic a reader takes: [`Message`], [`MessageView`], [`MessageSet::entries`] and
+//! [`MessageSet::decode`] are the Kafka 0.8.2 readers and take magic 0 only (anything else is
+//! [`Error::UnsupportedMagic`]: their callers speak 0.8.2); [`MessageV1`] is magic 1 only. A
+//! reader of a fetched blob of any magic (0, 1 or RecordBatch v2) is
+//! [`crate::record::Batches`], where `UnsupportedMagic` means magic above 2.
 //!
 //! A [`MessageSet`] keeps the bytes as they came off the wire, so a decoded frame re-encodes
 //! to exactly the same bytes and a consumer pays for parsing only when it reads. Reading is in
@@ -23,12 +33,19 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use crate::compression::{self, Compression};
 use crate::error::{Error, MessageLocation, Result};
+use crate::record::TimestampType;
 use crate::wire;
 
 /// The only message format Kafka 0.8.2 knows.
 pub const MAGIC_V0: i8 = 0;
+/// The message format of Kafka 0.10 (a timestamp after the attributes).
+pub const MAGIC_V1: i8 = 1;
 /// Bytes a Message v0 takes besides its key and value: crc, magic, attributes, two lengths.
 pub const MESSAGE_V0_OVERHEAD: usize = 4 + 1 + 1 + 4 + 4;
+/// Bytes a Message v1 takes besides its key and value: v0's and the timestamp.
+pub const MESSAGE_V1_OVERHEAD: usize = MESSAGE_V0_OVERHEAD + 8;
+/// Attribute bit 3 of a message v1: the timestamp is the broker's (LogAppendTime).
+pub const TIMESTAMP_TYPE_BIT: i8 = 0x08;
 /// Bytes of the `offset int64 | size int32` header before each message of a set.
 pub const ENTRY_HEADER_SIZE: usize = 8 + 4;
 /// Default bound on the bytes decompressed while decoding one message set (zip-bomb guard).
@@ -350,7 +367,7 @@ impl DecodeOptions {
         }
     }
 
-    fn location(&self, offset: i64) -> MessageLocation {
+    pub(crate) fn location(&self, offset: i64) -> MessageLocation {
         MessageLocation { topic: self.topic.clone(), partition: self.partition, offset }
     }
 }
@@ -459,7 +476,7 @@ impl MessageSet {
         let mut compressed = Vec::with_capacity(raw.len() / 2 + 64);
         let compressed_now = match codec {
             Compression::Gzip => compression::gzip::compress_level(&raw, gzip_level, &mut compressed),
-            _ => compression::compress(codec, &raw, &mut compressed),
+            _ => compression::compress_for_magic(codec, MAGIC_V0, &raw, &mut compressed),
         };
         compressed_now.map_err(|source| Error::Compression { location: location(), codec, source })?;
         Ok(MessageAndOffset::new(
@@ -578,10 +595,12 @@ impl MessageSet {
     /// `raw` (uncompressed entries) compressed with `codec` into one wrapper at `last`.
     fn wrap_raw(raw: &[u8], last: i64, codec: Compression) -> Result<MessageSet> {
         let mut compressed = Vec::with_capacity(raw.len() / 2 + 64);
-        compression::compress(codec, raw, &mut compressed).map_err(|source| Error::Compression {
-            location: MessageLocation { offset: last, ..MessageLocation::default() },
-            codec,
-            source,
+        compression::compress_for_magic(codec, MAGIC_V0, raw, &mut compressed).map_err(|source| {
+            Error::Compression {
+                location: MessageLocation { offset: last, ..MessageLocation::default() },
+                codec,
+                source,
+            }
         })?;
         let wrapper = Message { attributes: codec.attribute_bits(), key: None, value: Some(compressed.into()) };
         MessageSet::encode(&[MessageAndOffset::new(last, wrapper)])
@@ -912,6 +931,214 @@ impl Iterator for Entries {
                 Some(Err(e))
             }
         }
+    }
+}
+
+/// A Kafka message of format v1 (magic 1, Kafka 0.10): a [`Message`] with a timestamp. For a
+/// compressed wrapper, `value` holds the compressed inner set, whose offsets are relative
+/// ([`MessageSet::from_messages_v1`] writes them, [`crate::record::Batches`] reads them).
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct MessageV1 {
+    /// Attributes: bits 0-2 the codec (0 to 3), bit 3 the timestamp type.
+    pub attributes: i8,
+    /// Milliseconds since the epoch (-1: none).
+    pub timestamp: i64,
+    /// The key (`None` = null).
+    pub key: Option<Bytes>,
+    /// The value (`None` = null).
+    pub value: Option<Bytes>,
+}
+
+impl fmt::Debug for MessageV1 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("MessageV1");
+        if self.attributes != 0 {
+            d.field("attributes", &self.attributes);
+        }
+        d.field("timestamp", &self.timestamp)
+            .field("key", &self.key.as_deref().map(ShowBytes))
+            .field("value", &self.value.as_deref().map(ShowBytes))
+            .finish()
+    }
+}
+
+impl MessageV1 {
+    /// An uncompressed message with a producer's (CreateTime) timestamp.
+    pub fn new(timestamp: i64, key: Option<Bytes>, value: Option<Bytes>) -> MessageV1 {
+        MessageV1 { attributes: 0, timestamp, key, value }
+    }
+
+    /// The codec named by the attributes.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::compression::CompressionError::UnknownCodec`] for bits 4 to 7.
+    pub fn compression(&self) -> Result<Compression, compression::CompressionError> {
+        Compression::from_attributes(self.attributes)
+    }
+
+    /// How the timestamp was set (attribute bit 3).
+    pub fn timestamp_type(&self) -> TimestampType {
+        TimestampType::from_attributes(i16::from(self.attributes))
+    }
+
+    /// True when the codec bits are not 0: the value is a compressed MessageSet.
+    pub fn is_wrapper(&self) -> bool {
+        self.attributes & Compression::ATTRIBUTE_MASK != 0
+    }
+
+    /// Bytes this message takes on the wire (without the set's offset and size).
+    pub fn encoded_len(&self) -> usize {
+        MESSAGE_V1_OVERHEAD + self.key.as_ref().map_or(0, Bytes::len) + self.value.as_ref().map_or(0, Bytes::len)
+    }
+
+    /// Appends the message, computing its CRC.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TooLong`] for a key or value over `i32::MAX` bytes (`buf` is left as it was).
+    pub fn encode(&self, buf: &mut BytesMut) -> Result<()> {
+        let nullable_len = |field, b: Option<&Bytes>| b.map_or(Ok(-1), |b| wire::len_i32(field, b.len()));
+        let key_len = nullable_len("key", self.key.as_ref())?;
+        let value_len = nullable_len("value", self.value.as_ref())?;
+        buf.reserve(self.encoded_len());
+        let crc_at = buf.len();
+        buf.put_u32(0);
+        buf.put_i8(MAGIC_V1);
+        buf.put_i8(self.attributes);
+        buf.put_i64(self.timestamp);
+        buf.put_i32(key_len);
+        if let Some(key) = &self.key {
+            buf.extend_from_slice(key);
+        }
+        buf.put_i32(value_len);
+        if let Some(value) = &self.value {
+            buf.extend_from_slice(value);
+        }
+        let crc = crc32fast::hash(&buf[crc_at + 4..]);
+        buf[crc_at..crc_at + 4].copy_from_slice(&crc.to_be_bytes());
+        Ok(())
+    }
+
+    /// Reads a message v1 that fills `bytes` exactly, verifying magic and CRC.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Crc`], [`Error::UnsupportedMagic`] for any magic but 1,
+    /// [`Error::MalformedMessage`].
+    pub fn decode(bytes: Bytes, location: impl FnOnce() -> MessageLocation) -> Result<MessageV1> {
+        let m = LegacyMessage::parse(bytes, location, &[MAGIC_V1])?;
+        Ok(MessageV1 { attributes: m.attributes, timestamp: m.timestamp, key: m.key, value: m.value })
+    }
+}
+
+/// A message of magic 0 or 1 as a reader of any magic sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct LegacyMessage {
+    pub(crate) magic: i8,
+    pub(crate) crc: u32,
+    pub(crate) attributes: i8,
+    /// -1 for magic 0.
+    pub(crate) timestamp: i64,
+    pub(crate) key: Option<Bytes>,
+    pub(crate) value: Option<Bytes>,
+}
+
+impl LegacyMessage {
+    /// Reads a message that fills `bytes` exactly, of one of the magics `magics` (0, 1),
+    /// verifying its CRC.
+    pub(crate) fn parse(
+        mut bytes: Bytes,
+        location: impl FnOnce() -> MessageLocation,
+        magics: &[i8],
+    ) -> Result<LegacyMessage> {
+        let malformed = |location: MessageLocation, reason| Error::MalformedMessage { location, reason };
+        if bytes.len() < MESSAGE_V0_OVERHEAD {
+            let reason = format!("{} bytes cannot hold a message (at least {MESSAGE_V0_OVERHEAD})", bytes.len());
+            return Err(malformed(location(), reason));
+        }
+        let magic = bytes[4] as i8;
+        if !magics.contains(&magic) {
+            return Err(Error::UnsupportedMagic { location: location(), magic });
+        }
+        let overhead = if magic == MAGIC_V1 { MESSAGE_V1_OVERHEAD } else { MESSAGE_V0_OVERHEAD };
+        if bytes.len() < overhead {
+            let reason = format!("{} bytes cannot hold a message v{magic} (at least {overhead})", bytes.len());
+            return Err(malformed(location(), reason));
+        }
+        let stored = bytes.get_u32();
+        let computed = crc32fast::hash(&bytes);
+        if stored != computed {
+            return Err(Error::Crc { location: location(), stored, computed });
+        }
+        bytes.advance(1);
+        let attributes = bytes.get_i8();
+        let timestamp = if magic == MAGIC_V1 { bytes.get_i64() } else { -1 };
+        let fields = (|| {
+            Ok::<_, Error>((
+                wire::get_nullable_bytes(&mut bytes, "key")?,
+                wire::get_nullable_bytes(&mut bytes, "value")?,
+            ))
+        })();
+        match fields {
+            Ok((key, value)) if bytes.is_empty() => {
+                Ok(LegacyMessage { magic, crc: stored, attributes, timestamp, key, value })
+            }
+            Ok(_) => Err(malformed(location(), format!("{} bytes left after the value", bytes.len()))),
+            Err(e) => Err(malformed(location(), e.to_string())),
+        }
+    }
+}
+
+impl MessageSet {
+    /// Encodes messages v1 at the given offsets, uncompressed at this level.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TooLong`] for a field or an entry too long for its length prefix.
+    pub fn encode_v1(entries: &[(i64, MessageV1)]) -> Result<MessageSet> {
+        let size = entries.iter().map(|(_, m)| ENTRY_HEADER_SIZE + m.encoded_len()).sum();
+        let mut buf = BytesMut::with_capacity(size);
+        for (offset, message) in entries {
+            buf.put_i64(*offset);
+            let at = wire::begin_size(&mut buf);
+            message.encode(&mut buf)?;
+            wire::finish_size(&mut buf, at, "message_size")?;
+        }
+        Ok(MessageSet { bytes: buf.freeze() })
+    }
+
+    /// A set of messages v1 as Kafka 0.10's producer sends it: at offsets 0, 1, 2...; with a
+    /// codec, one wrapper at offset n-1 whose inner messages carry the relative offsets 0 to
+    /// n-1, whose timestamp is the largest inner one (CreateTime) and whose LZ4 frame has the
+    /// standard header checksum.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Compression`] when the codec fails or is zstd (never in a message v1);
+    /// [`Error::TooLong`].
+    pub fn from_messages_v1(messages: &[MessageV1], codec: Compression) -> Result<MessageSet> {
+        let entries: Vec<(i64, MessageV1)> = (0..).zip(messages.iter().cloned()).collect();
+        let inner = MessageSet::encode_v1(&entries)?;
+        if codec == Compression::None || messages.is_empty() {
+            return Ok(inner);
+        }
+        let last = entries.len() as i64 - 1;
+        let mut compressed = Vec::with_capacity(inner.len() / 2 + 64);
+        compression::compress_for_magic(codec, MAGIC_V1, inner.as_bytes(), &mut compressed).map_err(|source| {
+            Error::Compression {
+                location: MessageLocation { offset: last, ..MessageLocation::default() },
+                codec,
+                source,
+            }
+        })?;
+        let wrapper = MessageV1 {
+            attributes: codec.attribute_bits(),
+            timestamp: messages.iter().map(|m| m.timestamp).max().unwrap_or(-1),
+            key: None,
+            value: Some(compressed.into()),
+        };
+        MessageSet::encode_v1(&[(last, wrapper)])
     }
 }
 

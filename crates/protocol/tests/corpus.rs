@@ -115,14 +115,16 @@ fn fixtures() -> Vec<Fixture> {
         .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
         .map(|e| e.expect("dir entry").path())
         .filter(|p| p.is_dir())
-        // the Kafka 3.7.0 captures (flexible versions, record batches) are replayed, mutated
-        // and checked by tests/modern_fixtures.rs
-        .filter(|p| !p.ends_with("kafka-3.7.0"))
         .collect();
     folders.sort();
     let mut out = Vec::new();
     for dir in folders {
         let folder = dir.file_name().and_then(|n| n.to_str()).expect("utf-8 name").to_owned();
+        if folder == "kafka-3.7.0" {
+            // modern API versions, which the 0.8.2 decoders here do not read: replayed by
+            // tests/modern_fixtures.rs (frames) and tests/record_fixtures.rs (record batches)
+            continue;
+        }
         let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
             .unwrap_or_else(|e| panic!("{folder}: {e}"))
             .map(|e| e.expect("dir entry").path())

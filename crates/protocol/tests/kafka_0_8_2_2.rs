@@ -404,7 +404,7 @@ fn show_wrapper(entry: &MessageAndOffset) -> Result<String, String> {
         Compression::Gzip => gzip_details(value)?,
         Compression::Snappy => xerial_details(value)?,
         Compression::Lz4 => lz4_details(value)?,
-        Compression::None => unreachable!("not a wrapper"),
+        Compression::None | Compression::Zstd => unreachable!("not a wrapper of a message v0"),
     };
     let inner = inner_entries(entry)?;
     let offsets: Vec<String> = inner.iter().map(|m| m.offset.to_string()).collect();

@@ -1,15 +1,21 @@
-//! Message compression codecs as Kafka 0.8.2 writes and reads them.
+//! Compression codecs as Kafka writes and reads them.
 //!
-//! A compressed Kafka message (a "wrapper") carries a whole inner message set
-//! in its value, compressed with the codec named by the low three bits of the
-//! message attributes. The byte layouts produced here are the ones Kafka's own
-//! Java client and a 0.8.2 broker write:
+//! A compressed message v0/v1 (a "wrapper") carries a whole inner message set
+//! in its value; a compressed RecordBatch v2 carries its records section
+//! compressed. The codec is named by the low three bits of the attributes.
+//! The byte layouts produced here are the ones Kafka's own Java client and
+//! brokers write:
 //!
 //! * [`gzip`]: one gzip member laid out as Java's `GZIPOutputStream` does it
 //!   (mtime 0, XFL 0, OS byte `0xff`).
-//! * [`snappy`]: xerial (`snappy-java`) framing with 32 KiB blocks.
-//! * [`lz4`]: an LZ4 frame with 64 KiB independent blocks whose header
-//!   checksum is computed the Kafka 0.8 way (KAFKA-3160).
+//! * [`snappy`]: xerial (`snappy-java`) framing with 32 KiB blocks, for every
+//!   magic, as Java writes it. (librdkafka writes one raw snappy block without
+//!   framing in v2 batches, kafka-python xerial framing; the decoder reads
+//!   both, as snappy-java and the brokers do.)
+//! * [`lz4`]: an LZ4 frame with 64 KiB independent blocks. Magic 0 uses the
+//!   broken Kafka 0.8 header checksum (KAFKA-3160), magic 1 and 2 the
+//!   standard one ([`compress_for_magic`]).
+//! * [`zstd`]: a standard zstd frame, magic 2 only.
 //!
 //! Every decoder takes a `max_output` limit and checks it before allocating,
 //! so a small hostile input cannot make it allocate a large buffer.
@@ -20,6 +26,7 @@ use std::str::FromStr;
 pub mod gzip;
 pub mod lz4;
 pub mod snappy;
+pub mod zstd;
 
 /// Compression codec of a Kafka message (attributes & 0x07).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -33,6 +40,8 @@ pub enum Compression {
     Snappy,
     /// LZ4 frame (codec 3, Kafka 0.8.2 and later).
     Lz4,
+    /// Zstandard (codec 4, Kafka 2.1 and later): RecordBatch v2 only.
+    Zstd,
 }
 
 impl Compression {
@@ -47,13 +56,15 @@ impl Compression {
             Compression::Gzip => 1,
             Compression::Snappy => 2,
             Compression::Lz4 => 3,
+            Compression::Zstd => 4,
         }
     }
 
-    /// The codec named by the low three bits of a message's `attributes`.
+    /// The codec named by the low three bits of a message v0/v1's `attributes`.
     ///
-    /// Other attribute bits are ignored. Codec bits 4 to 7 name no codec and
-    /// give [`CompressionError::UnknownCodec`].
+    /// Other attribute bits are ignored. Codec bits 4 to 7 name no codec a
+    /// message v0/v1 may carry (zstd is for RecordBatch v2 only, as brokers
+    /// enforce) and give [`CompressionError::UnknownCodec`].
     pub fn from_attributes(attributes: i8) -> Result<Self, CompressionError> {
         match attributes & Self::ATTRIBUTE_MASK {
             0 => Ok(Compression::None),
@@ -64,8 +75,42 @@ impl Compression {
         }
     }
 
-    /// The codec's name as Kafka's `compression.codec` setting spells it:
-    /// `"none"`, `"gzip"`, `"snappy"` or `"lz4"`.
+    /// The codec named by the low three bits of a RecordBatch v2's `attributes`
+    /// (an `int16`): 0 to 4, zstd included. Bits 5 to 7 give
+    /// [`CompressionError::UnknownCodec`].
+    pub fn from_batch_attributes(attributes: i16) -> Result<Self, CompressionError> {
+        match (attributes & 0x07) as i8 {
+            4 => Ok(Compression::Zstd),
+            bits => Compression::from_attributes(bits),
+        }
+    }
+
+    /// The lowest message format (magic) that can carry the codec: 2 for zstd, 0 for the
+    /// others.
+    #[must_use]
+    pub const fn min_magic(self) -> i8 {
+        match self {
+            Compression::Zstd => 2,
+            _ => 0,
+        }
+    }
+
+    /// Parses every codec name a RecordBatch v2 may carry: `none`, `gzip`, `snappy`, `lz4`,
+    /// `zstd` (any case) or Kafka's number (`0` to `4`). [`FromStr`] takes the four of Kafka
+    /// 0.8.2 only (what a 0.8 producer's `compression.codec` accepts).
+    ///
+    /// # Errors
+    ///
+    /// [`CompressionError::UnknownCodecName`] for anything else.
+    pub fn from_name(s: &str) -> Result<Self, CompressionError> {
+        if s == "4" || s.eq_ignore_ascii_case("zstd") {
+            return Ok(Compression::Zstd);
+        }
+        s.parse()
+    }
+
+    /// The codec's name as Kafka's `compression.codec` / `compression.type`
+    /// settings spell it: `"none"`, `"gzip"`, `"snappy"`, `"lz4"` or `"zstd"`.
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
@@ -73,6 +118,7 @@ impl Compression {
             Compression::Gzip => "gzip",
             Compression::Snappy => "snappy",
             Compression::Lz4 => "lz4",
+            Compression::Zstd => "zstd",
         }
     }
 }
@@ -86,8 +132,9 @@ impl fmt::Display for Compression {
 impl FromStr for Compression {
     type Err = CompressionError;
 
-    /// Parses a codec name (`none`, `gzip`, `snappy`, `lz4`, any case) or
-    /// Kafka's numeric code (`0` to `3`).
+    /// Parses a codec name of Kafka 0.8.2 (`none`, `gzip`, `snappy`, `lz4`,
+    /// any case) or its numeric code (`0` to `3`); `zstd` is refused here (a
+    /// 0.8 producer cannot send it): [`Compression::from_name`] takes it.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let codec = match s {
             "0" => Compression::None,
@@ -228,12 +275,29 @@ pub enum CompressionError {
     /// Returned when an LZ4 block cannot be compressed.
     #[error("lz4 block compression failed")]
     Lz4Compress(#[source] lz4_flex::block::CompressError),
+
+    /// Returned when libzstd fails (the reason shown is its error name), for
+    /// example on a corrupt frame or one asking for too large a window.
+    #[error("zstd codec failed: {0}")]
+    Zstd(&'static str),
+
+    /// Returned when a codec is asked for in a message format that cannot
+    /// carry it (zstd below magic 2).
+    #[error("{codec} needs message format (magic) {} or later, not {magic}", codec.min_magic())]
+    CodecNeedsMagic {
+        /// The codec.
+        codec: Compression,
+        /// The magic asked for.
+        magic: i8,
+    },
 }
 
 /// Compress `input` with `codec`, appending to `out`. `Compression::None` copies.
 ///
-/// The layouts are the ones Kafka 0.8.2 writes; see [`gzip::compress`],
-/// [`snappy::compress`] and [`lz4::compress`].
+/// The layouts are the ones Kafka 0.8.2 writes in a message v0; see
+/// [`gzip::compress`], [`snappy::compress`] and [`lz4::compress`] (the 0.8
+/// header checksum); zstd, which no message v0 may carry, is [`zstd::compress`].
+/// [`compress_for_magic`] writes what a given message format needs.
 pub fn compress(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> Result<(), CompressionError> {
     match codec {
         Compression::None => {
@@ -243,6 +307,29 @@ pub fn compress(codec: Compression, input: &[u8], out: &mut Vec<u8>) -> Result<(
         Compression::Gzip => gzip::compress(input, out),
         Compression::Snappy => snappy::compress(input, out),
         Compression::Lz4 => lz4::compress(input, out),
+        Compression::Zstd => zstd::compress(input, out),
+    }
+}
+
+/// Compress `input` with `codec` as message format `magic` carries it, appending to `out`:
+/// magic 0 as [`compress`]; magic 1 and 2 write LZ4 frames with the standard header checksum
+/// (Kafka 0.10 and later, KIP-57). Zstd needs magic 2.
+///
+/// # Errors
+///
+/// [`CompressionError::CodecNeedsMagic`] for zstd below magic 2; the codec's own errors.
+pub fn compress_for_magic(
+    codec: Compression,
+    magic: i8,
+    input: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), CompressionError> {
+    if magic < codec.min_magic() {
+        return Err(CompressionError::CodecNeedsMagic { codec, magic });
+    }
+    match codec {
+        Compression::Lz4 if magic >= 1 => lz4::compress_with(input, lz4::HeaderChecksum::Standard, out),
+        _ => compress(codec, input, out),
     }
 }
 
@@ -268,6 +355,7 @@ pub fn decompress(
         Compression::Gzip => gzip::decompress(input, max_output, out),
         Compression::Snappy => snappy::decompress(input, max_output, out),
         Compression::Lz4 => lz4::decompress(input, max_output, out),
+        Compression::Zstd => zstd::decompress(input, max_output, out),
     }
 }
 
@@ -367,7 +455,8 @@ impl<'a> Input<'a> {
 mod tests {
     use super::*;
 
-    const ALL: [Compression; 4] = [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4];
+    const ALL: [Compression; 5] =
+        [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd];
 
     /// 200 KiB mixing compressible text, a counter pattern and noise.
     pub(super) fn mixed_data(len: usize) -> Vec<u8> {
@@ -393,6 +482,12 @@ mod tests {
     #[test]
     fn attribute_bits_round_trip() {
         for codec in ALL {
+            assert_eq!(Compression::from_batch_attributes(i16::from(codec.attribute_bits())).unwrap(), codec);
+            assert_eq!(Compression::from_batch_attributes(i16::from(codec.attribute_bits()) | 0x7ff8).unwrap(), codec);
+            if codec == Compression::Zstd {
+                assert!(Compression::from_attributes(4).is_err(), "no zstd in a message v0/v1");
+                continue;
+            }
             assert_eq!(Compression::from_attributes(codec.attribute_bits()).unwrap(), codec);
             // Higher attribute bits do not affect the codec.
             assert_eq!(Compression::from_attributes(codec.attribute_bits() | 0x78).unwrap(), codec);
@@ -418,10 +513,16 @@ mod tests {
 
     #[test]
     fn names_display_and_parse() {
-        let names = ["none", "gzip", "snappy", "lz4"];
+        let names = ["none", "gzip", "snappy", "lz4", "zstd"];
         for (codec, name) in ALL.into_iter().zip(names) {
             assert_eq!(codec.name(), name);
             assert_eq!(codec.to_string(), name);
+            assert_eq!(Compression::from_name(name).unwrap(), codec);
+            assert_eq!(Compression::from_name(&name.to_ascii_uppercase()).unwrap(), codec);
+            assert_eq!(Compression::from_name(&codec.attribute_bits().to_string()).unwrap(), codec);
+            if codec == Compression::Zstd {
+                continue;
+            }
             assert_eq!(name.parse::<Compression>().unwrap(), codec);
             assert_eq!(name.to_ascii_uppercase().parse::<Compression>().unwrap(), codec);
             assert_eq!(codec.attribute_bits().to_string().parse::<Compression>().unwrap(), codec);
@@ -435,6 +536,26 @@ mod tests {
             }
         }
         assert_eq!("zstd".parse::<Compression>().unwrap_err().to_string(), "unknown compression codec name \"zstd\"");
+        assert!(Compression::from_name("5").is_err() && Compression::from_name("zstd ").is_err());
+    }
+
+    #[test]
+    fn compress_for_magic_picks_the_lz4_header_and_refuses_old_zstd() {
+        let mut v0 = Vec::new();
+        compress_for_magic(Compression::Lz4, 0, b"abc", &mut v0).unwrap();
+        assert_eq!(&v0[..7], &[0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x1a]);
+        for magic in [1, 2] {
+            let mut v = Vec::new();
+            compress_for_magic(Compression::Lz4, magic, b"abc", &mut v).unwrap();
+            assert_eq!(&v[..7], &[0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x82]);
+        }
+        for magic in [0, 1] {
+            let err = compress_for_magic(Compression::Zstd, magic, b"abc", &mut Vec::new()).unwrap_err();
+            assert_eq!(err.to_string(), format!("zstd needs message format (magic) 2 or later, not {magic}"));
+        }
+        let mut z = Vec::new();
+        compress_for_magic(Compression::Zstd, 2, b"abc", &mut z).unwrap();
+        assert!(z.starts_with(&zstd::MAGIC));
     }
 
     #[test]

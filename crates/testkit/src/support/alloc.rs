@@ -11,6 +11,8 @@ thread_local! {
     static WATCHING: Cell<bool> = const { Cell::new(false) };
     /// The largest single allocation (or reallocation's new size) since watching began.
     static LARGEST: Cell<usize> = const { Cell::new(0) };
+    /// How many allocations (and reallocations) this thread has made.
+    static THREAD_ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
 }
 
 /// A global allocator that forwards every call to [`System`] and counts: the bytes allocated
@@ -80,6 +82,17 @@ impl CountingAllocator {
         self.allocations.load(Ordering::Relaxed)
     }
 
+    /// How many allocations (and reallocations) the calling thread has made: what a test that
+    /// counts per operation wants, since the test harness's own threads allocate too.
+    ///
+    /// # Panics
+    ///
+    /// As [`live`](Self::live).
+    pub fn thread_allocations(&self) -> u64 {
+        self.installed();
+        THREAD_ALLOCATIONS.with(Cell::get)
+    }
+
     /// Runs `f` and returns its value with the largest single allocation this thread made
     /// meanwhile (0 when it made none).
     ///
@@ -118,6 +131,7 @@ impl CountingAllocator {
         let now = self.live.fetch_add(size as isize, Ordering::Relaxed) + size as isize;
         self.peak.fetch_max(now, Ordering::Relaxed);
         self.allocations.fetch_add(1, Ordering::Relaxed);
+        let _ = THREAD_ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
         // try_with: nothing during thread-local destruction; const-initialised cells never
         // allocate, so this cannot recurse
         let _ = WATCHING.try_with(|watching| {
