@@ -15,24 +15,50 @@ use crate::frame::{Encode, Request};
 use crate::wire;
 
 mod api_versions;
-mod consumer_metadata;
+mod consumer_protocol;
+mod describe_groups;
 mod fetch;
+mod find_coordinator;
+mod heartbeat;
+mod init_producer_id;
+mod join_group;
+mod leave_group;
+mod list_groups;
 mod metadata;
 mod offset_commit;
 mod offset_fetch;
 mod offsets;
 mod produce;
+mod sasl_authenticate;
+mod sasl_handshake;
+mod sync_group;
 
 pub use api_versions::{ApiVersion, ApiVersionsRequest, ApiVersionsResponse, FinalizedFeatureKey, SupportedFeatureKey};
-pub use consumer_metadata::{ConsumerMetadataRequest, ConsumerMetadataResponse};
+pub use consumer_protocol::{
+    ConsumerProtocolAssignment, ConsumerProtocolSubscription, ConsumerProtocolTopicPartitions,
+    CONSUMER_PROTOCOL_MAX_VERSION, CONSUMER_PROTOCOL_TYPE,
+};
+pub use describe_groups::{
+    DescribeGroupsRequest, DescribeGroupsResponse, DescribedGroup, DescribedGroupMember, AUTHORIZED_OPERATIONS_OMITTED,
+};
 pub use fetch::{FetchPartition, FetchRequest, FetchResponse, FetchResponsePartition, FetchResponseTopic, FetchTopic};
+pub use find_coordinator::{
+    ConsumerMetadataRequest, ConsumerMetadataResponse, Coordinator, FindCoordinatorRequest, FindCoordinatorResponse,
+    COORDINATOR_KEY_TYPE_GROUP, COORDINATOR_KEY_TYPE_TRANSACTION,
+};
+pub use heartbeat::{HeartbeatRequest, HeartbeatResponse};
+pub use init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
+pub use join_group::{JoinGroupRequest, JoinGroupRequestProtocol, JoinGroupResponse, JoinGroupResponseMember};
+pub use leave_group::{LeaveGroupRequest, LeaveGroupResponse, MemberIdentity, MemberResponse};
+pub use list_groups::{ListGroupsRequest, ListGroupsResponse, ListedGroup};
 pub use metadata::{BrokerMetadata, MetadataRequest, MetadataResponse, PartitionMetadata, TopicMetadata};
 pub use offset_commit::{
     OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
     OffsetCommitResponseTopic, OffsetCommitTopic, DEFAULT_CONSUMER_ID, DEFAULT_GENERATION_ID, DEFAULT_TIMESTAMP,
 };
 pub use offset_fetch::{
-    OffsetFetchRequest, OffsetFetchResponse, OffsetFetchResponsePartition, OffsetFetchResponseTopic, OffsetFetchTopic,
+    OffsetFetchGroup, OffsetFetchRequest, OffsetFetchResponse, OffsetFetchResponseGroup, OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic, OffsetFetchTopic,
 };
 pub use offsets::{
     OffsetsPartition, OffsetsRequest, OffsetsResponse, OffsetsResponsePartition, OffsetsResponseTopic, OffsetsTopic,
@@ -41,6 +67,9 @@ pub use offsets::{
 pub use produce::{
     ProducePartition, ProduceRequest, ProduceResponse, ProduceResponsePartition, ProduceResponseTopic, ProduceTopic,
 };
+pub use sasl_authenticate::{SaslAuthenticateRequest, SaslAuthenticateResponse};
+pub use sasl_handshake::{SaslHandshakeRequest, SaslHandshakeResponse};
+pub use sync_group::{SyncGroupRequest, SyncGroupRequestAssignment, SyncGroupResponse};
 
 /// The `replica_id` a client (not a follower broker) puts in Fetch and Offsets requests.
 pub const CONSUMER_REPLICA_ID: i32 = -1;

@@ -156,8 +156,8 @@ mod tests {
         let codes: Vec<_> = f.topics[0].partitions.iter().map(|p| (p.partition, p.error())).collect();
         assert_eq!(codes, [(0, Some(ErrorCode::OffsetOutOfRange)), (1, Some(ErrorCode::OffsetOutOfRange))]);
         b.intercept(Rule::any(Fault::Error(ErrorCode::ConsumerCoordinatorNotAvailable)).once());
-        let cm = c.call(0, &gregor_protocol::messages::ConsumerMetadataRequest { group_id: "g".into() }).await;
-        assert_eq!((cm.error_code, cm.coordinator_id), (ErrorCode::ConsumerCoordinatorNotAvailable.code(), -1));
+        let cm = c.call(0, &gregor_protocol::messages::ConsumerMetadataRequest::group("g".into())).await;
+        assert_eq!((cm.error_code, cm.node_id), (ErrorCode::ConsumerCoordinatorNotAvailable.code(), -1));
 
         // acks=0: the connection is closed, as 0.8.2 does when an acks=0 Produce fails
         b.intercept(Rule::on(ApiKey::Produce, Fault::Error(ErrorCode::MessageSizeTooLarge)).once());
