@@ -166,7 +166,7 @@ mod tests {
 
         let frame = error_response(
             &header::<ConsumerMetadataRequest>(9),
-            &AnyRequest::ConsumerMetadata(ConsumerMetadataRequest::group("g".into())),
+            &AnyRequest::ConsumerMetadata(ConsumerMetadataRequest::group("g")),
             ErrorCode::ConsumerCoordinatorNotAvailable,
         )
         .unwrap();
