@@ -357,10 +357,10 @@ impl Admin {
                 for tp in tps {
                     by_topic.entry(tp.topic.as_str()).or_default().push(tp.partition);
                 }
-                let request = OffsetFetchRequest {
-                    group_id: group.to_owned(),
-                    topics: by_topic.into_iter().map(|(t, ps)| OffsetFetchTopic::new(t, ps)).collect(),
-                };
+                let request = OffsetFetchRequest::new(
+                    group,
+                    by_topic.into_iter().map(|(t, ps)| OffsetFetchTopic::new(t, ps)).collect(),
+                );
                 let response = self.coordinator_request(group, 1, &request, fetch_retriable).await?;
                 for tp in tps {
                     let found = response
@@ -395,7 +395,7 @@ impl Admin {
         if brokers.is_empty() {
             return Err(Error::NoBrokers);
         }
-        let request = ConsumerMetadataRequest { group_id: group.to_owned() };
+        let request = ConsumerMetadataRequest::group(group);
         let mut last = None;
         for id in brokers {
             let conn = match self.broker_connection(id).await {
@@ -409,13 +409,13 @@ impl Admin {
             match conn.request(0, &request).await {
                 Ok(r) => match r.error() {
                     None => {
-                        let addr = format!("{}:{}", r.coordinator_host, r.coordinator_port);
-                        self.pool.set_broker(r.coordinator_id, addr.clone());
-                        return self.pool.get(r.coordinator_id).await.map_err(|e| {
+                        let addr = format!("{}:{}", r.host, r.port);
+                        self.pool.set_broker(r.node_id, addr.clone());
+                        return self.pool.get(r.node_id).await.map_err(|e| {
                             Error::net(
                                 format!(
                                     "could not connect to the coordinator of group {group:?}, broker {} at {addr}",
-                                    r.coordinator_id
+                                    r.node_id
                                 ),
                                 e,
                             )
@@ -571,13 +571,12 @@ impl Admin {
                         targets
                             .iter()
                             .map(|(tp, offset)| OffsetCommitPartition {
-                                partition: tp.partition,
-                                offset: *offset,
                                 timestamp: DEFAULT_TIMESTAMP,
-                                metadata: String::new(),
+                                ..OffsetCommitPartition::new(tp.partition, *offset, "")
                             })
                             .collect(),
                     )],
+                    ..Default::default()
                 };
                 let response = self.coordinator_request(group, 1, &request, commit_retriable).await?;
                 for rp in response.topics.iter().flat_map(|t| t.partitions.iter()) {
@@ -605,25 +604,21 @@ impl Admin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gregor_protocol::messages::{OffsetFetchResponsePartition, TopicPartitions};
+    use gregor_protocol::messages::{OffsetFetchResponsePartition, OffsetFetchResponseTopic};
 
     #[test]
     fn coordinator_codes_are_retried() {
         let r = OffsetFetchResponse {
-            topics: vec![TopicPartitions::new(
+            topics: vec![OffsetFetchResponseTopic::new(
                 "t",
-                vec![
-                    OffsetFetchResponsePartition { partition: 0, offset: 5, metadata: String::new(), error_code: 0 },
-                    OffsetFetchResponsePartition { partition: 1, offset: -1, metadata: String::new(), error_code: 16 },
-                ],
+                vec![OffsetFetchResponsePartition::new(0, 5, "", 0), OffsetFetchResponsePartition::new(1, -1, "", 16)],
             )],
+            ..Default::default()
         };
         assert_eq!(fetch_retriable(&r), Some(ErrorCode::NotCoordinatorForConsumer));
         let ok = OffsetFetchResponse {
-            topics: vec![TopicPartitions::new(
-                "t",
-                vec![OffsetFetchResponsePartition { partition: 0, offset: -1, metadata: String::new(), error_code: 3 }],
-            )],
+            topics: vec![OffsetFetchResponseTopic::new("t", vec![OffsetFetchResponsePartition::new(0, -1, "", 3)])],
+            ..Default::default()
         };
         assert_eq!(fetch_retriable(&ok), None);
         assert!(coordinator_retriable(ErrorCode::ConsumerCoordinatorNotAvailable));

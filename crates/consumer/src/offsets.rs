@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use gregor_net::{BrokerConnection, Pool};
 use gregor_protocol::messages::{
-    ConsumerMetadataRequest, OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
-    OffsetFetchResponse, TopicPartitions, DEFAULT_CONSUMER_ID, DEFAULT_GENERATION_ID, DEFAULT_TIMESTAMP,
+    ConsumerMetadataRequest, OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitTopic,
+    OffsetFetchRequest, OffsetFetchResponse, OffsetFetchTopic, DEFAULT_CONSUMER_ID, DEFAULT_GENERATION_ID,
+    DEFAULT_TIMESTAMP,
 };
 use gregor_protocol::{ErrorCode, TopicPartition};
 use gregor_zk::{paths, payloads, ZkClient};
@@ -54,17 +55,16 @@ fn commit_request(group_id: &str, offsets: &BTreeMap<TopicPartition, i64>) -> Of
     let mut topics: BTreeMap<&str, Vec<OffsetCommitPartition>> = BTreeMap::new();
     for (tp, o) in offsets {
         topics.entry(&tp.topic).or_default().push(OffsetCommitPartition {
-            partition: tp.partition,
-            offset: *o,
             timestamp: DEFAULT_TIMESTAMP,
-            metadata: String::new(),
+            ..OffsetCommitPartition::new(tp.partition, *o, "")
         });
     }
     OffsetCommitRequest {
         group_id: group_id.to_owned(),
         group_generation_id: DEFAULT_GENERATION_ID,
         consumer_id: DEFAULT_CONSUMER_ID.to_owned(),
-        topics: topics.into_iter().map(|(t, ps)| TopicPartitions::new(t, ps)).collect(),
+        topics: topics.into_iter().map(|(t, ps)| OffsetCommitTopic::new(t, ps)).collect(),
+        ..Default::default()
     }
 }
 
@@ -176,7 +176,7 @@ impl OffsetStore {
                 }
             };
             let r = conn
-                .request(0, &ConsumerMetadataRequest { group_id: self.config.group_id.clone() })
+                .request(0, &ConsumerMetadataRequest::group(self.config.group_id.clone()))
                 .await
                 .map_err(error::net("ConsumerMetadata"))?;
             if let Some(code) = r.error() {
@@ -185,7 +185,7 @@ impl OffsetStore {
                     code,
                 });
             }
-            let addr = format!("{}:{}", r.coordinator_host, r.coordinator_port);
+            let addr = format!("{}:{}", r.host, r.port);
             return self.pool.get_addr(&addr).await.map_err(error::net(format!("connecting to coordinator {addr}")));
         }
         // none answered: read the registered brokers again for the next attempt (one may be
@@ -233,10 +233,10 @@ impl OffsetStore {
         for tp in parts {
             topics.entry(&tp.topic).or_default().push(tp.partition);
         }
-        let request = OffsetFetchRequest {
-            group_id: self.config.group_id.clone(),
-            topics: topics.into_iter().map(|(t, ps)| TopicPartitions::new(t, ps)).collect(),
-        };
+        let request = OffsetFetchRequest::new(
+            self.config.group_id.clone(),
+            topics.into_iter().map(|(t, ps)| OffsetFetchTopic::new(t, ps)).collect(),
+        );
         self.with_retries("OffsetFetch v1", |conn| {
             let request = request.clone();
             async move { fetched_offsets(&conn.request(1, &request).await.map_err(error::net("OffsetFetch v1"))?) }
@@ -248,7 +248,10 @@ impl OffsetStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gregor_protocol::messages::{OffsetCommitResponsePartition, OffsetFetchResponsePartition};
+    use gregor_protocol::messages::{
+        OffsetCommitResponsePartition, OffsetCommitResponseTopic, OffsetFetchResponsePartition,
+        OffsetFetchResponseTopic,
+    };
 
     fn tp(t: &str, p: i32) -> TopicPartition {
         TopicPartition::new(t, p)
@@ -292,20 +295,16 @@ mod tests {
     #[test]
     fn commit_and_fetch_responses_report_partition_errors_with_context() {
         let ok = OffsetCommitResponse {
-            topics: vec![TopicPartitions::new(
-                "t",
-                vec![OffsetCommitResponsePartition { partition: 0, error_code: 0 }],
-            )],
+            topics: vec![OffsetCommitResponseTopic::new("t", vec![OffsetCommitResponsePartition::new(0, 0)])],
+            ..Default::default()
         };
         assert!(check_commit(&ok).is_ok());
         let bad = OffsetCommitResponse {
-            topics: vec![TopicPartitions::new(
+            topics: vec![OffsetCommitResponseTopic::new(
                 "t",
-                vec![
-                    OffsetCommitResponsePartition { partition: 0, error_code: 0 },
-                    OffsetCommitResponsePartition { partition: 1, error_code: 16 },
-                ],
+                vec![OffsetCommitResponsePartition::new(0, 0), OffsetCommitResponsePartition::new(1, 16)],
             )],
+            ..Default::default()
         };
         match check_commit(&bad) {
             Err(Error::Broker { context, code: ErrorCode::NotCoordinatorForConsumer }) => {
@@ -314,17 +313,16 @@ mod tests {
             other => panic!("{other:?}"),
         }
 
-        let part = |partition, offset, error_code| OffsetFetchResponsePartition {
-            partition,
-            offset,
-            metadata: String::new(),
-            error_code,
-        };
+        let part = |partition, offset, error_code| OffsetFetchResponsePartition::new(partition, offset, "", error_code);
         let fetched = OffsetFetchResponse {
-            topics: vec![TopicPartitions::new("t", vec![part(0, 42, 0), part(1, 9, 3), part(2, -1, 0)])],
+            topics: vec![OffsetFetchResponseTopic::new("t", vec![part(0, 42, 0), part(1, 9, 3), part(2, -1, 0)])],
+            ..Default::default()
         };
         assert_eq!(fetched_offsets(&fetched).unwrap(), [(tp("t", 0), 42), (tp("t", 1), -1), (tp("t", 2), -1)]);
-        let loading = OffsetFetchResponse { topics: vec![TopicPartitions::new("t", vec![part(0, -1, 14)])] };
+        let loading = OffsetFetchResponse {
+            topics: vec![OffsetFetchResponseTopic::new("t", vec![part(0, -1, 14)])],
+            ..Default::default()
+        };
         assert!(matches!(fetched_offsets(&loading), Err(Error::Broker { code: ErrorCode::OffsetsLoadInProgress, .. })));
     }
 

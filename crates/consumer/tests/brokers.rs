@@ -70,10 +70,10 @@ async fn broker_restarted_on_a_new_port_is_found_through_zookeeper() {
         let mut c = Conn::open(new).await;
         c.call(
             1,
-            &gregor_protocol::messages::OffsetFetchRequest {
-                group_id: "gbp".into(),
-                topics: vec![gregor_protocol::messages::TopicPartitions::new("bp", vec![0, 1])],
-            },
+            &gregor_protocol::messages::OffsetFetchRequest::new(
+                "gbp",
+                vec![gregor_protocol::messages::OffsetFetchTopic::new("bp", vec![0, 1])],
+            ),
         )
         .await
     };

@@ -73,10 +73,10 @@ async fn kafka_offsets(cluster: &FakeCluster, group: &str, topic: &str, partitio
     let r = c
         .call(
             1,
-            &gregor_protocol::messages::OffsetFetchRequest {
-                group_id: group.into(),
-                topics: vec![gregor_protocol::messages::TopicPartitions::new(topic, (0..partitions).collect())],
-            },
+            &gregor_protocol::messages::OffsetFetchRequest::new(
+                group,
+                vec![gregor_protocol::messages::OffsetFetchTopic::new(topic, (0..partitions).collect())],
+            ),
         )
         .await;
     let mut out: Vec<(i32, i64)> = r.topics[0].partitions.iter().map(|p| (p.partition, p.offset)).collect();
@@ -88,9 +88,9 @@ async fn coordinator(cluster: &FakeCluster, group: &str) -> Conn {
     for _ in 0..50 {
         let (_, addr) = cluster.broker_addrs()[0];
         let mut c = Conn::open(addr).await;
-        let r = c.call(0, &gregor_protocol::messages::ConsumerMetadataRequest { group_id: group.into() }).await;
+        let r = c.call(0, &gregor_protocol::messages::ConsumerMetadataRequest::group(group)).await;
         if r.error_code == 0 {
-            return Conn::open(format!("{}:{}", r.coordinator_host, r.coordinator_port).parse().unwrap()).await;
+            return Conn::open(format!("{}:{}", r.host, r.port).parse().unwrap()).await;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -108,15 +108,14 @@ async fn commit_kafka(cluster: &FakeCluster, group: &str, topic: &str, partition
                 group_id: group.into(),
                 group_generation_id: DEFAULT_GENERATION_ID,
                 consumer_id: DEFAULT_CONSUMER_ID.into(),
-                topics: vec![TopicPartitions::new(
+                topics: vec![OffsetCommitTopic::new(
                     topic,
                     vec![OffsetCommitPartition {
-                        partition,
-                        offset,
                         timestamp: DEFAULT_TIMESTAMP,
-                        metadata: String::new(),
+                        ..OffsetCommitPartition::new(partition, offset, "")
                     }],
                 )],
+                ..Default::default()
             },
         )
         .await;

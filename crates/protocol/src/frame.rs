@@ -132,7 +132,7 @@ impl ApiKey {
             ApiKey::Metadata => MetadataRequest::VERSIONS,
             ApiKey::OffsetCommit => OffsetCommitRequest::VERSIONS,
             ApiKey::OffsetFetch => OffsetFetchRequest::VERSIONS,
-            ApiKey::ConsumerMetadata => ConsumerMetadataRequest::VERSIONS,
+            ApiKey::ConsumerMetadata => FindCoordinatorRequest::VERSIONS,
             ApiKey::ApiVersions => ApiVersionsRequest::VERSIONS,
             ApiKey::CreateTopics => CreateTopicsRequest::VERSIONS,
             ApiKey::DeleteTopics => DeleteTopicsRequest::VERSIONS,
@@ -147,6 +147,15 @@ impl ApiKey {
             ApiKey::DescribeCluster => DescribeClusterRequest::VERSIONS,
             ApiKey::DeleteRecords => DeleteRecordsRequest::VERSIONS,
             ApiKey::OffsetDelete => OffsetDeleteRequest::VERSIONS,
+            ApiKey::JoinGroup => JoinGroupRequest::VERSIONS,
+            ApiKey::Heartbeat => HeartbeatRequest::VERSIONS,
+            ApiKey::LeaveGroup => LeaveGroupRequest::VERSIONS,
+            ApiKey::SyncGroup => SyncGroupRequest::VERSIONS,
+            ApiKey::DescribeGroups => DescribeGroupsRequest::VERSIONS,
+            ApiKey::ListGroups => ListGroupsRequest::VERSIONS,
+            ApiKey::SaslHandshake => SaslHandshakeRequest::VERSIONS,
+            ApiKey::InitProducerId => InitProducerIdRequest::VERSIONS,
+            ApiKey::SaslAuthenticate => SaslAuthenticateRequest::VERSIONS,
             _ => return None,
         })
     }
@@ -170,6 +179,18 @@ impl ApiKey {
             ApiKey::DescribeCluster => DescribeClusterRequest::FLEXIBLE_FROM,
             ApiKey::DeleteRecords => DeleteRecordsRequest::FLEXIBLE_FROM,
             ApiKey::OffsetDelete => OffsetDeleteRequest::FLEXIBLE_FROM,
+            ApiKey::OffsetCommit => OffsetCommitRequest::FLEXIBLE_FROM,
+            ApiKey::OffsetFetch => OffsetFetchRequest::FLEXIBLE_FROM,
+            ApiKey::ConsumerMetadata => FindCoordinatorRequest::FLEXIBLE_FROM,
+            ApiKey::JoinGroup => JoinGroupRequest::FLEXIBLE_FROM,
+            ApiKey::Heartbeat => HeartbeatRequest::FLEXIBLE_FROM,
+            ApiKey::LeaveGroup => LeaveGroupRequest::FLEXIBLE_FROM,
+            ApiKey::SyncGroup => SyncGroupRequest::FLEXIBLE_FROM,
+            ApiKey::DescribeGroups => DescribeGroupsRequest::FLEXIBLE_FROM,
+            ApiKey::ListGroups => ListGroupsRequest::FLEXIBLE_FROM,
+            ApiKey::SaslHandshake => SaslHandshakeRequest::FLEXIBLE_FROM,
+            ApiKey::InitProducerId => InitProducerIdRequest::FLEXIBLE_FROM,
+            ApiKey::SaslAuthenticate => SaslAuthenticateRequest::FLEXIBLE_FROM,
             _ => None,
         }
     }
@@ -615,9 +636,13 @@ mod tests {
         assert_eq!(v(ApiKey::Fetch), Some((0, 0)));
         assert_eq!(v(ApiKey::Offsets), Some((0, 0)));
         assert_eq!(v(ApiKey::Metadata), Some((0, 0)));
-        assert_eq!(v(ApiKey::OffsetCommit), Some((0, 1)));
-        assert_eq!(v(ApiKey::OffsetFetch), Some((0, 1)));
-        assert_eq!(v(ApiKey::ConsumerMetadata), Some((0, 0)));
+        // the group APIs: Kafka 0.8.2's versions (OffsetCommit/OffsetFetch v0-v1, ConsumerMetadata
+        // v0) and the later ones
+        assert_eq!(v(ApiKey::OffsetCommit), Some((0, 9)));
+        assert_eq!(v(ApiKey::OffsetFetch), Some((0, 9)));
+        assert_eq!(v(ApiKey::ConsumerMetadata), Some((0, 4)));
+        assert_eq!(ApiKey::OffsetCommit.flexible_from(), Some(8));
+        assert_eq!(ApiKey::JoinGroup.versions().map(|r| (r.min, r.max)), Some((0, 9)));
         assert_eq!(v(ApiKey::LeaderAndIsr), None);
         let err = ApiKey::Fetch.check_version(1).unwrap_err();
         assert_eq!(

@@ -115,6 +115,9 @@ fn fixtures() -> Vec<Fixture> {
         .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
         .map(|e| e.expect("dir entry").path())
         .filter(|p| p.is_dir())
+        // Kafka 3.7.0's frames are replayed by tests/modern_fixtures.rs: most of their APIs and
+        // versions are not AnyRequest's (Kafka 0.8.2's client APIs)
+        .filter(|p| !p.ends_with("kafka-3.7.0"))
         .collect();
     folders.sort();
     let mut out = Vec::new();

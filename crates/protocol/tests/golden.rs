@@ -602,18 +602,26 @@ fn offset_commit_v0_request() {
         group_id: "g".into(),
         group_generation_id: DEFAULT_GENERATION_ID,
         consumer_id: DEFAULT_CONSUMER_ID.into(),
-        topics: vec![TopicPartitions::new(
+        topics: vec![OffsetCommitTopic::new(
             "t",
             vec![
                 OffsetCommitPartition {
                     partition: 0,
                     offset: 42,
                     timestamp: DEFAULT_TIMESTAMP,
-                    metadata: String::new(),
+                    metadata: Some(String::new()),
+                    ..Default::default()
                 },
-                OffsetCommitPartition { partition: 1, offset: -1, timestamp: DEFAULT_TIMESTAMP, metadata: "m".into() },
+                OffsetCommitPartition {
+                    partition: 1,
+                    offset: -1,
+                    timestamp: DEFAULT_TIMESTAMP,
+                    metadata: Some("m".into()),
+                    ..Default::default()
+                },
             ],
         )],
+        ..Default::default()
     };
     assert_golden(&value, 0, bytes);
 }
@@ -648,23 +656,37 @@ fn offset_commit_v1_request() {
         group_generation_id: 5,
         consumer_id: "c-1".into(),
         topics: vec![
-            TopicPartitions::new(
+            OffsetCommitTopic::new(
                 "t",
                 vec![
-                    OffsetCommitPartition { partition: 0, offset: 42, timestamp: -1, metadata: String::new() },
+                    OffsetCommitPartition {
+                        partition: 0,
+                        offset: 42,
+                        timestamp: -1,
+                        metadata: Some(String::new()),
+                        ..Default::default()
+                    },
                     OffsetCommitPartition {
                         partition: 1,
                         offset: 7,
                         timestamp: 1_400_000_000_000,
-                        metadata: "meta".into(),
+                        metadata: Some("meta".into()),
+                        ..Default::default()
                     },
                 ],
             ),
-            TopicPartitions::new(
+            OffsetCommitTopic::new(
                 "u",
-                vec![OffsetCommitPartition { partition: 3, offset: -2, timestamp: -1, metadata: String::new() }],
+                vec![OffsetCommitPartition {
+                    partition: 3,
+                    offset: -2,
+                    timestamp: -1,
+                    metadata: Some(String::new()),
+                    ..Default::default()
+                }],
             ),
         ],
+        ..Default::default()
     };
     assert_golden(&value, 1, bytes);
 }
@@ -684,6 +706,7 @@ fn offset_commit_v1_request_with_default_generation_and_consumer() {
         group_generation_id: -1,
         consumer_id: String::new(),
         topics: vec![],
+        ..Default::default()
     };
     assert_golden(&value, 1, bytes);
     // The same value in v0 is just the group and the topics.
@@ -703,13 +726,11 @@ fn offset_commit_v0_response() {
         0x00, 0x03, // error_code = 3 (UnknownTopicOrPartition)
     ];
     let value = OffsetCommitResponse {
-        topics: vec![TopicPartitions::new(
+        topics: vec![OffsetCommitResponseTopic::new(
             "t",
-            vec![
-                OffsetCommitResponsePartition { partition: 0, error_code: 0 },
-                OffsetCommitResponsePartition { partition: 1, error_code: 3 },
-            ],
+            vec![OffsetCommitResponsePartition::new(0, 0), OffsetCommitResponsePartition::new(1, 3)],
         )],
+        ..Default::default()
     };
     assert_golden(&value, 0, bytes);
 }
@@ -732,15 +753,13 @@ fn offset_commit_v1_response() {
     ];
     let value = OffsetCommitResponse {
         topics: vec![
-            TopicPartitions::new("t", vec![OffsetCommitResponsePartition { partition: 0, error_code: 16 }]),
-            TopicPartitions::new(
+            OffsetCommitResponseTopic::new("t", vec![OffsetCommitResponsePartition::new(0, 16)]),
+            OffsetCommitResponseTopic::new(
                 "u",
-                vec![
-                    OffsetCommitResponsePartition { partition: 0, error_code: 0 },
-                    OffsetCommitResponsePartition { partition: 1, error_code: 12 },
-                ],
+                vec![OffsetCommitResponsePartition::new(0, 0), OffsetCommitResponsePartition::new(1, 12)],
             ),
         ],
+        ..Default::default()
     };
     assert_golden(&value, 1, bytes);
     // v0 and v1 responses share a layout.
@@ -762,7 +781,7 @@ fn offset_fetch_v0_request() {
         0x00, 0x00, 0x00, 0x00, // partition = 0
         0x00, 0x00, 0x00, 0x01, // partition = 1
     ];
-    let value = OffsetFetchRequest { group_id: "g".into(), topics: vec![TopicPartitions::new("t", vec![0, 1])] };
+    let value = OffsetFetchRequest::new("g", vec![OffsetFetchTopic::new("t", vec![0, 1])]);
     assert_golden(&value, 0, bytes);
 }
 
@@ -780,10 +799,10 @@ fn offset_fetch_v1_request() {
         0x00, 0x00, 0x00, 0x02, // partition = 2
         0x00, 0x00, 0x00, 0x03, // partition = 3
     ];
-    let value = OffsetFetchRequest {
-        group_id: "grp".into(),
-        topics: vec![TopicPartitions::new("t", vec![0]), TopicPartitions::new("u", vec![2, 3])],
-    };
+    let value = OffsetFetchRequest::new(
+        "grp",
+        vec![OffsetFetchTopic::new("t", vec![0]), OffsetFetchTopic::new("u", vec![2, 3])],
+    );
     assert_golden(&value, 1, bytes);
 }
 
@@ -804,13 +823,26 @@ fn offset_fetch_v0_response() {
         0x00, 0x03, // error_code = 3 (UnknownTopicOrPartition: v0's "no offset")
     ];
     let value = OffsetFetchResponse {
-        topics: vec![TopicPartitions::new(
+        topics: vec![OffsetFetchResponseTopic::new(
             "t",
             vec![
-                OffsetFetchResponsePartition { partition: 0, offset: 42, metadata: String::new(), error_code: 0 },
-                OffsetFetchResponsePartition { partition: 1, offset: -1, metadata: String::new(), error_code: 3 },
+                OffsetFetchResponsePartition {
+                    partition: 0,
+                    offset: 42,
+                    metadata: Some(String::new()),
+                    error_code: 0,
+                    ..Default::default()
+                },
+                OffsetFetchResponsePartition {
+                    partition: 1,
+                    offset: -1,
+                    metadata: Some(String::new()),
+                    error_code: 3,
+                    ..Default::default()
+                },
             ],
         )],
+        ..Default::default()
     };
     assert_golden(&value, 0, bytes);
 }
@@ -839,23 +871,37 @@ fn offset_fetch_v1_response() {
     ];
     let value = OffsetFetchResponse {
         topics: vec![
-            TopicPartitions::new(
+            OffsetFetchResponseTopic::new(
                 "t",
                 vec![
-                    OffsetFetchResponsePartition { partition: 0, offset: 42, metadata: "meta".into(), error_code: 0 },
-                    OffsetFetchResponsePartition { partition: 1, offset: -1, metadata: String::new(), error_code: 0 },
+                    OffsetFetchResponsePartition {
+                        partition: 0,
+                        offset: 42,
+                        metadata: Some("meta".into()),
+                        error_code: 0,
+                        ..Default::default()
+                    },
+                    OffsetFetchResponsePartition {
+                        partition: 1,
+                        offset: -1,
+                        metadata: Some(String::new()),
+                        error_code: 0,
+                        ..Default::default()
+                    },
                 ],
             ),
-            TopicPartitions::new(
+            OffsetFetchResponseTopic::new(
                 "u",
                 vec![OffsetFetchResponsePartition {
                     partition: 0,
                     offset: -1,
-                    metadata: String::new(),
+                    metadata: Some(String::new()),
                     error_code: 16,
+                    ..Default::default()
                 }],
             ),
         ],
+        ..Default::default()
     };
     assert_golden(&value, 1, bytes);
 }
@@ -870,7 +916,7 @@ fn consumer_metadata_v0_request() {
     let bytes: &[u8] = &[
         0x00, 0x05, b'g', b'r', b'o', b'u', b'p', // group_id = "group"
     ];
-    assert_golden(&ConsumerMetadataRequest { group_id: "group".into() }, 0, bytes);
+    assert_golden(&ConsumerMetadataRequest::group("group"), 0, bytes);
 }
 
 #[test]
@@ -882,12 +928,8 @@ fn consumer_metadata_v0_response() {
         0x00, 0x02, b'h', b'1', // coordinator_host = "h1"
         0x00, 0x00, 0x23, 0x84, // coordinator_port = 9092
     ];
-    let value = ConsumerMetadataResponse {
-        error_code: 0,
-        coordinator_id: 1,
-        coordinator_host: "h1".into(),
-        coordinator_port: 9092,
-    };
+    let value =
+        ConsumerMetadataResponse { error_code: 0, node_id: 1, host: "h1".into(), port: 9092, ..Default::default() };
     assert_golden(&value, 0, bytes);
 }
 
@@ -900,12 +942,8 @@ fn consumer_metadata_v0_response_not_available() {
         0x00, 0x00, // coordinator_host = "" (empty string)
         0xff, 0xff, 0xff, 0xff, // coordinator_port = -1
     ];
-    let value = ConsumerMetadataResponse {
-        error_code: 15,
-        coordinator_id: -1,
-        coordinator_host: String::new(),
-        coordinator_port: -1,
-    };
+    let value =
+        ConsumerMetadataResponse { error_code: 15, node_id: -1, host: String::new(), port: -1, ..Default::default() };
     assert_golden(&value, 0, bytes);
     assert_eq!(value.error(), Some(gregor_protocol::ErrorCode::ConsumerCoordinatorNotAvailable));
 }
@@ -1019,10 +1057,11 @@ fn offset_commit_v1_request_frame() {
         group_id: "g".into(),
         group_generation_id: 2,
         consumer_id: "c".into(),
-        topics: vec![TopicPartitions::new(
+        topics: vec![OffsetCommitTopic::new(
             "t",
-            vec![OffsetCommitPartition { partition: 0, offset: 1, timestamp: -1, metadata: String::new() }],
+            vec![OffsetCommitPartition { timestamp: -1, ..OffsetCommitPartition::new(0, 1, "") }],
         )],
+        ..Default::default()
     };
     let mut buf = BytesMut::new();
     encode_request(&header, &body, &mut buf).unwrap();
@@ -1130,10 +1169,11 @@ fn offset_commit_v0_rejects_v1_only_fields() {
         group_id: "g".into(),
         group_generation_id: 5,
         consumer_id: String::new(),
-        topics: vec![TopicPartitions::new(
+        topics: vec![OffsetCommitTopic::new(
             "t",
-            vec![OffsetCommitPartition { partition: 0, offset: 1, timestamp: -1, metadata: String::new() }],
+            vec![OffsetCommitPartition { timestamp: -1, ..OffsetCommitPartition::new(0, 1, "") }],
         )],
+        ..Default::default()
     };
     let err = base.to_bytes(0).unwrap_err();
     assert!(
@@ -1183,17 +1223,13 @@ fn fetch_v1_is_unsupported_both_ways() {
 
 #[test]
 fn other_unsupported_versions() {
-    // v2 of OffsetCommit/OffsetFetch and v1 of the v0-only APIs are refused, as is -1.
-    assert!(matches!(OffsetCommitResponse { topics: vec![] }.to_bytes(2), Err(Error::UnsupportedVersion { .. })));
-    assert!(matches!(
-        OffsetFetchRequest { group_id: "g".into(), topics: vec![] }.to_bytes(2),
-        Err(Error::UnsupportedVersion { .. })
-    ));
+    // v10 of OffsetCommit/OffsetFetch (past v9, the newest here), v5 of FindCoordinator and v1
+    // of the v0-only APIs are refused, as is -1.
+    assert!(matches!(OffsetCommitResponse::default().to_bytes(10), Err(Error::UnsupportedVersion { .. })));
+    assert!(matches!(OffsetFetchRequest::new("g", vec![]).to_bytes(10), Err(Error::UnsupportedVersion { .. })));
+    assert!(matches!(ConsumerMetadataRequest::group("g").to_bytes(5), Err(Error::UnsupportedVersion { .. })));
     assert!(matches!(MetadataRequest { topics: vec![] }.to_bytes(1), Err(Error::UnsupportedVersion { .. })));
-    assert!(matches!(
-        ConsumerMetadataRequest { group_id: "g".into() }.to_bytes(-1),
-        Err(Error::UnsupportedVersion { .. })
-    ));
+    assert!(matches!(ConsumerMetadataRequest::group("g").to_bytes(-1), Err(Error::UnsupportedVersion { .. })));
     // A header whose key does not match the body's type is refused.
     let header = RequestHeader { api_key: ApiKey::Produce, api_version: 0, correlation_id: 0, client_id: None };
     assert!(matches!(

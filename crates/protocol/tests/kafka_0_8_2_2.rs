@@ -562,10 +562,14 @@ fn summarize_request(header: &RequestHeader, request: &AnyRequest) -> Result<Str
                         if v1 {
                             format!(
                                 "{}/{} offset {} timestamp {} metadata '{}'",
-                                t.topic, p.partition, p.offset, p.timestamp, p.metadata
+                                t.topic,
+                                p.partition,
+                                p.offset,
+                                p.timestamp,
+                                text(&p.metadata)
                             )
                         } else {
-                            format!("{}/{} offset {} metadata '{}'", t.topic, p.partition, p.offset, p.metadata)
+                            format!("{}/{} offset {} metadata '{}'", t.topic, p.partition, p.offset, text(&p.metadata))
                         }
                     })
                 })
@@ -574,18 +578,19 @@ fn summarize_request(header: &RequestHeader, request: &AnyRequest) -> Result<Str
             format!("{group}; {parts}")
         }
         AnyRequest::OffsetFetch(r) => {
-            let topics = if r.topics.is_empty() {
+            let topics = if r.topics.as_ref().is_none_or(Vec::is_empty) {
                 "no topics".to_owned()
             } else {
                 r.topics
                     .iter()
+                    .flatten()
                     .map(|t| format!("{} [{}]", t.topic, comma_list(&t.partitions)))
                     .collect::<Vec<_>>()
                     .join("; ")
             };
             format!("group '{}'; {topics}", r.group_id)
         }
-        AnyRequest::ConsumerMetadata(r) => format!("group '{}'", r.group_id),
+        AnyRequest::ConsumerMetadata(r) => format!("group '{}'", r.key),
         other => return Err(format!("unexpected request {other:?}")),
     })
 }
@@ -663,6 +668,11 @@ fn summarize_metadata_response(r: &MetadataResponse) -> String {
     format!("brokers [{}]; {} topic(s): {}", brokers.join(", "), r.topics.len(), topics.join(" / "))
 }
 
+/// A nullable string as the summaries show it (null as `<null>`; Kafka 0.8.2 never sends one).
+fn text(s: &Option<String>) -> &str {
+    s.as_deref().unwrap_or("<null>")
+}
+
 fn summarize_offset_commit_response(r: &OffsetCommitResponse) -> String {
     r.topics
         .iter()
@@ -686,7 +696,7 @@ fn summarize_offset_fetch_response(r: &OffsetFetchResponse) -> String {
                     t.topic,
                     p.partition,
                     p.offset,
-                    p.metadata,
+                    text(&p.metadata),
                     err_code(p.error_code)
                 )
             })
@@ -696,13 +706,7 @@ fn summarize_offset_fetch_response(r: &OffsetFetchResponse) -> String {
 }
 
 fn summarize_consumer_metadata_response(r: &ConsumerMetadataResponse) -> String {
-    format!(
-        "{} coordinator {} host '{}' port {}",
-        err_code(r.error_code),
-        r.coordinator_id,
-        r.coordinator_host,
-        r.coordinator_port
-    )
+    format!("{} coordinator {} host '{}' port {}", err_code(r.error_code), r.node_id, r.host, r.port)
 }
 
 // ---------------------------------------------------------------------------------------------

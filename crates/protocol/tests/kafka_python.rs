@@ -311,14 +311,21 @@ fn name_inner_files(v: &mut Value, ctx: &Ctx) {
     }
 }
 
-fn topics<P>(ts: &[TopicPartitions<P>], mut partition: impl FnMut(&str, &P) -> Value) -> Value {
+fn topics<P>(ts: &[TopicPartitions<P>], partition: impl FnMut(&str, &P) -> Value) -> Value {
+    named_topics(ts.iter().map(|t| (t.topic.as_str(), &t.partitions[..])), partition)
+}
+
+/// [`topics`] for topic entries of other shapes, as (name, partitions) pairs.
+fn named_topics<'a, P: 'a>(
+    ts: impl Iterator<Item = (&'a str, &'a [P])>,
+    mut partition: impl FnMut(&str, &P) -> Value,
+) -> Value {
     Value::Array(
-        ts.iter()
-            .map(|t| {
-                let partitions: Vec<Value> = t.partitions.iter().map(|p| partition(&t.topic, p)).collect();
-                json!({"topic": t.topic, "partitions": partitions})
-            })
-            .collect(),
+        ts.map(|(topic, parts)| {
+            let partitions: Vec<Value> = parts.iter().map(|p| partition(topic, p)).collect();
+            json!({"topic": topic, "partitions": partitions})
+        })
+        .collect(),
     )
 }
 
@@ -354,7 +361,7 @@ fn render_request(req: &AnyRequest, version: i16, ctx: &mut Ctx) -> Value {
         }),
         AnyRequest::Metadata(r) => json!({ "topics": r.topics }),
         AnyRequest::OffsetCommit(r) => {
-            let parts = topics(&r.topics, |t, p| {
+            let parts = named_topics(r.topics.iter().map(|t| (t.topic.as_str(), &t.partitions[..])), |t, p| {
                 if version >= 1 {
                     json!({"partition": p.partition, "offset": p.offset, "timestamp": p.timestamp, "metadata": p.metadata})
                 } else {
@@ -379,9 +386,9 @@ fn render_request(req: &AnyRequest, version: i16, ctx: &mut Ctx) -> Value {
         }
         AnyRequest::OffsetFetch(r) => json!({
             "consumer_group": r.group_id,
-            "topics": topics(&r.topics, |_, p| json!(p)),
+            "topics": named_topics(r.topics.iter().flatten().map(|t| (t.topic.as_str(), &t.partitions[..])), |_, p| json!(p)),
         }),
-        AnyRequest::ConsumerMetadata(r) => json!({ "consumer_group": r.group_id }),
+        AnyRequest::ConsumerMetadata(r) => json!({ "consumer_group": r.key }),
         other => panic!("{file}: request {other:?} has no renderer"),
     }
 }
@@ -446,13 +453,15 @@ impl Render for MetadataResponse {
 
 impl Render for OffsetCommitResponse {
     fn render(&self, _: i16, _: &mut Ctx) -> Value {
-        json!({"topics": topics(&self.topics, |_, p| json!({"partition": p.partition, "error_code": p.error_code}))})
+        let ts = self.topics.iter().map(|t| (t.topic.as_str(), &t.partitions[..]));
+        json!({"topics": named_topics(ts, |_, p| json!({"partition": p.partition, "error_code": p.error_code}))})
     }
 }
 
 impl Render for OffsetFetchResponse {
     fn render(&self, _: i16, _: &mut Ctx) -> Value {
-        json!({"topics": topics(&self.topics, |_, p| json!({
+        let ts = self.topics.iter().map(|t| (t.topic.as_str(), &t.partitions[..]));
+        json!({"topics": named_topics(ts, |_, p| json!({
             "partition": p.partition, "offset": p.offset, "metadata": p.metadata, "error_code": p.error_code,
         }))})
     }
@@ -462,9 +471,9 @@ impl Render for ConsumerMetadataResponse {
     fn render(&self, _: i16, _: &mut Ctx) -> Value {
         json!({
             "error_code": self.error_code,
-            "coordinator_id": self.coordinator_id,
-            "coordinator_host": self.coordinator_host,
-            "coordinator_port": self.coordinator_port,
+            "coordinator_id": self.node_id,
+            "coordinator_host": self.host,
+            "coordinator_port": self.port,
         })
     }
 }

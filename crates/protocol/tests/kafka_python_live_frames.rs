@@ -261,7 +261,7 @@ fn fetch_v0_and_offsets_v0_of_the_consumer() {
 
 #[test]
 fn group_offsets_v0_v1_and_consumer_metadata_v0() {
-    let AnyRequest::ConsumerMetadata(ConsumerMetadataRequest { group_id }) =
+    let AnyRequest::ConsumerMetadata(ConsumerMetadataRequest { key: group_id, .. }) =
         frame_named("consumer_metadata_v0").request
     else {
         unreachable!()
@@ -274,7 +274,7 @@ fn group_offsets_v0_v1_and_consumer_metadata_v0() {
     assert_eq!(c.topics[0].topic, "kp-none");
     let p = &c.topics[0].partitions[..];
     assert_eq!(p.len(), 1);
-    assert_eq!((p[0].partition, p[0].offset, p[0].timestamp, p[0].metadata.as_str()), (0, 3, -1, "kp-meta"));
+    assert_eq!((p[0].partition, p[0].offset, p[0].timestamp, p[0].metadata.as_deref()), (0, 3, -1, Some("kp-meta")));
 
     let AnyRequest::OffsetCommit(c) = frame_named("offset_commit_v0").request else { unreachable!() };
     // v0 carries neither generation, consumer id nor timestamp: the decoder fills the defaults
@@ -282,20 +282,18 @@ fn group_offsets_v0_v1_and_consumer_metadata_v0() {
         group_id: GROUP.into(),
         group_generation_id: -1,
         consumer_id: String::new(),
-        topics: vec![gregor_protocol::messages::TopicPartitions::new(
+        topics: vec![gregor_protocol::messages::OffsetCommitTopic::new(
             "kp-gzip",
-            vec![gregor_protocol::messages::OffsetCommitPartition {
-                partition: 0,
-                offset: 2,
-                timestamp: -1,
-                metadata: String::new(),
-            }],
+            vec![gregor_protocol::messages::OffsetCommitPartition::new(0, 2, "")],
         )],
+        ..Default::default()
     };
     assert_eq!(c, expected);
 
     for (name, topic) in [("offset_fetch_v1", "kp-none"), ("offset_fetch_v0", "kp-gzip")] {
-        let AnyRequest::OffsetFetch(OffsetFetchRequest { group_id, topics }) = frame_named(name).request else {
+        let AnyRequest::OffsetFetch(OffsetFetchRequest { group_id, topics: Some(topics), .. }) =
+            frame_named(name).request
+        else {
             unreachable!()
         };
         assert_eq!(group_id, GROUP, "{name}");

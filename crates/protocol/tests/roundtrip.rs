@@ -8,7 +8,9 @@
 use std::fmt::Debug;
 
 use bytes::{Bytes, BytesMut};
-use gregor_protocol::frame::{decode_response, encode_request, encode_response, split_frame, ApiKey, RequestHeader};
+use gregor_protocol::frame::{
+    decode_response, encode_request, encode_response, encode_response_for, split_frame, ApiKey, RequestHeader,
+};
 use gregor_protocol::message::{DecodeOptions, DecodedMessages, ENTRY_HEADER_SIZE};
 use gregor_protocol::messages::*;
 use gregor_protocol::{Compression, Decode, Encode, Error, Message, MessageAndOffset, MessageSet, Request};
@@ -217,57 +219,199 @@ fn metadata_response() -> impl Strategy<Value = MetadataResponse> {
     (vec(broker, 0..4), vec(topic, 0..4)).prop_map(|(brokers, topics)| MetadataResponse { brokers, topics })
 }
 
-/// An OffsetCommit request; for v0 only values v0 can carry (the v1 fields at their defaults).
+/// `value` in the versions `lo..=hi` that carry a field, its default elsewhere.
+fn only<T: Debug + Clone + 'static>(
+    version: i16,
+    lo: i16,
+    hi: i16,
+    value: impl Strategy<Value = T> + 'static,
+    default: T,
+) -> BoxedStrategy<T> {
+    if (lo..=hi).contains(&version) {
+        value.boxed()
+    } else {
+        Just(default).boxed()
+    }
+}
+
+/// An OffsetCommit request with only values `version` can carry (the other fields at their
+/// defaults).
 fn offset_commit_request(version: i16) -> impl Strategy<Value = OffsetCommitRequest> {
-    let v1 = version >= 1;
-    let timestamp = if v1 { any::<i64>().boxed() } else { Just(DEFAULT_TIMESTAMP).boxed() };
-    let partition =
-        (any::<i32>(), any::<i64>(), timestamp, string()).prop_map(|(partition, offset, timestamp, metadata)| {
-            OffsetCommitPartition { partition, offset, timestamp, metadata }
-        });
-    let generation = if v1 { any::<i32>().boxed() } else { Just(DEFAULT_GENERATION_ID).boxed() };
-    let consumer = if v1 { string().boxed() } else { Just(DEFAULT_CONSUMER_ID.to_owned()).boxed() };
-    (string(), generation, consumer, topics(partition)).prop_map(
-        |(group_id, group_generation_id, consumer_id, topics)| OffsetCommitRequest {
-            group_id,
-            group_generation_id,
-            consumer_id,
-            topics,
-        },
+    let v = version;
+    let partition = (
+        any::<i32>(),
+        any::<i64>(),
+        only(v, 6, i16::MAX, any::<i32>(), -1),
+        only(v, 1, 1, any::<i64>(), DEFAULT_TIMESTAMP),
+        nullable_string(),
     )
-}
-
-fn offset_commit_response() -> impl Strategy<Value = OffsetCommitResponse> {
-    let partition = (any::<i32>(), any::<i16>())
-        .prop_map(|(partition, error_code)| OffsetCommitResponsePartition { partition, error_code });
-    topics(partition).prop_map(|topics| OffsetCommitResponse { topics })
-}
-
-fn offset_fetch_request() -> impl Strategy<Value = OffsetFetchRequest> {
-    (string(), topics(any::<i32>())).prop_map(|(group_id, topics)| OffsetFetchRequest { group_id, topics })
-}
-
-fn offset_fetch_response() -> impl Strategy<Value = OffsetFetchResponse> {
-    let partition =
-        (any::<i32>(), any::<i64>(), string(), any::<i16>()).prop_map(|(partition, offset, metadata, error_code)| {
-            OffsetFetchResponsePartition { partition, offset, metadata, error_code }
+        .prop_map(|(partition, offset, leader_epoch, timestamp, metadata)| OffsetCommitPartition {
+            partition,
+            offset,
+            leader_epoch,
+            timestamp,
+            metadata,
+            ..Default::default()
         });
-    topics(partition).prop_map(|topics| OffsetFetchResponse { topics })
+    let topic = (string(), vec(partition, 0..4)).prop_map(|(t, ps)| OffsetCommitTopic::new(t, ps));
+    (
+        string(),
+        only(v, 1, i16::MAX, any::<i32>(), DEFAULT_GENERATION_ID),
+        only(v, 1, i16::MAX, string(), DEFAULT_CONSUMER_ID.to_owned()),
+        only(v, 7, i16::MAX, nullable_string(), None),
+        only(v, 2, 4, any::<i64>(), -1),
+        vec(topic, 0..4),
+    )
+        .prop_map(|(group_id, group_generation_id, consumer_id, group_instance_id, retention_time_ms, topics)| {
+            OffsetCommitRequest {
+                group_id,
+                group_generation_id,
+                consumer_id,
+                group_instance_id,
+                retention_time_ms,
+                topics,
+                ..Default::default()
+            }
+        })
 }
 
-fn consumer_metadata_request() -> impl Strategy<Value = ConsumerMetadataRequest> {
-    string().prop_map(|group_id| ConsumerMetadataRequest { group_id })
+fn offset_commit_response(version: i16) -> impl Strategy<Value = OffsetCommitResponse> {
+    let partition = (any::<i32>(), any::<i16>()).prop_map(|(p, e)| OffsetCommitResponsePartition::new(p, e));
+    let topic = (string(), vec(partition, 0..4)).prop_map(|(t, ps)| OffsetCommitResponseTopic::new(t, ps));
+    (only(version, 3, i16::MAX, any::<i32>(), 0), vec(topic, 0..4))
+        .prop_map(|(throttle_time_ms, topics)| OffsetCommitResponse { throttle_time_ms, topics, ..Default::default() })
 }
 
-fn consumer_metadata_response() -> impl Strategy<Value = ConsumerMetadataResponse> {
-    (any::<i16>(), any::<i32>(), string(), any::<i32>()).prop_map(
-        |(error_code, coordinator_id, coordinator_host, coordinator_port)| ConsumerMetadataResponse {
+fn offset_fetch_topics() -> impl Strategy<Value = Vec<OffsetFetchTopic>> {
+    vec((string(), vec(any::<i32>(), 0..4)).prop_map(|(t, ps)| OffsetFetchTopic::new(t, ps)), 0..4)
+}
+
+/// An OffsetFetch request with only values `version` can carry.
+fn offset_fetch_request(version: i16) -> BoxedStrategy<OffsetFetchRequest> {
+    let v = version;
+    let require_stable = only(v, 7, i16::MAX, any::<bool>(), false);
+    if v <= 7 {
+        let topics = if v >= 2 {
+            option::of(offset_fetch_topics()).boxed()
+        } else {
+            offset_fetch_topics().prop_map(Some).boxed()
+        };
+        (string(), topics, require_stable)
+            .prop_map(|(group_id, topics, require_stable)| OffsetFetchRequest {
+                group_id,
+                topics,
+                require_stable,
+                ..Default::default()
+            })
+            .boxed()
+    } else {
+        let group = (
+            string(),
+            only(v, 9, i16::MAX, nullable_string(), None),
+            only(v, 9, i16::MAX, any::<i32>(), -1),
+            option::of(offset_fetch_topics()),
+        )
+            .prop_map(|(group_id, member_id, member_epoch, topics)| OffsetFetchGroup {
+                group_id,
+                member_id,
+                member_epoch,
+                topics,
+                ..Default::default()
+            });
+        (vec(group, 0..3), require_stable)
+            .prop_map(|(groups, require_stable)| OffsetFetchRequest { groups, require_stable, ..Default::default() })
+            .boxed()
+    }
+}
+
+/// An OffsetFetch response with only values `version` can carry.
+fn offset_fetch_response(version: i16) -> BoxedStrategy<OffsetFetchResponse> {
+    let v = version;
+    let partition =
+        (any::<i32>(), any::<i64>(), only(v, 5, i16::MAX, any::<i32>(), -1), nullable_string(), any::<i16>()).prop_map(
+            |(partition, offset, leader_epoch, metadata, error_code)| OffsetFetchResponsePartition {
+                partition,
+                offset,
+                leader_epoch,
+                metadata,
+                error_code,
+                ..Default::default()
+            },
+        );
+    let topics = vec((string(), vec(partition, 0..4)).prop_map(|(t, ps)| OffsetFetchResponseTopic::new(t, ps)), 0..4);
+    let throttle = only(v, 3, i16::MAX, any::<i32>(), 0);
+    if v <= 7 {
+        (throttle, topics, only(v, 2, 7, any::<i16>(), 0))
+            .prop_map(|(throttle_time_ms, topics, error_code)| OffsetFetchResponse {
+                throttle_time_ms,
+                topics,
+                error_code,
+                ..Default::default()
+            })
+            .boxed()
+    } else {
+        let group = (string(), topics, any::<i16>()).prop_map(|(group_id, topics, error_code)| {
+            OffsetFetchResponseGroup { group_id, topics, error_code, ..Default::default() }
+        });
+        (throttle, vec(group, 0..3))
+            .prop_map(|(throttle_time_ms, groups)| OffsetFetchResponse {
+                throttle_time_ms,
+                groups,
+                ..Default::default()
+            })
+            .boxed()
+    }
+}
+
+/// A FindCoordinator (ConsumerMetadata) request with only values `version` can carry.
+fn consumer_metadata_request(version: i16) -> impl Strategy<Value = ConsumerMetadataRequest> {
+    let v = version;
+    (
+        only(v, 0, 3, string(), String::new()),
+        only(v, 1, i16::MAX, any::<i8>(), 0),
+        only(v, 4, i16::MAX, vec(string(), 0..4), vec![]),
+    )
+        .prop_map(|(key, key_type, coordinator_keys)| FindCoordinatorRequest {
+            key,
+            key_type,
+            coordinator_keys,
+            ..Default::default()
+        })
+}
+
+/// A FindCoordinator (ConsumerMetadata) response with only values `version` can carry.
+fn consumer_metadata_response(version: i16) -> impl Strategy<Value = ConsumerMetadataResponse> {
+    let v = version;
+    let coordinator = (string(), any::<i32>(), string(), any::<i32>(), any::<i16>(), nullable_string()).prop_map(
+        |(key, node_id, host, port, error_code, error_message)| Coordinator {
+            key,
+            node_id,
+            host,
+            port,
             error_code,
-            coordinator_id,
-            coordinator_host,
-            coordinator_port,
+            error_message,
+            ..Default::default()
         },
+    );
+    (
+        only(v, 1, i16::MAX, any::<i32>(), 0),
+        only(v, 0, 3, any::<i16>(), 0),
+        only(v, 1, 3, nullable_string(), None),
+        only(v, 0, 3, (any::<i32>(), string(), any::<i32>()), (0, String::new(), 0)),
+        only(v, 4, i16::MAX, vec(coordinator, 0..3), vec![]),
     )
+        .prop_map(|(throttle_time_ms, error_code, error_message, (node_id, host, port), coordinators)| {
+            FindCoordinatorResponse {
+                throttle_time_ms,
+                error_code,
+                error_message,
+                node_id,
+                host,
+                port,
+                coordinators,
+                ..Default::default()
+            }
+        })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -329,7 +473,8 @@ where
     R::Response: PartialEq + Debug,
 {
     let mut stream = BytesMut::new();
-    encode_response(correlation_id, version, response, &mut stream).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    encode_response_for::<R>(correlation_id, version, response, &mut stream)
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
     let frame = split_frame(&mut stream, usize::MAX).unwrap().expect("a whole frame");
     let (header, body) = decode_response::<R>(version, frame).map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert_eq!(header.correlation_id, correlation_id);
@@ -500,7 +645,7 @@ proptest! {
     }
 
     #[test]
-    fn offset_commit_v0_and_v1_response(resp in offset_commit_response(), corr in any::<i32>()) {
+    fn offset_commit_v0_and_v1_response(resp in offset_commit_response(0), corr in any::<i32>()) {
         let v0 = roundtrip(&resp, 0)?;
         let v1 = roundtrip(&resp, 1)?;
         prop_assert_eq!(v0, v1);
@@ -509,7 +654,7 @@ proptest! {
     }
 
     #[test]
-    fn offset_fetch_v0_and_v1_request(req in offset_fetch_request(), corr in any::<i32>(), client in nullable_string()) {
+    fn offset_fetch_v0_and_v1_request(req in offset_fetch_request(0), corr in any::<i32>(), client in nullable_string()) {
         let v0 = roundtrip(&req, 0)?;
         let v1 = roundtrip(&req, 1)?;
         prop_assert_eq!(v0, v1);
@@ -518,7 +663,7 @@ proptest! {
     }
 
     #[test]
-    fn offset_fetch_v0_and_v1_response(resp in offset_fetch_response(), corr in any::<i32>()) {
+    fn offset_fetch_v0_and_v1_response(resp in offset_fetch_response(0), corr in any::<i32>()) {
         let v0 = roundtrip(&resp, 0)?;
         let v1 = roundtrip(&resp, 1)?;
         prop_assert_eq!(v0, v1);
@@ -527,15 +672,53 @@ proptest! {
     }
 
     #[test]
-    fn consumer_metadata_v0_request(req in consumer_metadata_request(), corr in any::<i32>(), client in nullable_string()) {
+    fn consumer_metadata_v0_request(req in consumer_metadata_request(0), corr in any::<i32>(), client in nullable_string()) {
         roundtrip(&req, 0)?;
         request_frame_roundtrip(&req, 0, corr, client, AnyRequest::ConsumerMetadata)?;
     }
 
     #[test]
-    fn consumer_metadata_v0_response(resp in consumer_metadata_response(), corr in any::<i32>()) {
+    fn consumer_metadata_v0_response(resp in consumer_metadata_response(0), corr in any::<i32>()) {
         roundtrip(&resp, 0)?;
         response_frame_roundtrip::<ConsumerMetadataRequest>(&resp, 0, corr)?;
+    }
+
+    // ---- the modern versions of the group APIs ----------------------------------------------
+
+    #[test]
+    fn offset_commit_every_version(
+        (v, req, resp) in (0i16..=9).prop_flat_map(|v| (Just(v), offset_commit_request(v), offset_commit_response(v))),
+        corr in any::<i32>(),
+        client in nullable_string(),
+    ) {
+        roundtrip(&req, v)?;
+        roundtrip(&resp, v)?;
+        request_frame_roundtrip(&req, v, corr, client, AnyRequest::OffsetCommit)?;
+        response_frame_roundtrip::<OffsetCommitRequest>(&resp, v, corr)?;
+    }
+
+    #[test]
+    fn offset_fetch_every_version(
+        (v, req, resp) in (0i16..=9).prop_flat_map(|v| (Just(v), offset_fetch_request(v), offset_fetch_response(v))),
+        corr in any::<i32>(),
+        client in nullable_string(),
+    ) {
+        roundtrip(&req, v)?;
+        roundtrip(&resp, v)?;
+        request_frame_roundtrip(&req, v, corr, client, AnyRequest::OffsetFetch)?;
+        response_frame_roundtrip::<OffsetFetchRequest>(&resp, v, corr)?;
+    }
+
+    #[test]
+    fn find_coordinator_every_version(
+        (v, req, resp) in (0i16..=4).prop_flat_map(|v| (Just(v), consumer_metadata_request(v), consumer_metadata_response(v))),
+        corr in any::<i32>(),
+        client in nullable_string(),
+    ) {
+        roundtrip(&req, v)?;
+        roundtrip(&resp, v)?;
+        request_frame_roundtrip(&req, v, corr, client, AnyRequest::ConsumerMetadata)?;
+        response_frame_roundtrip::<FindCoordinatorRequest>(&resp, v, corr)?;
     }
 
     // ---- message sets -----------------------------------------------------------------------

@@ -51,6 +51,7 @@
 pub mod cluster;
 pub mod fault;
 pub mod hostile;
+mod kafka_0_8_2;
 pub mod proxy;
 pub mod support;
 pub mod tools;

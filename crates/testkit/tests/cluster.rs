@@ -428,12 +428,13 @@ async fn group_offsets_v0_in_zookeeper_and_v1_at_the_coordinator() {
         group_id: "grp".into(),
         group_generation_id: -1,
         consumer_id: String::new(),
-        topics: vec![TopicPartitions::new(
+        topics: vec![OffsetCommitTopic::new(
             "g",
-            vec![OffsetCommitPartition { partition: 0, offset, timestamp: -1, metadata: meta.into() }],
+            vec![OffsetCommitPartition { timestamp: -1, ..OffsetCommitPartition::new(0, offset, meta) }],
         )],
+        ..Default::default()
     };
-    let fetch_req = OffsetFetchRequest { group_id: "grp".into(), topics: vec![TopicPartitions::new("g", vec![0])] };
+    let fetch_req = OffsetFetchRequest::new("grp", vec![OffsetFetchTopic::new("g", vec![0])]);
     let never = conn.call(0, &fetch_req).await;
     assert_eq!((never.topics[0].partitions[0].offset, never.topics[0].partitions[0].error_code), (-1, 3));
     let r = conn.call(0, &commit(0, 3, "meta-v0")).await;
@@ -441,14 +442,11 @@ async fn group_offsets_v0_in_zookeeper_and_v1_at_the_coordinator() {
     let (data, _) = c.zk().get(&paths::offset("grp", "g", 0)).await.unwrap().expect("/consumers/grp/offsets/g/0");
     assert_eq!(data, b"3");
     let got = conn.call(0, &fetch_req).await;
-    assert_eq!((got.topics[0].partitions[0].offset, got.topics[0].partitions[0].metadata.as_str()), (3, ""));
+    assert_eq!((got.topics[0].partitions[0].offset, got.topics[0].partitions[0].metadata.as_deref()), (3, Some("")));
     // v1: ConsumerMetadata answers 15 until __consumer_offsets has leaders, then the coordinator
-    let cm = ConsumerMetadataRequest { group_id: "grp".into() };
+    let cm = ConsumerMetadataRequest::group("grp");
     let first = conn.call(0, &cm).await;
-    assert_eq!(
-        (first.error_code, first.coordinator_id, first.coordinator_host.as_str(), first.coordinator_port),
-        (15, -1, "", -1)
-    );
+    assert_eq!((first.error_code, first.node_id, first.host.as_str(), first.port), (15, -1, "", -1));
     let deadline = Instant::now() + Duration::from_secs(10);
     let coordinator = loop {
         let r = conn.call(0, &cm).await;
@@ -458,20 +456,20 @@ async fn group_offsets_v0_in_zookeeper_and_v1_at_the_coordinator() {
         assert!(Instant::now() < deadline);
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    let other = (0..3).find(|b| *b != coordinator.coordinator_id).unwrap();
+    let other = (0..3).find(|b| *b != coordinator.node_id).unwrap();
     let mut not_coord = Conn::open(c.broker_addr(other).unwrap()).await;
     assert_eq!(not_coord.call(1, &commit(1, 5, "meta-v1")).await.topics[0].partitions[0].error_code, 16);
-    let mut coord = Conn::open(c.broker_addr(coordinator.coordinator_id).unwrap()).await;
-    assert_eq!(coordinator.coordinator_port, i32::from(c.broker_addr(coordinator.coordinator_id).unwrap().port()));
+    let mut coord = Conn::open(c.broker_addr(coordinator.node_id).unwrap()).await;
+    assert_eq!(coordinator.port, i32::from(c.broker_addr(coordinator.node_id).unwrap().port()));
     assert_eq!(coord.call(1, &commit(1, 5, "meta-v1")).await.topics[0].partitions[0].error_code, 0);
     let v1 = coord.call(1, &fetch_req).await;
     assert_eq!(
         (
             v1.topics[0].partitions[0].offset,
-            v1.topics[0].partitions[0].metadata.as_str(),
+            v1.topics[0].partitions[0].metadata.as_deref(),
             v1.topics[0].partitions[0].error_code
         ),
-        (5, "meta-v1", 0)
+        (5, Some("meta-v1"), 0)
     );
     let v0 = coord.call(0, &fetch_req).await;
     assert_eq!(v0.topics[0].partitions[0].offset, 3, "two independent stores");

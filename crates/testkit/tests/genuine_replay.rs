@@ -320,7 +320,28 @@ macro_rules! topics_resp {
     )*};
 }
 
-topics_resp!(ProduceResponse, OffsetsResponse, OffsetCommitResponse, OffsetFetchResponse);
+topics_resp!(ProduceResponse, OffsetsResponse);
+
+/// The same for the group APIs' answers, whose topic entries have a type per API.
+macro_rules! group_topics_resp {
+    ($($ty:ty),*) => {$(
+        impl Resp for $ty {
+            fn sorted(&self) -> Self {
+                let mut out = self.clone();
+                for t in &mut out.topics {
+                    t.partitions.sort_by_key(|p| p.partition);
+                }
+                out.topics.sort_by(|a, b| a.topic.cmp(&b.topic));
+                out
+            }
+            fn order(&self) -> Vec<String> {
+                self.topics.iter().flat_map(|t| t.partitions.iter().map(|p| format!("{}/{}", t.topic, p.partition))).collect()
+            }
+        }
+    )*};
+}
+
+group_topics_resp!(OffsetCommitResponse, OffsetFetchResponse);
 
 impl Resp for FetchResponse {
     fn sorted(&self) -> Self {
@@ -572,15 +593,14 @@ impl Resp for ConsumerMetadataResponse {
         vec![]
     }
     fn map_ports(&mut self, map: &HashMap<i32, i32>) {
-        self.coordinator_port = map.get(&self.coordinator_port).copied().unwrap_or(self.coordinator_port);
+        self.port = map.get(&self.port).copied().unwrap_or(self.port);
     }
     fn exception(name: &str, fake: &Self, genuine: &Self, ctx: &Ctx<'_>) -> ExceptionCheck {
         if name != "consumer_metadata_v0_ready" {
             return None;
         }
         let c = ctx.coordinator?;
-        let expected =
-            ConsumerMetadataResponse { coordinator_id: c, coordinator_port: GENUINE_PORT_BASE + c, ..genuine.clone() };
+        let expected = ConsumerMetadataResponse { node_id: c, port: GENUINE_PORT_BASE + c, ..genuine.clone() };
         Some(if fake == &expected {
             Ok(format!(
                 "Kafka's coordinator is the random leader of __consumer_offsets/{}: genuine broker {GENUINE_COORDINATOR}, \

@@ -344,15 +344,10 @@ async fn kafka_python_offset_commit_and_fetch_v0_use_zookeeper() {
 
     // gregor's codec reads the same
     let mut conn = Conn::open(c.broker_addr(1).unwrap()).await;
-    let r = conn
-        .call(
-            0,
-            &OffsetFetchRequest { group_id: group.into(), topics: vec![TopicPartitions::new(topic, vec![0, 1, 2])] },
-        )
-        .await;
-    let got: Vec<(i32, i64, &str, i16)> =
-        r.topics[0].partitions.iter().map(|p| (p.partition, p.offset, p.metadata.as_str(), p.error_code)).collect();
-    assert_eq!(got, [(0, 42, "", 0), (1, 7, "", 0), (2, 17, "", 0)]);
+    let r = conn.call(0, &OffsetFetchRequest::new(group, vec![OffsetFetchTopic::new(topic, vec![0, 1, 2])])).await;
+    let got: Vec<(i32, i64, Option<&str>, i16)> =
+        r.topics[0].partitions.iter().map(|p| (p.partition, p.offset, p.metadata.as_deref(), p.error_code)).collect();
+    assert_eq!(got, [(0, 42, Some(""), 0), (1, 7, Some(""), 0), (2, 17, Some(""), 0)]);
 
     let log = python_requests(&c);
     let commits: Vec<(&RequestHeader, &OffsetCommitRequest)> = log
@@ -362,7 +357,7 @@ async fn kafka_python_offset_commit_and_fetch_v0_use_zookeeper() {
     assert_eq!(commits.len(), 2, "{commits:?}");
     for (h, req) in &commits {
         assert_eq!((h.api_version, req.group_id.as_str()), (0, group));
-        assert_eq!(req.topics[0].partitions[0].metadata, "dropped-by-v0");
+        assert_eq!(req.topics[0].partitions[0].metadata.as_deref(), Some("dropped-by-v0"));
     }
     assert!(
         log.iter().all(|r| !matches!(r.header.api_key, ApiKey::ConsumerMetadata)
@@ -415,14 +410,12 @@ async fn kafka_python_offset_commit_and_fetch_v1_through_the_coordinator() {
 
     // gregor's codec at the coordinator reads both; ZooKeeper holds neither
     let mut conn = Conn::open(addr).await;
-    let cm = conn.call(0, &ConsumerMetadataRequest { group_id: group.into() }).await;
-    assert_eq!((cm.error_code, cm.coordinator_id), (0, coordinator));
-    let r = conn
-        .call(1, &OffsetFetchRequest { group_id: group.into(), topics: vec![TopicPartitions::new(topic, vec![0, 1])] })
-        .await;
-    let got: Vec<(i64, &str, i16)> =
-        r.topics[0].partitions.iter().map(|p| (p.offset, p.metadata.as_str(), p.error_code)).collect();
-    assert_eq!(got, [(42, "kp-meta", 0), (9, "kc-meta", 0)]);
+    let cm = conn.call(0, &ConsumerMetadataRequest::group(group)).await;
+    assert_eq!((cm.error_code, cm.node_id), (0, coordinator));
+    let r = conn.call(1, &OffsetFetchRequest::new(group, vec![OffsetFetchTopic::new(topic, vec![0, 1])])).await;
+    let got: Vec<(i64, Option<&str>, i16)> =
+        r.topics[0].partitions.iter().map(|p| (p.offset, p.metadata.as_deref(), p.error_code)).collect();
+    assert_eq!(got, [(42, Some("kp-meta"), 0), (9, Some("kc-meta"), 0)]);
     assert!(
         c.zk().exists(&format!("{}/{group}", paths::CONSUMERS)).await.unwrap().is_none(),
         "v1 is not ZooKeeper storage"
@@ -519,9 +512,9 @@ fn shape(header: &RequestHeader, request: &AnyRequest) -> Value {
         }),
         AnyRequest::OffsetFetch(r) => json!({
             "group": r.group_id,
-            "topics": sorted(r.topics.iter().flat_map(|t| t.partitions.iter().map(|p| json!([t.topic, p]))).collect()),
+            "topics": sorted(r.topics.iter().flatten().flat_map(|t| t.partitions.iter().map(|p| json!([t.topic, p]))).collect()),
         }),
-        AnyRequest::ConsumerMetadata(r) => json!({ "group": r.group_id }),
+        AnyRequest::ConsumerMetadata(r) => json!({ "group": r.key }),
         other => panic!("unexpected {other:?}"),
     };
     json!({

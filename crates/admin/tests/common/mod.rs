@@ -83,8 +83,8 @@ pub async fn commit_in_kafka(cluster: &FakeCluster, group: &str, topic: &str, pa
     let coordinator = eventually("the offset coordinator", WAIT, || {
         let any = any.clone();
         async move {
-            let r = any.request(0, &ConsumerMetadataRequest { group_id: group.to_owned() }).await.ok()?;
-            (r.error_code == 0).then_some(r.coordinator_id)
+            let r = any.request(0, &ConsumerMetadataRequest::group(group)).await.ok()?;
+            (r.error_code == 0).then_some(r.node_id)
         }
     })
     .await;
@@ -95,8 +95,9 @@ pub async fn commit_in_kafka(cluster: &FakeCluster, group: &str, topic: &str, pa
         consumer_id: format!("{group}_test-1-00000000"),
         topics: vec![OffsetCommitTopic::new(
             topic,
-            vec![OffsetCommitPartition { partition, offset, timestamp: -1, metadata: "by hand".into() }],
+            vec![OffsetCommitPartition { timestamp: -1, ..OffsetCommitPartition::new(partition, offset, "by hand") }],
         )],
+        ..Default::default()
     };
     let response = conn.request(1, &request).await.expect("a commit response");
     assert_eq!(response.topics[0].partitions[0].error_code, 0, "the commit succeeds");

@@ -17,7 +17,7 @@ use crate::wire;
 mod alter_configs;
 mod alter_partition_reassignments;
 mod api_versions;
-mod consumer_metadata;
+mod consumer_protocol;
 mod create_partitions;
 mod create_topics;
 mod delete_groups;
@@ -25,9 +25,16 @@ mod delete_records;
 mod delete_topics;
 mod describe_cluster;
 mod describe_configs;
+mod describe_groups;
 mod elect_leaders;
 mod fetch;
+mod find_coordinator;
+mod heartbeat;
 mod incremental_alter_configs;
+mod init_producer_id;
+mod join_group;
+mod leave_group;
+mod list_groups;
 mod list_partition_reassignments;
 mod metadata;
 mod offset_commit;
@@ -35,6 +42,9 @@ mod offset_delete;
 mod offset_fetch;
 mod offsets;
 mod produce;
+mod sasl_authenticate;
+mod sasl_handshake;
+mod sync_group;
 
 pub use alter_configs::{
     AlterConfigsRequest, AlterConfigsResource, AlterConfigsResourceResponse, AlterConfigsResponse, AlterableConfig,
@@ -44,7 +54,10 @@ pub use alter_partition_reassignments::{
     ReassignablePartitionResponse, ReassignableTopic, ReassignableTopicResponse,
 };
 pub use api_versions::{ApiVersion, ApiVersionsRequest, ApiVersionsResponse, FinalizedFeatureKey, SupportedFeatureKey};
-pub use consumer_metadata::{ConsumerMetadataRequest, ConsumerMetadataResponse};
+pub use consumer_protocol::{
+    ConsumerProtocolAssignment, ConsumerProtocolSubscription, ConsumerProtocolTopicPartitions,
+    CONSUMER_PROTOCOL_MAX_VERSION, CONSUMER_PROTOCOL_TYPE,
+};
 pub use create_partitions::{
     CreatePartitionsAssignment, CreatePartitionsRequest, CreatePartitionsResponse, CreatePartitionsTopic,
     CreatePartitionsTopicResult,
@@ -64,14 +77,26 @@ pub use describe_configs::{
     DescribeConfigsRequest, DescribeConfigsResource, DescribeConfigsResourceResult, DescribeConfigsResponse,
     DescribeConfigsResult, DescribeConfigsSynonym,
 };
+pub use describe_groups::{
+    DescribeGroupsRequest, DescribeGroupsResponse, DescribedGroup, DescribedGroupMember, AUTHORIZED_OPERATIONS_OMITTED,
+};
 pub use elect_leaders::{
     ElectLeadersPartitionResult, ElectLeadersRequest, ElectLeadersResponse, ElectLeadersTopic, ReplicaElectionResult,
 };
 pub use fetch::{FetchPartition, FetchRequest, FetchResponse, FetchResponsePartition, FetchResponseTopic, FetchTopic};
+pub use find_coordinator::{
+    ConsumerMetadataRequest, ConsumerMetadataResponse, Coordinator, FindCoordinatorRequest, FindCoordinatorResponse,
+    COORDINATOR_KEY_TYPE_GROUP, COORDINATOR_KEY_TYPE_TRANSACTION,
+};
+pub use heartbeat::{HeartbeatRequest, HeartbeatResponse};
 pub use incremental_alter_configs::{
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResource, IncrementalAlterConfigsResourceResponse,
     IncrementalAlterConfigsResponse, IncrementalAlterableConfig,
 };
+pub use init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
+pub use join_group::{JoinGroupRequest, JoinGroupRequestProtocol, JoinGroupResponse, JoinGroupResponseMember};
+pub use leave_group::{LeaveGroupRequest, LeaveGroupResponse, MemberIdentity, MemberResponse};
+pub use list_groups::{ListGroupsRequest, ListGroupsResponse, ListedGroup};
 pub use list_partition_reassignments::{
     ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, ListPartitionReassignmentsTopics,
     OngoingPartitionReassignment, OngoingTopicReassignment,
@@ -86,7 +111,8 @@ pub use offset_delete::{
     OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
 };
 pub use offset_fetch::{
-    OffsetFetchRequest, OffsetFetchResponse, OffsetFetchResponsePartition, OffsetFetchResponseTopic, OffsetFetchTopic,
+    OffsetFetchGroup, OffsetFetchRequest, OffsetFetchResponse, OffsetFetchResponseGroup, OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic, OffsetFetchTopic,
 };
 pub use offsets::{
     OffsetsPartition, OffsetsRequest, OffsetsResponse, OffsetsResponsePartition, OffsetsResponseTopic, OffsetsTopic,
@@ -95,6 +121,9 @@ pub use offsets::{
 pub use produce::{
     ProducePartition, ProduceRequest, ProduceResponse, ProduceResponsePartition, ProduceResponseTopic, ProduceTopic,
 };
+pub use sasl_authenticate::{SaslAuthenticateRequest, SaslAuthenticateResponse};
+pub use sasl_handshake::{SaslHandshakeRequest, SaslHandshakeResponse};
+pub use sync_group::{SyncGroupRequest, SyncGroupRequestAssignment, SyncGroupResponse};
 
 /// The `replica_id` a client (not a follower broker) puts in Fetch and Offsets requests.
 pub const CONSUMER_REPLICA_ID: i32 = -1;

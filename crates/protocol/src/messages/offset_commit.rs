@@ -1,165 +1,151 @@
-//! API key 8 — OffsetCommit. Versions: v0 (offsets stored in ZooKeeper) and v1 (stored in
-//! Kafka's `__consumer_offsets`, through the group's coordinator) of Kafka 0.8.2.
+//! API key 8 — OffsetCommit. Versions: v0-v9 (v8+ flexible). v0 stores offsets in ZooKeeper,
+//! v1+ in Kafka's `__consumer_offsets` through the group's coordinator.
 //!
 //! ```text
 //! OffsetCommitRequest v0  => group_id string,
 //!                            [topic string, [partition int32, offset int64, metadata string]]
-//! OffsetCommitRequest v1  => group_id string, group_generation_id int32, consumer_id string,
-//!                            [topic string, [partition int32, offset int64, timestamp int64,
-//!                                            metadata string]]
-//! OffsetCommitResponse v0, v1 => [topic string, [partition int32, error_code int16]]
+//! OffsetCommitRequest v1  => group_id, group_generation_id int32, consumer_id string,
+//!                            [topic, [partition, offset, timestamp int64, metadata]]
+//! OffsetCommitRequest v2-v4 => group_id, group_generation_id, consumer_id, retention_time_ms int64,
+//!                            [topic, [partition, offset, metadata]]
+//! OffsetCommitRequest v5  => group_id, group_generation_id, consumer_id, [topic, [partition, offset, metadata]]
+//! OffsetCommitRequest v6  => ... [topic, [partition, offset, leader_epoch int32, metadata]]
+//! OffsetCommitRequest v7+ => group_id, group_generation_id, consumer_id, group_instance_id nullable string,
+//!                            [topic, [partition, offset, leader_epoch, metadata]]   (v8+: compact, tags)
+//! OffsetCommitResponse v0-v2 => [topic string, [partition int32, error_code int16]]
+//! OffsetCommitResponse v3+   => throttle_time_ms int32, [topic, [partition, error_code]]
 //! ```
 //!
-//! v0 keeps only the offset (the metadata is dropped, OffsetFetch v0 answers ""); v1 keeps the
-//! metadata and must go to the coordinator (others answer 16).
+//! v0 keeps only the offset (the metadata is dropped, OffsetFetch v0 answers ""); v1+ keeps the
+//! metadata and must go to the coordinator (others answer 16). Kafka names the generation
+//! `GenerationIdOrMemberEpoch` (a member epoch with KIP-848's protocol, v9+) and the consumer id
+//! `MemberId`; the 0.8.2 names are kept here.
+//!
+//! Kafka 3.7.0 (`tests/data/kafka-3.7.0`): librdkafka commits with v9, kafka-python with v8, both
+//! with leader epoch 0 and metadata "" (not null). The broker answers topics in neither request
+//! nor sorted order: match results by topic and partition. A commit with a generation and
+//! member unknown to an Empty group answers 25 UNKNOWN_MEMBER_ID for every partition.
 //! Guide: <https://cwiki.apache.org/confluence/display/KAFKA/A+Guide+To+The+Kafka+Protocol#AGuideToTheKafkaProtocol-OffsetCommitRequest>
 
-use bytes::{BufMut, Bytes, BytesMut};
-
-use super::{decode_topics, encode_topics, PartitionEntry, TopicPartitions};
-use crate::error::{Error, Result};
 use crate::error_code::ErrorCode;
-use crate::frame::{check_version, ApiKey, Decode, Encode, Request, VersionRange};
-use crate::wire;
+use crate::frame::ApiKey;
+use crate::message;
 
-/// `group_generation_id` that v0 implies (and v1 sends when not in a managed group).
+/// `group_generation_id` that v0 implies (and v1+ sends when not in a managed group).
 pub const DEFAULT_GENERATION_ID: i32 = -1;
 /// `consumer_id` that v0 implies.
 pub const DEFAULT_CONSUMER_ID: &str = "";
-/// Per-partition `timestamp` that v0 implies; in v1, -1 asks the broker to use its own time.
+/// Per-partition `timestamp` that v0 and v2+ imply; in v1, -1 asks the broker to use its own time.
 pub const DEFAULT_TIMESTAMP: i64 = -1;
 
-/// OffsetCommit request (v0, v1).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OffsetCommitRequest {
-    /// v0+. Consumer group.
-    pub group_id: String,
-    /// v1+. Generation of the group ([`DEFAULT_GENERATION_ID`] in v0).
-    pub group_generation_id: i32,
-    /// v1+. Member id ([`DEFAULT_CONSUMER_ID`] in v0).
-    pub consumer_id: String,
-    /// v0+. Offsets per topic and partition.
-    pub topics: Vec<OffsetCommitTopic>,
-}
-
-/// The offsets to commit of one topic.
-pub type OffsetCommitTopic = TopicPartitions<OffsetCommitPartition>;
-
-/// One partition's offset to commit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OffsetCommitPartition {
-    /// v0+. Partition id.
-    pub partition: i32,
-    /// v0+. The next offset to read.
-    pub offset: i64,
-    /// v1+. Commit time in ms; -1 = the broker's time ([`DEFAULT_TIMESTAMP`] in v0).
-    pub timestamp: i64,
-    /// v0+. Free-form metadata (dropped by v0's ZooKeeper storage).
-    pub metadata: String,
-}
-
-impl PartitionEntry for OffsetCommitPartition {
-    const MIN_SIZE: usize = 4 + 8 + 2;
-
-    fn encode_entry(&self, version: i16, buf: &mut BytesMut) -> Result<()> {
-        buf.put_i32(self.partition);
-        buf.put_i64(self.offset);
-        if version >= 1 {
-            buf.put_i64(self.timestamp);
-        } else if self.timestamp != DEFAULT_TIMESTAMP {
-            return Err(not_in_v0("timestamp", self.timestamp.to_string()));
-        }
-        wire::put_string(buf, "metadata", &self.metadata)
-    }
-
-    fn decode_entry(version: i16, buf: &mut Bytes) -> Result<Self> {
-        let partition = wire::get_i32(buf, "partition")?;
-        let offset = wire::get_i64(buf, "offset")?;
-        let timestamp = if version >= 1 { wire::get_i64(buf, "timestamp")? } else { DEFAULT_TIMESTAMP };
-        Ok(OffsetCommitPartition { partition, offset, timestamp, metadata: wire::get_string(buf, "metadata")? })
+message! {
+    /// OffsetCommit request.
+    pub struct OffsetCommitRequest {
+        /// v0+. Consumer group.
+        group_id: String [0],
+        /// v1+. Generation of the group, or the member epoch (KIP-848) ([`DEFAULT_GENERATION_ID`]
+        /// in v0). Kafka: `GenerationIdOrMemberEpoch`.
+        group_generation_id: i32 [1] = DEFAULT_GENERATION_ID,
+        /// v1+. Member id ([`DEFAULT_CONSUMER_ID`] in v0). Kafka: `MemberId`.
+        consumer_id: String [1],
+        /// v7+. The static member's instance id, or null.
+        group_instance_id: Option<String> [7],
+        /// v2-v4. How long to keep the offsets in ms; -1 = the broker's `offsets.retention.minutes`.
+        retention_time_ms: i64 [2, 4] = -1,
+        /// v0+. Offsets per topic and partition.
+        topics: Vec<OffsetCommitTopic> [0],
     }
 }
 
-fn not_in_v0(field: &'static str, value: String) -> Error {
-    Error::FieldNotInVersion { api: ApiKey::OffsetCommit, version: 0, field, value }
-}
-
-impl Request for OffsetCommitRequest {
-    const KEY: ApiKey = ApiKey::OffsetCommit;
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
-    type Response = OffsetCommitResponse;
-}
-
-impl Encode for OffsetCommitRequest {
-    fn encode(&self, version: i16, buf: &mut BytesMut) -> Result<()> {
-        check_version::<Self>(version)?;
-        wire::put_string(buf, "group_id", &self.group_id)?;
-        if version >= 1 {
-            buf.put_i32(self.group_generation_id);
-            wire::put_string(buf, "consumer_id", &self.consumer_id)?;
-        } else if self.group_generation_id != DEFAULT_GENERATION_ID {
-            return Err(not_in_v0("group_generation_id", self.group_generation_id.to_string()));
-        } else if self.consumer_id != DEFAULT_CONSUMER_ID {
-            return Err(not_in_v0("consumer_id", format!("{:?}", self.consumer_id)));
-        }
-        encode_topics(&self.topics, version, buf)
+message! {
+    /// The offsets to commit of one topic.
+    pub struct OffsetCommitTopic {
+        /// v0+. Topic name.
+        topic: String [0],
+        /// v0+. Per-partition offsets.
+        partitions: Vec<OffsetCommitPartition> [0],
     }
 }
 
-impl Decode for OffsetCommitRequest {
-    fn decode(version: i16, buf: &mut Bytes) -> Result<Self> {
-        check_version::<Self>(version)?;
-        let group_id = wire::get_string(buf, "group_id")?;
-        let (group_generation_id, consumer_id) = if version >= 1 {
-            (wire::get_i32(buf, "group_generation_id")?, wire::get_string(buf, "consumer_id")?)
-        } else {
-            (DEFAULT_GENERATION_ID, DEFAULT_CONSUMER_ID.to_owned())
-        };
-        Ok(OffsetCommitRequest { group_id, group_generation_id, consumer_id, topics: decode_topics(version, buf)? })
+message! {
+    /// One partition's offset to commit.
+    pub struct OffsetCommitPartition {
+        /// v0+. Partition id.
+        partition: i32 [0],
+        /// v0+. The next offset to read.
+        offset: i64 [0],
+        /// v6+. The leader epoch of the last record consumed, -1 when unknown.
+        leader_epoch: i32 [6] = -1,
+        /// v1 only. Commit time in ms; -1 = the broker's time ([`DEFAULT_TIMESTAMP`] elsewhere).
+        timestamp: i64 [1, 1] = DEFAULT_TIMESTAMP,
+        /// v0+. Free-form metadata, or null (dropped by v0's ZooKeeper storage).
+        metadata: Option<String> [0],
     }
 }
 
-/// OffsetCommit response (v0, v1: the same layout).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OffsetCommitResponse {
-    /// v0+. Results per topic and partition.
-    pub topics: Vec<OffsetCommitResponseTopic>,
+message! {
+    /// OffsetCommit response.
+    pub struct OffsetCommitResponse {
+        /// v3+. How long the request was throttled, in ms.
+        throttle_time_ms: i32 [3],
+        /// v0+. Results per topic and partition.
+        topics: Vec<OffsetCommitResponseTopic> [0],
+    }
 }
 
-super::topics_body!(OffsetCommitResponse, OffsetCommitRequest);
+message! {
+    /// The results of one topic.
+    pub struct OffsetCommitResponseTopic {
+        /// v0+. Topic name.
+        topic: String [0],
+        /// v0+. Per-partition results.
+        partitions: Vec<OffsetCommitResponsePartition> [0],
+    }
+}
 
-/// The results of one topic.
-pub type OffsetCommitResponseTopic = TopicPartitions<OffsetCommitResponsePartition>;
+message! {
+    /// The result of one partition.
+    pub struct OffsetCommitResponsePartition {
+        /// v0+. Partition id.
+        partition: i32 [0],
+        /// v0+. 0, or an [`ErrorCode`].
+        error_code: i16 [0],
+    }
+}
 
-/// The result of one partition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OffsetCommitResponsePartition {
-    /// v0+. Partition id.
-    pub partition: i32,
-    /// v0+. 0, or an [`ErrorCode`].
-    pub error_code: i16,
+crate::top_level!(request OffsetCommitRequest: ApiKey::OffsetCommit, versions 0..=9, flexible Some(8), response OffsetCommitResponse);
+crate::top_level!(response OffsetCommitResponse for OffsetCommitRequest);
+
+impl OffsetCommitTopic {
+    /// A topic with its partitions' offsets.
+    pub fn new(topic: impl Into<String>, partitions: Vec<OffsetCommitPartition>) -> Self {
+        OffsetCommitTopic { topic: topic.into(), partitions, ..Default::default() }
+    }
+}
+
+impl OffsetCommitPartition {
+    /// The offset of `partition` with metadata `metadata` and every other field at its default
+    /// (no timestamp, no leader epoch): what every version can carry.
+    pub fn new(partition: i32, offset: i64, metadata: impl Into<String>) -> Self {
+        OffsetCommitPartition { partition, offset, metadata: Some(metadata.into()), ..Default::default() }
+    }
+}
+
+impl OffsetCommitResponseTopic {
+    /// A topic with its partitions' results.
+    pub fn new(topic: impl Into<String>, partitions: Vec<OffsetCommitResponsePartition>) -> Self {
+        OffsetCommitResponseTopic { topic: topic.into(), partitions, ..Default::default() }
+    }
 }
 
 impl OffsetCommitResponsePartition {
+    /// The result of `partition`.
+    pub fn new(partition: i32, error_code: i16) -> Self {
+        OffsetCommitResponsePartition { partition, error_code, ..Default::default() }
+    }
+
     /// The error, if any.
     pub fn error(&self) -> Option<ErrorCode> {
         ErrorCode::from_i16(self.error_code)
-    }
-}
-
-impl PartitionEntry for OffsetCommitResponsePartition {
-    const MIN_SIZE: usize = 4 + 2;
-
-    fn encode_entry(&self, _version: i16, buf: &mut BytesMut) -> Result<()> {
-        buf.put_i32(self.partition);
-        buf.put_i16(self.error_code);
-        Ok(())
-    }
-
-    fn decode_entry(_version: i16, buf: &mut Bytes) -> Result<Self> {
-        Ok(OffsetCommitResponsePartition {
-            partition: wire::get_i32(buf, "partition")?,
-            error_code: wire::get_i16(buf, "error_code")?,
-        })
     }
 }

@@ -57,6 +57,15 @@ pub trait Wire: Sized {
     /// against the input before anything is allocated).
     const MIN_SIZE: usize;
 
+    /// The fewest bytes the value can take on the wire in `ctx`'s version: [`Wire::MIN_SIZE`]
+    /// unless the type knows better (a classic string takes at least 2 bytes, classic bytes and
+    /// arrays 4, a structure the sum of the fields its version has). Bounds an array count
+    /// against the input before anything is allocated.
+    fn min_size(ctx: Ctx) -> usize {
+        let _ = ctx;
+        Self::MIN_SIZE
+    }
+
     /// Appends the value.
     ///
     /// # Errors
@@ -189,8 +198,21 @@ fn get_opt_string(ctx: Ctx, field: &'static str, buf: &mut Bytes) -> Result<Opti
     }
 }
 
+/// The fewest bytes of a length prefix: a varint in flexible versions, else `classic` bytes.
+fn prefix_size(ctx: Ctx, classic: usize) -> usize {
+    if ctx.flexible {
+        1
+    } else {
+        classic
+    }
+}
+
 impl Wire for String {
     const MIN_SIZE: usize = 1;
+
+    fn min_size(ctx: Ctx) -> usize {
+        prefix_size(ctx, 2)
+    }
 
     fn put(&self, ctx: Ctx, field: &'static str, buf: &mut BytesMut) -> Result<()> {
         put_len(ctx, field, buf, true, Some(self.len()))?;
@@ -205,6 +227,10 @@ impl Wire for String {
 
 impl Wire for Option<String> {
     const MIN_SIZE: usize = 1;
+
+    fn min_size(ctx: Ctx) -> usize {
+        prefix_size(ctx, 2)
+    }
 
     fn put(&self, ctx: Ctx, field: &'static str, buf: &mut BytesMut) -> Result<()> {
         match self {
@@ -225,6 +251,10 @@ impl Wire for Option<String> {
 impl Wire for Bytes {
     const MIN_SIZE: usize = 1;
 
+    fn min_size(ctx: Ctx) -> usize {
+        prefix_size(ctx, 4)
+    }
+
     fn put(&self, ctx: Ctx, field: &'static str, buf: &mut BytesMut) -> Result<()> {
         put_len(ctx, field, buf, false, Some(self.len()))?;
         buf.put_slice(self);
@@ -238,6 +268,10 @@ impl Wire for Bytes {
 
 impl Wire for Option<Bytes> {
     const MIN_SIZE: usize = 1;
+
+    fn min_size(ctx: Ctx) -> usize {
+        prefix_size(ctx, 4)
+    }
 
     fn put(&self, ctx: Ctx, field: &'static str, buf: &mut BytesMut) -> Result<()> {
         match self {
@@ -260,7 +294,7 @@ impl Wire for Option<Bytes> {
 
 fn get_opt_array<T: Wire>(ctx: Ctx, field: &'static str, buf: &mut Bytes) -> Result<Option<Vec<T>>> {
     let Some(count) = get_len(ctx, field, buf, false)? else { return Ok(None) };
-    if count > buf.remaining() / T::MIN_SIZE.max(1) {
+    if count > buf.remaining() / T::min_size(ctx).max(1) {
         return Err(Error::InvalidLength { field, length: count as i64, remaining: buf.remaining() });
     }
     let mut out = Vec::with_capacity(count);
@@ -272,6 +306,10 @@ fn get_opt_array<T: Wire>(ctx: Ctx, field: &'static str, buf: &mut Bytes) -> Res
 
 impl<T: Wire> Wire for Vec<T> {
     const MIN_SIZE: usize = 1;
+
+    fn min_size(ctx: Ctx) -> usize {
+        prefix_size(ctx, 4)
+    }
 
     fn put(&self, ctx: Ctx, field: &'static str, buf: &mut BytesMut) -> Result<()> {
         put_len(ctx, field, buf, false, Some(self.len()))?;
@@ -288,6 +326,10 @@ impl<T: Wire> Wire for Vec<T> {
 
 impl<T: Wire> Wire for Option<Vec<T>> {
     const MIN_SIZE: usize = 1;
+
+    fn min_size(ctx: Ctx) -> usize {
+        prefix_size(ctx, 4)
+    }
 
     fn put(&self, ctx: Ctx, field: &'static str, buf: &mut BytesMut) -> Result<()> {
         match self {
@@ -384,6 +426,17 @@ macro_rules! message {
                 )*
                 if n == 0 { 1 } else { n }
             };
+
+            fn min_size(ctx: $crate::schema::Ctx) -> usize {
+                // the fields of this version, and a tagged-field section (1 byte) if flexible
+                let mut n = usize::from(ctx.flexible);
+                $(
+                    if $crate::schema::in_versions(ctx.version, $flo, $crate::message!(@hi $($fhi)?)) {
+                        n += <$fty as $crate::schema::Wire>::min_size(ctx);
+                    }
+                )*
+                n.max(1)
+            }
 
             #[allow(unused_variables, unused_mut)]
             fn put(

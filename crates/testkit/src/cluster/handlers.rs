@@ -335,7 +335,8 @@ async fn offset_commit(ctx: &BrokerCtx, version: i16, req: OffsetCommitRequest) 
     for t in &req.topics {
         let mut parts = Vec::new();
         for p in &t.partitions {
-            let too_large = p.metadata.len() > cfg.offset_metadata_max_bytes;
+            let metadata = p.metadata.clone().unwrap_or_default();
+            let too_large = metadata.len() > cfg.offset_metadata_max_bytes;
             // 0.8.2 (KafkaApis): v0 checks that the topic exists (not the partition), then the
             // metadata size, then writes ZooKeeper; v1 checks the coordinator, then the size
             let code = if version == 0 {
@@ -358,22 +359,21 @@ async fn offset_commit(ctx: &BrokerCtx, version: i16, req: OffsetCommitRequest) 
                 } else if too_large {
                     ErrorCode::OffsetMetadataTooLarge.code()
                 } else {
-                    st.group_offsets
-                        .insert((req.group_id.clone(), t.topic.clone(), p.partition), (p.offset, p.metadata.clone()));
+                    st.group_offsets.insert((req.group_id.clone(), t.topic.clone(), p.partition), (p.offset, metadata));
                     0
                 }
             };
-            parts.push(OffsetCommitResponsePartition { partition: p.partition, error_code: code });
+            parts.push(OffsetCommitResponsePartition::new(p.partition, code));
         }
-        topics.push(TopicPartitions::new(t.topic.clone(), parts));
+        topics.push(OffsetCommitResponseTopic::new(t.topic.clone(), parts));
     }
-    OffsetCommitResponse { topics }
+    OffsetCommitResponse { topics, ..Default::default() }
 }
 
 async fn offset_fetch(ctx: &BrokerCtx, version: i16, req: OffsetFetchRequest) -> OffsetFetchResponse {
     let cfg = &ctx.shared.config;
     let mut topics = Vec::new();
-    for t in &req.topics {
+    for t in req.topics.iter().flatten() {
         let mut parts = Vec::new();
         for &p in &t.partitions {
             let (offset, metadata, code) = if version == 0 {
@@ -396,29 +396,30 @@ async fn offset_fetch(ctx: &BrokerCtx, version: i16, req: OffsetFetchRequest) ->
                     }
                 }
             };
-            parts.push(OffsetFetchResponsePartition { partition: p, offset, metadata, error_code: code });
+            parts.push(OffsetFetchResponsePartition::new(p, offset, metadata, code));
         }
-        topics.push(TopicPartitions::new(t.topic.clone(), parts));
+        topics.push(OffsetFetchResponseTopic::new(t.topic.clone(), parts));
     }
-    OffsetFetchResponse { topics }
+    OffsetFetchResponse { topics, ..Default::default() }
 }
 
 async fn consumer_metadata(ctx: &BrokerCtx, req: ConsumerMetadataRequest) -> ConsumerMetadataResponse {
     let cfg = &ctx.shared.config;
     let unavailable = ConsumerMetadataResponse {
         error_code: ErrorCode::ConsumerCoordinatorNotAvailable.code(),
-        coordinator_id: -1,
-        coordinator_host: String::new(),
-        coordinator_port: -1,
+        node_id: -1,
+        host: String::new(),
+        port: -1,
+        ..Default::default()
     };
     let create = {
         let mut st = ctx.shared.state();
-        if let Some(c) = coordinator(&st, cfg.offsets_topic_num_partitions, &req.group_id) {
+        if let Some(c) = coordinator(&st, cfg.offsets_topic_num_partitions, &req.key) {
             return ConsumerMetadataResponse {
-                error_code: 0,
-                coordinator_id: c,
-                coordinator_host: cfg.host.clone(),
-                coordinator_port: i32::from(st.brokers[&c].port),
+                node_id: c,
+                host: cfg.host.clone(),
+                port: i32::from(st.brokers[&c].port),
+                ..Default::default()
             };
         }
         let first = st.offsets_topic_requested.is_none() && !st.topics.contains_key(OFFSETS_TOPIC);

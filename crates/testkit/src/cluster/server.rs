@@ -7,7 +7,6 @@ use std::time::SystemTime;
 
 use bytes::{Bytes, BytesMut};
 use gregor_protocol::frame::{split_frame, RequestHeader};
-use gregor_protocol::messages::AnyRequest;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -99,7 +98,7 @@ async fn serve_one(ctx: &BrokerCtx, mut frame: Bytes, muted: bool) -> Plan {
     };
     // 0.8 brokers close the connection on an API or version they do not know, or a body they
     // cannot parse
-    let request = match AnyRequest::decode(&header, frame) {
+    let request = match crate::kafka_0_8_2::decode_request(&header, frame) {
         Ok(r) => r,
         Err(e) => {
             tracing::debug!(broker = id, api = %header.api_key, error = %e, "fake broker closes a connection: bad request");

@@ -5,9 +5,9 @@ use bytes::{Bytes, BytesMut};
 use gregor_protocol::frame::{encode_response, RequestHeader};
 use gregor_protocol::messages::{
     AnyRequest, ConsumerMetadataResponse, FetchResponse, FetchResponsePartition, MetadataResponse,
-    OffsetCommitResponse, OffsetCommitResponsePartition, OffsetFetchResponse, OffsetFetchResponsePartition,
-    OffsetsResponse, OffsetsResponsePartition, ProduceResponse, ProduceResponsePartition, TopicMetadata,
-    TopicPartitions,
+    OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic, OffsetFetchResponse,
+    OffsetFetchResponsePartition, OffsetFetchResponseTopic, OffsetsResponse, OffsetsResponsePartition, ProduceResponse,
+    ProduceResponsePartition, TopicMetadata, TopicPartitions,
 };
 use gregor_protocol::{Encode, ErrorCode};
 
@@ -63,30 +63,40 @@ pub(super) fn error_response(header: &RequestHeader, request: &AnyRequest, code:
         AnyRequest::OffsetCommit(r) => frame(
             header,
             &OffsetCommitResponse {
-                topics: map_topics(&r.topics, |p| OffsetCommitResponsePartition {
-                    partition: p.partition,
-                    error_code: c,
-                }),
+                topics: r
+                    .topics
+                    .iter()
+                    .map(|t| {
+                        let parts = t.partitions.iter().map(|p| OffsetCommitResponsePartition::new(p.partition, c));
+                        OffsetCommitResponseTopic::new(t.topic.clone(), parts.collect())
+                    })
+                    .collect(),
+                ..Default::default()
             },
         ),
         AnyRequest::OffsetFetch(r) => frame(
             header,
             &OffsetFetchResponse {
-                topics: map_topics(&r.topics, |p| OffsetFetchResponsePartition {
-                    partition: *p,
-                    offset: -1,
-                    metadata: String::new(),
-                    error_code: c,
-                }),
+                topics: r
+                    .topics
+                    .iter()
+                    .flatten()
+                    .map(|t| {
+                        let parts = t.partitions.iter().map(|&p| OffsetFetchResponsePartition::new(p, -1, "", c));
+                        OffsetFetchResponseTopic::new(t.topic.clone(), parts.collect())
+                    })
+                    .collect(),
+                ..Default::default()
             },
         ),
         AnyRequest::ConsumerMetadata(_) => frame(
             header,
             &ConsumerMetadataResponse {
                 error_code: c,
-                coordinator_id: -1,
-                coordinator_host: String::new(),
-                coordinator_port: -1,
+                node_id: -1,
+                host: String::new(),
+                port: -1,
+                ..Default::default()
             },
         ),
         _ => None,
@@ -156,12 +166,12 @@ mod tests {
 
         let frame = error_response(
             &header::<ConsumerMetadataRequest>(9),
-            &AnyRequest::ConsumerMetadata(ConsumerMetadataRequest { group_id: "g".into() }),
+            &AnyRequest::ConsumerMetadata(ConsumerMetadataRequest::group("g")),
             ErrorCode::ConsumerCoordinatorNotAvailable,
         )
         .unwrap();
         let (_, r) = decode_response::<ConsumerMetadataRequest>(0, frame.slice(4..)).unwrap();
-        assert_eq!((r.error_code, r.coordinator_id), (ErrorCode::ConsumerCoordinatorNotAvailable.code(), -1));
+        assert_eq!((r.error_code, r.node_id), (ErrorCode::ConsumerCoordinatorNotAvailable.code(), -1));
     }
 
     #[test]

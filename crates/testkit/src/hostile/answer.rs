@@ -10,9 +10,10 @@ use gregor_protocol::frame::{encode_response, RequestHeader};
 use gregor_protocol::messages::{
     AnyRequest, BrokerMetadata, ConsumerMetadataResponse, FetchRequest, FetchResponse, FetchResponsePartition,
     MetadataRequest, MetadataResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
-    OffsetFetchRequest, OffsetFetchResponse, OffsetFetchResponsePartition, OffsetsRequest, OffsetsResponse,
-    OffsetsResponsePartition, PartitionMetadata, ProduceRequest, ProduceResponse, ProduceResponsePartition,
-    TopicMetadata, TopicPartitions, EARLIEST_TIME, LATEST_TIME,
+    OffsetCommitResponseTopic, OffsetFetchRequest, OffsetFetchResponse, OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic, OffsetsRequest, OffsetsResponse, OffsetsResponsePartition, PartitionMetadata,
+    ProduceRequest, ProduceResponse, ProduceResponsePartition, TopicMetadata, TopicPartitions, EARLIEST_TIME,
+    LATEST_TIME,
 };
 use gregor_protocol::{Encode, ErrorCode, Message, MessageAndOffset, MessageSet, Request};
 
@@ -118,10 +119,10 @@ fn metadata(shared: &Shared, st: &State, request: &MetadataRequest) -> MetadataR
 
 fn consumer_metadata(shared: &Shared) -> ConsumerMetadataResponse {
     ConsumerMetadataResponse {
-        error_code: 0,
-        coordinator_id: shared.node_id,
-        coordinator_host: shared.addr.ip().to_string(),
-        coordinator_port: i32::from(shared.addr.port()),
+        node_id: shared.node_id,
+        host: shared.addr.ip().to_string(),
+        port: i32::from(shared.addr.port()),
+        ..Default::default()
     }
 }
 
@@ -246,36 +247,25 @@ fn offset_commit(request: &OffsetCommitRequest) -> OffsetCommitResponse {
         .topics
         .iter()
         .map(|t| {
-            let partitions = t
-                .partitions
-                .iter()
-                .map(|p| OffsetCommitResponsePartition { partition: p.partition, error_code: 0 })
-                .collect();
-            TopicPartitions::new(t.topic.clone(), partitions)
+            let partitions = t.partitions.iter().map(|p| OffsetCommitResponsePartition::new(p.partition, 0)).collect();
+            OffsetCommitResponseTopic::new(t.topic.clone(), partitions)
         })
         .collect();
-    OffsetCommitResponse { topics }
+    OffsetCommitResponse { topics, ..Default::default() }
 }
 
 fn offset_fetch(request: &OffsetFetchRequest) -> OffsetFetchResponse {
     let topics = request
         .topics
         .iter()
+        .flatten()
         .map(|t| {
-            let partitions = t
-                .partitions
-                .iter()
-                .map(|&partition| OffsetFetchResponsePartition {
-                    partition,
-                    offset: -1,
-                    metadata: String::new(),
-                    error_code: 0,
-                })
-                .collect();
-            TopicPartitions::new(t.topic.clone(), partitions)
+            let partitions =
+                t.partitions.iter().map(|&partition| OffsetFetchResponsePartition::new(partition, -1, "", 0)).collect();
+            OffsetFetchResponseTopic::new(t.topic.clone(), partitions)
         })
         .collect();
-    OffsetFetchResponse { topics }
+    OffsetFetchResponse { topics, ..Default::default() }
 }
 
 #[cfg(test)]

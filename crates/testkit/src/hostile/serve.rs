@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use gregor_protocol::frame::{split_frame, RequestHeader};
-use gregor_protocol::messages::AnyRequest;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 
@@ -69,7 +68,7 @@ async fn connection(stream: TcpStream, connection: u64, mut muted: bool, shared:
         };
         // like a 0.8 broker: a request it cannot parse closes the connection
         let Ok(header) = RequestHeader::decode(&mut frame) else { return };
-        let Ok(request) = AnyRequest::decode(&header, frame) else { return };
+        let Ok(request) = crate::kafka_0_8_2::decode_request(&header, frame) else { return };
         let fault = shared.take(connection, &header, &request, muted);
         let plan = if muted {
             Plan::mute()
@@ -156,8 +155,8 @@ mod tests {
         let codes: Vec<_> = f.topics[0].partitions.iter().map(|p| (p.partition, p.error())).collect();
         assert_eq!(codes, [(0, Some(ErrorCode::OffsetOutOfRange)), (1, Some(ErrorCode::OffsetOutOfRange))]);
         b.intercept(Rule::any(Fault::Error(ErrorCode::ConsumerCoordinatorNotAvailable)).once());
-        let cm = c.call(0, &gregor_protocol::messages::ConsumerMetadataRequest { group_id: "g".into() }).await;
-        assert_eq!((cm.error_code, cm.coordinator_id), (ErrorCode::ConsumerCoordinatorNotAvailable.code(), -1));
+        let cm = c.call(0, &gregor_protocol::messages::ConsumerMetadataRequest::group("g")).await;
+        assert_eq!((cm.error_code, cm.node_id), (ErrorCode::ConsumerCoordinatorNotAvailable.code(), -1));
 
         // acks=0: the connection is closed, as 0.8.2 does when an acks=0 Produce fails
         b.intercept(Rule::on(ApiKey::Produce, Fault::Error(ErrorCode::MessageSizeTooLarge)).once());
