@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use bytes::{Bytes, BytesMut};
 use gregor_protocol::frame::{self, ApiKey, Request, RequestHeader};
 use gregor_protocol::messages::*;
+use gregor_protocol::schema::RedactedBytes;
 use gregor_protocol::{Decode, Encode, Error};
 use serde_json::Value;
 
@@ -603,19 +604,21 @@ fn sasl_handshake_round_trips_in_both_versions() {
 #[test]
 fn sasl_authenticate_round_trips_and_frames() {
     let token = Bytes::from_static(b"\0user\0pass");
-    let request = SaslAuthenticateRequest { auth_bytes: token.clone(), ..Default::default() };
+    let request = SaslAuthenticateRequest { auth_bytes: RedactedBytes(token.clone()), ..Default::default() };
+    // PLAIN's token holds the password: Debug shows its length only
+    assert!(!format!("{request:?}").contains("pass"), "{request:?}");
     golden(&request, 0, &[&[0u8, 0, 0, 10][..], &token[..]].concat());
     golden(&request, 2, &[&[11u8][..], &token[..], &[0]].concat());
 
     let failed = SaslAuthenticateResponse {
         error_code: 58,
         error_message: Some("bad".into()),
-        auth_bytes: Bytes::new(),
+        auth_bytes: RedactedBytes::default(),
         ..Default::default()
     };
     golden(&failed, 0, &[0x00, 0x3a, 0x00, 0x03, b'b', b'a', b'd', 0, 0, 0, 0]);
     let ok = SaslAuthenticateResponse {
-        auth_bytes: Bytes::from_static(b"s"),
+        auth_bytes: RedactedBytes(Bytes::from_static(b"s")),
         session_lifetime_ms: 3_600_000,
         ..Default::default()
     };

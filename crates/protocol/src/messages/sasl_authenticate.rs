@@ -11,7 +11,7 @@
 //! completes. A failure is 58 SASL_AUTHENTICATION_FAILED with a message. From v1 the broker says
 //! how long the session lasts (0: no limit); the client re-authenticates before then (KIP-368).
 
-use bytes::Bytes;
+use crate::schema::RedactedBytes;
 
 use crate::error_code::ErrorCode;
 use crate::frame::ApiKey;
@@ -21,7 +21,7 @@ message! {
     /// SaslAuthenticate request.
     pub struct SaslAuthenticateRequest {
         /// v0+. The client's SASL token.
-        auth_bytes: Bytes [0],
+        auth_bytes: RedactedBytes [0],
     }
 }
 
@@ -33,7 +33,7 @@ message! {
         /// v0+. The error's text, or null.
         error_message: Option<String> [0],
         /// v0+. The broker's SASL token.
-        auth_bytes: Bytes [0],
+        auth_bytes: RedactedBytes [0],
         /// v1+. How long the session lasts in ms, 0 for no limit.
         session_lifetime_ms: i64 [1],
     }

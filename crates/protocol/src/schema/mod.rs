@@ -292,6 +292,47 @@ impl Wire for Option<Bytes> {
     }
 }
 
+/// Bytes that may hold a credential (SASL tokens: PLAIN's carries the password): on the wire as
+/// `bytes`, in `Debug` only their length.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct RedactedBytes(pub Bytes);
+
+impl std::fmt::Debug for RedactedBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<{} bytes, not shown>", self.0.len())
+    }
+}
+
+impl std::ops::Deref for RedactedBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl From<Vec<u8>> for RedactedBytes {
+    fn from(v: Vec<u8>) -> Self {
+        RedactedBytes(Bytes::from(v))
+    }
+}
+
+impl Wire for RedactedBytes {
+    const MIN_SIZE: usize = 1;
+
+    fn put(&self, ctx: Ctx, field: &'static str, buf: &mut BytesMut) -> Result<()> {
+        self.0.put(ctx, field, buf)
+    }
+
+    fn get(ctx: Ctx, field: &'static str, buf: &mut Bytes) -> Result<Self> {
+        Bytes::get(ctx, field, buf).map(RedactedBytes)
+    }
+
+    fn min_size(ctx: Ctx) -> usize {
+        Bytes::min_size(ctx)
+    }
+}
+
 fn get_opt_array<T: Wire>(ctx: Ctx, field: &'static str, buf: &mut Bytes) -> Result<Option<Vec<T>>> {
     let Some(count) = get_len(ctx, field, buf, false)? else { return Ok(None) };
     if count > buf.remaining() / T::min_size(ctx).max(1) {
