@@ -283,6 +283,56 @@ impl BrokerConnection {
         Ok(self.versions().unwrap_or_else(|| unreachable!("set above")))
     }
 
+    /// Authenticates the connection with SASL (Kafka 1.0+: SaslHandshake v1 naming the
+    /// mechanism, then SaslAuthenticate rounds until the mechanism is done). The versions must be
+    /// known ([`BrokerConnection::negotiate`]): SASL brokers all answer ApiVersions.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Sasl`] (not retriable) when the broker does not offer the mechanism, refuses the
+    /// credentials (error 58 with the broker's message), answers something the mechanism cannot
+    /// use, or cannot prove it knows the password (SCRAM); request errors otherwise.
+    pub async fn authenticate(&self, sasl: &crate::sasl::SaslConfig) -> Result<()> {
+        use gregor_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+        let fail = |reason: String| Error::Sasl { addr: self.addr().to_owned(), mechanism: sasl.mechanism, reason };
+        let versions = self.versions().ok_or_else(|| fail("the broker's API versions are not known".into()))?;
+        let handshake = versions.pick_for::<SaslHandshakeRequest>().map_err(|e| fail(e.to_string()))?;
+        if handshake < 1 {
+            return Err(fail(
+                "the broker speaks SaslHandshake v0 only (Kafka 0.10): gregor needs v1 and SaslAuthenticate (Kafka 1.0+)"
+                    .into(),
+            ));
+        }
+        let authenticate = versions.pick_for::<SaslAuthenticateRequest>().map_err(|e| fail(e.to_string()))?;
+        let request = SaslHandshakeRequest { mechanism: sasl.mechanism.name().to_owned(), ..Default::default() };
+        let answer = self.request(handshake, &request).await?;
+        if answer.error_code != 0 {
+            return Err(fail(format!(
+                "the broker does not offer {} (error {}); it offers {}",
+                sasl.mechanism,
+                answer.error_code,
+                if answer.mechanisms.is_empty() { "none".to_string() } else { answer.mechanisms.join(", ") }
+            )));
+        }
+        let mut client = crate::sasl::SaslClient::new(sasl.clone());
+        let mut token = client.first_message();
+        loop {
+            let request = SaslAuthenticateRequest { auth_bytes: token.into(), ..Default::default() };
+            let answer = self.request(authenticate, &request).await?;
+            if answer.error_code != 0 {
+                let said = answer.error_message.unwrap_or_default();
+                return Err(fail(format!("the broker refused the credentials (error {}): {said}", answer.error_code)));
+            }
+            match client.answer(&answer.auth_bytes) {
+                Ok(Some(next)) => token = next,
+                Ok(None) => break,
+                Err(e) => return Err(fail(e.to_string())),
+            }
+        }
+        tracing::debug!(addr = %self.addr(), mechanism = %sasl.mechanism, user = %sasl.username, "authenticated");
+        Ok(())
+    }
+
     /// The versions the broker speaks: its ApiVersions answer, or the fallback release's for a
     /// broker before Kafka 0.10 (or with `api.version.request` off). `None` for a connection made
     /// with [`BrokerConnection::from_io`] until [`BrokerConnection::negotiate`] ran.

@@ -186,6 +186,18 @@ pub enum Error {
         /// What rustls said.
         reason: String,
     },
+    /// Returned when SASL authentication with a broker failed: the mechanism is not enabled,
+    /// the credentials were refused, or the broker's answers do not fit the mechanism. Not
+    /// retriable: the same credentials would fail again. Never quotes a password.
+    #[error("SASL {mechanism} authentication with broker at {addr} failed: {reason}")]
+    Sasl {
+        /// The broker's address.
+        addr: String,
+        /// The mechanism.
+        mechanism: crate::sasl::SaslMechanism,
+        /// What went wrong.
+        reason: String,
+    },
     /// Returned when a setting is invalid.
     #[error("invalid configuration")]
     Config(#[from] ConfigError),

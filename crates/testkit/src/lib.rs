@@ -53,6 +53,7 @@ pub mod fault;
 pub mod hostile;
 mod kafka_0_8_2;
 pub mod proxy;
+pub mod sasl;
 pub mod support;
 pub mod tools;
 pub mod wire;
