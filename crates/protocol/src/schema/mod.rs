@@ -57,6 +57,13 @@ pub trait Wire: Sized {
     /// against the input before anything is allocated).
     const MIN_SIZE: usize;
 
+    /// The fewest bytes the value takes on the wire in the version of `ctx` (at least
+    /// [`Wire::MIN_SIZE`]): what an array count is bounded with. A classic string takes at
+    /// least 2 bytes and a classic array 4, where their flexible forms take 1.
+    fn min_size(_ctx: Ctx) -> usize {
+        Self::MIN_SIZE
+    }
+
     /// Appends the value.
     ///
     /// # Errors
@@ -192,6 +199,10 @@ fn get_opt_string(ctx: Ctx, field: &'static str, buf: &mut Bytes) -> Result<Opti
 impl Wire for String {
     const MIN_SIZE: usize = 1;
 
+    fn min_size(ctx: Ctx) -> usize {
+        if ctx.flexible { 1 } else { 2 }
+    }
+
     fn put(&self, ctx: Ctx, field: &'static str, buf: &mut BytesMut) -> Result<()> {
         put_len(ctx, field, buf, true, Some(self.len()))?;
         buf.put_slice(self.as_bytes());
@@ -205,6 +216,10 @@ impl Wire for String {
 
 impl Wire for Option<String> {
     const MIN_SIZE: usize = 1;
+
+    fn min_size(ctx: Ctx) -> usize {
+        if ctx.flexible { 1 } else { 2 }
+    }
 
     fn put(&self, ctx: Ctx, field: &'static str, buf: &mut BytesMut) -> Result<()> {
         match self {
@@ -225,6 +240,10 @@ impl Wire for Option<String> {
 impl Wire for Bytes {
     const MIN_SIZE: usize = 1;
 
+    fn min_size(ctx: Ctx) -> usize {
+        if ctx.flexible { 1 } else { 4 }
+    }
+
     fn put(&self, ctx: Ctx, field: &'static str, buf: &mut BytesMut) -> Result<()> {
         put_len(ctx, field, buf, false, Some(self.len()))?;
         buf.put_slice(self);
@@ -238,6 +257,10 @@ impl Wire for Bytes {
 
 impl Wire for Option<Bytes> {
     const MIN_SIZE: usize = 1;
+
+    fn min_size(ctx: Ctx) -> usize {
+        if ctx.flexible { 1 } else { 4 }
+    }
 
     fn put(&self, ctx: Ctx, field: &'static str, buf: &mut BytesMut) -> Result<()> {
         match self {
@@ -260,7 +283,7 @@ impl Wire for Option<Bytes> {
 
 fn get_opt_array<T: Wire>(ctx: Ctx, field: &'static str, buf: &mut Bytes) -> Result<Option<Vec<T>>> {
     let Some(count) = get_len(ctx, field, buf, false)? else { return Ok(None) };
-    if count > buf.remaining() / T::MIN_SIZE.max(1) {
+    if count > buf.remaining() / T::min_size(ctx).max(1) {
         return Err(Error::InvalidLength { field, length: count as i64, remaining: buf.remaining() });
     }
     let mut out = Vec::with_capacity(count);
@@ -272,6 +295,10 @@ fn get_opt_array<T: Wire>(ctx: Ctx, field: &'static str, buf: &mut Bytes) -> Res
 
 impl<T: Wire> Wire for Vec<T> {
     const MIN_SIZE: usize = 1;
+
+    fn min_size(ctx: Ctx) -> usize {
+        if ctx.flexible { 1 } else { 4 }
+    }
 
     fn put(&self, ctx: Ctx, field: &'static str, buf: &mut BytesMut) -> Result<()> {
         put_len(ctx, field, buf, false, Some(self.len()))?;
@@ -288,6 +315,10 @@ impl<T: Wire> Wire for Vec<T> {
 
 impl<T: Wire> Wire for Option<Vec<T>> {
     const MIN_SIZE: usize = 1;
+
+    fn min_size(ctx: Ctx) -> usize {
+        if ctx.flexible { 1 } else { 4 }
+    }
 
     fn put(&self, ctx: Ctx, field: &'static str, buf: &mut BytesMut) -> Result<()> {
         match self {
@@ -384,6 +415,16 @@ macro_rules! message {
                 )*
                 if n == 0 { 1 } else { n }
             };
+
+            fn min_size(ctx: $crate::schema::Ctx) -> usize {
+                let mut n = usize::from(ctx.flexible);
+                $(
+                    if $crate::schema::in_versions(ctx.version, $flo, $crate::message!(@hi $($fhi)?)) {
+                        n += <$fty as $crate::schema::Wire>::min_size(ctx);
+                    }
+                )*
+                n.max(<Self as $crate::schema::Wire>::MIN_SIZE)
+            }
 
             #[allow(unused_variables, unused_mut)]
             fn put(
