@@ -130,6 +130,10 @@ impl ApiKey {
         use crate::messages::*;
         match self {
             ApiKey::ApiVersions => ApiVersionsRequest::FLEXIBLE_FROM,
+            ApiKey::Produce => ProduceRequest::FLEXIBLE_FROM,
+            ApiKey::Fetch => FetchRequest::FLEXIBLE_FROM,
+            ApiKey::Offsets => OffsetsRequest::FLEXIBLE_FROM,
+            ApiKey::Metadata => MetadataRequest::FLEXIBLE_FROM,
             _ => None,
         }
     }
@@ -571,18 +575,18 @@ mod tests {
     #[test]
     fn versions_are_those_of_kafka_0_8_2() {
         let v = |k: ApiKey| k.versions().map(|r| (r.min, r.max));
-        assert_eq!(v(ApiKey::Produce), Some((0, 0)));
-        assert_eq!(v(ApiKey::Fetch), Some((0, 0)));
-        assert_eq!(v(ApiKey::Offsets), Some((0, 0)));
-        assert_eq!(v(ApiKey::Metadata), Some((0, 0)));
+        assert_eq!(v(ApiKey::Produce), Some((0, 12)));
+        assert_eq!(v(ApiKey::Fetch), Some((0, 17)));
+        assert_eq!(v(ApiKey::Offsets), Some((0, 10)));
+        assert_eq!(v(ApiKey::Metadata), Some((0, 13)));
         assert_eq!(v(ApiKey::OffsetCommit), Some((0, 1)));
         assert_eq!(v(ApiKey::OffsetFetch), Some((0, 1)));
         assert_eq!(v(ApiKey::ConsumerMetadata), Some((0, 0)));
         assert_eq!(v(ApiKey::LeaderAndIsr), None);
-        let err = ApiKey::Fetch.check_version(1).unwrap_err();
+        let err = ApiKey::Metadata.check_version(14).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "Fetch v1 is not supported (supported: v0..=v0); 0.8 brokers cannot negotiate versions, so pin them"
+            "Metadata v14 is not supported (supported: v0..=v13); 0.8 brokers cannot negotiate versions, so pin them"
         );
     }
 
@@ -604,7 +608,7 @@ mod tests {
 
     #[test]
     fn a_frame_in_parts_has_the_bytes_of_the_one_buffer_frame_and_shares_large_sets() {
-        use crate::messages::{MetadataRequest, ProducePartition, ProduceRequest, TopicPartitions};
+        use crate::messages::{MetadataRequest, ProducePartition, ProduceRequest, ProduceTopic};
         use crate::{Compression, Message, MessageSet};
         let set = |n: usize, len: usize| {
             let messages: Vec<Message> =
@@ -620,16 +624,17 @@ mod tests {
             required_acks: -1,
             timeout: 1500,
             topics: vec![
-                TopicPartitions::new(
+                ProduceTopic::new(
                     "events",
                     vec![
-                        ProducePartition { partition: 0, message_set: sets[0].clone() },
-                        ProducePartition { partition: 1, message_set: sets[1].clone() },
-                        ProducePartition { partition: 2, message_set: sets[2].clone() },
+                        ProducePartition::new(0, sets[0].clone()),
+                        ProducePartition::new(1, sets[1].clone()),
+                        ProducePartition::new(2, sets[2].clone()),
                     ],
                 ),
-                TopicPartitions::new("audit", vec![ProducePartition { partition: 7, message_set: sets[3].clone() }]),
+                ProduceTopic::new("audit", vec![ProducePartition::new(7, sets[3].clone())]),
             ],
+            ..Default::default()
         };
         let header = RequestHeader {
             api_key: ApiKey::Produce,
@@ -651,7 +656,7 @@ mod tests {
         // the head holds the header, writable in place
         assert_eq!(&frame.head[8..12], &42i32.to_be_bytes());
         // a request with nothing to share is one buffer
-        let metadata = MetadataRequest { topics: vec!["events".into()] };
+        let metadata = MetadataRequest::for_topics(["events"]);
         let header = RequestHeader { api_key: ApiKey::Metadata, ..header };
         let mut whole = BytesMut::new();
         encode_request(&header, &metadata, &mut whole).unwrap();
@@ -659,7 +664,7 @@ mod tests {
         assert!(frame.tail.is_empty());
         assert_eq!(frame.head.freeze(), whole.freeze());
         // the checks of `encode_request`
-        let header = RequestHeader { api_version: 1, ..header };
+        let header = RequestHeader { api_version: 14, ..header };
         assert!(matches!(encode_request_frame(&header, &metadata, 0), Err(Error::UnsupportedVersion { .. })));
         let header = RequestHeader { api_key: ApiKey::Fetch, api_version: 0, ..header };
         assert!(matches!(encode_request_frame(&header, &metadata, 0), Err(Error::UnsupportedApiKey(1))));

@@ -14,9 +14,9 @@
 //!
 //! * [`frame`]: API keys, the versioned [`Encode`]/[`Decode`]/[`Request`] traits, headers and the
 //!   4-byte size framing.
-//! * [`messages`]: one module per API — Produce v0, Fetch v0, Offsets v0, Metadata v0,
-//!   OffsetCommit v0/v1, OffsetFetch v0/v1, ConsumerMetadata v0 — requests and responses, both
-//!   directions.
+//! * [`messages`]: one module per API — Produce v0-v12, Fetch v0-v17, ListOffsets (Offsets)
+//!   v0-v10, Metadata v0-v13, OffsetCommit v0/v1, OffsetFetch v0/v1, ConsumerMetadata v0,
+//!   ApiVersions v0-v3 — requests and responses, both directions.
 //! * [`message`]: Message v0 and [`MessageSet`], compressed wrappers.
 //! * [`compression`]: gzip, snappy (Kafka's xerial framing) and lz4 (the 0.8 frame).
 //! * [`ErrorCode`]: every broker error code of 0.8.2.
@@ -39,14 +39,14 @@
 //!     client_id: Some("doc".into()),
 //! };
 //! let mut buf = BytesMut::new();
-//! encode_request(&header, &MetadataRequest { topics: vec!["t".into()] }, &mut buf)?;
+//! encode_request(&header, &MetadataRequest::for_topics(["t"]), &mut buf)?;
 //!
 //! // the broker's side
 //! let mut frame = split_frame(&mut buf, 1 << 20)?.expect("a whole frame");
 //! let got = RequestHeader::decode(&mut frame)?;
 //! assert_eq!(got, header);
 //! let AnyRequest::Metadata(req) = AnyRequest::decode(&got, frame)? else { unreachable!() };
-//! assert_eq!(req.topics, ["t"]);
+//! assert_eq!(req.topic_names().collect::<Vec<_>>(), ["t"]);
 //! # Ok::<(), gregor_protocol::Error>(())
 //! ```
 

@@ -25,8 +25,14 @@ mod produce;
 
 pub use api_versions::{ApiVersion, ApiVersionsRequest, ApiVersionsResponse, FinalizedFeatureKey, SupportedFeatureKey};
 pub use consumer_metadata::{ConsumerMetadataRequest, ConsumerMetadataResponse};
-pub use fetch::{FetchPartition, FetchRequest, FetchResponse, FetchResponsePartition, FetchResponseTopic, FetchTopic};
-pub use metadata::{BrokerMetadata, MetadataRequest, MetadataResponse, PartitionMetadata, TopicMetadata};
+pub use fetch::{
+    AbortedTransaction, EpochEndOffset, FetchPartition, FetchRequest, FetchResponse, FetchResponsePartition,
+    FetchResponseTopic, FetchTopic, ForgottenTopic, ReplicaState, SnapshotId, READ_COMMITTED, READ_UNCOMMITTED,
+};
+pub use metadata::{
+    BrokerMetadata, MetadataRequest, MetadataRequestTopic, MetadataResponse, PartitionMetadata, TopicMetadata,
+    AUTHORIZED_OPERATIONS_OMITTED,
+};
 pub use offset_commit::{
     OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
     OffsetCommitResponseTopic, OffsetCommitTopic, DEFAULT_CONSUMER_ID, DEFAULT_GENERATION_ID, DEFAULT_TIMESTAMP,
@@ -35,11 +41,12 @@ pub use offset_fetch::{
     OffsetFetchRequest, OffsetFetchResponse, OffsetFetchResponsePartition, OffsetFetchResponseTopic, OffsetFetchTopic,
 };
 pub use offsets::{
-    OffsetsPartition, OffsetsRequest, OffsetsResponse, OffsetsResponsePartition, OffsetsResponseTopic, OffsetsTopic,
-    EARLIEST_TIME, LATEST_TIME,
+    ListOffsetsRequest, ListOffsetsResponse, OffsetsPartition, OffsetsRequest, OffsetsResponse,
+    OffsetsResponsePartition, OffsetsResponseTopic, OffsetsTopic, EARLIEST_TIME, LATEST_TIME, MAX_TIMESTAMP,
 };
 pub use produce::{
-    ProducePartition, ProduceRequest, ProduceResponse, ProduceResponsePartition, ProduceResponseTopic, ProduceTopic,
+    LeaderIdAndEpoch, NodeEndpoint, ProducePartition, ProduceRequest, ProduceResponse, ProduceResponsePartition,
+    ProduceResponseTopic, ProduceTopic, RecordError,
 };
 
 /// The `replica_id` a client (not a follower broker) puts in Fetch and Offsets requests.

@@ -200,7 +200,11 @@ impl Wire for String {
     const MIN_SIZE: usize = 1;
 
     fn min_size(ctx: Ctx) -> usize {
-        if ctx.flexible { 1 } else { 2 }
+        if ctx.flexible {
+            1
+        } else {
+            2
+        }
     }
 
     fn put(&self, ctx: Ctx, field: &'static str, buf: &mut BytesMut) -> Result<()> {
@@ -218,7 +222,11 @@ impl Wire for Option<String> {
     const MIN_SIZE: usize = 1;
 
     fn min_size(ctx: Ctx) -> usize {
-        if ctx.flexible { 1 } else { 2 }
+        if ctx.flexible {
+            1
+        } else {
+            2
+        }
     }
 
     fn put(&self, ctx: Ctx, field: &'static str, buf: &mut BytesMut) -> Result<()> {
@@ -241,7 +249,11 @@ impl Wire for Bytes {
     const MIN_SIZE: usize = 1;
 
     fn min_size(ctx: Ctx) -> usize {
-        if ctx.flexible { 1 } else { 4 }
+        if ctx.flexible {
+            1
+        } else {
+            4
+        }
     }
 
     fn put(&self, ctx: Ctx, field: &'static str, buf: &mut BytesMut) -> Result<()> {
@@ -259,7 +271,11 @@ impl Wire for Option<Bytes> {
     const MIN_SIZE: usize = 1;
 
     fn min_size(ctx: Ctx) -> usize {
-        if ctx.flexible { 1 } else { 4 }
+        if ctx.flexible {
+            1
+        } else {
+            4
+        }
     }
 
     fn put(&self, ctx: Ctx, field: &'static str, buf: &mut BytesMut) -> Result<()> {
@@ -297,7 +313,11 @@ impl<T: Wire> Wire for Vec<T> {
     const MIN_SIZE: usize = 1;
 
     fn min_size(ctx: Ctx) -> usize {
-        if ctx.flexible { 1 } else { 4 }
+        if ctx.flexible {
+            1
+        } else {
+            4
+        }
     }
 
     fn put(&self, ctx: Ctx, field: &'static str, buf: &mut BytesMut) -> Result<()> {
@@ -317,7 +337,11 @@ impl<T: Wire> Wire for Option<Vec<T>> {
     const MIN_SIZE: usize = 1;
 
     fn min_size(ctx: Ctx) -> usize {
-        if ctx.flexible { 1 } else { 4 }
+        if ctx.flexible {
+            1
+        } else {
+            4
+        }
     }
 
     fn put(&self, ctx: Ctx, field: &'static str, buf: &mut BytesMut) -> Result<()> {
