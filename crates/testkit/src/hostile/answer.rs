@@ -279,7 +279,7 @@ mod tests {
     use super::super::tests::{broker, fetch_of};
     use crate::wire::{self, Conn};
     use gregor_protocol::frame::ApiKey;
-    use gregor_protocol::messages::{BrokerMetadata, OffsetsPartition, OffsetsRequest, TopicPartitions, LATEST_TIME};
+    use gregor_protocol::messages::{BrokerMetadata, OffsetsPartition, OffsetsRequest, OffsetsTopic, LATEST_TIME};
     use gregor_protocol::{Compression, ErrorCode};
     use std::time::Duration;
 
@@ -288,7 +288,15 @@ mod tests {
         let b = broker().await;
         let mut c = Conn::open(b.addr()).await;
         let md = c.call(0, &wire::metadata(&[])).await;
-        assert_eq!(md.brokers, [BrokerMetadata { node_id: 0, host: "127.0.0.1".into(), port: b.addr().port().into() }]);
+        assert_eq!(
+            md.brokers,
+            [BrokerMetadata {
+                node_id: 0,
+                host: "127.0.0.1".into(),
+                port: b.addr().port().into(),
+                ..Default::default()
+            }]
+        );
         assert_eq!(md.topics.len(), 1);
         assert!(md.topics[0].partitions.iter().all(|p| p.leader == 0));
         let md = c.call(0, &wire::metadata(&["nope"])).await;
@@ -310,10 +318,16 @@ mod tests {
                 0,
                 &OffsetsRequest {
                     replica_id: -1,
-                    topics: vec![TopicPartitions::new(
+                    topics: vec![OffsetsTopic::new(
                         "t",
-                        vec![OffsetsPartition { partition: 0, time: LATEST_TIME, max_number_of_offsets: 1 }],
+                        vec![OffsetsPartition {
+                            partition: 0,
+                            time: LATEST_TIME,
+                            max_number_of_offsets: 1,
+                            ..Default::default()
+                        }],
                     )],
+                    ..Default::default()
                 },
             )
             .await;
