@@ -36,13 +36,16 @@
 //! a null aborted transaction array.
 //! Guide: <https://cwiki.apache.org/confluence/display/KAFKA/A+Guide+To+The+Kafka+Protocol#AGuideToTheKafkaProtocol-FetchAPI>
 
+use bytes::{Bytes, BytesMut};
+
 use super::produce::{LeaderIdAndEpoch, NodeEndpoint};
 use crate::error::Result;
 use crate::error_code::ErrorCode;
-use crate::frame::ApiKey;
+use crate::frame::{ApiKey, Decode, Encode};
 use crate::message;
 use crate::message::{DecodeOptions, DecodedMessages, MessageSet};
-use crate::schema::Uuid;
+use crate::schema::{ctx_of, Uuid, Wire};
+use crate::wire;
 
 /// `isolation_level` 0: every record, committed or not.
 pub const READ_UNCOMMITTED: i8 = 0;
@@ -154,7 +157,58 @@ message! {
 }
 
 crate::top_level!(request FetchRequest: ApiKey::Fetch, versions 0..=17, flexible Some(12), response FetchResponse);
-crate::top_level!(response FetchResponse for FetchRequest);
+
+impl Encode for FetchResponse {
+    fn encode(&self, version: i16, buf: &mut BytesMut) -> Result<()> {
+        self.put(ctx_of::<FetchRequest>(version)?, "FetchResponse", buf)
+    }
+}
+
+impl Decode for FetchResponse {
+    /// The classic versions (v0-v11, the hot path of a 0.8.2 consumer) are read here, each
+    /// partition built in place; the flexible ones by the declaration.
+    fn decode(version: i16, buf: &mut Bytes) -> Result<Self> {
+        let ctx = ctx_of::<FetchRequest>(version)?;
+        if ctx.flexible {
+            return FetchResponse::get(ctx, "FetchResponse", buf);
+        }
+        let v = version;
+        let throttle_time_ms = if v >= 1 { wire::get_i32(buf, "throttle_time_ms")? } else { 0 };
+        let (error_code, session_id) =
+            if v >= 7 { (wire::get_i16(buf, "error_code")?, wire::get_i32(buf, "session_id")?) } else { (0, 0) };
+        let count = wire::get_array_len(buf, "topics", FetchResponseTopic::min_size(ctx))?;
+        let mut topics = Vec::with_capacity(count);
+        for _ in 0..count {
+            let topic = wire::get_string(buf, "topic")?;
+            let count = wire::get_array_len(buf, "partitions", FetchResponsePartition::min_size(ctx))?;
+            let mut partitions = Vec::with_capacity(count);
+            for _ in 0..count {
+                let partition = wire::get_i32(buf, "partition")?;
+                let error_code = wire::get_i16(buf, "error_code")?;
+                let high_watermark = wire::get_i64(buf, "high_watermark")?;
+                let last_stable_offset = if v >= 4 { wire::get_i64(buf, "last_stable_offset")? } else { -1 };
+                let log_start_offset = if v >= 5 { wire::get_i64(buf, "log_start_offset")? } else { -1 };
+                let aborted_transactions = if v >= 4 { Wire::get(ctx, "aborted_transactions", buf)? } else { None };
+                let preferred_read_replica = if v >= 11 { wire::get_i32(buf, "preferred_read_replica")? } else { -1 };
+                let message_set = MessageSet::from_bytes(wire::get_bytes(buf, "message_set")?);
+                // filled in place: the entry is large, and a move of it costs a memcpy call
+                partitions.push(FetchResponsePartition::default());
+                if let Some(p) = partitions.last_mut() {
+                    p.partition = partition;
+                    p.error_code = error_code;
+                    p.high_watermark = high_watermark;
+                    p.last_stable_offset = last_stable_offset;
+                    p.log_start_offset = log_start_offset;
+                    p.aborted_transactions = aborted_transactions;
+                    p.preferred_read_replica = preferred_read_replica;
+                    p.message_set = message_set;
+                }
+            }
+            topics.push(FetchResponseTopic { topic, partitions, ..Default::default() });
+        }
+        Ok(FetchResponse { throttle_time_ms, error_code, session_id, topics, ..Default::default() })
+    }
+}
 
 message! {
     /// Fetch response.
@@ -282,10 +336,8 @@ message! {
 
 #[cfg(test)]
 mod tests {
-    use bytes::{Bytes, BytesMut};
-
     use super::*;
-    use crate::{Decode, Encode, Error};
+    use crate::Error;
 
     fn v0_request() -> FetchRequest {
         FetchRequest {
