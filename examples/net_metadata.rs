@@ -6,7 +6,7 @@
 mod common;
 
 use gregor::net::{ConnectionConfig, MetadataCache, Pool};
-use gregor::protocol::messages::{OffsetsPartition, OffsetsRequest, TopicPartitions, CONSUMER_REPLICA_ID, LATEST_TIME};
+use gregor::protocol::messages::{OffsetsPartition, OffsetsRequest, OffsetsTopic, CONSUMER_REPLICA_ID, LATEST_TIME};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -22,10 +22,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Offsets v0 (getOffsetsBefore) must go to the leader; a follower answers 6
         let request = OffsetsRequest {
             replica_id: CONSUMER_REPLICA_ID,
-            topics: vec![TopicPartitions::new(
+            topics: vec![OffsetsTopic::new(
                 "metrics",
-                vec![OffsetsPartition { partition: p, time: LATEST_TIME, max_number_of_offsets: 1 }],
+                vec![OffsetsPartition {
+                    partition: p,
+                    time: LATEST_TIME,
+                    max_number_of_offsets: 1,
+                    ..Default::default()
+                }],
             )],
+            ..Default::default()
         };
         let response = conn.request(0, &request).await?;
         let answer = &response.topics[0].partitions[0];

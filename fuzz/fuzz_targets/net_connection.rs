@@ -52,9 +52,9 @@ async fn run(selector: u8, stream: Vec<u8>) {
         let conn = conn.clone();
         waiting.spawn(async move {
             if i % 2 == 0 {
-                conn.request(0, &MetadataRequest { topics: vec![] }).await.map(|_| ())
+                conn.request(0, &MetadataRequest::all_topics()).await.map(|_| ())
             } else {
-                let fetch = FetchRequest { replica_id: -1, max_wait_time: 100, min_bytes: 1, topics: vec![] };
+                let fetch = FetchRequest { replica_id: -1, max_wait_time: 100, min_bytes: 1, topics: vec![], ..Default::default() };
                 conn.request(0, &fetch).await.map(|_| ())
             }
         });
@@ -92,7 +92,7 @@ async fn run(selector: u8, stream: Vec<u8>) {
     // the stream has ended: the reader must see it
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(conn.is_poisoned(), "the connection outlived the end of its stream");
-    let late = tokio::time::timeout(Duration::from_secs(3600), conn.request(0, &MetadataRequest { topics: vec![] }))
+    let late = tokio::time::timeout(Duration::from_secs(3600), conn.request(0, &MetadataRequest::all_topics()))
         .await
         .expect("a request on a dead connection hung");
     assert!(late.is_err(), "a request on a dead connection succeeded");

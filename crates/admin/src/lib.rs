@@ -307,11 +307,13 @@ impl Admin {
                 partition: tp.partition,
                 time,
                 max_number_of_offsets: 1,
+                ..Default::default()
             });
         }
         let request = OffsetsRequest {
             replica_id: CONSUMER_REPLICA_ID,
             topics: topics.into_iter().map(|(t, ps)| OffsetsTopic::new(t, ps)).collect(),
+            ..Default::default()
         };
         let fail_all = |f: &dyn Fn(&TopicPartition) -> Error| tps.iter().map(|tp| (tp.clone(), Err(f(tp)))).collect();
         let conn = match self.broker_connection(leader).await {

@@ -42,7 +42,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use gregor_net::{classify_fetch, FetchClass, MetadataCache};
 use gregor_protocol::messages::{
-    FetchPartition, FetchRequest, FetchResponsePartition, OffsetsPartition, OffsetsRequest, TopicPartitions,
+    FetchPartition, FetchRequest, FetchResponsePartition, FetchTopic, OffsetsPartition, OffsetsRequest, OffsetsTopic,
     CONSUMER_REPLICA_ID, EARLIEST_TIME, LATEST_TIME,
 };
 use gregor_protocol::{ErrorCode, MessageSet};
@@ -332,13 +332,15 @@ async fn broker_fetcher(
                 fetch_offset: t.offset,
                 // 0: a probe for the high watermark only (0.8.2 answers an empty set)
                 max_bytes: if full { config.fetch_message_max_bytes } else { 0 },
+                ..Default::default()
             });
         }
         let request = FetchRequest {
             replica_id: CONSUMER_REPLICA_ID,
             max_wait_time: if any_full { config.fetch_wait_max.as_millis() as i32 } else { 0 },
             min_bytes: config.fetch_min_bytes,
-            topics: topics.into_iter().map(|(t, p)| TopicPartitions::new(t, p)).collect(),
+            topics: topics.into_iter().map(|(t, p)| FetchTopic::new(t, p)).collect(),
+            ..Default::default()
         };
         last_request = Some(now);
         let response = match ctx.brokers.pool().get(broker).await {
@@ -396,7 +398,7 @@ async fn broker_fetcher(
                 // holds the whole response (and more), and a chunk may wait a long time
                 let owned = FetchResponsePartition {
                     message_set: MessageSet::from_bytes(Bytes::copy_from_slice(rp.message_set.as_bytes())),
-                    ..*rp
+                    ..rp.clone()
                 };
                 let class = classify_fetch(&rt.topic, &owned, t.offset);
                 match t.absorb(class, owned.high_watermark, owned.message_set.len(), ctx.generation, &ctx.prefetch) {
@@ -440,7 +442,11 @@ async fn reset_offset(
         .map_err(crate::error::net(format!("leader of {topic}/{partition}")))?;
     let request = OffsetsRequest {
         replica_id: CONSUMER_REPLICA_ID,
-        topics: vec![TopicPartitions::new(topic, vec![OffsetsPartition { partition, time, max_number_of_offsets: 1 }])],
+        topics: vec![OffsetsTopic::new(
+            topic,
+            vec![OffsetsPartition { partition, time, max_number_of_offsets: 1, ..Default::default() }],
+        )],
+        ..Default::default()
     };
     let r = conn.request(0, &request).await.map_err(crate::error::net("Offsets"))?;
     for t in &r.topics {
@@ -484,7 +490,13 @@ mod tests {
     }
 
     fn answer(t: &mut FetchTarget, error_code: i16, hw: i64, set: MessageSet, prefetch: &Arc<Prefetch>) -> After {
-        let p = FetchResponsePartition { partition: 3, error_code, high_watermark: hw, message_set: set };
+        let p = FetchResponsePartition {
+            partition: 3,
+            error_code,
+            high_watermark: hw,
+            message_set: set,
+            ..Default::default()
+        };
         let class = classify_fetch("t", &p, t.offset);
         t.absorb(class, hw, p.message_set.len(), 7, prefetch)
     }

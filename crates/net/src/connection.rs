@@ -61,7 +61,7 @@ const WRITE_BATCH: usize = 64;
 /// use gregor_protocol::messages::MetadataRequest;
 ///
 /// let conn = BrokerConnection::connect("127.0.0.1:9092", &ConnectionConfig::default()).await?;
-/// let metadata = conn.request(0, &MetadataRequest { topics: vec![] }).await?;
+/// let metadata = conn.request(0, &MetadataRequest::all_topics()).await?;
 /// println!("{} brokers", metadata.brokers.len());
 /// # Ok(()) }
 /// ```
@@ -1004,7 +1004,7 @@ mod tests {
     use super::*;
     use gregor_protocol::frame::{encode_response, split_frame};
     use gregor_protocol::messages::{
-        MetadataRequest, MetadataResponse, ProducePartition, ProduceRequest, TopicMetadata, TopicPartitions,
+        MetadataRequest, MetadataResponse, ProducePartition, ProduceRequest, ProduceTopic, TopicMetadata,
     };
     use gregor_protocol::{Compression, Decode, Message, MessageSet};
     use tokio::io::DuplexStream;
@@ -1034,7 +1034,8 @@ mod tests {
             let (header, mut body) = self.recv().await.expect("a request");
             assert_eq!(header.api_key, ApiKey::Metadata);
             assert_eq!(header.client_id.as_deref(), Some("unit"));
-            (header.correlation_id, MetadataRequest::decode(0, &mut body).unwrap().topics)
+            let request = MetadataRequest::decode(0, &mut body).unwrap();
+            (header.correlation_id, request.topic_names().map(str::to_owned).collect())
         }
 
         async fn reply_metadata(&mut self, correlation_id: i32, topics: &[String]) {
@@ -1045,10 +1046,8 @@ mod tests {
     fn metadata_frame(correlation_id: i32, topics: &[String]) -> BytesMut {
         let body = MetadataResponse {
             brokers: vec![],
-            topics: topics
-                .iter()
-                .map(|t| TopicMetadata { error_code: 0, topic: t.clone(), partitions: vec![] })
-                .collect(),
+            topics: topics.iter().map(|t| TopicMetadata::new(t.clone(), 0, vec![])).collect(),
+            ..Default::default()
         };
         let mut out = BytesMut::new();
         encode_response(correlation_id, 0, &body, &mut out).unwrap();
@@ -1056,11 +1055,11 @@ mod tests {
     }
 
     fn md(topic: &str) -> MetadataRequest {
-        MetadataRequest { topics: vec![topic.to_owned()] }
+        MetadataRequest::for_topics(vec![topic.to_owned()])
     }
 
     fn topics_of(r: &MetadataResponse) -> Vec<String> {
-        r.topics.iter().map(|t| t.topic.clone()).collect()
+        r.topics.iter().map(|t| t.name().to_owned()).collect()
     }
 
     fn connect_with(config: ConnectionConfigBuilderExt) -> (BrokerConnection, Peer) {
@@ -1086,14 +1085,15 @@ mod tests {
         let request = ProduceRequest {
             required_acks: 0,
             timeout: 1000,
-            topics: vec![TopicPartitions::new(
+            topics: vec![ProduceTopic::new(
                 "t",
                 vec![
-                    ProducePartition { partition: 0, message_set: set(b'a', 20) },
-                    ProducePartition { partition: 1, message_set: set(b'k', 1) },
-                    ProducePartition { partition: 2, message_set: set(b'q', 9) },
+                    ProducePartition { partition: 0, message_set: set(b'a', 20), ..Default::default() },
+                    ProducePartition { partition: 1, message_set: set(b'k', 1), ..Default::default() },
+                    ProducePartition { partition: 2, message_set: set(b'q', 9), ..Default::default() },
                 ],
             )],
+            ..Default::default()
         };
         // queued at once, so that frames are written together
         let senders: Vec<_> = (0..3)
@@ -1122,7 +1122,8 @@ mod tests {
         ProduceRequest {
             required_acks: acks,
             timeout: 1000,
-            topics: vec![TopicPartitions::new("t", vec![ProducePartition { partition: 0, message_set: set.unwrap() }])],
+            topics: vec![ProduceTopic::new("t", vec![ProducePartition::new(0, set.unwrap())])],
+            ..Default::default()
         }
     }
 
@@ -1263,7 +1264,7 @@ mod tests {
     #[tokio::test]
     async fn an_oversized_request_fails_before_it_is_sent() {
         let (conn, mut peer) = connect_with(|b| b.max_frame_size(64));
-        let big = MetadataRequest { topics: vec!["x".repeat(100)] };
+        let big = MetadataRequest::for_topics(vec!["x".repeat(100)]);
         let err = conn.request(0, &big).await.unwrap_err();
         assert!(matches!(err, Error::FrameTooLarge { api: ApiKey::Metadata, max: 64, .. }), "{err:?}");
         assert!(!conn.is_poisoned());

@@ -109,7 +109,7 @@ mod tests {
     }
 
     fn part(error_code: i16, high_watermark: i64, message_set: MessageSet) -> FetchResponsePartition {
-        FetchResponsePartition { partition: 2, error_code, high_watermark, message_set }
+        FetchResponsePartition::new(2, error_code, high_watermark, message_set)
     }
 
     fn offsets(class: &FetchClass) -> (Vec<i64>, Option<i64>, i64) {

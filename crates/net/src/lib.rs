@@ -28,7 +28,7 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), gregor_net::Error> {
 //! use gregor_net::{ConnectionConfig, MetadataCache, Pool};
-//! use gregor_protocol::messages::{FetchPartition, FetchRequest, TopicPartitions};
+//! use gregor_protocol::messages::{FetchPartition, FetchRequest, FetchTopic};
 //!
 //! let pool = Pool::new(ConnectionConfig::builder().client_id("app").build()?);
 //! let cache = MetadataCache::new("127.0.0.1:9092,127.0.0.1:9093", pool)?;
@@ -38,10 +38,8 @@
 //!     replica_id: -1,
 //!     max_wait_time: 100,
 //!     min_bytes: 1,
-//!     topics: vec![TopicPartitions::new(
-//!         "events",
-//!         vec![FetchPartition { partition: 0, fetch_offset: 0, max_bytes: 1 << 20 }],
-//!     )],
+//!     topics: vec![FetchTopic::new("events", vec![FetchPartition::new(0, 0, 1 << 20)])],
+//!     ..Default::default()
 //! };
 //! let response = leader.request(0, &fetch).await?;
 //! # drop(response);

@@ -96,7 +96,7 @@ pub struct TopicInfo {
 /// use tokio::time::Instant;
 ///
 /// let response = MetadataResponse {
-///     brokers: vec![BrokerMetadata { node_id: 1, host: "b1".into(), port: 9092 }],
+///     brokers: vec![BrokerMetadata { node_id: 1, host: "b1".into(), port: 9092, ..Default::default() }],
 ///     topics: vec![TopicMetadata {
 ///         error_code: 0,
 ///         topic: "t".into(),
@@ -153,7 +153,7 @@ impl MetadataSnapshot {
                 .collect();
         }
         if all_topics {
-            let listed: BTreeSet<&str> = response.topics.iter().map(|t| t.topic.as_str()).collect();
+            let listed: BTreeSet<&str> = response.topics.iter().map(|t| t.name()).collect();
             self.topics.retain(|name, _| listed.contains(name.as_str()));
         }
         for topic in &response.topics {
@@ -174,7 +174,7 @@ impl MetadataSnapshot {
                 })
                 .collect();
             self.topics.insert(
-                topic.topic.clone(),
+                topic.name().to_owned(),
                 TopicInfo { error: topic.error(), partitions, refreshed_at: now, stale: false },
             );
         }
@@ -432,7 +432,11 @@ impl MetadataCache {
     /// [`Error::NoBrokerAvailable`] (with every address tried and the last error) when no
     /// broker answered in any round.
     pub async fn refresh(&self, topics: &[String]) -> Result<()> {
-        let request = MetadataRequest { topics: topics.to_vec() };
+        let request = if topics.is_empty() {
+            MetadataRequest::all_topics()
+        } else {
+            MetadataRequest::for_topics(topics.iter().cloned())
+        };
         let rounds = self.inner.config.refresh_rounds().max(1);
         let backoff = Backoff::new(self.inner.config.retry_backoff(), self.inner.config.retry_backoff_max());
         let mut tried: Vec<String> = Vec::new();
@@ -486,7 +490,7 @@ impl MetadataCache {
         }
         for topic in &response.topics {
             if let Some(code) = topic.error() {
-                tracing::debug!(topic = %topic.topic, %code, "metadata: topic error");
+                tracing::debug!(topic = %topic.name(), %code, "metadata: topic error");
             }
         }
         tracing::debug!(%addr, brokers = response.brokers.len(), topics = response.topics.len(), "metadata refreshed");
@@ -565,15 +569,22 @@ mod tests {
     use gregor_protocol::messages::{BrokerMetadata, PartitionMetadata, TopicMetadata};
 
     fn broker(id: i32) -> BrokerMetadata {
-        BrokerMetadata { node_id: id, host: format!("b{id}"), port: 9092 + id }
+        BrokerMetadata { node_id: id, host: format!("b{id}"), port: 9092 + id, ..Default::default() }
     }
 
     fn part(partition: i32, error_code: i16, leader: i32, replicas: &[i32]) -> PartitionMetadata {
-        PartitionMetadata { error_code, partition, leader, replicas: replicas.to_vec(), isr: replicas.to_vec() }
+        PartitionMetadata {
+            error_code,
+            partition,
+            leader,
+            replicas: replicas.to_vec(),
+            isr: replicas.to_vec(),
+            ..Default::default()
+        }
     }
 
     fn topic(name: &str, error_code: i16, partitions: Vec<PartitionMetadata>) -> TopicMetadata {
-        TopicMetadata { error_code, topic: name.to_owned(), partitions }
+        TopicMetadata::new(name, error_code, partitions)
     }
 
     #[test]
@@ -582,6 +593,7 @@ mod tests {
             brokers: vec![broker(0), broker(2)],
             // broker 1 is down: error 9, left out of replicas and isr, leader still valid
             topics: vec![topic("t", 0, vec![part(1, 9, 2, &[2]), part(0, 0, 0, &[0, 2])])],
+            ..Default::default()
         };
         let s = MetadataSnapshot::from_response(&r, Instant::now());
         assert_eq!(s.partitions("t"), [0, 1]);
@@ -598,6 +610,7 @@ mod tests {
         let r = MetadataResponse {
             brokers: vec![broker(0)],
             topics: vec![topic("t", 0, vec![part(0, 5, -1, &[]), part(1, 0, 0, &[0])])],
+            ..Default::default()
         };
         let s = MetadataSnapshot::from_response(&r, Instant::now());
         assert_eq!(s.partitions("t"), [0, 1]);
@@ -611,11 +624,15 @@ mod tests {
     fn zero_brokers_keeps_the_known_ones() {
         let now = Instant::now();
         let mut s = MetadataSnapshot::from_response(
-            &MetadataResponse { brokers: vec![broker(0), broker(1)], topics: vec![] },
+            &MetadataResponse { brokers: vec![broker(0), broker(1)], topics: vec![], ..Default::default() },
             now,
         );
         // KAFKA-1867: a 0.8.2 cluster without topics lists no broker
-        let kept = s.apply(&MetadataResponse { brokers: vec![], topics: vec![topic("new", 5, vec![])] }, false, now);
+        let kept = s.apply(
+            &MetadataResponse { brokers: vec![], topics: vec![topic("new", 5, vec![])], ..Default::default() },
+            false,
+            now,
+        );
         assert!(kept);
         assert_eq!(s.brokers().map(|b| b.id).collect::<Vec<_>>(), [0, 1]);
         assert_eq!(s.topic_error("new"), Some(ErrorCode::LeaderNotAvailable));
@@ -629,14 +646,22 @@ mod tests {
     fn leader_not_available_for_an_auto_created_topic_then_leaders() {
         let t0 = Instant::now();
         let mut s = MetadataSnapshot::from_response(
-            &MetadataResponse { brokers: vec![broker(0)], topics: vec![topic("auto", 5, vec![])] },
+            &MetadataResponse {
+                brokers: vec![broker(0)],
+                topics: vec![topic("auto", 5, vec![])],
+                ..Default::default()
+            },
             t0,
         );
         assert_eq!(s.topic_error("auto"), Some(ErrorCode::LeaderNotAvailable));
         assert!(s.partitions("auto").is_empty());
         assert!(s.topic_needs_refresh("auto", t0, Duration::from_secs(600)));
         s.apply(
-            &MetadataResponse { brokers: vec![broker(0)], topics: vec![topic("auto", 0, vec![part(0, 0, 0, &[0])])] },
+            &MetadataResponse {
+                brokers: vec![broker(0)],
+                topics: vec![topic("auto", 0, vec![part(0, 0, 0, &[0])])],
+                ..Default::default()
+            },
             false,
             t0,
         );
@@ -654,6 +679,7 @@ mod tests {
         let r = MetadataResponse {
             brokers: vec![broker(0)],
             topics: vec![topic("a", 0, vec![part(0, 0, 0, &[0])]), topic("b", 0, vec![part(0, 0, 0, &[0])])],
+            ..Default::default()
         };
         s.apply(&r, true, t0);
         assert!(!s.needs_refresh(t0 + Duration::from_secs(599), interval));
@@ -666,7 +692,11 @@ mod tests {
         assert_eq!(s.leader("a", 0), Some(0), "an invalidated topic keeps what is known");
         // a refresh naming "a" clears the mark; an all-topics refresh forgets missing topics
         s.apply(
-            &MetadataResponse { brokers: vec![], topics: vec![topic("a", 0, vec![part(0, 0, 0, &[0])])] },
+            &MetadataResponse {
+                brokers: vec![],
+                topics: vec![topic("a", 0, vec![part(0, 0, 0, &[0])])],
+                ..Default::default()
+            },
             true,
             t0,
         );

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use gregor_net::{ConnectionConfig, Error, MetadataCache, PoisonReason, Pool};
 use gregor_protocol::frame::ApiKey;
-use gregor_protocol::messages::{FetchPartition, FetchRequest, MetadataRequest, TopicPartitions};
+use gregor_protocol::messages::{FetchPartition, FetchRequest, FetchTopic, MetadataRequest};
 use gregor_protocol::ErrorCode;
 use gregor_testkit::fault::{Fault, Rule};
 use gregor_testkit::support::cluster_or_skip;
@@ -27,13 +27,10 @@ fn dead_addr() -> String {
 
 fn fetch(topic: &str, partition: i32, offset: i64, max_wait_ms: i32) -> FetchRequest {
     FetchRequest {
-        replica_id: -1,
         max_wait_time: max_wait_ms,
         min_bytes: 1,
-        topics: vec![TopicPartitions::new(
-            topic,
-            vec![FetchPartition { partition, fetch_offset: offset, max_bytes: 1 << 20 }],
-        )],
+        topics: vec![FetchTopic::new(topic, vec![FetchPartition::new(partition, offset, 1 << 20)])],
+        ..Default::default()
     }
 }
 
@@ -142,7 +139,7 @@ async fn many_requests_pipeline_on_one_connection() {
     c.create_topic("p", 1, 1).await.unwrap();
     let p = pool();
     let conn = p.get_addr(&c.broker_addr(0).unwrap().to_string()).await.unwrap();
-    let requests: Vec<MetadataRequest> = (0..100).map(|_| MetadataRequest { topics: topics(&["p"]) }).collect();
+    let requests: Vec<MetadataRequest> = (0..100).map(|_| MetadataRequest::for_topics(topics(&["p"]))).collect();
     let answers = futures_join_all(&conn, &requests).await;
     assert_eq!(answers, 100);
     assert_eq!(conn.in_flight(), 0);
@@ -165,7 +162,7 @@ async fn futures_join_all(conn: &gregor_net::BrokerConnection, requests: &[Metad
     let mut ok = 0;
     while let Some(r) = set.join_next().await {
         let md = r.unwrap().unwrap();
-        assert_eq!(md.topics[0].topic, "p");
+        assert_eq!(md.topics[0].name(), "p");
         ok += 1;
     }
     ok
@@ -212,7 +209,7 @@ async fn the_pool_reconnects_after_a_broker_restart() {
     let c = cluster_or_skip!("net-restart");
     let pool = pool();
     pool.set_brokers(c.broker_addrs().into_iter().map(|(id, a)| (id, a.to_string())));
-    let md = MetadataRequest { topics: vec![] };
+    let md = MetadataRequest::all_topics();
     let first = pool.get(1).await.unwrap();
     first.request(0, &md).await.unwrap();
     assert!(pool.get(1).await.unwrap().same_connection(&first), "the connection is shared");
@@ -239,7 +236,7 @@ async fn a_dropped_connection_poisons_and_a_retry_through_the_pool_succeeds() {
     let c = cluster_or_skip!("net-drop");
     let pool = pool();
     pool.set_brokers(c.broker_addrs().into_iter().map(|(id, a)| (id, a.to_string())));
-    let md = MetadataRequest { topics: vec![] };
+    let md = MetadataRequest::all_topics();
     let conn = pool.get(2).await.unwrap();
     c.intercept(Rule::on(ApiKey::Metadata, Fault::Close).once().on_broker(2));
     let err = conn.request(0, &md).await.unwrap_err();
@@ -281,10 +278,10 @@ async fn no_response_times_out_and_poisons() {
     pool.set_brokers(c.broker_addrs().into_iter().map(|(id, a)| (id, a.to_string())));
     c.intercept(Rule::on(ApiKey::Metadata, Fault::NoResponse).once().on_broker(0));
     let conn = pool.get(0).await.unwrap();
-    let err = conn.request(0, &MetadataRequest { topics: vec![] }).await.unwrap_err();
+    let err = conn.request(0, &MetadataRequest::all_topics()).await.unwrap_err();
     assert!(matches!(err, Error::Timeout { api: ApiKey::Metadata, .. }), "{err:?}");
     assert!(conn.is_poisoned());
-    pool.get(0).await.unwrap().request(0, &MetadataRequest { topics: vec![] }).await.unwrap();
+    pool.get(0).await.unwrap().request(0, &MetadataRequest::all_topics()).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use gregor_net::{BrokerConnection, ConnectionConfig, Error, MetadataCache, MetadataConfig, PoisonReason, Pool};
 use gregor_protocol::frame::ApiKey;
-use gregor_protocol::messages::{FetchPartition, FetchRequest, MetadataRequest, TopicPartitions};
+use gregor_protocol::messages::{FetchPartition, FetchRequest, FetchTopic, MetadataRequest};
 use gregor_testkit::fault::{self, Accept, Fault, Rule};
 use gregor_testkit::hostile::HostileBroker;
 use gregor_testkit::{support, wire};
@@ -92,18 +92,15 @@ async fn connect(b: &HostileBroker) -> BrokerConnection {
 }
 
 fn md() -> MetadataRequest {
-    MetadataRequest { topics: vec!["t".into()] }
+    MetadataRequest::for_topics(["t"])
 }
 
 fn fetch(partition: i32, offset: i64) -> FetchRequest {
     FetchRequest {
-        replica_id: -1,
         max_wait_time: 0,
         min_bytes: 0,
-        topics: vec![TopicPartitions::new(
-            "t",
-            vec![FetchPartition { partition, fetch_offset: offset, max_bytes: 64 * 1024 }],
-        )],
+        topics: vec![FetchTopic::new("t", vec![FetchPartition::new(partition, offset, 64 * 1024)])],
+        ..Default::default()
     }
 }
 
@@ -309,9 +306,9 @@ async fn a_size_prefix_within_the_max_is_not_allocated_up_front() {
     drop(b);
     let conn = bounded("connect", BrokerConnection::connect(b2.addr(), &config)).await.unwrap();
     let request = FetchRequest {
-        topics: vec![TopicPartitions::new(
+        topics: vec![FetchTopic::new(
             "t",
-            vec![FetchPartition { partition: 0, fetch_offset: 0, max_bytes: 1 << 20 }],
+            vec![FetchPartition { partition: 0, fetch_offset: 0, max_bytes: 1 << 20, ..Default::default() }],
         )],
         ..fetch(0, 0)
     };

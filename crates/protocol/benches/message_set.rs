@@ -8,6 +8,14 @@
 //! Throughput is reported per message and per byte of uncompressed payload (keys + values,
 //! 108,000 bytes per set).
 //!
+//! Also the Produce v0 request and the Fetch v0 response around such sets (4 topics of 4
+//! partitions, one uncompressed set of 100 messages each):
+//!
+//! * produce_v0/encode_parts, produce_v9/encode_parts = `frame::encode_request_frame` (the sets
+//!   shared, not copied);
+//! * fetch_v0/decode, fetch_v12/decode = `frame::decode_response::<FetchRequest>` (the sets
+//!   sliced, not decoded).
+//!
 //! ```text
 //! cargo bench -p gregor-protocol --bench message_set
 //! ```
@@ -15,9 +23,11 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use criterion::{BenchmarkId, Criterion, Throughput};
+use gregor_protocol::frame::{self, ApiKey, RequestHeader};
 use gregor_protocol::message::DecodeOptions;
+use gregor_protocol::messages::*;
 use gregor_protocol::{Compression, Message, MessageSet};
 
 const MESSAGES: usize = 1_000;
@@ -114,11 +124,87 @@ fn message_set(c: &mut Criterion) {
     group.finish();
 }
 
+/// 4 topics of 4 partitions, each with its own set of 100 messages.
+fn partition_sets(messages: &[Message]) -> Vec<(String, Vec<(i32, MessageSet)>)> {
+    (0..4)
+        .map(|t| {
+            let partitions = (0..4)
+                .map(|p| {
+                    let from = (t * 4 + p) * 50 % (MESSAGES - 100);
+                    let set = MessageSet::from_messages(messages[from..from + 100].iter().cloned(), Compression::None);
+                    (p as i32, set.expect("encode"))
+                })
+                .collect();
+            (format!("topic-{t}"), partitions)
+        })
+        .collect()
+}
+
+fn frames(c: &mut Criterion) {
+    let messages = messages();
+    let sets = partition_sets(&messages);
+    let bytes: usize = sets.iter().flat_map(|(_, ps)| ps.iter().map(|(_, s)| s.len())).sum();
+    let throughput = Throughput::ElementsAndBytes { elements: 16, bytes: bytes as u64 };
+
+    let request = produce_request(&sets);
+    for version in [0, 9] {
+        let header = RequestHeader {
+            api_key: ApiKey::Produce,
+            api_version: version,
+            correlation_id: 1,
+            client_id: Some("bench".into()),
+        };
+        let mut group = c.benchmark_group(format!("produce_v{version}"));
+        group.throughput(throughput.clone());
+        group.bench_function("encode_parts", |b| {
+            b.iter(|| frame::encode_request_frame(&header, black_box(&request), 5).expect("encode"))
+        });
+        group.finish();
+    }
+
+    let response = fetch_response(&sets);
+    for version in [0, 12] {
+        let mut buf = BytesMut::new();
+        frame::encode_response_for::<FetchRequest>(1, version, &response, &mut buf).expect("encode");
+        let whole = buf.freeze().slice(4..);
+        let mut group = c.benchmark_group(format!("fetch_v{version}"));
+        group.throughput(throughput.clone());
+        group.bench_function("decode", |b| {
+            b.iter(|| frame::decode_response::<FetchRequest>(version, black_box(&whole).clone()).expect("decode"))
+        });
+        group.finish();
+    }
+}
+
 fn main() {
     let mut c = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3))
         .configure_from_args();
     message_set(&mut c);
+    frames(&mut c);
     c.final_summary();
+}
+
+fn produce_request(sets: &[(String, Vec<(i32, MessageSet)>)]) -> ProduceRequest {
+    let topics = sets
+        .iter()
+        .map(|(t, ps)| {
+            let partitions = ps.iter().map(|(p, set)| ProducePartition::new(*p, set.clone())).collect();
+            ProduceTopic::new(t.clone(), partitions)
+        })
+        .collect();
+    ProduceRequest { required_acks: 1, timeout: 1500, topics, ..Default::default() }
+}
+
+fn fetch_response(sets: &[(String, Vec<(i32, MessageSet)>)]) -> FetchResponse {
+    let topics = sets
+        .iter()
+        .map(|(t, ps)| {
+            let partitions =
+                ps.iter().map(|(p, set)| FetchResponsePartition::new(*p, 0, 100_000, set.clone())).collect();
+            FetchResponseTopic::new(t.clone(), partitions)
+        })
+        .collect();
+    FetchResponse { topics, ..Default::default() }
 }

@@ -191,6 +191,10 @@ impl ApiKey {
             ApiKey::SaslHandshake => SaslHandshakeRequest::FLEXIBLE_FROM,
             ApiKey::InitProducerId => InitProducerIdRequest::FLEXIBLE_FROM,
             ApiKey::SaslAuthenticate => SaslAuthenticateRequest::FLEXIBLE_FROM,
+            ApiKey::Produce => ProduceRequest::FLEXIBLE_FROM,
+            ApiKey::Fetch => FetchRequest::FLEXIBLE_FROM,
+            ApiKey::Offsets => OffsetsRequest::FLEXIBLE_FROM,
+            ApiKey::Metadata => MetadataRequest::FLEXIBLE_FROM,
             _ => None,
         }
     }
@@ -630,12 +634,12 @@ mod tests {
     }
 
     #[test]
-    fn versions_are_those_of_kafka_0_8_2() {
+    fn versions_run_from_kafka_0_8_2s_to_todays() {
         let v = |k: ApiKey| k.versions().map(|r| (r.min, r.max));
-        assert_eq!(v(ApiKey::Produce), Some((0, 0)));
-        assert_eq!(v(ApiKey::Fetch), Some((0, 0)));
-        assert_eq!(v(ApiKey::Offsets), Some((0, 0)));
-        assert_eq!(v(ApiKey::Metadata), Some((0, 0)));
+        assert_eq!(v(ApiKey::Produce), Some((0, 12)));
+        assert_eq!(v(ApiKey::Fetch), Some((0, 17)));
+        assert_eq!(v(ApiKey::Offsets), Some((0, 10)));
+        assert_eq!(v(ApiKey::Metadata), Some((0, 13)));
         // the group APIs: Kafka 0.8.2's versions (OffsetCommit/OffsetFetch v0-v1, ConsumerMetadata
         // v0) and the later ones
         assert_eq!(v(ApiKey::OffsetCommit), Some((0, 9)));
@@ -644,10 +648,10 @@ mod tests {
         assert_eq!(ApiKey::OffsetCommit.flexible_from(), Some(8));
         assert_eq!(ApiKey::JoinGroup.versions().map(|r| (r.min, r.max)), Some((0, 9)));
         assert_eq!(v(ApiKey::LeaderAndIsr), None);
-        let err = ApiKey::Fetch.check_version(1).unwrap_err();
+        let err = ApiKey::Metadata.check_version(14).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "Fetch v1 is not supported (supported: v0..=v0); 0.8 brokers cannot negotiate versions, so pin them"
+            "Metadata v14 is not supported (supported: v0..=v13); 0.8 brokers cannot negotiate versions, so pin them"
         );
     }
 
@@ -669,7 +673,7 @@ mod tests {
 
     #[test]
     fn a_frame_in_parts_has_the_bytes_of_the_one_buffer_frame_and_shares_large_sets() {
-        use crate::messages::{MetadataRequest, ProducePartition, ProduceRequest, TopicPartitions};
+        use crate::messages::{MetadataRequest, ProducePartition, ProduceRequest, ProduceTopic};
         use crate::{Compression, Message, MessageSet};
         let set = |n: usize, len: usize| {
             let messages: Vec<Message> =
@@ -685,16 +689,17 @@ mod tests {
             required_acks: -1,
             timeout: 1500,
             topics: vec![
-                TopicPartitions::new(
+                ProduceTopic::new(
                     "events",
                     vec![
-                        ProducePartition { partition: 0, message_set: sets[0].clone() },
-                        ProducePartition { partition: 1, message_set: sets[1].clone() },
-                        ProducePartition { partition: 2, message_set: sets[2].clone() },
+                        ProducePartition::new(0, sets[0].clone()),
+                        ProducePartition::new(1, sets[1].clone()),
+                        ProducePartition::new(2, sets[2].clone()),
                     ],
                 ),
-                TopicPartitions::new("audit", vec![ProducePartition { partition: 7, message_set: sets[3].clone() }]),
+                ProduceTopic::new("audit", vec![ProducePartition::new(7, sets[3].clone())]),
             ],
+            ..Default::default()
         };
         let header = RequestHeader {
             api_key: ApiKey::Produce,
@@ -716,7 +721,7 @@ mod tests {
         // the head holds the header, writable in place
         assert_eq!(&frame.head[8..12], &42i32.to_be_bytes());
         // a request with nothing to share is one buffer
-        let metadata = MetadataRequest { topics: vec!["events".into()] };
+        let metadata = MetadataRequest::for_topics(["events"]);
         let header = RequestHeader { api_key: ApiKey::Metadata, ..header };
         let mut whole = BytesMut::new();
         encode_request(&header, &metadata, &mut whole).unwrap();
@@ -724,7 +729,7 @@ mod tests {
         assert!(frame.tail.is_empty());
         assert_eq!(frame.head.freeze(), whole.freeze());
         // the checks of `encode_request`
-        let header = RequestHeader { api_version: 1, ..header };
+        let header = RequestHeader { api_version: 14, ..header };
         assert!(matches!(encode_request_frame(&header, &metadata, 0), Err(Error::UnsupportedVersion { .. })));
         let header = RequestHeader { api_key: ApiKey::Fetch, api_version: 0, ..header };
         assert!(matches!(encode_request_frame(&header, &metadata, 0), Err(Error::UnsupportedApiKey(1))));

@@ -14,9 +14,11 @@
 //!
 //! * [`frame`]: API keys, the versioned [`Encode`]/[`Decode`]/[`Request`] traits, headers and the
 //!   4-byte size framing.
-//! * [`messages`]: one module per API — Produce v0, Fetch v0, Offsets v0, Metadata v0,
-//!   OffsetCommit v0/v1, OffsetFetch v0/v1, ConsumerMetadata v0 — requests and responses, both
-//!   directions.
+//! * [`messages`]: one module per API, every version from 0.8.2's to today's — Produce v0-v12,
+//!   Fetch v0-v17, ListOffsets (Offsets) v0-v10, Metadata v0-v13, OffsetCommit and OffsetFetch
+//!   v0-v9, FindCoordinator (ConsumerMetadata) v0-v4, ApiVersions v0-v3, the group APIs,
+//!   InitProducerId, SASL and the admin APIs — requests and responses, both directions, declared
+//!   with the [`schema`]'s `message!` (fields by version, flexible versions' tagged fields).
 //! * [`message`]: Message v0 and v1 and [`MessageSet`], compressed wrappers.
 //! * [`record`]: RecordBatch v2 (magic 2): [`RecordBatchBuilder`] appends records in place and
 //!   finishes the batch (codec, header, CRC-32C); [`Batches`] reads a fetched `records` blob of
@@ -43,14 +45,14 @@
 //!     client_id: Some("doc".into()),
 //! };
 //! let mut buf = BytesMut::new();
-//! encode_request(&header, &MetadataRequest { topics: vec!["t".into()] }, &mut buf)?;
+//! encode_request(&header, &MetadataRequest::for_topics(["t"]), &mut buf)?;
 //!
 //! // the broker's side
 //! let mut frame = split_frame(&mut buf, 1 << 20)?.expect("a whole frame");
 //! let got = RequestHeader::decode(&mut frame)?;
 //! assert_eq!(got, header);
 //! let AnyRequest::Metadata(req) = AnyRequest::decode(&got, frame)? else { unreachable!() };
-//! assert_eq!(req.topics, ["t"]);
+//! assert_eq!(req.topic_names().collect::<Vec<_>>(), ["t"]);
 //! # Ok::<(), gregor_protocol::Error>(())
 //! ```
 

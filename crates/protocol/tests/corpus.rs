@@ -108,7 +108,8 @@ fn response_api(stem: &str) -> Option<Api> {
     PREFIXES.iter().find(|(p, _)| stem.starts_with(p)).map(|(_, api)| *api)
 }
 
-/// Every `.bin` under `tests/data/*/` (the two folders named below must be there and full).
+/// Every `.bin` under `tests/data/*/` but `kafka-3.7.0/` (the two folders named below must be
+/// there and full).
 fn fixtures() -> Vec<Fixture> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let mut folders: Vec<PathBuf> = std::fs::read_dir(&root)

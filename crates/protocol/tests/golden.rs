@@ -217,13 +217,14 @@ fn produce_v0_request() {
     let value = ProduceRequest {
         required_acks: 1,
         timeout: 1500,
-        topics: vec![TopicPartitions::new(
+        topics: vec![ProduceTopic::new(
             "t",
             vec![
                 ProducePartition {
                     partition: 0,
                     message_set: MessageSet::encode(&[MessageAndOffset::new(0, Message::new(b("key"), b("hello")))])
                         .unwrap(),
+                    ..Default::default()
                 },
                 ProducePartition {
                     partition: 1,
@@ -232,9 +233,11 @@ fn produce_v0_request() {
                         gregor_protocol::Compression::None,
                     )
                     .unwrap(),
+                    ..Default::default()
                 },
             ],
         )],
+        ..Default::default()
     };
     assert_golden(&value, 0, &bytes);
     // the size hint that sizes the request buffer is exact for a produce request
@@ -256,10 +259,11 @@ fn produce_v0_request_acks_0_with_empty_set() {
     let value = ProduceRequest {
         required_acks: 0,
         timeout: 0,
-        topics: vec![TopicPartitions::new(
+        topics: vec![ProduceTopic::new(
             "",
-            vec![ProducePartition { partition: -1, message_set: MessageSet::new() }],
+            vec![ProducePartition { partition: -1, message_set: MessageSet::new(), ..Default::default() }],
         )],
+        ..Default::default()
     };
     assert!(!gregor_protocol::Request::expects_response(&value));
     assert_golden(&value, 0, bytes);
@@ -286,18 +290,19 @@ fn produce_v0_response() {
     ];
     let value = ProduceResponse {
         topics: vec![
-            TopicPartitions::new(
+            ProduceResponseTopic::new(
                 "t",
                 vec![
-                    ProduceResponsePartition { partition: 0, error_code: 0, offset: 42 },
-                    ProduceResponsePartition { partition: 1, error_code: 6, offset: -1 },
+                    ProduceResponsePartition { partition: 0, error_code: 0, offset: 42, ..Default::default() },
+                    ProduceResponsePartition { partition: 1, error_code: 6, offset: -1, ..Default::default() },
                 ],
             ),
-            TopicPartitions::new(
+            ProduceResponseTopic::new(
                 "u",
-                vec![ProduceResponsePartition { partition: 7, error_code: 0, offset: 1_000_000 }],
+                vec![ProduceResponsePartition { partition: 7, error_code: 0, offset: 1_000_000, ..Default::default() }],
             ),
         ],
+        ..Default::default()
     };
     assert_golden(&value, 0, bytes);
     assert_eq!(value.topics[0].partitions[1].error(), Some(gregor_protocol::ErrorCode::NotLeaderForPartition));
@@ -334,15 +339,19 @@ fn fetch_v0_request() {
         max_wait_time: 100,
         min_bytes: 1,
         topics: vec![
-            TopicPartitions::new(
+            FetchTopic::new(
                 "t",
                 vec![
-                    FetchPartition { partition: 0, fetch_offset: 0, max_bytes: 1 << 20 },
-                    FetchPartition { partition: 1, fetch_offset: 42, max_bytes: 1 << 16 },
+                    FetchPartition { partition: 0, fetch_offset: 0, max_bytes: 1 << 20, ..Default::default() },
+                    FetchPartition { partition: 1, fetch_offset: 42, max_bytes: 1 << 16, ..Default::default() },
                 ],
             ),
-            TopicPartitions::new("orders", vec![FetchPartition { partition: 3, fetch_offset: 7, max_bytes: 1024 }]),
+            FetchTopic::new(
+                "orders",
+                vec![FetchPartition { partition: 3, fetch_offset: 7, max_bytes: 1024, ..Default::default() }],
+            ),
         ],
+        ..Default::default()
     };
     assert_golden(&value, 0, bytes);
 }
@@ -372,7 +381,7 @@ fn fetch_v0_response() {
     ]
     .concat();
     let value = FetchResponse {
-        topics: vec![TopicPartitions::new(
+        topics: vec![FetchResponseTopic::new(
             "t",
             vec![
                 FetchResponsePartition {
@@ -380,15 +389,18 @@ fn fetch_v0_response() {
                     error_code: 0,
                     high_watermark: 1,
                     message_set: MessageSet::encode(&[MessageAndOffset::new(0, Message::new(None, b("hi")))]).unwrap(),
+                    ..Default::default()
                 },
                 FetchResponsePartition {
                     partition: 1,
                     error_code: 1,
                     high_watermark: -1,
                     message_set: MessageSet::new(),
+                    ..Default::default()
                 },
             ],
         )],
+        ..Default::default()
     };
     assert_golden(&value, 0, &bytes);
     let msgs = value.topics[0].partitions[0].messages("t", 0).unwrap();
@@ -423,18 +435,34 @@ fn offsets_v0_request() {
     let value = OffsetsRequest {
         replica_id: -1,
         topics: vec![
-            TopicPartitions::new(
+            OffsetsTopic::new(
                 "t",
                 vec![
-                    OffsetsPartition { partition: 0, time: LATEST_TIME, max_number_of_offsets: 1 },
-                    OffsetsPartition { partition: 1, time: EARLIEST_TIME, max_number_of_offsets: 1 },
+                    OffsetsPartition {
+                        partition: 0,
+                        time: LATEST_TIME,
+                        max_number_of_offsets: 1,
+                        ..Default::default()
+                    },
+                    OffsetsPartition {
+                        partition: 1,
+                        time: EARLIEST_TIME,
+                        max_number_of_offsets: 1,
+                        ..Default::default()
+                    },
                 ],
             ),
-            TopicPartitions::new(
+            OffsetsTopic::new(
                 "u",
-                vec![OffsetsPartition { partition: 0, time: 1_400_000_000_000, max_number_of_offsets: 10 }],
+                vec![OffsetsPartition {
+                    partition: 0,
+                    time: 1_400_000_000_000,
+                    max_number_of_offsets: 10,
+                    ..Default::default()
+                }],
             ),
         ],
+        ..Default::default()
     };
     assert_golden(&value, 0, bytes);
 }
@@ -464,18 +492,24 @@ fn offsets_v0_response() {
     ];
     let value = OffsetsResponse {
         topics: vec![
-            TopicPartitions::new(
+            OffsetsResponseTopic::new(
                 "t",
                 vec![
-                    OffsetsResponsePartition { partition: 0, error_code: 0, offsets: vec![42] },
-                    OffsetsResponsePartition { partition: 1, error_code: 6, offsets: vec![] },
+                    OffsetsResponsePartition { partition: 0, error_code: 0, offsets: vec![42], ..Default::default() },
+                    OffsetsResponsePartition { partition: 1, error_code: 6, offsets: vec![], ..Default::default() },
                 ],
             ),
-            TopicPartitions::new(
+            OffsetsResponseTopic::new(
                 "u",
-                vec![OffsetsResponsePartition { partition: 0, error_code: 0, offsets: vec![200, 100, 0] }],
+                vec![OffsetsResponsePartition {
+                    partition: 0,
+                    error_code: 0,
+                    offsets: vec![200, 100, 0],
+                    ..Default::default()
+                }],
             ),
         ],
+        ..Default::default()
     };
     assert_golden(&value, 0, bytes);
 }
@@ -490,7 +524,7 @@ fn metadata_v0_request_all_topics() {
     let bytes: &[u8] = &[
         0x00, 0x00, 0x00, 0x00, // topics: 0 (all topics)
     ];
-    assert_golden(&MetadataRequest { topics: vec![] }, 0, bytes);
+    assert_golden(&MetadataRequest { topics: Some(vec![]), ..Default::default() }, 0, bytes);
 }
 
 #[test]
@@ -501,7 +535,7 @@ fn metadata_v0_request_two_topics() {
         0x00, 0x01, b't', // topic = "t"
         0x00, 0x06, b'o', b'r', b'd', b'e', b'r', b's', // topic = "orders"
     ];
-    assert_golden(&MetadataRequest { topics: vec!["t".into(), "orders".into()] }, 0, bytes);
+    assert_golden(&MetadataRequest::for_topics(["t", "orders"]), 0, bytes);
 }
 
 #[test]
@@ -546,21 +580,44 @@ fn metadata_v0_response() {
     ];
     let value = MetadataResponse {
         brokers: vec![
-            BrokerMetadata { node_id: 1, host: "h1".into(), port: 9092 },
-            BrokerMetadata { node_id: 2, host: String::new(), port: 9093 },
+            BrokerMetadata { node_id: 1, host: "h1".into(), port: 9092, ..Default::default() },
+            BrokerMetadata { node_id: 2, host: String::new(), port: 9093, ..Default::default() },
         ],
         topics: vec![
             TopicMetadata {
                 error_code: 0,
-                topic: "t".into(),
+                topic: Some("t".into()),
                 partitions: vec![
-                    PartitionMetadata { error_code: 0, partition: 0, leader: 1, replicas: vec![1, 2], isr: vec![2, 1] },
-                    PartitionMetadata { error_code: 9, partition: 1, leader: 2, replicas: vec![2], isr: vec![] },
-                    PartitionMetadata { error_code: 5, partition: 2, leader: -1, replicas: vec![1], isr: vec![] },
+                    PartitionMetadata {
+                        error_code: 0,
+                        partition: 0,
+                        leader: 1,
+                        replicas: vec![1, 2],
+                        isr: vec![2, 1],
+                        ..Default::default()
+                    },
+                    PartitionMetadata {
+                        error_code: 9,
+                        partition: 1,
+                        leader: 2,
+                        replicas: vec![2],
+                        isr: vec![],
+                        ..Default::default()
+                    },
+                    PartitionMetadata {
+                        error_code: 5,
+                        partition: 2,
+                        leader: -1,
+                        replicas: vec![1],
+                        isr: vec![],
+                        ..Default::default()
+                    },
                 ],
+                ..Default::default()
             },
-            TopicMetadata { error_code: 5, topic: "new".into(), partitions: vec![] },
+            TopicMetadata::new("new", 5, vec![]),
         ],
+        ..Default::default()
     };
     assert_golden(&value, 0, bytes);
     assert_eq!(value.topics[0].partitions[2].leader(), None);
@@ -978,10 +1035,11 @@ fn fetch_v0_request_frame() {
         replica_id: -1,
         max_wait_time: 500,
         min_bytes: 0,
-        topics: vec![TopicPartitions::new(
+        topics: vec![FetchTopic::new(
             "t",
-            vec![FetchPartition { partition: 0, fetch_offset: -2, max_bytes: 1024 }],
+            vec![FetchPartition { partition: 0, fetch_offset: -2, max_bytes: 1024, ..Default::default() }],
         )],
+        ..Default::default()
     };
     let mut buf = BytesMut::new();
     encode_request(&header, &body, &mut buf).unwrap();
@@ -1016,7 +1074,7 @@ fn metadata_v0_request_frame_with_null_client_id() {
         0x00, 0x01, b't', // topic = "t"
     ];
     let header = RequestHeader { api_key: ApiKey::Metadata, api_version: 0, correlation_id: i32::MAX, client_id: None };
-    let body = MetadataRequest { topics: vec!["t".into()] };
+    let body = MetadataRequest::for_topics(["t"]);
     let mut buf = BytesMut::new();
     encode_request(&header, &body, &mut buf).unwrap();
     assert_eq!(hex(&buf), hex(bytes));
@@ -1087,10 +1145,11 @@ fn produce_v0_response_frame() {
     ];
     assert_eq!(bytes.len(), 4 + 29);
     let body = ProduceResponse {
-        topics: vec![TopicPartitions::new(
+        topics: vec![ProduceResponseTopic::new(
             "t",
-            vec![ProduceResponsePartition { partition: 0, error_code: 0, offset: 5 }],
+            vec![ProduceResponsePartition { partition: 0, error_code: 0, offset: 5, ..Default::default() }],
         )],
+        ..Default::default()
     };
     let mut buf = BytesMut::new();
     encode_response(42, 0, &body, &mut buf).unwrap();
@@ -1135,7 +1194,7 @@ fn fetch_v0_response_frame() {
     .concat();
     assert_eq!(bytes.len(), 4 + 67);
     let body = FetchResponse {
-        topics: vec![TopicPartitions::new(
+        topics: vec![FetchResponseTopic::new(
             "t",
             vec![FetchResponsePartition {
                 partition: 0,
@@ -1143,8 +1202,10 @@ fn fetch_v0_response_frame() {
                 high_watermark: 10,
                 message_set: MessageSet::encode(&[MessageAndOffset::new(9, Message::new(b("key"), b("hello")))])
                     .unwrap(),
+                ..Default::default()
             }],
         )],
+        ..Default::default()
     };
     let mut buf = BytesMut::new();
     encode_response(7, 0, &body, &mut buf).unwrap();
@@ -1192,28 +1253,28 @@ fn offset_commit_v0_rejects_v1_only_fields() {
 }
 
 #[test]
-fn fetch_v1_is_unsupported_both_ways() {
-    let req = FetchRequest { replica_id: -1, max_wait_time: 0, min_bytes: 0, topics: vec![] };
-    let err = req.to_bytes(1).unwrap_err();
-    assert!(matches!(err, Error::UnsupportedVersion { api: ApiKey::Fetch, version: 1, min: 0, max: 0 }), "{err:?}");
-    let resp = FetchResponse { topics: vec![] };
-    assert!(matches!(resp.to_bytes(1), Err(Error::UnsupportedVersion { api: ApiKey::Fetch, version: 1, .. })));
+fn fetch_v18_is_unsupported_both_ways() {
+    let req = FetchRequest { replica_id: -1, max_wait_time: 0, min_bytes: 0, topics: vec![], ..Default::default() };
+    let err = req.to_bytes(18).unwrap_err();
+    assert!(matches!(err, Error::UnsupportedVersion { api: ApiKey::Fetch, version: 18, min: 0, max: 17 }), "{err:?}");
+    let resp = FetchResponse { topics: vec![], ..Default::default() };
+    assert!(matches!(resp.to_bytes(18), Err(Error::UnsupportedVersion { api: ApiKey::Fetch, version: 18, .. })));
 
-    // Bytes that are a fine v0 body are still refused as v1.
+    // Bytes that are a fine v0 body are still refused as v18.
     let mut body = Bytes::from_static(&[0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
     assert!(FetchRequest::decode(0, &mut body.clone()).is_ok());
     assert!(matches!(
-        FetchRequest::decode(1, &mut body),
-        Err(Error::UnsupportedVersion { api: ApiKey::Fetch, version: 1, .. })
+        FetchRequest::decode(18, &mut body),
+        Err(Error::UnsupportedVersion { api: ApiKey::Fetch, version: 18, .. })
     ));
     let mut body = Bytes::from_static(&[0, 0, 0, 0]);
     assert!(matches!(
-        FetchResponse::decode(1, &mut body),
-        Err(Error::UnsupportedVersion { api: ApiKey::Fetch, version: 1, .. })
+        FetchResponse::decode(18, &mut body),
+        Err(Error::UnsupportedVersion { api: ApiKey::Fetch, version: 18, .. })
     ));
 
     // And a header asking for it cannot be framed.
-    let header = RequestHeader { api_key: ApiKey::Fetch, api_version: 1, correlation_id: 0, client_id: None };
+    let header = RequestHeader { api_key: ApiKey::Fetch, api_version: 18, correlation_id: 0, client_id: None };
     assert!(matches!(encode_request(&header, &req, &mut BytesMut::new()), Err(Error::UnsupportedVersion { .. })));
     assert!(matches!(
         AnyRequest::decode(&header, Bytes::from_static(&[0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])),
@@ -1228,7 +1289,7 @@ fn other_unsupported_versions() {
     assert!(matches!(OffsetCommitResponse::default().to_bytes(10), Err(Error::UnsupportedVersion { .. })));
     assert!(matches!(OffsetFetchRequest::new("g", vec![]).to_bytes(10), Err(Error::UnsupportedVersion { .. })));
     assert!(matches!(ConsumerMetadataRequest::group("g").to_bytes(5), Err(Error::UnsupportedVersion { .. })));
-    assert!(matches!(MetadataRequest { topics: vec![] }.to_bytes(1), Err(Error::UnsupportedVersion { .. })));
+    assert!(matches!(MetadataRequest::all_topics().to_bytes(14), Err(Error::UnsupportedVersion { .. })));
     assert!(matches!(ConsumerMetadataRequest::group("g").to_bytes(-1), Err(Error::UnsupportedVersion { .. })));
     // A header whose key does not match the body's type is refused.
     let header = RequestHeader { api_key: ApiKey::Produce, api_version: 0, correlation_id: 0, client_id: None };

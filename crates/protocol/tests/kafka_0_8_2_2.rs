@@ -545,8 +545,10 @@ fn summarize_request(header: &RequestHeader, request: &AnyRequest) -> Result<Str
                 .collect::<Vec<_>>()
                 .join("; ")
         }
-        AnyRequest::Metadata(r) if r.topics.is_empty() => "topics [] (= all)".to_owned(),
-        AnyRequest::Metadata(r) => format!("topics [{}]", quoted_list(&r.topics)),
+        AnyRequest::Metadata(r) if r.wants_all_topics(0) => "topics [] (= all)".to_owned(),
+        AnyRequest::Metadata(r) => {
+            format!("topics [{}]", quoted_list(&r.topic_names().map(str::to_owned).collect::<Vec<_>>()))
+        }
         AnyRequest::OffsetCommit(r) => {
             let v1 = header.api_version >= 1;
             let group = if v1 {
@@ -662,7 +664,7 @@ fn summarize_metadata_response(r: &MetadataResponse) -> String {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            format!("{} {}: {partitions}", t.topic, err_code(t.error_code))
+            format!("{} {}: {partitions}", t.name(), err_code(t.error_code))
         })
         .collect();
     format!("brokers [{}]; {} topic(s): {}", brokers.join(", "), r.topics.len(), topics.join(" / "))

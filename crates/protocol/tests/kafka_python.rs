@@ -17,9 +17,11 @@ use gregor_protocol::compression::{self, Compression};
 use gregor_protocol::frame::{self, ApiKey, RequestHeader};
 use gregor_protocol::message::{DecodeOptions, Message, MessageAndOffset, MessageSet};
 use gregor_protocol::messages::{
-    AnyRequest, ConsumerMetadataRequest, ConsumerMetadataResponse, FetchRequest, FetchResponse, MetadataRequest,
-    MetadataResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
-    OffsetsRequest, OffsetsResponse, ProduceRequest, ProduceResponse, TopicPartitions, DEFAULT_CONSUMER_ID,
+    AnyRequest, ConsumerMetadataRequest, ConsumerMetadataResponse, FetchPartition, FetchRequest, FetchResponse,
+    FetchResponsePartition, FetchResponseTopic, FetchTopic, MetadataRequest, MetadataResponse, OffsetCommitRequest,
+    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, OffsetsPartition, OffsetsRequest, OffsetsResponse,
+    OffsetsResponsePartition, OffsetsResponseTopic, OffsetsTopic, ProducePartition, ProduceRequest, ProduceResponse,
+    ProduceResponsePartition, ProduceResponseTopic, ProduceTopic, TopicPartitions, DEFAULT_CONSUMER_ID,
     DEFAULT_GENERATION_ID, DEFAULT_TIMESTAMP,
 };
 use gregor_protocol::{Encode, Error, Request};
@@ -311,8 +313,55 @@ fn name_inner_files(v: &mut Value, ctx: &Ctx) {
     }
 }
 
-fn topics<P>(ts: &[TopicPartitions<P>], partition: impl FnMut(&str, &P) -> Value) -> Value {
-    named_topics(ts.iter().map(|t| (t.topic.as_str(), &t.partitions[..])), partition)
+/// A topic-keyed array entry: a topic name and its per-partition entries.
+trait TopicEntry {
+    type Partition;
+    fn name(&self) -> &str;
+    fn partitions(&self) -> &[Self::Partition];
+}
+
+macro_rules! topic_entry {
+    ($($ty:ty => $p:ty),* $(,)?) => {$(
+        impl TopicEntry for $ty {
+            type Partition = $p;
+            fn name(&self) -> &str {
+                &self.topic
+            }
+            fn partitions(&self) -> &[$p] {
+                &self.partitions
+            }
+        }
+    )*};
+}
+
+topic_entry! {
+    ProduceTopic => ProducePartition,
+    ProduceResponseTopic => ProduceResponsePartition,
+    FetchTopic => FetchPartition,
+    FetchResponseTopic => FetchResponsePartition,
+    OffsetsTopic => OffsetsPartition,
+    OffsetsResponseTopic => OffsetsResponsePartition,
+}
+
+impl<P> TopicEntry for TopicPartitions<P> {
+    type Partition = P;
+    fn name(&self) -> &str {
+        &self.topic
+    }
+    fn partitions(&self) -> &[P] {
+        &self.partitions
+    }
+}
+
+fn topics<T: TopicEntry>(ts: &[T], mut partition: impl FnMut(&str, &T::Partition) -> Value) -> Value {
+    Value::Array(
+        ts.iter()
+            .map(|t| {
+                let partitions: Vec<Value> = t.partitions().iter().map(|p| partition(t.name(), p)).collect();
+                json!({"topic": t.name(), "partitions": partitions})
+            })
+            .collect(),
+    )
 }
 
 /// [`topics`] for topic entries of other shapes, as (name, partitions) pairs.
@@ -359,7 +408,7 @@ fn render_request(req: &AnyRequest, version: i16, ctx: &mut Ctx) -> Value {
                 "partition": p.partition, "time": p.time, "max_number_of_offsets": p.max_number_of_offsets,
             })),
         }),
-        AnyRequest::Metadata(r) => json!({ "topics": r.topics }),
+        AnyRequest::Metadata(r) => json!({ "topics": r.topic_names().collect::<Vec<_>>() }),
         AnyRequest::OffsetCommit(r) => {
             let parts = named_topics(r.topics.iter().map(|t| (t.topic.as_str(), &t.partitions[..])), |t, p| {
                 if version >= 1 {

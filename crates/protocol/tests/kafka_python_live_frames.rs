@@ -18,8 +18,8 @@ use gregor_protocol::compression::{self, Compression};
 use gregor_protocol::frame::{self, ApiKey, Request, RequestHeader};
 use gregor_protocol::message::DecodeOptions;
 use gregor_protocol::messages::{
-    AnyRequest, ConsumerMetadataRequest, FetchRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest,
-    OffsetsRequest, ProduceRequest,
+    AnyRequest, ConsumerMetadataRequest, FetchRequest, MetadataRequest, MetadataRequestTopic, OffsetCommitRequest,
+    OffsetFetchRequest, OffsetsRequest, ProduceRequest,
 };
 use gregor_protocol::{MessageAndOffset, MessageSet};
 
@@ -159,7 +159,9 @@ fn produce_v0_per_codec_carries_three_keyed_messages() {
             Compression::Zstd => unreachable!("no zstd in a message v0"),
         };
         let f = frame_named(name);
-        let AnyRequest::Produce(ProduceRequest { required_acks, timeout, topics }) = f.request else { unreachable!() };
+        let AnyRequest::Produce(ProduceRequest { required_acks, timeout, topics, .. }) = f.request else {
+            unreachable!()
+        };
         let topic = format!("kp-{}", codec.name());
         assert_eq!((required_acks, timeout), (1, 10_000), "{name}: acks=1, request_timeout_ms=10000");
         assert_eq!(topics.len(), 1, "{name}");
@@ -222,19 +224,23 @@ fn produce_v0_per_codec_carries_three_keyed_messages() {
 
 #[test]
 fn metadata_v0_all_topics_and_one_topic() {
-    let AnyRequest::Metadata(MetadataRequest { topics }) = frame_named("metadata_v0_all_topics").request else {
+    let AnyRequest::Metadata(MetadataRequest { topics, .. }) = frame_named("metadata_v0_all_topics").request else {
         unreachable!()
     };
-    assert!(topics.is_empty(), "an empty list asks for every topic: {topics:?}");
-    let AnyRequest::Metadata(MetadataRequest { topics }) = frame_named("metadata_v0_topic").request else {
+    assert_eq!(topics, Some(vec![]), "an empty list asks for every topic");
+    let AnyRequest::Metadata(MetadataRequest { topics, .. }) = frame_named("metadata_v0_topic").request else {
         unreachable!()
     };
-    assert_eq!(topics, ["kp-none"], "the producer asks for the topic it sends to");
+    assert_eq!(
+        topics,
+        Some(vec![MetadataRequestTopic::named("kp-none")]),
+        "the producer asks for the topic it sends to"
+    );
 }
 
 #[test]
 fn fetch_v0_and_offsets_v0_of_the_consumer() {
-    let AnyRequest::Fetch(FetchRequest { replica_id, max_wait_time, min_bytes, topics }) =
+    let AnyRequest::Fetch(FetchRequest { replica_id, max_wait_time, min_bytes, topics, .. }) =
         frame_named("fetch_v0").request
     else {
         unreachable!()
@@ -248,7 +254,7 @@ fn fetch_v0_and_offsets_v0_of_the_consumer() {
     let want: Vec<(String, i32, i64, i32)> = TOPICS.iter().map(|t| ((*t).to_owned(), 0, 0, 1 << 20)).collect();
     assert_eq!(got, want, "every assigned partition from offset 0, max_partition_fetch_bytes=1 MiB");
 
-    let AnyRequest::Offsets(OffsetsRequest { replica_id, topics }) = frame_named("offsets_v0").request else {
+    let AnyRequest::Offsets(OffsetsRequest { replica_id, topics, .. }) = frame_named("offsets_v0").request else {
         unreachable!()
     };
     assert_eq!(replica_id, -1);

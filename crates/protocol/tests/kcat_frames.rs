@@ -44,7 +44,7 @@ fn decode<R: Request + Clone>(name: &str, key: ApiKey, unwrap: fn(AnyRequest) ->
 fn metadata_v0() {
     let r: MetadataRequest =
         decode("metadata_v0", ApiKey::Metadata, |r| if let AnyRequest::Metadata(m) = r { Some(m) } else { None });
-    assert_eq!(r.topics, [TOPIC]);
+    assert_eq!(r.topic_names().collect::<Vec<_>>(), [TOPIC]);
 }
 
 #[test]

@@ -35,8 +35,12 @@ fn nullable_string() -> impl Strategy<Value = Option<String>> {
     option::of(string())
 }
 
-fn topics<P: Debug + Clone>(partition: impl Strategy<Value = P>) -> impl Strategy<Value = Vec<TopicPartitions<P>>> {
-    vec((string(), vec(partition, 0..4)).prop_map(|(topic, partitions)| TopicPartitions::new(topic, partitions)), 0..4)
+/// A topic-keyed array of a modern body, each entry made by `make` (the type's `new`).
+fn topics_of<P: Debug + Clone, T: Debug>(
+    partition: impl Strategy<Value = P>,
+    make: fn(String, Vec<P>) -> T,
+) -> impl Strategy<Value = Vec<T>> {
+    vec((string(), vec(partition, 0..4)).prop_map(move |(topic, partitions)| make(topic, partitions)), 0..4)
 }
 
 fn payload() -> impl Strategy<Value = Option<Bytes>> {
@@ -150,62 +154,80 @@ fn message_set() -> impl Strategy<Value = MessageSet> {
 }
 
 fn produce_request() -> impl Strategy<Value = ProduceRequest> {
-    let partition =
-        (any::<i32>(), message_set()).prop_map(|(partition, message_set)| ProducePartition { partition, message_set });
-    (any::<i16>(), any::<i32>(), topics(partition)).prop_map(|(required_acks, timeout, topics)| ProduceRequest {
-        required_acks,
-        timeout,
-        topics,
-    })
+    let partition = (any::<i32>(), message_set())
+        .prop_map(|(partition, message_set)| ProducePartition::new(partition, message_set));
+    (any::<i16>(), any::<i32>(), topics_of(partition, ProduceTopic::new)).prop_map(
+        |(required_acks, timeout, topics)| ProduceRequest { required_acks, timeout, topics, ..Default::default() },
+    )
 }
 
 fn produce_response() -> impl Strategy<Value = ProduceResponse> {
     let partition = (any::<i32>(), any::<i16>(), any::<i64>())
-        .prop_map(|(partition, error_code, offset)| ProduceResponsePartition { partition, error_code, offset });
-    topics(partition).prop_map(|topics| ProduceResponse { topics })
+        .prop_map(|(partition, error_code, offset)| ProduceResponsePartition::new(partition, error_code, offset));
+    topics_of(partition, ProduceResponseTopic::new).prop_map(|topics| ProduceResponse { topics, ..Default::default() })
 }
 
 fn fetch_request() -> impl Strategy<Value = FetchRequest> {
     let partition = (any::<i32>(), any::<i64>(), any::<i32>())
-        .prop_map(|(partition, fetch_offset, max_bytes)| FetchPartition { partition, fetch_offset, max_bytes });
-    (any::<i32>(), any::<i32>(), any::<i32>(), topics(partition)).prop_map(
-        |(replica_id, max_wait_time, min_bytes, topics)| FetchRequest { replica_id, max_wait_time, min_bytes, topics },
+        .prop_map(|(partition, fetch_offset, max_bytes)| FetchPartition::new(partition, fetch_offset, max_bytes));
+    (any::<i32>(), any::<i32>(), any::<i32>(), topics_of(partition, FetchTopic::new)).prop_map(
+        |(replica_id, max_wait_time, min_bytes, topics)| FetchRequest {
+            replica_id,
+            max_wait_time,
+            min_bytes,
+            topics,
+            ..Default::default()
+        },
     )
 }
 
 fn fetch_response() -> impl Strategy<Value = FetchResponse> {
     let partition = (any::<i32>(), any::<i16>(), any::<i64>(), message_set()).prop_map(
-        |(partition, error_code, high_watermark, message_set)| FetchResponsePartition {
-            partition,
-            error_code,
-            high_watermark,
-            message_set,
+        |(partition, error_code, high_watermark, message_set)| {
+            FetchResponsePartition::new(partition, error_code, high_watermark, message_set)
         },
     );
-    topics(partition).prop_map(|topics| FetchResponse { topics })
+    topics_of(partition, FetchResponseTopic::new).prop_map(|topics| FetchResponse { topics, ..Default::default() })
 }
 
 fn offsets_request() -> impl Strategy<Value = OffsetsRequest> {
-    let partition =
-        (any::<i32>(), prop_oneof![Just(LATEST_TIME), Just(EARLIEST_TIME), any::<i64>()], any::<i32>()).prop_map(
-            |(partition, time, max_number_of_offsets)| OffsetsPartition { partition, time, max_number_of_offsets },
-        );
-    (any::<i32>(), topics(partition)).prop_map(|(replica_id, topics)| OffsetsRequest { replica_id, topics })
+    let partition = (any::<i32>(), prop_oneof![Just(LATEST_TIME), Just(EARLIEST_TIME), any::<i64>()], any::<i32>())
+        .prop_map(|(partition, time, max_number_of_offsets)| OffsetsPartition {
+            partition,
+            time,
+            max_number_of_offsets,
+            ..Default::default()
+        });
+    (any::<i32>(), topics_of(partition, OffsetsTopic::new)).prop_map(|(replica_id, topics)| OffsetsRequest {
+        replica_id,
+        topics,
+        ..Default::default()
+    })
 }
 
 fn offsets_response() -> impl Strategy<Value = OffsetsResponse> {
-    let partition = (any::<i32>(), any::<i16>(), vec(any::<i64>(), 0..4))
-        .prop_map(|(partition, error_code, offsets)| OffsetsResponsePartition { partition, error_code, offsets });
-    topics(partition).prop_map(|topics| OffsetsResponse { topics })
+    let partition =
+        (any::<i32>(), any::<i16>(), vec(any::<i64>(), 0..4)).prop_map(|(partition, error_code, offsets)| {
+            OffsetsResponsePartition { partition, error_code, offsets, ..Default::default() }
+        });
+    topics_of(partition, OffsetsResponseTopic::new).prop_map(|topics| OffsetsResponse { topics, ..Default::default() })
 }
 
 fn metadata_request() -> impl Strategy<Value = MetadataRequest> {
-    vec(string(), 0..4).prop_map(|topics| MetadataRequest { topics })
+    // v0 has no null array: every topic is an empty one
+    vec(string(), 0..4).prop_map(|topics| MetadataRequest {
+        topics: Some(topics.into_iter().map(MetadataRequestTopic::named).collect()),
+        ..Default::default()
+    })
 }
 
 fn metadata_response() -> impl Strategy<Value = MetadataResponse> {
-    let broker =
-        (any::<i32>(), string(), any::<i32>()).prop_map(|(node_id, host, port)| BrokerMetadata { node_id, host, port });
+    let broker = (any::<i32>(), string(), any::<i32>()).prop_map(|(node_id, host, port)| BrokerMetadata {
+        node_id,
+        host,
+        port,
+        ..Default::default()
+    });
     let partition = (any::<i16>(), any::<i32>(), any::<i32>(), vec(any::<i32>(), 0..4), vec(any::<i32>(), 0..4))
         .prop_map(|(error_code, partition, leader, replicas, isr)| PartitionMetadata {
             error_code,
@@ -213,10 +235,15 @@ fn metadata_response() -> impl Strategy<Value = MetadataResponse> {
             leader,
             replicas,
             isr,
+            ..Default::default()
         });
     let topic = (any::<i16>(), string(), vec(partition, 0..4))
-        .prop_map(|(error_code, topic, partitions)| TopicMetadata { error_code, topic, partitions });
-    (vec(broker, 0..4), vec(topic, 0..4)).prop_map(|(brokers, topics)| MetadataResponse { brokers, topics })
+        .prop_map(|(error_code, topic, partitions)| TopicMetadata::new(topic, error_code, partitions));
+    (vec(broker, 0..4), vec(topic, 0..4)).prop_map(|(brokers, topics)| MetadataResponse {
+        brokers,
+        topics,
+        ..Default::default()
+    })
 }
 
 /// `value` in the versions `lo..=hi` that carry a field, its default elsewhere.

@@ -332,14 +332,14 @@ mod tests {
     use tokio::time::Instant;
 
     fn snapshot(topics: Vec<TopicMetadata>) -> MetadataSnapshot {
-        let brokers = vec![BrokerMetadata { node_id: 0, host: "h".into(), port: 1 }];
-        MetadataSnapshot::from_response(&MetadataResponse { brokers, topics }, Instant::now())
+        let brokers = vec![BrokerMetadata { node_id: 0, host: "h".into(), port: 1, ..Default::default() }];
+        MetadataSnapshot::from_response(&MetadataResponse { brokers, topics, ..Default::default() }, Instant::now())
     }
 
     fn topic(name: &str, error_code: i16, leaders: &[i32]) -> TopicMetadata {
         TopicMetadata {
             error_code,
-            topic: name.into(),
+            topic: Some(name.into()),
             partitions: leaders
                 .iter()
                 .enumerate()
@@ -349,8 +349,10 @@ mod tests {
                     leader,
                     replicas: vec![],
                     isr: vec![],
+                    ..Default::default()
                 })
                 .collect(),
+            ..Default::default()
         }
     }
 

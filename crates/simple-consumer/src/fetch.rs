@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 use gregor_net::{classify_fetch, BrokerConnection, BrokerId, FetchClass, Pool};
-use gregor_protocol::messages::{FetchPartition, FetchRequest, FetchResponse, FetchResponsePartition, TopicPartitions};
+use gregor_protocol::messages::{FetchPartition, FetchRequest, FetchResponse, FetchResponsePartition, FetchTopic};
 use gregor_protocol::MessageAndOffset;
 use tokio::task::JoinSet;
 
@@ -178,14 +178,13 @@ impl LeaderOp for FetchOp {
                 replica_id: gregor_protocol::messages::CONSUMER_REPLICA_ID,
                 max_wait_time: self.max_wait_ms,
                 min_bytes: self.min_bytes,
-                topics: group_by_topic(&targets[range.clone()], |t| FetchPartition {
-                    partition: t.partition,
-                    fetch_offset: t.state.offset,
-                    max_bytes: t.state.fetch_size,
+                topics: group_by_topic(&targets[range.clone()], |t| {
+                    FetchPartition::new(t.partition, t.state.offset, t.state.fetch_size)
                 })
                 .into_iter()
-                .map(|(topic, parts)| TopicPartitions::new(topic, parts))
+                .map(|(topic, parts)| FetchTopic::new(topic, parts))
                 .collect(),
+                ..Default::default()
             };
             let conn = conn.clone();
             requests.spawn(async move { (i, conn.request(0, &request).await) });
@@ -316,7 +315,7 @@ mod tests {
     }
 
     fn part(error_code: i16, hw: i64, message_set: MessageSet) -> FetchResponsePartition {
-        FetchResponsePartition { partition: 3, error_code, high_watermark: hw, message_set }
+        FetchResponsePartition { partition: 3, error_code, high_watermark: hw, message_set, ..Default::default() }
     }
 
     const AT_0: FetchState = FetchState { offset: 0, fetch_size: 1024 };

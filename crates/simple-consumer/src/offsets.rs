@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use gregor_net::{BrokerId, Pool};
-use gregor_protocol::messages::{OffsetsPartition, OffsetsRequest, OffsetsResponsePartition, TopicPartitions};
+use gregor_protocol::messages::{OffsetsPartition, OffsetsRequest, OffsetsResponsePartition, OffsetsTopic};
 
 use crate::driver::{group_by_topic, Cause, LeaderOp, Outcome, Target};
 
@@ -36,10 +36,12 @@ impl LeaderOp for OffsetsOp {
                 partition: t.partition,
                 time: t.state.time,
                 max_number_of_offsets: t.state.max_number,
+                ..Default::default()
             })
             .into_iter()
-            .map(|(topic, parts)| TopicPartitions::new(topic, parts))
+            .map(|(topic, parts)| OffsetsTopic::new(topic, parts))
             .collect(),
+            ..Default::default()
         };
         let response = conn.request(0, &request).await?;
         let mut by_name: HashMap<(&str, i32), &OffsetsResponsePartition> = HashMap::new();

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use gregor_net::{ConnectionConfig, MetadataCache, Pool};
 use gregor_protocol::frame::ApiKey;
-use gregor_protocol::messages::{AnyRequest, ProducePartition, ProduceRequest, TopicPartitions};
+use gregor_protocol::messages::{AnyRequest, ProducePartition, ProduceRequest, ProduceTopic};
 use gregor_protocol::{Compression, ErrorCode, Message, MessageSet};
 use gregor_simple_consumer::{
     Error, FetchedMessage, SimpleConsumer, SimpleConsumerConfig, SimpleConsumerConfigBuilder, EARLIEST_TIME,
@@ -62,10 +62,15 @@ impl Producer {
         let request = ProduceRequest {
             required_acks: -1,
             timeout: 5000,
-            topics: vec![TopicPartitions::new(
+            topics: vec![ProduceTopic::new(
                 topic,
-                vec![ProducePartition { partition, message_set: MessageSet::from_messages(messages, codec).unwrap() }],
+                vec![ProducePartition {
+                    partition,
+                    message_set: MessageSet::from_messages(messages, codec).unwrap(),
+                    ..Default::default()
+                }],
             )],
+            ..Default::default()
         };
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {

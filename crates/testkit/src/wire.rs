@@ -25,7 +25,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use gregor_protocol::frame::{decode_response, encode_request, split_frame, RequestHeader};
 use gregor_protocol::messages::{
-    FetchPartition, FetchRequest, MetadataRequest, ProducePartition, ProduceRequest, TopicPartitions,
+    FetchPartition, FetchRequest, FetchTopic, MetadataRequest, ProducePartition, ProduceRequest, ProduceTopic,
 };
 use gregor_protocol::{Compression, Message, MessageSet, Request};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -110,10 +110,11 @@ pub fn produce(topic: &str, partition: i32, acks: i16, messages: Vec<Message>, c
     ProduceRequest {
         required_acks: acks,
         timeout: 5000,
-        topics: vec![TopicPartitions::new(
+        topics: vec![ProduceTopic::new(
             topic,
-            vec![ProducePartition { partition, message_set: MessageSet::from_messages(messages, codec).unwrap() }],
+            vec![ProducePartition::new(partition, MessageSet::from_messages(messages, codec).unwrap())],
         )],
+        ..Default::default()
     }
 }
 
@@ -121,19 +122,20 @@ pub fn produce(topic: &str, partition: i32, acks: i16, messages: Vec<Message>, c
 /// from `offset`, waiting at most `max_wait` ms.
 pub fn fetch(topic: &str, partition: i32, offset: i64, max_wait: i32) -> FetchRequest {
     FetchRequest {
-        replica_id: -1,
         max_wait_time: max_wait,
         min_bytes: 1,
-        topics: vec![TopicPartitions::new(
-            topic,
-            vec![FetchPartition { partition, fetch_offset: offset, max_bytes: 1 << 20 }],
-        )],
+        topics: vec![FetchTopic::new(topic, vec![FetchPartition::new(partition, offset, 1 << 20)])],
+        ..Default::default()
     }
 }
 
 /// A Metadata request for `topics` (none: every topic).
 pub fn metadata(topics: &[&str]) -> MetadataRequest {
-    MetadataRequest { topics: topics.iter().map(|t| (*t).to_owned()).collect() }
+    if topics.is_empty() {
+        MetadataRequest::all_topics()
+    } else {
+        MetadataRequest::for_topics(topics.iter().copied())
+    }
 }
 
 /// Offsets and values (as strings) of the messages fetched (Fetch v0) from `topic/partition` at

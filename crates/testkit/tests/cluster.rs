@@ -111,7 +111,7 @@ async fn a_topic_written_to_zookeeper_gets_leaders_isr_and_state_znodes() {
     let md = conn.call(0, &metadata(&["t"])).await;
     assert_eq!(md.brokers.iter().map(|b| b.node_id).collect::<Vec<_>>(), [0, 1, 2]);
     let t = &md.topics[0];
-    assert_eq!((t.error_code, t.topic.as_str(), t.partitions.len()), (0, "t", 3));
+    assert_eq!((t.error_code, t.name(), t.partitions.len()), (0, "t", 3));
     for p in &t.partitions {
         assert_eq!(p.replicas, assignment.partitions[&p.partition]);
         assert_eq!(p.leader, p.replicas[0]);
@@ -191,10 +191,11 @@ async fn error_answers_match_kafka_0_8_2() {
             0,
             &OffsetsRequest {
                 replica_id: -1,
-                topics: vec![TopicPartitions::new(
+                topics: vec![OffsetsTopic::new(
                     "plain",
-                    vec![OffsetsPartition { partition: 0, time: -1, max_number_of_offsets: 1 }],
+                    vec![OffsetsPartition { partition: 0, time: -1, max_number_of_offsets: 1, ..Default::default() }],
                 )],
+                ..Default::default()
             },
         )
         .await;
@@ -205,7 +206,7 @@ async fn error_answers_match_kafka_0_8_2() {
     // acks=0 success: nothing comes back, the next request is answered
     b0.send(0, &produce("plain", 0, 0, vec![msg(None, "fire")], Compression::None)).await;
     let md = b0.call(0, &metadata(&["plain"])).await;
-    assert_eq!(md.topics[0].topic, "plain");
+    assert_eq!(md.topics[0].name(), "plain");
     // a bad CRC is 2
     let mut set = gregor_protocol::MessageSet::from_messages(vec![msg(Some("k"), "bad-crc")], Compression::None)
         .unwrap()
@@ -215,10 +216,15 @@ async fn error_answers_match_kafka_0_8_2() {
     let bad = ProduceRequest {
         required_acks: 1,
         timeout: 1000,
-        topics: vec![TopicPartitions::new(
+        topics: vec![ProduceTopic::new(
             "plain",
-            vec![ProducePartition { partition: 0, message_set: gregor_protocol::MessageSet::from_bytes(set.into()) }],
+            vec![ProducePartition {
+                partition: 0,
+                message_set: gregor_protocol::MessageSet::from_bytes(set.into()),
+                ..Default::default()
+            }],
         )],
+        ..Default::default()
     };
     assert_eq!(code(&b0.call(0, &bad).await), (2, -1));
     // producing to the offsets topic is 17
@@ -249,11 +255,11 @@ async fn offsets_answers_latest_earliest_and_times() {
     c.create_topic("o", 1, 1).await.unwrap();
     let mut conn = Conn::open(c.broker_addr(0).unwrap()).await;
     let ask = |time, max| OffsetsRequest {
-        replica_id: -1,
-        topics: vec![TopicPartitions::new(
+        topics: vec![OffsetsTopic::new(
             "o",
-            vec![OffsetsPartition { partition: 0, time, max_number_of_offsets: max }],
+            vec![OffsetsPartition { partition: 0, time, max_number_of_offsets: max, ..Default::default() }],
         )],
+        ..Default::default()
     };
     assert_eq!(conn.call(0, &ask(-1, 10)).await.topics[0].partitions[0].offsets, [0]);
     conn.call(0, &produce("o", 0, 1, (0..6).map(|i| msg(None, &i.to_string())).collect(), Compression::None)).await;

@@ -290,28 +290,63 @@ trait Resp: Encode + frame::Decode + Clone + PartialEq + Debug {
     }
 }
 
-fn sort_topics<P: Clone>(topics: &[TopicPartitions<P>], key: impl Fn(&P) -> i32) -> Vec<TopicPartitions<P>> {
-    let mut out: Vec<TopicPartitions<P>> = topics
+/// An entry of a topic-keyed array: a topic name and its per-partition entries.
+trait TopicEntry: Clone {
+    type Partition: Clone;
+    fn name(&self) -> &str;
+    fn partitions(&self) -> &[Self::Partition];
+    fn partitions_mut(&mut self) -> &mut Vec<Self::Partition>;
+}
+
+macro_rules! topic_entry {
+    ($($ty:ty => $p:ty),* $(,)?) => {$(
+        impl TopicEntry for $ty {
+            type Partition = $p;
+            fn name(&self) -> &str {
+                &self.topic
+            }
+            fn partitions(&self) -> &[$p] {
+                &self.partitions
+            }
+            fn partitions_mut(&mut self) -> &mut Vec<$p> {
+                &mut self.partitions
+            }
+        }
+    )*};
+}
+
+topic_entry! {
+    ProduceResponseTopic => ProduceResponsePartition,
+    OffsetsResponseTopic => OffsetsResponsePartition,
+    FetchResponseTopic => FetchResponsePartition,
+    TopicPartitions<OffsetCommitResponsePartition> => OffsetCommitResponsePartition,
+    TopicPartitions<OffsetFetchResponsePartition> => OffsetFetchResponsePartition,
+}
+
+fn sort_topics<T: TopicEntry>(topics: &[T], key: impl Fn(&T::Partition) -> i32) -> Vec<T> {
+    let mut out: Vec<T> = topics
         .iter()
         .map(|t| {
-            let mut parts = t.partitions.clone();
-            parts.sort_by_key(|p| key(p));
-            TopicPartitions::new(t.topic.clone(), parts)
+            let mut t = t.clone();
+            t.partitions_mut().sort_by_key(|p| key(p));
+            t
         })
         .collect();
-    out.sort_by(|a, b| a.topic.cmp(&b.topic));
+    out.sort_by(|a, b| a.name().cmp(b.name()));
     out
 }
 
-fn topics_order<P>(topics: &[TopicPartitions<P>], key: impl Fn(&P) -> i32) -> Vec<String> {
-    topics.iter().flat_map(|t| t.partitions.iter().map(|p| format!("{}/{}", t.topic, key(p)))).collect()
+fn topics_order<T: TopicEntry>(topics: &[T], key: impl Fn(&T::Partition) -> i32) -> Vec<String> {
+    topics.iter().flat_map(|t| t.partitions().iter().map(|p| format!("{}/{}", t.name(), key(p)))).collect()
 }
 
 macro_rules! topics_resp {
     ($($ty:ty),*) => {$(
         impl Resp for $ty {
             fn sorted(&self) -> Self {
-                Self { topics: sort_topics(&self.topics, |p| p.partition) }
+                let mut out = self.clone();
+                out.topics = sort_topics(&self.topics, |p| p.partition);
+                out
             }
             fn order(&self) -> Vec<String> {
                 topics_order(&self.topics, |p| p.partition)
@@ -345,7 +380,9 @@ group_topics_resp!(OffsetCommitResponse, OffsetFetchResponse);
 
 impl Resp for FetchResponse {
     fn sorted(&self) -> Self {
-        Self { topics: sort_topics(&self.topics, |p| p.partition) }
+        let mut out = self.clone();
+        out.topics = sort_topics(&self.topics, |p| p.partition);
+        out
     }
     fn order(&self) -> Vec<String> {
         topics_order(&self.topics, |p| p.partition)
@@ -445,13 +482,13 @@ impl Resp for MetadataResponse {
             })
             .collect();
         topics.sort_by(|a, b| a.topic.cmp(&b.topic));
-        MetadataResponse { brokers, topics }
+        MetadataResponse { brokers, topics, ..self.clone() }
     }
     fn order(&self) -> Vec<String> {
         let brokers = self.brokers.iter().map(|b| format!("broker {}", b.node_id));
         let parts =
-            self.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| format!("{}/{}", t.topic, p.partition)));
-        let topics = self.topics.iter().map(|t| t.topic.clone());
+            self.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| format!("{}/{}", t.name(), p.partition)));
+        let topics = self.topics.iter().map(|t| t.name().to_owned());
         brokers.chain(topics).chain(parts).collect()
     }
     fn map_ports(&mut self, map: &HashMap<i32, i32>) {
@@ -463,8 +500,9 @@ impl Resp for MetadataResponse {
         let substitute = |topics: &[&str]| -> Result<(), String> {
             let mut expected = genuine.clone();
             for t in &mut expected.topics {
-                if topics.contains(&t.topic.as_str()) {
-                    let f = fake.topics.iter().find(|f| f.topic == t.topic).ok_or(format!("fake lacks {}", t.topic))?;
+                if topics.contains(&t.name()) {
+                    let f =
+                        fake.topics.iter().find(|f| f.topic == t.topic).ok_or(format!("fake lacks {}", t.name()))?;
                     t.partitions = f.partitions.clone();
                 }
             }
@@ -496,7 +534,7 @@ impl Resp for MetadataResponse {
                 ))
             })()),
             "metadata_v0_after_restart" => Some((|| {
-                let t = fake.topics.iter().find(|t| t.topic == "t").ok_or("no topic t")?;
+                let t = fake.topics.iter().find(|t| t.name() == "t").ok_or("no topic t")?;
                 for (topic, p, zk_isr) in GENUINE_ZK_ISR_AFTER_RESTART {
                     let part = t.partitions.iter().find(|x| x.partition == *p).ok_or("partition missing")?;
                     let fake_zk = ctx.zk_isr.get(&((*topic).to_owned(), *p)).ok_or("no ZooKeeper state read")?;
@@ -520,7 +558,7 @@ impl Resp for MetadataResponse {
 
 /// The auto-created topic: one partition on one live broker, as the fake's state says.
 fn check_auto_created(fake: &MetadataResponse, ctx: &Ctx<'_>) -> Result<i32, String> {
-    let t = fake.topics.iter().find(|t| t.topic == "auto-created").ok_or("no auto-created topic")?;
+    let t = fake.topics.iter().find(|t| t.name() == "auto-created").ok_or("no auto-created topic")?;
     let [p] = &t.partitions[..] else { return Err(format!("auto-created partitions {:?}", t.partitions)) };
     let (leader, replicas, isr) = ctx.cluster.partition_info("auto-created", 0).ok_or("fake has no auto-created/0")?;
     let ok = t.error_code == 0
@@ -561,7 +599,7 @@ fn kafka_placement(brokers: &[i32], partitions: usize, rf: usize, start: usize, 
 /// `__consumer_offsets`: 8 partitions of 3 replicas in a Kafka placement, leader = first
 /// replica, ISR = replicas; with `ctx`, also as the fake's state says. Returns (start, shift).
 fn check_offsets_topic(md: &MetadataResponse, ctx: Option<&Ctx<'_>>) -> Result<(usize, usize), String> {
-    let t = md.topics.iter().find(|t| t.topic == OFFSETS_TOPIC).ok_or("no __consumer_offsets")?;
+    let t = md.topics.iter().find(|t| t.name() == OFFSETS_TOPIC).ok_or("no __consumer_offsets")?;
     let mut parts = t.partitions.clone();
     parts.sort_by_key(|p| p.partition);
     if t.error_code != 0 || parts.iter().map(|p| p.partition).collect::<Vec<_>>() != (0..8).collect::<Vec<_>>() {

@@ -504,7 +504,7 @@ fn shape(header: &RequestHeader, request: &AnyRequest) -> Value {
             "topics": sorted(r.topics.iter().flat_map(|t| t.partitions.iter()
                 .map(|p| json!([t.topic, p.partition, p.time, p.max_number_of_offsets]))).collect()),
         }),
-        AnyRequest::Metadata(r) => json!({ "topics": sorted(r.topics.iter().map(|t| json!(t)).collect()) }),
+        AnyRequest::Metadata(r) => json!({ "topics": sorted(r.topic_names().map(|t| json!(t)).collect()) }),
         AnyRequest::OffsetCommit(r) => json!({
             "group": r.group_id, "generation": r.group_generation_id, "consumer": r.consumer_id,
             "topics": sorted(r.topics.iter().flat_map(|t| t.partitions.iter()
@@ -526,8 +526,8 @@ fn shape(header: &RequestHeader, request: &AnyRequest) -> Value {
 /// The fixture files and how each is picked from the request log.
 fn pick(name: &str, r: &LoggedRequest) -> bool {
     match (name, &r.request) {
-        ("metadata_v0_all_topics", AnyRequest::Metadata(m)) => m.topics.is_empty(),
-        ("metadata_v0_topic", AnyRequest::Metadata(m)) => m.topics == ["kp-none"],
+        ("metadata_v0_all_topics", AnyRequest::Metadata(m)) => m.wants_all_topics(0),
+        ("metadata_v0_topic", AnyRequest::Metadata(m)) => m.topic_names().eq(["kp-none"]),
         ("fetch_v0", AnyRequest::Fetch(f)) => f.topics.len() == 4,
         ("offsets_v0", AnyRequest::Offsets(_)) => true,
         ("offset_commit_v0", AnyRequest::OffsetCommit(_)) | ("offset_fetch_v0", AnyRequest::OffsetFetch(_)) => {

@@ -911,7 +911,8 @@ async fn kcat_request_frames_round_trip_and_match_the_fixtures() {
     let first = |key: ApiKey, pred: &dyn Fn(&AnyRequest) -> bool| -> &LoggedRequest {
         log.iter().find(|r| r.header.api_key == key && pred(&r.request)).unwrap_or_else(|| panic!("a {key} request"))
     };
-    let metadata = first(ApiKey::Metadata, &|r| matches!(r, AnyRequest::Metadata(m) if m.topics == [CAPTURE_TOPIC]));
+    let metadata =
+        first(ApiKey::Metadata, &|r| matches!(r, AnyRequest::Metadata(m) if m.topic_names().eq([CAPTURE_TOPIC])));
     let offsets = first(ApiKey::Offsets, &|_| true);
     let fetch = first(ApiKey::Fetch, &|_| true);
     let mut fixtures: Vec<(String, &LoggedRequest)> =

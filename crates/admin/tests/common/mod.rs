@@ -68,8 +68,10 @@ pub async fn produce(
             vec![ProducePartition {
                 partition,
                 message_set: MessageSet::from_messages(messages, Compression::None).unwrap(),
+                ..Default::default()
             }],
         )],
+        ..Default::default()
     };
     let response = conn.request(0, &request).await.expect("a produce response");
     let p = &response.topics[0].partitions[0];

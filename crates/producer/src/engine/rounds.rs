@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use gregor_protocol::messages::{ProducePartition, ProduceRequest, ProduceResponse, TopicPartitions};
+use gregor_protocol::messages::{ProducePartition, ProduceRequest, ProduceResponse, ProduceTopic};
 use gregor_protocol::{Compression, MessageSet};
 use tokio::sync::{oneshot, Semaphore};
 use tokio::time::Instant;
@@ -312,7 +312,7 @@ fn produce_request(
     timeout: i32,
     sources: Vec<(PartitionKey, SetSource)>,
 ) -> (ProduceRequest, Vec<Option<Result<MessageSet, gregor_protocol::Error>>>) {
-    let mut topics: Vec<TopicPartitions<ProducePartition>> = Vec::new();
+    let mut topics: Vec<ProduceTopic> = Vec::new();
     let mut encoded = Vec::with_capacity(sources.len());
     for (tp, source) in sources {
         // a set built here goes back to the batch (a retry sends it as it is); one that came
@@ -333,11 +333,11 @@ fn produce_request(
                 continue;
             }
         };
-        let entry = ProducePartition { partition: tp.partition, message_set: set };
+        let entry = ProducePartition::new(tp.partition, set);
         match topics.iter_mut().find(|t| *t.topic == *tp.topic) {
             Some(t) => t.partitions.push(entry),
-            None => topics.push(TopicPartitions::new(tp.topic.to_string(), vec![entry])),
+            None => topics.push(ProduceTopic::new(tp.topic.to_string(), vec![entry])),
         }
     }
-    (ProduceRequest { required_acks: acks, timeout, topics }, encoded)
+    (ProduceRequest { required_acks: acks, timeout, topics, ..Default::default() }, encoded)
 }

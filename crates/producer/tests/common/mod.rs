@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use gregor_net::{BrokerConnection, ConnectionConfig};
 use gregor_producer::{AsyncProducer, ProducerConfig, ProducerConfigBuilder};
-use gregor_protocol::messages::{AnyRequest, FetchPartition, FetchRequest, ProduceRequest, TopicPartitions};
+use gregor_protocol::messages::{AnyRequest, FetchPartition, FetchRequest, FetchTopic, ProduceRequest};
 use gregor_protocol::Message;
 use gregor_serde::StringEncoder;
 use gregor_testkit::FakeCluster;
@@ -94,10 +94,11 @@ async fn try_read_log(c: &FakeCluster, topic: &str, partition: i32) -> Option<Ve
             replica_id: -1,
             max_wait_time: 0,
             min_bytes: 0,
-            topics: vec![TopicPartitions::new(
+            topics: vec![FetchTopic::new(
                 topic,
-                vec![FetchPartition { partition, fetch_offset: offset, max_bytes: 4 << 20 }],
+                vec![FetchPartition { partition, fetch_offset: offset, max_bytes: 4 << 20, ..Default::default() }],
             )],
+            ..Default::default()
         };
         let response = conn.request(0, &fetch).await.ok()?;
         let p = &response.topics.first()?.partitions.first()?;

@@ -12,7 +12,6 @@ use bytes::{Bytes, BytesMut};
 
 use crate::error::Result;
 use crate::frame::{Encode, Request};
-use crate::wire;
 
 mod alter_configs;
 mod alter_partition_reassignments;
@@ -83,7 +82,10 @@ pub use describe_groups::{
 pub use elect_leaders::{
     ElectLeadersPartitionResult, ElectLeadersRequest, ElectLeadersResponse, ElectLeadersTopic, ReplicaElectionResult,
 };
-pub use fetch::{FetchPartition, FetchRequest, FetchResponse, FetchResponsePartition, FetchResponseTopic, FetchTopic};
+pub use fetch::{
+    AbortedTransaction, EpochEndOffset, FetchPartition, FetchRequest, FetchResponse, FetchResponsePartition,
+    FetchResponseTopic, FetchTopic, ForgottenTopic, ReplicaState, SnapshotId, READ_COMMITTED, READ_UNCOMMITTED,
+};
 pub use find_coordinator::{
     ConsumerMetadataRequest, ConsumerMetadataResponse, Coordinator, FindCoordinatorRequest, FindCoordinatorResponse,
     COORDINATOR_KEY_TYPE_GROUP, COORDINATOR_KEY_TYPE_TRANSACTION,
@@ -101,7 +103,9 @@ pub use list_partition_reassignments::{
     ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, ListPartitionReassignmentsTopics,
     OngoingPartitionReassignment, OngoingTopicReassignment,
 };
-pub use metadata::{BrokerMetadata, MetadataRequest, MetadataResponse, PartitionMetadata, TopicMetadata};
+pub use metadata::{
+    BrokerMetadata, MetadataRequest, MetadataRequestTopic, MetadataResponse, PartitionMetadata, TopicMetadata,
+};
 pub use offset_commit::{
     OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
     OffsetCommitResponseTopic, OffsetCommitTopic, DEFAULT_CONSUMER_ID, DEFAULT_GENERATION_ID, DEFAULT_TIMESTAMP,
@@ -115,11 +119,12 @@ pub use offset_fetch::{
     OffsetFetchResponseTopic, OffsetFetchTopic,
 };
 pub use offsets::{
-    OffsetsPartition, OffsetsRequest, OffsetsResponse, OffsetsResponsePartition, OffsetsResponseTopic, OffsetsTopic,
-    EARLIEST_TIME, LATEST_TIME,
+    ListOffsetsRequest, ListOffsetsResponse, OffsetsPartition, OffsetsRequest, OffsetsResponse,
+    OffsetsResponsePartition, OffsetsResponseTopic, OffsetsTopic, EARLIEST_TIME, LATEST_TIME, MAX_TIMESTAMP,
 };
 pub use produce::{
-    ProducePartition, ProduceRequest, ProduceResponse, ProduceResponsePartition, ProduceResponseTopic, ProduceTopic,
+    LeaderIdAndEpoch, NodeEndpoint, ProducePartition, ProduceRequest, ProduceResponse, ProduceResponsePartition,
+    ProduceResponseTopic, ProduceTopic, RecordError,
 };
 pub use sasl_authenticate::{SaslAuthenticateRequest, SaslAuthenticateResponse};
 pub use sasl_handshake::{SaslHandshakeRequest, SaslHandshakeResponse};
@@ -143,54 +148,6 @@ impl<P> TopicPartitions<P> {
         TopicPartitions { topic: topic.into(), partitions }
     }
 }
-
-/// One per-partition entry of a topic-keyed array.
-pub(crate) trait PartitionEntry: Sized {
-    /// Fewest bytes an entry can take (bounds the array count against the input).
-    const MIN_SIZE: usize;
-    fn encode_entry(&self, version: i16, buf: &mut BytesMut) -> Result<()>;
-    fn decode_entry(version: i16, buf: &mut Bytes) -> Result<Self>;
-}
-
-pub(crate) fn encode_topics<P: PartitionEntry>(
-    topics: &[TopicPartitions<P>],
-    version: i16,
-    buf: &mut BytesMut,
-) -> Result<()> {
-    wire::put_array(buf, "topics", topics, |buf, t| {
-        wire::put_string(buf, "topic", &t.topic)?;
-        wire::put_array(buf, "partitions", &t.partitions, |buf, p| p.encode_entry(version, buf))
-    })
-}
-
-pub(crate) fn decode_topics<P: PartitionEntry>(version: i16, buf: &mut Bytes) -> Result<Vec<TopicPartitions<P>>> {
-    // a topic entry: string length (2) + partition count (4)
-    wire::get_array(buf, "topics", 6, |buf| {
-        let topic = wire::get_string(buf, "topic")?;
-        let partitions = wire::get_array(buf, "partitions", P::MIN_SIZE, |buf| P::decode_entry(version, buf))?;
-        Ok(TopicPartitions { topic, partitions })
-    })
-}
-
-/// Implements `Encode`/`Decode` for a body that is just a topic-keyed array.
-macro_rules! topics_body {
-    ($ty:ident, $api:ty) => {
-        impl $crate::frame::Encode for $ty {
-            fn encode(&self, version: i16, buf: &mut bytes::BytesMut) -> $crate::error::Result<()> {
-                $crate::frame::check_version::<$api>(version)?;
-                $crate::messages::encode_topics(&self.topics, version, buf)
-            }
-        }
-
-        impl $crate::frame::Decode for $ty {
-            fn decode(version: i16, buf: &mut bytes::Bytes) -> $crate::error::Result<Self> {
-                $crate::frame::check_version::<$api>(version)?;
-                Ok($ty { topics: $crate::messages::decode_topics(version, buf)? })
-            }
-        }
-    };
-}
-pub(crate) use topics_body;
 
 /// Any client request of Kafka 0.8.2, for code that serves requests (a broker, a proxy) and
 /// must dispatch on the header's API key.

@@ -1,114 +1,144 @@
-//! API key 2 — Offsets (`getOffsetsBefore`, later ListOffsets). Versions: v0 (Kafka 0.8.2).
+//! API key 2 — ListOffsets (Offsets, `getOffsetsBefore`, in Kafka 0.8). Versions: v0-v10 (v6+
+//! flexible).
 //!
 //! ```text
-//! OffsetsRequest v0  => replica_id int32,
-//!                       [topic string, [partition int32, time int64, max_number_of_offsets int32]]
-//! OffsetsResponse v0 => [topic string, [partition int32, error_code int16, [offset int64]]]
+//! OffsetsRequest v0   => replica_id int32,
+//!                        [topic string, [partition int32, time int64, max_number_of_offsets int32]]
+//! OffsetsRequest v7   => replica_id int32, isolation_level int8,
+//!                        [topic, [partition, current_leader_epoch int32, time int64, tags], tags], tags
+//! OffsetsRequest v10  => ... as v7, then timeout_ms int32, tags
+//! OffsetsResponse v0  => [topic string, [partition int32, error_code int16, [offset int64]]]
+//! OffsetsResponse v7  => throttle_time_ms int32,
+//!                        [topic, [partition, error_code, timestamp int64, offset int64,
+//!                                 leader_epoch int32, tags], tags], tags
 //! ```
 //!
-//! `time` -1 asks for the log end offset ([`LATEST_TIME`]), -2 for the earliest
-//! ([`EARLIEST_TIME`]); a millisecond time returns segment base offsets (newest first), not
-//! exact ones. Only the partition's leader answers; a follower answers 6, a broker with no
-//! replica 3, both with an empty offset array.
+//! v0 returns up to `max_number_of_offsets` segment base offsets (newest first); v1 and later
+//! return one offset and its timestamp. `time` -1 asks for the log end offset
+//! ([`LATEST_TIME`]), -2 for the earliest ([`EARLIEST_TIME`]); later brokers know -3 (the
+//! offset of the largest timestamp, v7+), -4 (the local log start with tiered storage, v8+) and
+//! -5 (the last tiered offset, v9+). Only the partition's leader answers; a follower answers 6,
+//! a broker with no replica 3, both with no offset (an empty array in v0, -1 later).
+//!
+//! Observed on Kafka 3.7.0 (v7, v8): the earliest offset is answered with timestamp -1 and the
+//! leader epoch; librdkafka sends its current leader epoch, kafka-python -1.
 //! Guide: <https://cwiki.apache.org/confluence/display/KAFKA/A+Guide+To+The+Kafka+Protocol#AGuideToTheKafkaProtocol-OffsetAPI>
 
-use bytes::{BufMut, Bytes, BytesMut};
-
-use super::{decode_topics, encode_topics, PartitionEntry, TopicPartitions};
-use crate::error::Result;
 use crate::error_code::ErrorCode;
-use crate::frame::{check_version, ApiKey, Decode, Encode, Request, VersionRange};
-use crate::wire;
+use crate::frame::ApiKey;
+use crate::message;
 
 /// `time` that asks for the log end offset (the offset the next message will get).
 pub const LATEST_TIME: i64 = -1;
 /// `time` that asks for the earliest offset still kept.
 pub const EARLIEST_TIME: i64 = -2;
+/// `time` that asks for the offset of the message with the largest timestamp (v7+).
+pub const MAX_TIMESTAMP: i64 = -3;
 
-/// Offsets request (v0).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OffsetsRequest {
-    /// v0+. -1 for a client ([`super::CONSUMER_REPLICA_ID`]).
-    pub replica_id: i32,
-    /// v0+. What to look up.
-    pub topics: Vec<OffsetsTopic>,
-}
+/// Kafka's name for the API since 0.10.1.
+pub type ListOffsetsRequest = OffsetsRequest;
+/// Kafka's name for the API since 0.10.1.
+pub type ListOffsetsResponse = OffsetsResponse;
 
-/// The partitions to look up of one topic.
-pub type OffsetsTopic = TopicPartitions<OffsetsPartition>;
-
-/// One partition to look up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OffsetsPartition {
-    /// v0+. Partition id.
-    pub partition: i32,
-    /// v0+. [`LATEST_TIME`], [`EARLIEST_TIME`] or a time in ms since the epoch.
-    pub time: i64,
-    /// v0+. Most offsets to return.
-    pub max_number_of_offsets: i32,
-}
-
-impl PartitionEntry for OffsetsPartition {
-    const MIN_SIZE: usize = 4 + 8 + 4;
-
-    fn encode_entry(&self, _version: i16, buf: &mut BytesMut) -> Result<()> {
-        buf.put_i32(self.partition);
-        buf.put_i64(self.time);
-        buf.put_i32(self.max_number_of_offsets);
-        Ok(())
-    }
-
-    fn decode_entry(_version: i16, buf: &mut Bytes) -> Result<Self> {
-        Ok(OffsetsPartition {
-            partition: wire::get_i32(buf, "partition")?,
-            time: wire::get_i64(buf, "time")?,
-            max_number_of_offsets: wire::get_i32(buf, "max_number_of_offsets")?,
-        })
+message! {
+    /// ListOffsets request: offsets by time.
+    pub struct OffsetsRequest {
+        /// v0+. -1 for a client ([`super::CONSUMER_REPLICA_ID`]); a broker id for a follower.
+        replica_id: i32 [0] = -1,
+        /// v2+. 0 = read uncommitted, 1 = read committed (offsets up to the last stable one).
+        isolation_level: i8 [2],
+        /// v0+. What to look up.
+        topics: Vec<OffsetsTopic> [0],
+        /// v10+. How long the broker may wait for offsets kept in remote storage, in ms.
+        timeout_ms: i32 [10],
     }
 }
 
-impl Request for OffsetsRequest {
-    const KEY: ApiKey = ApiKey::Offsets;
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
-    type Response = OffsetsResponse;
-}
-
-impl Encode for OffsetsRequest {
-    fn encode(&self, version: i16, buf: &mut BytesMut) -> Result<()> {
-        check_version::<Self>(version)?;
-        buf.put_i32(self.replica_id);
-        encode_topics(&self.topics, version, buf)
+message! {
+    /// The partitions to look up of one topic.
+    pub struct OffsetsTopic {
+        /// v0+. Topic name.
+        topic: String [0],
+        /// v0+. The partitions.
+        partitions: Vec<OffsetsPartition> [0],
     }
 }
 
-impl Decode for OffsetsRequest {
-    fn decode(version: i16, buf: &mut Bytes) -> Result<Self> {
-        check_version::<Self>(version)?;
-        Ok(OffsetsRequest { replica_id: wire::get_i32(buf, "replica_id")?, topics: decode_topics(version, buf)? })
+impl OffsetsTopic {
+    /// A topic with its partitions.
+    pub fn new(topic: impl Into<String>, partitions: Vec<OffsetsPartition>) -> Self {
+        OffsetsTopic { topic: topic.into(), partitions, ..Default::default() }
     }
 }
 
-/// Offsets response (v0).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OffsetsResponse {
-    /// v0+. Offsets per topic and partition, in the broker's order.
-    pub topics: Vec<OffsetsResponseTopic>,
+message! {
+    /// One partition to look up.
+    pub struct OffsetsPartition {
+        /// v0+. Partition id.
+        partition: i32 [0],
+        /// v4+. The epoch of the leader the client knows, -1 for none (fences a stale leader).
+        current_leader_epoch: i32 [4] = -1,
+        /// v0+. [`LATEST_TIME`], [`EARLIEST_TIME`], [`MAX_TIMESTAMP`] or a time in ms since the
+        /// epoch.
+        time: i64 [0],
+        /// v0 only. Most offsets to return (1 in later versions, which return one).
+        max_number_of_offsets: i32 [0, 0] = 1,
+    }
 }
 
-super::topics_body!(OffsetsResponse, OffsetsRequest);
+impl OffsetsPartition {
+    /// A partition at `time`, asking for one offset.
+    pub fn new(partition: i32, time: i64) -> Self {
+        OffsetsPartition { partition, time, ..Default::default() }
+    }
+}
 
-/// The offsets of one topic.
-pub type OffsetsResponseTopic = TopicPartitions<OffsetsResponsePartition>;
+crate::top_level!(request OffsetsRequest: ApiKey::Offsets, versions 0..=10, flexible Some(6), response OffsetsResponse);
+crate::top_level!(response OffsetsResponse for OffsetsRequest);
 
-/// The offsets of one partition.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OffsetsResponsePartition {
-    /// v0+. Partition id.
-    pub partition: i32,
-    /// v0+. 0, or an [`ErrorCode`].
-    pub error_code: i16,
-    /// v0+. Offsets, newest first; empty on error.
-    pub offsets: Vec<i64>,
+message! {
+    /// ListOffsets response.
+    pub struct OffsetsResponse {
+        /// v2+. How long the request was throttled, in ms.
+        throttle_time_ms: i32 [2],
+        /// v0+. Offsets per topic and partition, in the broker's order.
+        topics: Vec<OffsetsResponseTopic> [0],
+    }
+}
+
+message! {
+    /// The offsets of one topic.
+    pub struct OffsetsResponseTopic {
+        /// v0+. Topic name.
+        topic: String [0],
+        /// v0+. The partitions.
+        partitions: Vec<OffsetsResponsePartition> [0],
+    }
+}
+
+impl OffsetsResponseTopic {
+    /// A topic with its partitions.
+    pub fn new(topic: impl Into<String>, partitions: Vec<OffsetsResponsePartition>) -> Self {
+        OffsetsResponseTopic { topic: topic.into(), partitions, ..Default::default() }
+    }
+}
+
+message! {
+    /// The offsets of one partition.
+    pub struct OffsetsResponsePartition {
+        /// v0+. Partition id.
+        partition: i32 [0],
+        /// v0+. 0, or an [`ErrorCode`].
+        error_code: i16 [0],
+        /// v0 only. Offsets, newest first; empty on error.
+        offsets: Vec<i64> [0, 0],
+        /// v1+. The timestamp of the offset found, -1 for none (or for -1 and -2 lookups).
+        timestamp: i64 [1] = -1,
+        /// v1+. The offset found, -1 for none.
+        offset: i64 [1] = -1,
+        /// v4+. The leader epoch of the offset found, -1 when unknown.
+        leader_epoch: i32 [4] = -1,
+    }
 }
 
 impl OffsetsResponsePartition {
@@ -116,25 +146,10 @@ impl OffsetsResponsePartition {
     pub fn error(&self) -> Option<ErrorCode> {
         ErrorCode::from_i16(self.error_code)
     }
-}
 
-impl PartitionEntry for OffsetsResponsePartition {
-    const MIN_SIZE: usize = 4 + 2 + 4;
-
-    fn encode_entry(&self, _version: i16, buf: &mut BytesMut) -> Result<()> {
-        buf.put_i32(self.partition);
-        buf.put_i16(self.error_code);
-        wire::put_array(buf, "offsets", &self.offsets, |buf, o| {
-            buf.put_i64(*o);
-            Ok(())
-        })
-    }
-
-    fn decode_entry(_version: i16, buf: &mut Bytes) -> Result<Self> {
-        Ok(OffsetsResponsePartition {
-            partition: wire::get_i32(buf, "partition")?,
-            error_code: wire::get_i16(buf, "error_code")?,
-            offsets: wire::get_array(buf, "offsets", 8, |buf| wire::get_i64(buf, "offset"))?,
-        })
+    /// The offset found, in any version: the first (newest) of v0's array, or v1's offset;
+    /// `None` when there is none.
+    pub fn first_offset(&self) -> Option<i64> {
+        self.offsets.first().copied().or((self.offset >= 0).then_some(self.offset))
     }
 }

@@ -413,8 +413,9 @@ pub const fn in_versions(version: i16, lo: i16, hi: i16) -> bool {
 /// }
 /// ```
 ///
-/// A field outside its versions is left at its default when decoding; encoding a value other
-/// than the default there is [`Error::FieldNotInVersion`] (it would be lost). A null outside the
+/// A field outside its versions (a tagged one also outside the flexible versions) is left at its
+/// default when decoding; encoding a value other than the default there is
+/// [`Error::FieldNotInVersion`] (it would be lost). A null outside the
 /// nullable versions is [`Error::UnexpectedNull`] both ways. Tagged fields are written only when
 /// they differ from their default; tags this crate does not know are kept in
 /// `unknown_tagged_fields` and written back, so a frame re-encodes byte for byte.
@@ -503,6 +504,21 @@ macro_rules! message {
                         });
                     }
                 )*
+                // a tagged field is written in the flexible versions it has: elsewhere a value
+                // other than its default would be lost
+                $($(
+                    if !(ctx.flexible
+                        && $crate::schema::in_versions(ctx.version, $tlo, $crate::message!(@hi $($thi)?)))
+                        && self.$tname != $crate::message!(@default $tty $(, $tdef)?)
+                    {
+                        return Err($crate::Error::FieldNotInVersion {
+                            api: ctx.api,
+                            version: ctx.version,
+                            field: stringify!($tname),
+                            value: format!("{:?}", self.$tname),
+                        });
+                    }
+                )*)?
                 if ctx.flexible {
                     let mut known: Vec<(u32, ::bytes::Bytes)> = Vec::new();
                     $($(

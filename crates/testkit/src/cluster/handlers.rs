@@ -51,7 +51,7 @@ pub(crate) async fn handle(ctx: &BrokerCtx, header: &RequestHeader, request: Any
         AnyRequest::Produce(r) => produce(ctx, header, r).await,
         AnyRequest::Fetch(r) => fetch(ctx, header, r).await,
         AnyRequest::Offsets(r) => frame(header, &offsets(ctx, r)),
-        AnyRequest::Metadata(r) => frame(header, &metadata(ctx, r).await),
+        AnyRequest::Metadata(r) => frame(header, &metadata(ctx, header.api_version, r).await),
         AnyRequest::OffsetCommit(r) => frame(header, &offset_commit(ctx, header.api_version, r).await),
         AnyRequest::OffsetFetch(r) => frame(header, &offset_fetch(ctx, header.api_version, r).await),
         AnyRequest::ConsumerMetadata(r) => frame(header, &consumer_metadata(ctx, r).await),
@@ -97,9 +97,9 @@ async fn produce(ctx: &BrokerCtx, header: &RequestHeader, req: ProduceRequest) -
                         (code.code(), -1)
                     }
                 };
-                parts.push(ProduceResponsePartition { partition: p.partition, error_code, offset });
+                parts.push(ProduceResponsePartition::new(p.partition, error_code, offset));
             }
-            topics_out.push(TopicPartitions::new(t.topic.clone(), parts));
+            topics_out.push(ProduceResponseTopic::new(t.topic.clone(), parts));
         }
     }
     ctx.shared.notify();
@@ -133,7 +133,7 @@ async fn produce(ctx: &BrokerCtx, header: &RequestHeader, req: ProduceRequest) -
             }
         }
     }
-    frame(header, &ProduceResponse { topics: topics_out })
+    frame(header, &ProduceResponse { topics: topics_out, ..Default::default() })
 }
 
 /// Appends one partition's set on the leader; returns (first offset, offset after the set).
@@ -204,27 +204,17 @@ fn read_fetch(ctx: &BrokerCtx, req: &FetchRequest) -> (FetchResponse, usize, boo
             parts.push(match read {
                 Ok((hw, set)) => {
                     bytes += set.len();
-                    FetchResponsePartition {
-                        partition: p.partition,
-                        error_code: 0,
-                        high_watermark: hw,
-                        message_set: gregor_protocol::MessageSet::from_bytes(set),
-                    }
+                    FetchResponsePartition::new(p.partition, 0, hw, gregor_protocol::MessageSet::from_bytes(set))
                 }
                 Err(code) => {
                     error = true;
-                    FetchResponsePartition {
-                        partition: p.partition,
-                        error_code: code.code(),
-                        high_watermark: -1,
-                        message_set: Default::default(),
-                    }
+                    FetchResponsePartition::new(p.partition, code.code(), -1, Default::default())
                 }
             });
         }
-        topics.push(TopicPartitions::new(t.topic.clone(), parts));
+        topics.push(FetchResponseTopic::new(t.topic.clone(), parts));
     }
-    (FetchResponse { topics }, bytes, error)
+    (FetchResponse { topics, ..Default::default() }, bytes, error)
 }
 
 fn offsets(ctx: &BrokerCtx, req: OffsetsRequest) -> OffsetsResponse {
@@ -243,22 +233,24 @@ fn offsets(ctx: &BrokerCtx, req: OffsetsRequest) -> OffsetsResponse {
                         Ok(log.offsets_before(p.time, p.max_number_of_offsets.max(0) as usize))
                     });
                     match found {
-                        Ok(offsets) => OffsetsResponsePartition { partition: p.partition, error_code: 0, offsets },
+                        Ok(offsets) => {
+                            OffsetsResponsePartition { partition: p.partition, offsets, ..Default::default() }
+                        }
                         Err(code) => OffsetsResponsePartition {
                             partition: p.partition,
                             error_code: code.code(),
-                            offsets: vec![],
+                            ..Default::default()
                         },
                     }
                 })
                 .collect();
-            TopicPartitions::new(t.topic.clone(), parts)
+            OffsetsResponseTopic::new(t.topic.clone(), parts)
         })
         .collect();
-    OffsetsResponse { topics }
+    OffsetsResponse { topics, ..Default::default() }
 }
 
-async fn metadata(ctx: &BrokerCtx, req: MetadataRequest) -> MetadataResponse {
+async fn metadata(ctx: &BrokerCtx, version: i16, req: MetadataRequest) -> MetadataResponse {
     let cfg = &ctx.shared.config;
     let mut to_create = Vec::new();
     let response = {
@@ -268,19 +260,27 @@ async fn metadata(ctx: &BrokerCtx, req: MetadataRequest) -> MetadataResponse {
             vec![]
         } else {
             live.iter()
-                .map(|b| BrokerMetadata { node_id: *b, host: cfg.host.clone(), port: i32::from(st.brokers[b].port) })
+                .map(|b| BrokerMetadata {
+                    node_id: *b,
+                    host: cfg.host.clone(),
+                    port: i32::from(st.brokers[b].port),
+                    ..Default::default()
+                })
                 .collect()
         };
-        let names: Vec<String> =
-            if req.topics.is_empty() { st.topics.keys().cloned().collect() } else { req.topics.clone() };
+        let names: Vec<String> = if req.wants_all_topics(version) {
+            st.topics.keys().cloned().collect()
+        } else {
+            req.topic_names().map(str::to_owned).collect()
+        };
         let topics = names
             .into_iter()
             .map(|name| match st.topics.get(&name) {
-                Some(topic) => TopicMetadata {
-                    error_code: 0,
-                    topic: name,
-                    partitions: topic.partitions.iter().map(|(id, p)| partition_metadata(&st, *id, p)).collect(),
-                },
+                Some(topic) => TopicMetadata::new(
+                    name,
+                    0,
+                    topic.partitions.iter().map(|(id, p)| partition_metadata(&st, *id, p)).collect(),
+                ),
                 None => {
                     let creatable = cfg.auto_create_topics_enable && paths::validate_topic_name(&name).is_ok();
                     if creatable {
@@ -288,11 +288,11 @@ async fn metadata(ctx: &BrokerCtx, req: MetadataRequest) -> MetadataResponse {
                     }
                     let code =
                         if creatable { ErrorCode::LeaderNotAvailable } else { ErrorCode::UnknownTopicOrPartition };
-                    TopicMetadata { error_code: code.code(), topic: name, partitions: vec![] }
+                    TopicMetadata::new(name, code.code(), vec![])
                 }
             })
             .collect();
-        MetadataResponse { brokers, topics }
+        MetadataResponse { brokers, topics, ..Default::default() }
     };
     for name in to_create {
         let rf = cfg.default_replication_factor;
@@ -309,8 +309,7 @@ fn partition_metadata(st: &State, id: i32, p: &super::state::Partition) -> Parti
             error_code: ErrorCode::LeaderNotAvailable.code(),
             partition: id,
             leader: -1,
-            replicas: vec![],
-            isr: vec![],
+            ..Default::default()
         };
     }
     let replicas: Vec<i32> = p.replicas.iter().copied().filter(|b| st.is_live(*b)).collect();
@@ -320,7 +319,7 @@ fn partition_metadata(st: &State, id: i32, p: &super::state::Partition) -> Parti
     } else {
         0
     };
-    PartitionMetadata { error_code, partition: id, leader: p.leader, replicas, isr }
+    PartitionMetadata { error_code, partition: id, leader: p.leader, replicas, isr, ..Default::default() }
 }
 
 /// The broker that coordinates `group`: the leader of its `__consumer_offsets` partition.

@@ -4,10 +4,10 @@
 use bytes::{Bytes, BytesMut};
 use gregor_protocol::frame::{encode_response, RequestHeader};
 use gregor_protocol::messages::{
-    AnyRequest, ConsumerMetadataResponse, FetchResponse, FetchResponsePartition, MetadataResponse,
+    AnyRequest, ConsumerMetadataResponse, FetchResponse, FetchResponsePartition, FetchResponseTopic, MetadataResponse,
     OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic, OffsetFetchResponse,
-    OffsetFetchResponsePartition, OffsetFetchResponseTopic, OffsetsResponse, OffsetsResponsePartition, ProduceResponse,
-    ProduceResponsePartition, TopicMetadata, TopicPartitions,
+    OffsetFetchResponsePartition, OffsetFetchResponseTopic, OffsetsResponse, OffsetsResponsePartition,
+    OffsetsResponseTopic, ProduceResponse, ProduceResponsePartition, ProduceResponseTopic, TopicMetadata,
 };
 use gregor_protocol::{Encode, ErrorCode};
 
@@ -21,43 +21,57 @@ pub(super) fn error_response(header: &RequestHeader, request: &AnyRequest, code:
         AnyRequest::Produce(r) => frame(
             header,
             &ProduceResponse {
-                topics: map_topics(&r.topics, |p| ProduceResponsePartition {
-                    partition: p.partition,
-                    error_code: c,
-                    offset: -1,
-                }),
+                topics: r
+                    .topics
+                    .iter()
+                    .map(|t| {
+                        let parts = t.partitions.iter().map(|p| ProduceResponsePartition::new(p.partition, c, -1));
+                        ProduceResponseTopic::new(t.topic.clone(), parts.collect())
+                    })
+                    .collect(),
+                ..Default::default()
             },
         ),
         AnyRequest::Fetch(r) => frame(
             header,
             &FetchResponse {
-                topics: map_topics(&r.topics, |p| FetchResponsePartition {
-                    partition: p.partition,
-                    error_code: c,
-                    high_watermark: -1,
-                    message_set: Default::default(),
-                }),
+                topics: r
+                    .topics
+                    .iter()
+                    .map(|t| {
+                        let parts = t
+                            .partitions
+                            .iter()
+                            .map(|p| FetchResponsePartition::new(p.partition, c, -1, Default::default()));
+                        FetchResponseTopic::new(t.topic.clone(), parts.collect())
+                    })
+                    .collect(),
+                ..Default::default()
             },
         ),
         AnyRequest::Offsets(r) => frame(
             header,
             &OffsetsResponse {
-                topics: map_topics(&r.topics, |p| OffsetsResponsePartition {
-                    partition: p.partition,
-                    error_code: c,
-                    offsets: vec![],
-                }),
+                topics: r
+                    .topics
+                    .iter()
+                    .map(|t| {
+                        let parts = t.partitions.iter().map(|p| OffsetsResponsePartition {
+                            partition: p.partition,
+                            error_code: c,
+                            ..Default::default()
+                        });
+                        OffsetsResponseTopic::new(t.topic.clone(), parts.collect())
+                    })
+                    .collect(),
+                ..Default::default()
             },
         ),
         AnyRequest::Metadata(r) => frame(
             header,
             &MetadataResponse {
-                brokers: vec![],
-                topics: r
-                    .topics
-                    .iter()
-                    .map(|t| TopicMetadata { error_code: c, topic: t.clone(), partitions: vec![] })
-                    .collect(),
+                topics: r.topic_names().map(|t| TopicMetadata::new(t, c, vec![])).collect(),
+                ..Default::default()
             },
         ),
         AnyRequest::OffsetCommit(r) => frame(
@@ -114,16 +128,13 @@ fn frame<B: Encode>(header: &RequestHeader, body: &B) -> Option<Bytes> {
     }
 }
 
-fn map_topics<P, R>(topics: &[TopicPartitions<P>], mut f: impl FnMut(&P) -> R) -> Vec<TopicPartitions<R>> {
-    topics.iter().map(|t| TopicPartitions::new(t.topic.clone(), t.partitions.iter().map(&mut f).collect())).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use gregor_protocol::frame::decode_response;
     use gregor_protocol::messages::{
-        ConsumerMetadataRequest, FetchPartition, FetchRequest, ProducePartition, ProduceRequest,
+        ConsumerMetadataRequest, FetchPartition, FetchRequest, FetchTopic, ProducePartition, ProduceRequest,
+        ProduceTopic,
     };
     use gregor_protocol::{MessageSet, Request};
 
@@ -132,11 +143,12 @@ mod tests {
     }
 
     fn produce(acks: i16) -> ProduceRequest {
-        let partition = |partition| ProducePartition { partition, message_set: MessageSet::new() };
+        let partition = |partition| ProducePartition::new(partition, MessageSet::new());
         ProduceRequest {
             required_acks: acks,
             timeout: 100,
-            topics: vec![TopicPartitions::new("t", vec![partition(0), partition(3)])],
+            topics: vec![ProduceTopic::new("t", vec![partition(0), partition(3)])],
+            ..Default::default()
         }
     }
 
@@ -150,13 +162,10 @@ mod tests {
         assert_eq!(got, [(0, 6, -1), (3, 6, -1)]);
 
         let fetch = FetchRequest {
-            replica_id: -1,
             max_wait_time: 0,
             min_bytes: 0,
-            topics: vec![TopicPartitions::new(
-                "t",
-                vec![FetchPartition { partition: 1, fetch_offset: 4, max_bytes: 9 }],
-            )],
+            topics: vec![FetchTopic::new("t", vec![FetchPartition::new(1, 4, 9)])],
+            ..Default::default()
         };
         let frame =
             error_response(&header::<FetchRequest>(8), &AnyRequest::Fetch(fetch), ErrorCode::OffsetOutOfRange).unwrap();

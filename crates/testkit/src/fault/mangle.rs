@@ -241,7 +241,8 @@ fn message_set_overrun(frame: &Bytes, asked: &Asked) -> Option<Bytes> {
 mod tests {
     use super::*;
     use gregor_protocol::messages::{
-        FetchPartition, FetchResponse, FetchResponsePartition, MetadataRequest, MetadataResponse, TopicPartitions,
+        FetchPartition, FetchResponse, FetchResponsePartition, FetchResponseTopic, FetchTopic, MetadataRequest,
+        MetadataResponse,
     };
     use gregor_protocol::{Encode, ErrorCode};
 
@@ -260,7 +261,7 @@ mod tests {
     }
 
     fn metadata_frame() -> Bytes {
-        frame_of(&MetadataResponse { brokers: vec![], topics: vec![] })
+        frame_of(&MetadataResponse { brokers: vec![], topics: vec![], ..Default::default() })
     }
 
     /// A Fetch response frame: t/0 with `messages` from `first` (hw after them), t/1 empty.
@@ -270,20 +271,16 @@ mod tests {
             .enumerate()
             .map(|(i, v)| MessageAndOffset::new(first + i as i64, Message::new(None, Some(Bytes::from(v.to_string())))))
             .collect();
-        let part = |partition, set, hw| FetchResponsePartition {
-            partition,
-            error_code: 0,
-            high_watermark: hw,
-            message_set: set,
-        };
+        let part = |partition, set, hw| FetchResponsePartition::new(partition, 0, hw, set);
         frame_of(&FetchResponse {
-            topics: vec![TopicPartitions::new(
+            topics: vec![FetchResponseTopic::new(
                 "t",
                 vec![
                     part(0, MessageSet::encode(&entries).unwrap(), first + messages.len() as i64),
                     part(1, MessageSet::new(), 0),
                 ],
             )],
+            ..Default::default()
         })
     }
 
@@ -301,7 +298,7 @@ mod tests {
     #[test]
     fn before_stops_error_and_close_and_delays_delay() {
         let header = RequestHeader { api_key: ApiKey::Metadata, api_version: 0, correlation_id: 5, client_id: None };
-        let request = AnyRequest::Metadata(MetadataRequest { topics: vec!["t".into()] });
+        let request = AnyRequest::Metadata(MetadataRequest::for_topics(["t"]));
         let ms = Duration::from_millis(30);
         assert_eq!(before(None, &header, &request), Before::CarryOut(Duration::ZERO));
         assert_eq!(before(Some(&Fault::Delay(ms)), &header, &request), Before::CarryOut(ms));
@@ -314,7 +311,7 @@ mod tests {
         assert_eq!(plan.then, Then::Serve);
         let (h, r) = decode_response::<MetadataRequest>(0, plan.bytes.slice(4..)).unwrap();
         assert_eq!(h.correlation_id, 5);
-        assert_eq!((r.topics[0].topic.as_str(), r.topics[0].error()), ("t", Some(ErrorCode::LeaderNotAvailable)));
+        assert_eq!((r.topics[0].name(), r.topics[0].error()), ("t", Some(ErrorCode::LeaderNotAvailable)));
         for fault in [Fault::Error(ErrorCode::NotLeaderForPartition), Fault::Close] {
             assert!(!fault.carries_out(), "{fault:?}");
         }
@@ -444,13 +441,14 @@ mod tests {
             replica_id: -1,
             max_wait_time: 0,
             min_bytes: 0,
-            topics: vec![TopicPartitions::new(
+            topics: vec![FetchTopic::new(
                 "t",
                 vec![
-                    FetchPartition { partition: 1, fetch_offset: 17, max_bytes: 1 },
-                    FetchPartition { partition: 0, fetch_offset: 4, max_bytes: 1 },
+                    FetchPartition { partition: 1, fetch_offset: 17, max_bytes: 1, ..Default::default() },
+                    FetchPartition { partition: 0, fetch_offset: 4, max_bytes: 1, ..Default::default() },
                 ],
             )],
+            ..Default::default()
         });
         let expected = Asked { api_key: ApiKey::Fetch, version: 0, correlation_id: 3, fetch_offset: Some(17) };
         assert_eq!(Asked::of(&header, &request), expected);

@@ -71,7 +71,7 @@ mod tests {
 
     fn metadata() -> (RequestHeader, AnyRequest) {
         let header = RequestHeader { api_key: ApiKey::Metadata, api_version: 0, correlation_id: 1, client_id: None };
-        (header, AnyRequest::Metadata(MetadataRequest { topics: vec![] }))
+        (header, AnyRequest::Metadata(MetadataRequest::all_topics()))
     }
 
     #[tokio::test(start_paused = true)]

@@ -9,11 +9,11 @@ use bytes::BytesMut;
 use gregor_protocol::frame::{encode_response, RequestHeader};
 use gregor_protocol::messages::{
     AnyRequest, BrokerMetadata, ConsumerMetadataResponse, FetchRequest, FetchResponse, FetchResponsePartition,
-    MetadataRequest, MetadataResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic, OffsetFetchRequest, OffsetFetchResponse, OffsetFetchResponsePartition,
-    OffsetFetchResponseTopic, OffsetsRequest, OffsetsResponse, OffsetsResponsePartition, PartitionMetadata,
-    ProduceRequest, ProduceResponse, ProduceResponsePartition, TopicMetadata, TopicPartitions, EARLIEST_TIME,
-    LATEST_TIME,
+    FetchResponseTopic, MetadataRequest, MetadataResponse, OffsetCommitRequest, OffsetCommitResponse,
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic, OffsetFetchRequest, OffsetFetchResponse,
+    OffsetFetchResponsePartition, OffsetFetchResponseTopic, OffsetsRequest, OffsetsResponse, OffsetsResponsePartition,
+    OffsetsResponseTopic, PartitionMetadata, ProduceRequest, ProduceResponse, ProduceResponsePartition,
+    ProduceResponseTopic, TopicMetadata, EARLIEST_TIME, LATEST_TIME,
 };
 use gregor_protocol::{Encode, ErrorCode, Message, MessageAndOffset, MessageSet, Request};
 
@@ -38,7 +38,7 @@ fn answer(shared: &Shared, header: &RequestHeader, request: &AnyRequest) -> Hand
     let mut st = shared.state();
     let st = &mut *st;
     match request {
-        AnyRequest::Metadata(r) => frame(header, &metadata(shared, st, r)),
+        AnyRequest::Metadata(r) => frame(header, &metadata(shared, st, header.api_version, r)),
         AnyRequest::Produce(r) => {
             let response = produce(st, r);
             if r.expects_response() {
@@ -83,28 +83,29 @@ fn fetchable_bytes(shared: &Shared, request: &FetchRequest) -> i64 {
     total
 }
 
-fn metadata(shared: &Shared, st: &State, request: &MetadataRequest) -> MetadataResponse {
-    let names: Vec<String> =
-        if request.topics.is_empty() { st.topics.keys().cloned().collect() } else { request.topics.clone() };
+fn metadata(shared: &Shared, st: &State, version: i16, request: &MetadataRequest) -> MetadataResponse {
+    let names: Vec<String> = if request.wants_all_topics(version) {
+        st.topics.keys().cloned().collect()
+    } else {
+        request.topic_names().map(str::to_owned).collect()
+    };
     let topics = names
         .into_iter()
         .map(|topic| match st.topics.get(&topic) {
-            Some(&n) => TopicMetadata {
-                error_code: 0,
+            Some(&n) => TopicMetadata::new(
                 topic,
-                partitions: (0..n)
+                0,
+                (0..n)
                     .map(|partition| PartitionMetadata {
-                        error_code: 0,
                         partition,
                         leader: shared.node_id,
                         replicas: vec![shared.node_id],
                         isr: vec![shared.node_id],
+                        ..Default::default()
                     })
                     .collect(),
-            },
-            None => {
-                TopicMetadata { error_code: ErrorCode::UnknownTopicOrPartition.code(), topic, partitions: Vec::new() }
-            }
+            ),
+            None => TopicMetadata::new(topic, ErrorCode::UnknownTopicOrPartition.code(), Vec::new()),
         })
         .collect();
     MetadataResponse {
@@ -112,8 +113,10 @@ fn metadata(shared: &Shared, st: &State, request: &MetadataRequest) -> MetadataR
             node_id: shared.node_id,
             host: shared.addr.ip().to_string(),
             port: i32::from(shared.addr.port()),
+            ..Default::default()
         }],
         topics,
+        ..Default::default()
     }
 }
 
@@ -140,26 +143,18 @@ fn produce(st: &mut State, request: &ProduceRequest) -> ProduceResponse {
                         match p.message_set.entries().collect::<Result<Vec<_>, _>>() {
                             Ok(entries) => {
                                 log.extend(entries.into_iter().map(|e| e.message));
-                                ProduceResponsePartition { partition: p.partition, error_code: 0, offset: base }
+                                ProduceResponsePartition::new(p.partition, 0, base)
                             }
-                            Err(_) => ProduceResponsePartition {
-                                partition: p.partition,
-                                error_code: ErrorCode::InvalidMessage.code(),
-                                offset: -1,
-                            },
+                            Err(_) => ProduceResponsePartition::new(p.partition, ErrorCode::InvalidMessage.code(), -1),
                         }
                     }
-                    None => ProduceResponsePartition {
-                        partition: p.partition,
-                        error_code: ErrorCode::UnknownTopicOrPartition.code(),
-                        offset: -1,
-                    },
+                    None => ProduceResponsePartition::new(p.partition, ErrorCode::UnknownTopicOrPartition.code(), -1),
                 })
                 .collect();
-            TopicPartitions::new(t.topic.clone(), partitions)
+            ProduceResponseTopic::new(t.topic.clone(), partitions)
         })
         .collect();
-    ProduceResponse { topics }
+    ProduceResponse { topics, ..Default::default() }
 }
 
 /// The entries of `log` from `offset`, at their offsets.
@@ -188,24 +183,24 @@ fn fetch(st: &State, request: &FetchRequest) -> FetchResponse {
                 .partitions
                 .iter()
                 .map(|p| match st.logs.get(&(t.topic.clone(), p.partition)) {
-                    Some(log) => FetchResponsePartition {
-                        partition: p.partition,
-                        error_code: 0,
-                        high_watermark: log.len() as i64,
-                        message_set: message_set(&entries_from(log, p.fetch_offset), p.max_bytes),
-                    },
-                    None => FetchResponsePartition {
-                        partition: p.partition,
-                        error_code: ErrorCode::UnknownTopicOrPartition.code(),
-                        high_watermark: -1,
-                        message_set: MessageSet::new(),
-                    },
+                    Some(log) => FetchResponsePartition::new(
+                        p.partition,
+                        0,
+                        log.len() as i64,
+                        message_set(&entries_from(log, p.fetch_offset), p.max_bytes),
+                    ),
+                    None => FetchResponsePartition::new(
+                        p.partition,
+                        ErrorCode::UnknownTopicOrPartition.code(),
+                        -1,
+                        MessageSet::new(),
+                    ),
                 })
                 .collect();
-            TopicPartitions::new(t.topic.clone(), partitions)
+            FetchResponseTopic::new(t.topic.clone(), partitions)
         })
         .collect();
-    FetchResponse { topics }
+    FetchResponse { topics, ..Default::default() }
 }
 
 fn offsets(st: &State, request: &OffsetsRequest) -> OffsetsResponse {
@@ -227,19 +222,19 @@ fn offsets(st: &State, request: &OffsetsRequest) -> OffsetsResponse {
                             _ => vec![0],
                         };
                         offsets.truncate(usize::try_from(p.max_number_of_offsets.max(0)).unwrap_or(0));
-                        OffsetsResponsePartition { partition: p.partition, error_code: 0, offsets }
+                        OffsetsResponsePartition { partition: p.partition, offsets, ..Default::default() }
                     }
                     None => OffsetsResponsePartition {
                         partition: p.partition,
                         error_code: ErrorCode::UnknownTopicOrPartition.code(),
-                        offsets: Vec::new(),
+                        ..Default::default()
                     },
                 })
                 .collect();
-            TopicPartitions::new(t.topic.clone(), partitions)
+            OffsetsResponseTopic::new(t.topic.clone(), partitions)
         })
         .collect();
-    OffsetsResponse { topics }
+    OffsetsResponse { topics, ..Default::default() }
 }
 
 fn offset_commit(request: &OffsetCommitRequest) -> OffsetCommitResponse {
@@ -273,7 +268,7 @@ mod tests {
     use super::super::tests::{broker, fetch_of};
     use crate::wire::{self, Conn};
     use gregor_protocol::frame::ApiKey;
-    use gregor_protocol::messages::{BrokerMetadata, OffsetsPartition, OffsetsRequest, TopicPartitions, LATEST_TIME};
+    use gregor_protocol::messages::{BrokerMetadata, OffsetsPartition, OffsetsRequest, OffsetsTopic, LATEST_TIME};
     use gregor_protocol::{Compression, ErrorCode};
     use std::time::Duration;
 
@@ -282,7 +277,15 @@ mod tests {
         let b = broker().await;
         let mut c = Conn::open(b.addr()).await;
         let md = c.call(0, &wire::metadata(&[])).await;
-        assert_eq!(md.brokers, [BrokerMetadata { node_id: 0, host: "127.0.0.1".into(), port: b.addr().port().into() }]);
+        assert_eq!(
+            md.brokers,
+            [BrokerMetadata {
+                node_id: 0,
+                host: "127.0.0.1".into(),
+                port: b.addr().port().into(),
+                ..Default::default()
+            }]
+        );
         assert_eq!(md.topics.len(), 1);
         assert!(md.topics[0].partitions.iter().all(|p| p.leader == 0));
         let md = c.call(0, &wire::metadata(&["nope"])).await;
@@ -304,10 +307,16 @@ mod tests {
                 0,
                 &OffsetsRequest {
                     replica_id: -1,
-                    topics: vec![TopicPartitions::new(
+                    topics: vec![OffsetsTopic::new(
                         "t",
-                        vec![OffsetsPartition { partition: 0, time: LATEST_TIME, max_number_of_offsets: 1 }],
+                        vec![OffsetsPartition {
+                            partition: 0,
+                            time: LATEST_TIME,
+                            max_number_of_offsets: 1,
+                            ..Default::default()
+                        }],
                     )],
+                    ..Default::default()
                 },
             )
             .await;

@@ -150,7 +150,12 @@ mod tests {
         // every partition of a Fetch, and the whole ConsumerMetadata response
         b.intercept(Rule::on(ApiKey::Fetch, Fault::Error(ErrorCode::OffsetOutOfRange)).once());
         let mut fetch = fetch_of("t", 0, 0);
-        fetch.topics[0].partitions.push(FetchPartition { partition: 1, fetch_offset: 0, max_bytes: 100 });
+        fetch.topics[0].partitions.push(FetchPartition {
+            partition: 1,
+            fetch_offset: 0,
+            max_bytes: 100,
+            ..Default::default()
+        });
         let f = c.call(0, &fetch).await;
         let codes: Vec<_> = f.topics[0].partitions.iter().map(|p| (p.partition, p.error())).collect();
         assert_eq!(codes, [(0, Some(ErrorCode::OffsetOutOfRange)), (1, Some(ErrorCode::OffsetOutOfRange))]);
