@@ -171,7 +171,9 @@ impl BrokerConnection {
     ///
     /// [`Error::Connect`] when the address does not resolve or no resolved address accepts,
     /// [`Error::ConnectTimeout`] after
-    /// [`ConnectionConfig::connect_timeout`](crate::ConnectionConfig::connect_timeout).
+    /// [`ConnectionConfig::connect_timeout`](crate::ConnectionConfig::connect_timeout),
+    /// [`Error::Tls`] when the TLS handshake is refused, [`Error::SaslNotWired`] for a config
+    /// with SASL settings (not run yet).
     pub async fn connect<A>(addr: A, config: &ConnectionConfig) -> Result<BrokerConnection>
     where
         A: ToSocketAddrs + fmt::Display,
@@ -186,6 +188,9 @@ impl BrokerConnection {
         broker_id: Option<BrokerId>,
         config: &ConnectionConfig,
     ) -> Result<BrokerConnection> {
+        if let Some(sasl) = config.sasl() {
+            return Err(sasl_not_wired(&addr, sasl));
+        }
         let timeout = config.connect_timeout();
         let stream = match tokio::time::timeout(timeout, open(&addr, config)).await {
             Ok(stream) => stream?,
@@ -615,6 +620,13 @@ fn tls_error(addr: &str, e: io::Error) -> Error {
         Some(refused) => Error::Tls { addr: addr.to_owned(), reason: refused.to_string() },
         None => Error::Io { addr: addr.to_owned(), source: e },
     }
+}
+
+/// SASL settings are read and checked, but connections do not authenticate yet (the
+/// SaslHandshake and SaslAuthenticate requests are still to come): the one place that refuses
+/// them, before any socket is opened. Replace it with the exchange.
+fn sasl_not_wired(addr: &str, sasl: &crate::SaslConfig) -> Error {
+    Error::SaslNotWired { addr: addr.to_owned(), mechanism: sasl.mechanism }
 }
 
 /// Writes the correlation id into an encoded request frame.

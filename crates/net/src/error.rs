@@ -186,6 +186,20 @@ pub enum Error {
         /// What rustls said.
         reason: String,
     },
+    /// Returned when a connection is asked for with SASL settings
+    /// ([`ConnectionConfig::sasl`](crate::ConnectionConfig::sasl), `security.protocol`
+    /// `SASL_PLAINTEXT` or `SASL_SSL`): gregor reads and checks them, but does not run the SASL
+    /// exchange yet. Not retriable; nothing was sent.
+    #[error(
+        "cannot connect to broker at {addr} with SASL ({mechanism}): SASL authentication is not wired into \
+         gregor's connections yet (issue 26); use security.protocol PLAINTEXT or SSL for now"
+    )]
+    SaslNotWired {
+        /// The broker's address.
+        addr: String,
+        /// The mechanism asked for.
+        mechanism: crate::SaslMechanism,
+    },
     /// Returned when a setting is invalid.
     #[error("invalid configuration")]
     Config(#[from] ConfigError),
@@ -246,6 +260,13 @@ impl Error {
             }
             _ => false,
         }
+    }
+
+    /// True for a connection refused in a way no retry, on this broker or another, can fix:
+    /// a TLS refusal ([`Error::is_tls_refusal`]) or SASL settings ([`Error::SaslNotWired`]).
+    /// Clients fail at once on it instead of retrying (fix the `ssl.*`/`sasl.*` settings).
+    pub fn is_security_refusal(&self) -> bool {
+        self.is_tls_refusal() || matches!(self, Error::SaslNotWired { .. })
     }
 
     /// True when the broker closed the connection (EOF, or a reset): what a Kafka 0.8/0.9 broker
