@@ -30,6 +30,8 @@
 //!   for a condition ([`support::eventually`]) or a future ([`support::bounded`]), a counting
 //!   global allocator ([`support::CountingAllocator`]), and a FakeCluster per test in a chroot
 //!   of its own with its topics led ([`support::cluster`]).
+//! * [`tls`]: TLS listeners for the FakeCluster ([`tls::ServerTls`],
+//!   [`FakeClusterBuilder::tls`]) and certificates made at test time ([`tls::TestPki`]).
 //! * the `gregor-testkit` binary, which runs a cluster outside tests.
 //!
 //! The testkit depends only on `gregor-protocol` and `gregor-zk`, never on a client crate, so
@@ -53,6 +55,7 @@ pub mod fault;
 pub mod hostile;
 pub mod proxy;
 pub mod support;
+pub mod tls;
 pub mod tools;
 pub mod wire;
 pub mod zookeeper;
