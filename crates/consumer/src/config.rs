@@ -894,4 +894,29 @@ mod tests {
              long poll times out"
         );
     }
+
+    #[test]
+    fn security_properties_are_read_beside_the_consumers_and_secrets_stay_hidden() {
+        let base = [("group.id", "g"), ("zookeeper.connect", "h:1")];
+        let c = ConsumerConfig::from_properties(base.into_iter().chain([
+            ("security.protocol", "SASL_PLAINTEXT"),
+            ("sasl.mechanisms", "SCRAM-SHA-512"),
+            ("sasl.username", "member"),
+            ("sasl.password", "member-secret"),
+        ]))
+        .unwrap();
+        assert_eq!(c.security.protocol(), SecurityProtocol::SaslPlaintext);
+        assert!(!format!("{c:?}").contains("member-secret"));
+        let props = c.to_properties();
+        assert!(props.contains(&("sasl.password", "***".to_owned())), "{props:?}");
+        let plain = ConsumerConfig::from_properties(base).unwrap();
+        assert!(plain.to_properties().iter().all(|(k, _)| !k.starts_with("security.")));
+        let e = ConsumerConfig::from_properties(base.into_iter().chain([("ssl.ca.location", "/ca.pem")])).unwrap_err();
+        assert_eq!(e.property(), "ssl.ca.location");
+        let s =
+            Security::from_properties([("security.protocol", "SSL"), ("enable.ssl.certificate.verification", "false")])
+                .unwrap();
+        let c = ConsumerConfig::builder().group_id("g").zookeeper_connect("h:1").security(s.clone()).build().unwrap();
+        assert_eq!(c.security, s);
+    }
 }

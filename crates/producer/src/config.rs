@@ -1044,6 +1044,48 @@ mod tests {
     }
 
     #[test]
+    fn security_properties_are_read_beside_the_producers_and_secrets_stay_hidden() {
+        let c = ProducerConfig::from_properties([
+            ("bootstrap.servers", "a:1"),
+            ("security.protocol", "SASL_SSL"),
+            ("enable.ssl.certificate.verification", "false"),
+            ("sasl.mechanism", "SCRAM-SHA-256"),
+            ("sasl.username", "app"),
+            ("sasl.password", "app-secret"),
+        ])
+        .unwrap();
+        assert_eq!(c.security().protocol(), gregor_net::SecurityProtocol::SaslSsl);
+        assert_eq!(c.security().sasl().unwrap().username, "app");
+        assert!(!format!("{c:?}").contains("app-secret"));
+        let props = c.to_properties();
+        assert!(props.contains(&("sasl.password", "***".to_owned())), "{props:?}");
+        assert!(!format!("{props:?}").contains("app-secret"));
+        // plaintext adds nothing to the 0.8.2 table
+        let plain = ProducerConfig::from_properties([("bootstrap.servers", "a:1")]).unwrap();
+        assert_eq!(plain.to_properties().len(), PROPERTIES.len());
+        assert_eq!(*plain.security(), Security::plaintext());
+        // the errors are the security reader's, naming the property
+        let e = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("ssl.ca.location", "/ca.pem")])
+            .unwrap_err();
+        assert_eq!(e.property(), "ssl.ca.location");
+        let e = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("sasl.password", "app-secret")])
+            .unwrap_err();
+        assert!(e.to_string().contains("\"***\" for sasl.password"), "{e}");
+        assert!(!e.to_string().contains("app-secret"));
+        let e = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("security.protocol", "SASL_SSL")])
+            .unwrap_err();
+        assert_eq!(e, ConfigError::missing("sasl.mechanism"));
+        // the builder takes the net type
+        let s = gregor_net::Security::from_properties([
+            ("security.protocol", "SSL"),
+            ("enable.ssl.certificate.verification", "false"),
+        ])
+        .unwrap();
+        let c = ProducerConfig::builder().metadata_broker_list("a:1").security(s.clone()).build().unwrap();
+        assert_eq!(*c.security(), s);
+    }
+
+    #[test]
     fn enqueue_timeout_maps_kafkas_numbers() {
         assert_eq!(EnqueueTimeout::from_ms(-1).unwrap(), EnqueueTimeout::Block);
         assert_eq!(EnqueueTimeout::from_ms(0).unwrap(), EnqueueTimeout::FailFast);

@@ -583,4 +583,42 @@ mod tests {
         let e = SimpleConsumerConfig::from_properties([("fetch.wait.max.ms", "soon")]).unwrap_err();
         assert_eq!(e.to_string(), "invalid value \"soon\" for fetch.wait.max.ms: not an integer (0 to 2147483647)");
     }
+
+    #[test]
+    fn security_properties_reach_the_connections_and_secrets_stay_hidden() {
+        let c = SimpleConsumerConfig::from_properties([
+            ("metadata.broker.list", "a:1"),
+            ("security.protocol", "ssl"),
+            ("enable.ssl.certificate.verification", "false"),
+        ])
+        .unwrap();
+        assert!(c.security().tls().is_some());
+        assert_eq!(c.connection_config().unwrap().security(), *c.security());
+        // to_properties reads back (no secret here), and plaintext adds nothing
+        assert_eq!(SimpleConsumerConfig::from_properties(c.to_properties()).unwrap(), c);
+        let plain = SimpleConsumerConfig::from_properties([("metadata.broker.list", "a:1")]).unwrap();
+        assert_eq!(plain.to_properties().len(), PROPERTIES.len());
+        let e = SimpleConsumerConfig::from_properties([
+            ("metadata.broker.list", "a:1"),
+            ("security.protocol", "SSL"),
+            ("sasl.password", "reader-secret"),
+        ])
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid value \"***\" for sasl.password: needs security.protocol SASL_PLAINTEXT or SASL_SSL \
+             (security.protocol is SSL)"
+        );
+        let c = SimpleConsumerConfig::from_properties([
+            ("metadata.broker.list", "a:1"),
+            ("security.protocol", "SASL_PLAINTEXT"),
+            ("sasl.mechanism", "PLAIN"),
+            ("sasl.username", "reader"),
+            ("sasl.password", "reader-secret"),
+        ])
+        .unwrap();
+        assert!(!format!("{c:?}").contains("reader-secret"));
+        assert!(!format!("{:?}", c.to_properties()).contains("reader-secret"));
+        assert!(!format!("{:?}", c.connection_config().unwrap()).contains("reader-secret"));
+    }
 }
