@@ -351,8 +351,11 @@ impl ProducerConfig {
         // enable.idempotence=false is what the producer does anyway; true is refused (NOT_YET)
         let mut security = SecurityProperties::new();
         let properties = properties.into_iter().filter(|(k, v)| {
-            !(k.as_ref().trim() == "enable.idempotence" && gregor_config::kafka_bool(v.as_ref().trim()) == Some(false))
-                && !security.take(k, v)
+            let idempotence_off = k.as_ref().trim() == "enable.idempotence"
+                && gregor_config::kafka_bool(v.as_ref().trim()) == Some(false);
+            // the security properties go to their own reader
+            let taken = !idempotence_off && security.take(k, v);
+            !idempotence_off && !taken
         });
         for property in gregor_config::read_with_aliases(CLIENT, PROPERTIES, MODERN_NAMES, properties) {
             let p = property.map_err(not_yet)?;
