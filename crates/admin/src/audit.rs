@@ -677,6 +677,7 @@ impl Admin {
             .fetch_message_max_bytes(options.fetch_max_bytes)
             .fetch_wait_max(Duration::ZERO)
             .fetch_message_auto_grow_max_bytes(Some(FETCH_GROW_MAX.max(options.fetch_max_bytes.saturating_add(1))))
+            .security(self.pool().config().security())
             .build()
             .map_err(|e| Error::Consumer {
                 context: "invalid audit read settings".to_owned(),

@@ -54,7 +54,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gregor_net::{Backoff, BrokerConnection, BrokerId, ConnectionConfig, MetadataCache, Pool};
+use gregor_net::{Backoff, BrokerConnection, BrokerId, ConnectionConfig, MetadataCache, Pool, Security};
 use gregor_protocol::messages::{OffsetsPartition, OffsetsRequest, OffsetsTopic, CONSUMER_REPLICA_ID};
 use gregor_protocol::ErrorCode;
 use gregor_zk::payloads::{BrokerRegistration, PartitionState, TopicAssignment};
@@ -148,6 +148,16 @@ impl Admin {
     pub fn with_pool(mut self, pool: Pool) -> Admin {
         self.pool = pool;
         self
+    }
+
+    /// Secures the broker connections (the log size lookups, the offset coordinators, the
+    /// audit's reads) with `security`: `security.protocol` and its TLS and SASL settings, as
+    /// [`Security::from_properties`] reads them from Kafka's properties (a tool's
+    /// `--command-config` file). Replaces the pool with a new one with these settings and the
+    /// old one's others. ZooKeeper connections stay as they are.
+    pub fn with_security(self, security: &Security) -> Admin {
+        let config = self.pool.config().with_security(security);
+        self.with_pool(Pool::new(config))
     }
 
     /// Uses the pool of `cache` for broker requests, sharing its connections (and settings)

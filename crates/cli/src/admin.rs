@@ -29,8 +29,11 @@ pub(crate) async fn connect_zk(zookeeper: &str, timeout: Duration) -> Result<Adm
         .map_err(|e| CliError::new(format!("could not connect to zookeeper at {zookeeper}"), e))
 }
 
-async fn connect(zk: &ZkArgs) -> Result<Admin, CliError> {
-    connect_zk(&zk.zookeeper, Duration::from_millis(zk.zookeeper_timeout_ms)).await
+/// The admin handle of an admin command: its ZooKeeper session, and broker connections
+/// secured as its `--command-config` file says.
+pub(crate) async fn connect(zk: &ZkArgs) -> Result<Admin, CliError> {
+    let security = crate::properties::security(zk.command_config.as_deref())?;
+    Ok(connect_zk(&zk.zookeeper, Duration::from_millis(zk.zookeeper_timeout_ms)).await?.with_security(&security))
 }
 
 /// Runs `f` with an admin handle, closing it afterwards whatever happened.

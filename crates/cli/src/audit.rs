@@ -4,19 +4,17 @@
 //! partition what is missing and what is unaudited. Exit 0 when nothing is missing, 1
 //! otherwise (or when a partition could not be read), 2 on a usage error.
 
-use std::time::Duration;
-
 use gregor_admin::audit::{AuditOptions, AuditReport, PartitionAudit, WindowAudit};
 use serde_json::{json, Value};
 
-use crate::admin::connect_zk;
+use crate::admin::connect;
 use crate::cli::{AuditArgs, OutputFormat};
 use crate::error::CliError;
 use crate::table::{opt, print, print_json, Table};
 
 /// Runs `gregor audit`.
 pub(crate) async fn run(args: AuditArgs) -> Result<(), CliError> {
-    let admin = connect_zk(&args.zk.zookeeper, Duration::from_millis(args.zk.zookeeper_timeout_ms)).await?;
+    let admin = connect(&args.zk).await?;
     let mut options = AuditOptions::new().audit_topic(args.audit_topic.clone());
     if !args.topic.is_empty() {
         options = options.topics(args.topic.iter().cloned());

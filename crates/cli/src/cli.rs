@@ -149,6 +149,13 @@ pub(crate) struct PerfProduceArgs {
     #[arg(long = "property", value_name = "KEY=VALUE", value_parser = parse_property)]
     pub(crate) properties: Vec<(String, String)>,
 
+    /// A properties file (Kafka's format: key=value lines, # comments) read before the
+    /// --property values, which win: typically the security settings shared by every command
+    /// (security.protocol=SSL, ssl.ca.location, ssl.certificate.location, ssl.key.location,
+    /// sasl.*), or any other property of this client
+    #[arg(long, value_name = "FILE")]
+    pub(crate) command_config: Option<std::path::PathBuf>,
+
     /// table or json
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Table)]
     pub(crate) output: OutputFormat,
@@ -180,6 +187,13 @@ pub(crate) struct PerfConsumeArgs {
     /// A Kafka 0.8.2 consumer property, repeatable
     #[arg(long = "property", value_name = "KEY=VALUE", value_parser = parse_property)]
     pub(crate) properties: Vec<(String, String)>,
+
+    /// A properties file (Kafka's format: key=value lines, # comments) read before the
+    /// --property values, which win: typically the security settings shared by every command
+    /// (security.protocol=SSL, ssl.ca.location, ssl.certificate.location, ssl.key.location,
+    /// sasl.*), or any other property of this client
+    #[arg(long, value_name = "FILE")]
+    pub(crate) command_config: Option<std::path::PathBuf>,
 
     /// table or json
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Table)]
@@ -293,6 +307,13 @@ pub(crate) struct ProduceArgs {
     /// client.id, partitioner.class, ... The flags above win over the same property given here
     #[arg(long = "property", value_name = "KEY=VALUE", value_parser = parse_property)]
     pub(crate) properties: Vec<(String, String)>,
+
+    /// A properties file (Kafka's format: key=value lines, # comments) read before the
+    /// --property values, which win: typically the security settings shared by every command
+    /// (security.protocol=SSL, ssl.ca.location, ssl.certificate.location, ssl.key.location,
+    /// sasl.*), or any other property of this client
+    #[arg(long, value_name = "FILE")]
+    pub(crate) command_config: Option<std::path::PathBuf>,
 }
 
 /// Flags of `gregor fetch`.
@@ -338,6 +359,13 @@ pub(crate) struct FetchArgs {
     /// refresh.leader.backoff.ms, refresh.leader.max.retries, ...
     #[arg(long = "property", value_name = "KEY=VALUE", value_parser = parse_property)]
     pub(crate) properties: Vec<(String, String)>,
+
+    /// A properties file (Kafka's format: key=value lines, # comments) read before the
+    /// --property values, which win: typically the security settings shared by every command
+    /// (security.protocol=SSL, ssl.ca.location, ssl.certificate.location, ssl.key.location,
+    /// sasl.*), or any other property of this client
+    #[arg(long, value_name = "FILE")]
+    pub(crate) command_config: Option<std::path::PathBuf>,
 }
 
 /// Flags of `gregor offsets`.
@@ -370,6 +398,13 @@ pub(crate) struct OffsetsArgs {
     /// refresh.leader.backoff.ms, refresh.leader.max.retries, ...)
     #[arg(long = "property", value_name = "KEY=VALUE", value_parser = parse_property)]
     pub(crate) properties: Vec<(String, String)>,
+
+    /// A properties file (Kafka's format: key=value lines, # comments) read before the
+    /// --property values, which win: typically the security settings shared by every command
+    /// (security.protocol=SSL, ssl.ca.location, ssl.certificate.location, ssl.key.location,
+    /// sasl.*), or any other property of this client
+    #[arg(long, value_name = "FILE")]
+    pub(crate) command_config: Option<std::path::PathBuf>,
 }
 
 const CONSUME_ABOUT: &str = "\
@@ -436,6 +471,12 @@ pub(crate) struct ZkArgs {
     /// How long to wait for a ZooKeeper session (also its session timeout)
     #[arg(long, value_name = "MS", default_value_t = 6000, value_parser = value_parser!(u64).range(1500..))]
     pub(crate) zookeeper_timeout_ms: u64,
+
+    /// A properties file (Kafka's format: key=value lines, # comments) with the security
+    /// settings of the broker connections (log sizes, offset coordinators, the audit's reads):
+    /// security.protocol, ssl.* and sasl.*, as Kafka's tools take --command-config
+    #[arg(long, value_name = "FILE")]
+    pub(crate) command_config: Option<std::path::PathBuf>,
 }
 
 /// Flags of `gregor consume`.
@@ -483,6 +524,13 @@ pub(crate) struct ConsumeArgs {
     /// ... The flags above win over the same property given here
     #[arg(long = "property", value_name = "KEY=VALUE", value_parser = parse_property)]
     pub(crate) properties: Vec<(String, String)>,
+
+    /// A properties file (Kafka's format: key=value lines, # comments) read before the
+    /// --property values, which win: typically the security settings shared by every command
+    /// (security.protocol=SSL, ssl.ca.location, ssl.certificate.location, ssl.key.location,
+    /// sasl.*), or any other property of this client
+    #[arg(long, value_name = "FILE")]
+    pub(crate) command_config: Option<std::path::PathBuf>,
 }
 
 /// Flags of `gregor topics`.

@@ -37,11 +37,12 @@ fn random_group() -> String {
     format!("gregor-console-{:05}", z % 100_000)
 }
 
-/// The consumer settings: this command's defaults, then `--property` values, then the flags.
+/// The consumer settings: this command's defaults, then the `--command-config` file and the
+/// `--property` values, then the flags.
 fn config(args: &ConsumeArgs, group: &str) -> Result<ConsumerConfig, CliError> {
     let mut props: Vec<(String, String)> =
         vec![("client.id".into(), CLIENT_ID.into()), ("auto.offset.reset".into(), "largest".into())];
-    props.extend(args.properties.iter().cloned());
+    props.extend(crate::properties::with_file(args.command_config.as_deref(), &args.properties)?);
     props.push(("zookeeper.connect".into(), args.zookeeper.clone()));
     props.push(("group.id".into(), group.to_owned()));
     if args.from_beginning {

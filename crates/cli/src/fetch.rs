@@ -19,15 +19,16 @@ const MIN_EMPTY_POLL: Duration = Duration::from_millis(10);
 /// How long output still buffered after Ctrl-C may take to go out.
 const INTERRUPTED_FLUSH: Duration = Duration::from_secs(1);
 
-/// A SimpleConsumer from the flags and `--property` values (defaults first, then the
-/// properties, then the flags).
+/// A SimpleConsumer from the flags, the `--command-config` file and the `--property` values
+/// (defaults first, then the file, then the properties, then the flags).
 pub(crate) fn consumer(
     broker_list: &str,
+    command_config: Option<&std::path::Path>,
     properties: &[(String, String)],
     client_id: &str,
 ) -> Result<SimpleConsumer, CliError> {
     let mut props: Vec<(String, String)> = vec![("client.id".into(), client_id.into())];
-    props.extend(properties.iter().cloned());
+    props.extend(crate::properties::with_file(command_config, properties)?);
     props.push(("metadata.broker.list".into(), broker_list.into()));
     let config =
         SimpleConsumerConfig::from_properties(props).map_err(|e| CliError::usage("invalid consumer settings", e))?;
@@ -36,7 +37,7 @@ pub(crate) fn consumer(
 
 /// Runs `gregor fetch`.
 pub(crate) async fn run(args: FetchArgs) -> Result<(), CliError> {
-    let consumer = consumer(&args.broker_list, &args.properties, CLIENT_ID)?;
+    let consumer = consumer(&args.broker_list, args.command_config.as_deref(), &args.properties, CLIENT_ID)?;
     let mut out = Out::stdout();
     let fetching = fetch(&consumer, &args, &mut out);
     let (result, interrupted) = tokio::select! {

@@ -25,6 +25,11 @@
 //!  stdout ◄─ T:P:O1,O2 ◄─ offsets ◄─ SimpleConsumer::offsets_before ◄─ leaders
 //! ```
 //!
+//! Security (TLS; SASL is read but not run yet): `--command-config FILE`, a properties file in
+//! Kafka's format with `security.protocol`, `ssl.*` and `sasl.*` (and, for the client commands,
+//! any of their properties, before the `--property` values), or the same as `--property`
+//! values.
+//!
 //! Exit codes: 0 on success, 1 on failure (the error and its causes on stderr, one per line),
 //! 2 on a usage error (a bad flag or an invalid `--property`).
 //!
@@ -47,6 +52,7 @@ mod offsets;
 mod output;
 mod perf;
 mod produce;
+mod properties;
 mod table;
 
 use std::process::ExitCode;

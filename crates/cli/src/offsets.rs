@@ -16,7 +16,7 @@ const CLIENT_ID: &str = "gregor-offsets";
 
 /// Runs `gregor offsets`.
 pub(crate) async fn run(args: OffsetsArgs) -> Result<(), CliError> {
-    let consumer = consumer(&args.broker_list, &args.properties, CLIENT_ID)?;
+    let consumer = consumer(&args.broker_list, args.command_config.as_deref(), &args.properties, CLIENT_ID)?;
     let result = offsets(&consumer, &args).await;
     consumer.close().await;
     result

@@ -172,7 +172,7 @@ pub(crate) async fn produce(args: PerfProduceArgs) -> Result<(), CliError> {
         ("batch.num.messages".into(), "500".into()),
         ("partitioner.class".into(), PERF_PARTITIONER.into()),
     ];
-    props.extend(args.properties.iter().cloned());
+    props.extend(crate::properties::with_file(args.command_config.as_deref(), &args.properties)?);
     props.push(("metadata.broker.list".into(), args.broker_list.clone()));
     let config = ProducerConfig::from_properties(props).map_err(|e| CliError::usage("invalid producer settings", e))?;
     let partitioner = config.partitioner().class_name().to_owned();
@@ -224,7 +224,7 @@ pub(crate) async fn consume(args: PerfConsumeArgs) -> Result<(), CliError> {
         ("auto.offset.reset".into(), "smallest".into()),
         ("auto.commit.enable".into(), "false".into()),
     ];
-    props.extend(args.properties.iter().cloned());
+    props.extend(crate::properties::with_file(args.command_config.as_deref(), &args.properties)?);
     props.push(("zookeeper.connect".into(), args.zookeeper.clone()));
     props.push(("group.id".into(), group.clone()));
     props.push(("consumer.timeout.ms".into(), args.timeout_ms.to_string()));

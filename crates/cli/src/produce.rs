@@ -38,7 +38,8 @@ const MAX_LINES_PER_REASON: usize = 10;
 /// Bytes read from stdin at a time.
 const READ_BUFFER: usize = 64 * 1024;
 
-/// The producer settings: this command's defaults, then `--property` values, then the flags.
+/// The producer settings: this command's defaults, then the `--command-config` file and the
+/// `--property` values, then the flags.
 fn config(args: &ProduceArgs) -> Result<ProducerConfig, CliError> {
     let mut props: Vec<(String, String)> = vec![
         ("producer.type".into(), "async".into()),
@@ -46,7 +47,7 @@ fn config(args: &ProduceArgs) -> Result<ProducerConfig, CliError> {
         ("request.required.acks".into(), DEFAULT_ACKS.into()),
         ("queue.buffering.max.ms".into(), DEFAULT_LINGER_MS.into()),
     ];
-    props.extend(args.properties.iter().cloned());
+    props.extend(crate::properties::with_file(args.command_config.as_deref(), &args.properties)?);
     props.push(("metadata.broker.list".into(), args.broker_list.clone()));
     if let Some(acks) = args.acks {
         props.push(("request.required.acks".into(), acks.to_string()));

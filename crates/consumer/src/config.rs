@@ -19,10 +19,16 @@
 //! (0.8.2 silently uses range for anything else), `consumer.id` Kafka's characters (it becomes
 //! part of a znode name). An unknown property name is [`ConfigError::UnknownProperty`], where
 //! Kafka 0.8.2 only logs a warning.
+//!
+//! Security: `security.protocol` and the `ssl.*` and `sasl.*` properties are read beside
+//! these by [`gregor_net::Security`] (see [`gregor_net::security`] for the table) into
+//! [`ConsumerConfig::security`], which every broker connection of the consumer uses
+//! (ZooKeeper connections stay as they are).
 
 use std::time::Duration;
 
 use gregor_config::{check_count, check_ms, check_name_chars, validate_client_id, INT_MAX};
+use gregor_net::{Security, SecurityProperties, SecurityProtocol};
 use gregor_protocol::message::{ENTRY_HEADER_SIZE, MESSAGE_V0_OVERHEAD};
 
 use crate::assignment::AssignmentStrategy;
@@ -228,6 +234,8 @@ pub struct ConsumerConfig {
     pub offsets_commit_max_retries: u32,
     /// `dual.commit.enabled`.
     pub dual_commit_enabled: bool,
+    /// `security.protocol` with its `ssl.*` / `sasl.*` settings, for every broker connection.
+    pub security: Security,
 }
 
 impl ConsumerConfig {
@@ -238,12 +246,14 @@ impl ConsumerConfig {
 
     /// Reads Kafka's property names ([`PROPERTIES`]); values are trimmed, durations are in
     /// milliseconds, booleans and `offsets.storage` are read in any case (as Kafka does),
-    /// `consumer.timeout.ms=-1` blocks forever.
+    /// `consumer.timeout.ms=-1` blocks forever. `security.protocol` and the `ssl.*` and
+    /// `sasl.*` properties are read by [`gregor_net::Security::from_properties`].
     ///
     /// # Errors
     ///
     /// [`ConfigError::UnknownProperty`] for a name the consumer does not know,
-    /// [`ConfigError::Invalid`] for a value that does not parse or is impossible,
+    /// [`ConfigError::Invalid`] for a value that does not parse or is impossible (or a
+    /// security setting [`gregor_net::Security::from_properties`] refuses),
     /// [`ConfigError::Missing`] without `group.id` or `zookeeper.connect`, and everything
     /// [`ConsumerConfigBuilder::build`] refuses.
     pub fn from_properties<I, K, V>(properties: I) -> Result<ConsumerConfig, ConfigError>
@@ -253,6 +263,8 @@ impl ConsumerConfig {
         V: AsRef<str>,
     {
         let mut b = ConsumerConfig::builder();
+        let mut security = SecurityProperties::new();
+        let properties = properties.into_iter().filter(|(k, v)| !security.take(k, v));
         for property in gregor_config::read_with_aliases(CLIENT, PROPERTIES, MODERN_NAMES, properties) {
             let p = property?;
             b =
@@ -308,12 +320,13 @@ impl ConsumerConfig {
                     _ => unreachable!("every name of PROPERTIES is handled"),
                 };
         }
-        b.build()
+        b.security(security.build()?).build()
     }
 
     /// Every property of [`PROPERTIES`] with its value, in [`ConsumerConfig::from_properties`]'s
     /// syntax (`consumer.id` only when set): to log the settings in effect, or to read them
-    /// back.
+    /// back. The security properties follow unless the protocol is `PLAINTEXT`
+    /// ([`Security::to_properties`]: secrets are `***`, so they do not read back).
     pub fn to_properties(&self) -> Vec<(&'static str, String)> {
         let ms = |d: Duration| d.as_millis().to_string();
         let mut props = vec![("group.id", self.group_id.clone())];
@@ -348,6 +361,9 @@ impl ConsumerConfig {
             ("offsets.commit.max.retries", self.offsets_commit_max_retries.to_string()),
             ("dual.commit.enabled", self.dual_commit_enabled.to_string()),
         ]);
+        if self.security.protocol() != SecurityProtocol::Plaintext {
+            props.extend(self.security.to_properties());
+        }
         props
     }
 }
@@ -360,6 +376,7 @@ pub struct ConsumerConfigBuilder {
     zookeeper_connect: Option<String>,
     client_id: Option<String>,
     rebalance_backoff: Option<Duration>,
+    security: Security,
     c: Defaults,
 }
 
@@ -399,6 +416,7 @@ impl Default for ConsumerConfigBuilder {
             zookeeper_connect: None,
             client_id: None,
             rebalance_backoff: None,
+            security: Security::plaintext(),
             c: Defaults {
                 zookeeper_session_timeout: ms(DEFAULT_ZOOKEEPER_SESSION_TIMEOUT_MS),
                 zookeeper_connection_timeout: ms(DEFAULT_ZOOKEEPER_CONNECTION_TIMEOUT_MS),
@@ -576,6 +594,13 @@ impl ConsumerConfigBuilder {
         dual_commit_enabled: bool
     );
 
+    /// `security.protocol` and the `ssl.*` / `sasl.*` settings of every broker connection, as
+    /// [`gregor_net::Security`] (TLS settings, SASL credentials). Default: plaintext.
+    pub fn security(mut self, security: Security) -> Self {
+        self.security = security;
+        self
+    }
+
     /// Validates and builds.
     ///
     /// # Errors
@@ -699,6 +724,7 @@ impl ConsumerConfigBuilder {
             offsets_channel_socket_timeout: c.offsets_channel_socket_timeout,
             offsets_commit_max_retries: c.offsets_commit_max_retries,
             dual_commit_enabled: c.dual_commit_enabled,
+            security: self.security,
         })
     }
 }
@@ -867,5 +893,30 @@ mod tests {
             "invalid value \"30000\" for socket.timeout.ms: must be at least fetch.wait.max.ms (40000 ms), or every \
              long poll times out"
         );
+    }
+
+    #[test]
+    fn security_properties_are_read_beside_the_consumers_and_secrets_stay_hidden() {
+        let base = [("group.id", "g"), ("zookeeper.connect", "h:1")];
+        let c = ConsumerConfig::from_properties(base.into_iter().chain([
+            ("security.protocol", "SASL_PLAINTEXT"),
+            ("sasl.mechanisms", "SCRAM-SHA-512"),
+            ("sasl.username", "member"),
+            ("sasl.password", "member-secret"),
+        ]))
+        .unwrap();
+        assert_eq!(c.security.protocol(), SecurityProtocol::SaslPlaintext);
+        assert!(!format!("{c:?}").contains("member-secret"));
+        let props = c.to_properties();
+        assert!(props.contains(&("sasl.password", "***".to_owned())), "{props:?}");
+        let plain = ConsumerConfig::from_properties(base).unwrap();
+        assert!(plain.to_properties().iter().all(|(k, _)| !k.starts_with("security.")));
+        let e = ConsumerConfig::from_properties(base.into_iter().chain([("ssl.ca.location", "/ca.pem")])).unwrap_err();
+        assert_eq!(e.property(), "ssl.ca.location");
+        let s =
+            Security::from_properties([("security.protocol", "SSL"), ("enable.ssl.certificate.verification", "false")])
+                .unwrap();
+        let c = ConsumerConfig::builder().group_id("g").zookeeper_connect("h:1").security(s.clone()).build().unwrap();
+        assert_eq!(c.security, s);
     }
 }

@@ -153,6 +153,7 @@ impl ConsumerConnector {
         let conn_config = ConnectionConfig::builder()
             .client_id(config.client_id.clone())
             .request_timeout(config.socket_timeout)
+            .security(&config.security)
             .build()
             .map_err(|e| Error::InvalidSubscription(e.to_string()))?;
         let pool = Pool::new(conn_config);

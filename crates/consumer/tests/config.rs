@@ -85,8 +85,9 @@ fn every_property_refuses_its_invalid_values() {
         ("refresh.leader.backoff.ms", "1e3", "not an integer"),
         ("fetch.min.bytes", "-1", "must be between 0 and 2147483647"),
         ("fetch.wait.max.ms", "-1", "must be between 0 and 2147483647"),
-        ("auto.offset.reset", "earliest", "must be smallest or largest"),
-        ("auto.offset.reset", "Smallest", "must be smallest or largest"),
+        // earliest and latest are today's names for smallest and largest (see MODERN_NAMES)
+        ("auto.offset.reset", "beginning", "must be smallest, largest, earliest or latest"),
+        ("auto.offset.reset", "Smallest", "must be smallest, largest, earliest or latest"),
         ("consumer.timeout.ms", "-2", "must be -1 (block forever) or 0 to 2147483647"),
         ("consumer.timeout.ms", "2147483648", "must be -1 (block forever) or 0 to 2147483647"),
         ("exclude.internal.topics", "1", "must be true or false"),

@@ -14,6 +14,10 @@
 //! | [`ConnectionConfig::api_version_request_timeout`] | `api.version.request.timeout.ms` (librdkafka) | 10 s |
 //! | [`ConnectionConfig::broker_version_fallback`] | `broker.version.fallback` (librdkafka) | 0.8.2 |
 //! | [`ConnectionConfig::tls`] | `security.protocol=SSL`, `ssl.*` ([`TlsConfig`]) | plaintext |
+//! | [`ConnectionConfig::sasl`] | `security.protocol=SASL_*`, `sasl.*` ([`SaslConfig`]) | none |
+//!
+//! [`Security`](crate::Security) reads `security.protocol` and the `ssl.*` and `sasl.*`
+//! properties into the last two ([`ConnectionConfigBuilder::security`]).
 //! | [`MetadataConfig::refresh_interval`] | `topic.metadata.refresh.interval.ms` | 600 s ([`DEFAULT_REFRESH_INTERVAL`]) |
 //! | [`MetadataConfig::retry_backoff`] | `retry.backoff.ms` | 100 ms ([`DEFAULT_RETRY_BACKOFF`]) |
 //! | [`MetadataConfig::retry_backoff_max`] | — | 1 s ([`DEFAULT_RETRY_BACKOFF_MAX`]) |
@@ -23,6 +27,8 @@ use std::time::Duration;
 
 use gregor_config::{check_at_most, check_timeout};
 
+use crate::sasl::SaslConfig;
+use crate::security::Security;
 use crate::tls::TlsConfig;
 use crate::versions::BrokerVersionFallback;
 
@@ -100,6 +106,7 @@ pub struct ConnectionConfig {
     api_version_request_timeout: Duration,
     broker_version_fallback: BrokerVersionFallback,
     tls: Option<TlsConfig>,
+    sasl: Option<SaslConfig>,
 }
 
 impl Default for ConnectionConfig {
@@ -117,6 +124,7 @@ impl Default for ConnectionConfig {
             api_version_request_timeout: DEFAULT_API_VERSION_REQUEST_TIMEOUT,
             broker_version_fallback: BrokerVersionFallback::DEFAULT,
             tls: None,
+            sasl: None,
         }
     }
 }
@@ -192,6 +200,22 @@ impl ConnectionConfig {
     /// TLS (`security.protocol=SSL`), or `None` for plaintext.
     pub fn tls(&self) -> Option<&TlsConfig> {
         self.tls.as_ref()
+    }
+
+    /// SASL authentication (`security.protocol=SASL_PLAINTEXT` or `SASL_SSL`), or `None`.
+    pub fn sasl(&self) -> Option<&SaslConfig> {
+        self.sasl.as_ref()
+    }
+
+    /// These settings with TLS and SASL from `security` instead (no other setting changes, so
+    /// there is nothing to check again).
+    pub fn with_security(&self, security: &Security) -> ConnectionConfig {
+        ConnectionConfig { tls: security.tls().cloned(), sasl: security.sasl().cloned(), ..self.clone() }
+    }
+
+    /// The TLS and SASL settings together, as a [`Security`].
+    pub fn security(&self) -> Security {
+        Security::new(self.tls.clone(), self.sasl.clone())
     }
 
     /// These settings without the ApiVersions request (for the second connection to a broker
@@ -298,6 +322,24 @@ impl ConnectionConfigBuilder {
     /// [`TlsConfig`]; `None` (the default) for plaintext.
     pub fn tls(mut self, tls: Option<TlsConfig>) -> Self {
         self.config.tls = tls;
+        self
+    }
+
+    /// SASL authentication for every connection (`security.protocol=SASL_PLAINTEXT` or
+    /// `SASL_SSL`, with `sasl.mechanism`, `sasl.username`, `sasl.password`); `None` (the
+    /// default) for none. Each new connection asks the broker's versions (ApiVersions, whatever
+    /// `api.version.request` says) and authenticates ([`crate::BrokerConnection::authenticate`])
+    /// before any other request; a failure is a non-retriable [`crate::Error::Sasl`].
+    pub fn sasl(mut self, sasl: Option<SaslConfig>) -> Self {
+        self.config.sasl = sasl;
+        self
+    }
+
+    /// TLS and SASL from a [`Security`] (what `security.protocol` and the `ssl.*` and
+    /// `sasl.*` properties say): sets both [`tls`](Self::tls) and [`sasl`](Self::sasl).
+    pub fn security(mut self, security: &Security) -> Self {
+        self.config.tls = security.tls().cloned();
+        self.config.sasl = security.sasl().cloned();
         self
     }
 

@@ -171,7 +171,9 @@ impl BrokerConnection {
     ///
     /// [`Error::Connect`] when the address does not resolve or no resolved address accepts,
     /// [`Error::ConnectTimeout`] after
-    /// [`ConnectionConfig::connect_timeout`](crate::ConnectionConfig::connect_timeout).
+    /// [`ConnectionConfig::connect_timeout`](crate::ConnectionConfig::connect_timeout),
+    /// [`Error::Tls`] when the TLS handshake is refused, [`Error::Sasl`] when SASL
+    /// authentication (with [`ConnectionConfig::sasl`](crate::ConnectionConfig::sasl) set) fails.
     pub async fn connect<A>(addr: A, config: &ConnectionConfig) -> Result<BrokerConnection>
     where
         A: ToSocketAddrs + fmt::Display,
@@ -214,6 +216,23 @@ impl BrokerConnection {
                 Self::spawn(read, write, addr.clone(), broker_id, config.clone())
             }
         };
+        if let Some(sasl) = config.sasl() {
+            // SASL (Kafka 1.0+) needs the broker's versions first, whatever api.version.request
+            // says; a broker that closes on ApiVersions cannot do SASL
+            let sasl_failed = |reason: String| Error::Sasl { addr: addr.clone(), mechanism: sasl.mechanism, reason };
+            match conn.negotiate().await {
+                Ok(_) => {}
+                Err(e) if e.is_broker_closed() => {
+                    return Err(sasl_failed(
+                        "the broker closed the connection on ApiVersions (Kafka before 0.10), so it cannot do SASL"
+                            .into(),
+                    ))
+                }
+                Err(e) => return Err(e),
+            }
+            conn.authenticate(sasl).await?;
+            return Ok(conn);
+        }
         let fallback = BrokerVersions::fallback(config.broker_version_fallback());
         if !config.api_version_request() {
             conn.set_versions(fallback);
@@ -1484,8 +1503,9 @@ mod tests {
     #[tokio::test]
     async fn an_unsupported_version_is_an_encode_error() {
         let (conn, _peer) = connect();
-        let err = conn.request(3, &md("a")).await.unwrap_err();
-        assert!(matches!(err, Error::Encode { api: ApiKey::Metadata, version: 3, .. }), "{err:?}");
+        // Metadata v14 is past the newest version gregor-protocol implements
+        let err = conn.request(14, &md("a")).await.unwrap_err();
+        assert!(matches!(err, Error::Encode { api: ApiKey::Metadata, version: 14, .. }), "{err:?}");
         assert!(!conn.is_poisoned());
     }
 

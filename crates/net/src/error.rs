@@ -260,6 +260,13 @@ impl Error {
         }
     }
 
+    /// True for a connection refused in a way no retry, on this broker or another, can fix:
+    /// a TLS refusal ([`Error::is_tls_refusal`]) or a failed SASL authentication ([`Error::Sasl`]).
+    /// Clients fail at once on it instead of retrying (fix the `ssl.*`/`sasl.*` settings).
+    pub fn is_security_refusal(&self) -> bool {
+        self.is_tls_refusal() || matches!(self, Error::Sasl { .. })
+    }
+
     /// True when the broker closed the connection (EOF, or a reset): what a Kafka 0.8/0.9 broker
     /// does on a request it does not know, such as ApiVersions.
     pub fn is_broker_closed(&self) -> bool {

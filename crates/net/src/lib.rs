@@ -24,6 +24,9 @@
 //!   a message too large, corrupt, out of range, retry after a leader lookup, fail), pure;
 //!   shared by both consumers.
 //! * [`ConnectionConfig`], [`MetadataConfig`]: Kafka's property names and defaults.
+//! * [`Security`]: `security.protocol` and the `ssl.*` / `sasl.*` properties, read once for
+//!   every client ([`SecurityProperties`] beside a client's own), into TLS settings
+//!   ([`TlsConfig`]) and SASL credentials ([`SaslConfig`]).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), gregor_net::Error> {
@@ -59,6 +62,7 @@ mod fetch;
 mod metadata;
 mod pool;
 pub mod sasl;
+pub mod security;
 pub mod tls;
 pub mod versions;
 
@@ -70,6 +74,7 @@ pub use fetch::{classify_fetch, FetchClass};
 pub use metadata::{parse_broker_list, Broker, MetadataCache, MetadataSnapshot, PartitionInfo, TopicInfo};
 pub use pool::Pool;
 pub use sasl::{SaslConfig, SaslMechanism, Secret};
+pub use security::{Security, SecurityProperties, SecurityProtocol, SECURITY_PROPERTIES};
 pub use tls::{TlsConfig, TlsConfigBuilder};
 pub use versions::{BrokerVersionFallback, BrokerVersions, NoCommonVersion, VersionSource};
 

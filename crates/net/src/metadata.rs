@@ -430,7 +430,10 @@ impl MetadataCache {
     /// # Errors
     ///
     /// [`Error::NoBrokerAvailable`] (with every address tried and the last error) when no
-    /// broker answered in any round.
+    /// broker answered in any round; the first broker's error itself, after one round, when
+    /// every broker of that round refused the connection in a way no retry fixes
+    /// ([`Error::is_security_refusal`]: a TLS handshake refused, SASL settings), so that a
+    /// wrong CA fails at once rather than after every round.
     pub async fn refresh(&self, topics: &[String]) -> Result<()> {
         let request = if topics.is_empty() {
             MetadataRequest::all_topics()
@@ -447,6 +450,8 @@ impl MetadataCache {
                 tracing::warn!(round, ?delay, "no broker answered metadata; backing off");
                 tokio::time::sleep(delay).await;
             }
+            let mut refused: Option<Error> = None;
+            let mut other_failures = false;
             for addr in self.candidates() {
                 if !tried.contains(&addr) {
                     tried.push(addr.clone());
@@ -457,11 +462,22 @@ impl MetadataCache {
                         *self.inner.last_good.lock().unwrap_or_else(|p| p.into_inner()) = Some(addr);
                         return Ok(());
                     }
+                    Err(e) if e.is_security_refusal() => {
+                        tracing::warn!(%addr, error = %e, "broker connection refused; trying the next broker");
+                        refused.get_or_insert(e);
+                    }
                     Err(e) => {
                         tracing::debug!(%addr, error = %e, "metadata request failed; trying the next broker");
+                        other_failures = true;
                         last = Some(Box::new(e));
                     }
                 }
+            }
+            match refused {
+                // every broker refused: the same settings will be refused again
+                Some(e) if !other_failures => return Err(e),
+                Some(e) => last = Some(Box::new(e)),
+                None => {}
             }
         }
         Err(Error::NoBrokerAvailable { tried, last })

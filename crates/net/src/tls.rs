@@ -53,6 +53,14 @@ impl Pem {
         }
     }
 
+    /// The property that gives it: `file` for a file, `text` for PEM text.
+    fn property(&self, file: &'static str, text: &'static str) -> &'static str {
+        match self {
+            Pem::File(_) => file,
+            Pem::Text(_) => text,
+        }
+    }
+
     /// How it shows in `Debug` and errors: a file's path, or only the length of a text (keys
     /// are secrets).
     fn describe(&self) -> String {
@@ -109,6 +117,41 @@ impl TlsConfig {
     /// The rustls configuration made from these settings.
     pub(crate) fn rustls(&self) -> Arc<ClientConfig> {
         self.rustls.clone()
+    }
+
+    /// These settings as Kafka's `ssl.*` properties, as [`crate::Security::from_properties`]
+    /// reads them; a private key given as PEM text is `***` (a key file is named by its path).
+    pub(crate) fn properties(&self) -> Vec<(&'static str, String)> {
+        let mut props = Vec::new();
+        match &self.ca {
+            CaSource::System => {}
+            CaSource::File(path) => props.push(("ssl.ca.location", path.display().to_string())),
+            CaSource::Pem(text) => props.push(("ssl.ca.pem", text.clone())),
+        }
+        match &self.client {
+            None => {}
+            Some((Pem::File(cert), Pem::File(key))) => {
+                props.push(("ssl.certificate.location", cert.display().to_string()));
+                props.push(("ssl.key.location", key.display().to_string()));
+            }
+            Some((cert, key)) => {
+                for (pem, file, text, secret) in [
+                    (cert, "ssl.certificate.location", "ssl.certificate.pem", false),
+                    (key, "ssl.key.location", "ssl.key.pem", true),
+                ] {
+                    let value = match pem {
+                        Pem::File(path) => path.display().to_string(),
+                        Pem::Text(_) if secret => "***".to_owned(),
+                        Pem::Text(text) => text.clone(),
+                    };
+                    props.push((pem.property(file, text), value));
+                }
+            }
+        }
+        let algorithm = if self.verify_hostname { "https" } else { "none" };
+        props.push(("ssl.endpoint.identification.algorithm", algorithm.to_owned()));
+        props.push(("enable.ssl.certificate.verification", self.verify_certificates.to_string()));
+        props
     }
 
     /// Whether the broker's name is checked against its certificate.
@@ -198,7 +241,7 @@ impl TlsConfigBuilder {
         } else {
             let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
                 .build()
-                .map_err(|e| ConfigError::invalid("ssl.ca.location", self.ca_name(), e.to_string()))?;
+                .map_err(|e| ConfigError::invalid(self.ca_property(), self.ca_name(), e.to_string()))?;
             if self.verify_hostname {
                 webpki
             } else {
@@ -209,21 +252,15 @@ impl TlsConfigBuilder {
         let rustls = match &self.client {
             None => builder.with_no_client_auth(),
             Some((cert, key)) => {
-                let chain = certificates(&cert.read("ssl.certificate.location")?)
-                    .map_err(|e| ConfigError::invalid("ssl.certificate.location", cert.describe(), e))?;
-                let key_der = PrivateKeyDer::from_pem_slice(&key.read("ssl.key.location")?).map_err(|e| {
-                    ConfigError::invalid(
-                        "ssl.key.location",
-                        key.describe(),
-                        format!("holds no usable private key: {e}"),
-                    )
+                let cert_property = cert.property("ssl.certificate.location", "ssl.certificate.pem");
+                let key_property = key.property("ssl.key.location", "ssl.key.pem");
+                let chain = certificates(&cert.read(cert_property)?)
+                    .map_err(|e| ConfigError::invalid(cert_property, cert.describe(), e))?;
+                let key_der = PrivateKeyDer::from_pem_slice(&key.read(key_property)?).map_err(|e| {
+                    ConfigError::invalid(key_property, key.describe(), format!("holds no usable private key: {e}"))
                 })?;
                 builder.with_client_auth_cert(chain, key_der).map_err(|e| {
-                    ConfigError::invalid(
-                        "ssl.key.location",
-                        key.describe(),
-                        format!("does not fit the certificate: {e}"),
-                    )
+                    ConfigError::invalid(key_property, key.describe(), format!("does not fit the certificate: {e}"))
                 })?
             }
         };
@@ -234,6 +271,14 @@ impl TlsConfigBuilder {
             verify_certificates: self.verify_certificates,
             rustls: Arc::new(rustls),
         })
+    }
+
+    /// The property that names the CA: `ssl.ca.pem` for PEM text, else `ssl.ca.location`.
+    fn ca_property(&self) -> &'static str {
+        match &self.ca {
+            CaSource::Pem(_) => "ssl.ca.pem",
+            _ => "ssl.ca.location",
+        }
     }
 
     fn ca_name(&self) -> String {
@@ -262,11 +307,12 @@ impl TlsConfigBuilder {
             CaSource::File(path) => Pem::File(path.clone()).read("ssl.ca.location")?,
             CaSource::Pem(text) => text.as_bytes().to_vec(),
         };
-        let certs = certificates(&pem).map_err(|e| ConfigError::invalid("ssl.ca.location", self.ca_name(), e))?;
+        let property = self.ca_property();
+        let certs = certificates(&pem).map_err(|e| ConfigError::invalid(property, self.ca_name(), e))?;
         for cert in certs {
-            roots.add(cert).map_err(|e| {
-                ConfigError::invalid("ssl.ca.location", self.ca_name(), format!("a bad CA certificate: {e}"))
-            })?;
+            roots
+                .add(cert)
+                .map_err(|e| ConfigError::invalid(property, self.ca_name(), format!("a bad CA certificate: {e}")))?;
         }
         Ok(roots)
     }

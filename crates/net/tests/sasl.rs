@@ -163,3 +163,17 @@ async fn a_mechanism_the_broker_does_not_offer_names_what_it_offers() {
     let err = conn.authenticate(&SaslConfig::new(SaslMechanism::ScramSha256, "alice", "wonderland")).await.unwrap_err();
     assert!(err.to_string().ends_with("the broker does not offer SCRAM-SHA-256 (error 33); it offers PLAIN"), "{err}");
 }
+
+#[tokio::test]
+async fn a_config_with_sasl_authenticates_at_connect() {
+    let (addr, seen) = broker(Mechanism::ScramSha256).await;
+    let config = ConnectionConfig::builder()
+        .sasl(Some(SaslConfig::new(SaslMechanism::ScramSha256, "alice", "wonderland")))
+        .build()
+        .unwrap();
+    // api.version.request is off by default: SASL asks for the versions anyway
+    assert!(!config.api_version_request());
+    let conn = BrokerConnection::connect(&addr, &config).await.unwrap();
+    conn.request(0, &MetadataRequest::default()).await.unwrap();
+    assert_eq!(seen.lock().unwrap().user.as_deref(), Some("alice"));
+}

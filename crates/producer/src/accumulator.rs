@@ -670,7 +670,18 @@ impl<T> Accumulator<T> {
     /// round; past `message.send.max.retries + 1` rounds their records are released, to be
     /// failed.
     pub(crate) fn end_metadata_round(&mut self, topics: &[Arc<str>]) -> Vec<Released<T>> {
-        let max = self.config.max_retries;
+        self.end_round(topics, self.config.max_retries)
+    }
+
+    /// A metadata round failed in a way no further round can fix (the brokers refused the
+    /// connection settings): every record of `topics` waiting for metadata is released now, to
+    /// be failed.
+    pub(crate) fn give_up_metadata(&mut self, topics: &[Arc<str>]) -> Vec<Released<T>> {
+        self.end_round(topics, 0)
+    }
+
+    /// [`Accumulator::end_metadata_round`], releasing past `max` rounds.
+    fn end_round(&mut self, topics: &[Arc<str>], max: u32) -> Vec<Released<T>> {
         let mut released = Vec::new();
         for (tp, q) in self.partitions.iter_mut() {
             if !topics.contains(&tp.topic) {

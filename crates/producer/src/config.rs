@@ -20,8 +20,10 @@
 //! | [`send_buffer_bytes`](ProducerConfigBuilder::send_buffer_bytes) | `send.buffer.bytes` | `102400` ([`DEFAULT_SEND_BUFFER_BYTES`]) |
 //! | [`partitioner`](ProducerConfigBuilder::partitioner) | `partitioner.class` | `kafka.producer.DefaultPartitioner` = [`PartitionerKind::Default08`] |
 //! | — (encoders are values given to the producer) | `serializer.class`, `key.serializer.class` | `kafka.serializer.DefaultEncoder` |
+//! | [`security`](ProducerConfigBuilder::security) | `security.protocol`, `ssl.*`, `sasl.*` (see [`gregor_net::security`]) | `PLAINTEXT` |
 //!
-//! [`ProducerConfig::from_properties`] reads these names exactly; [`ProducerConfig::builder`]
+//! [`ProducerConfig::from_properties`] reads these names exactly (and the security properties,
+//! which [`gregor_net::Security`] reads for every client); [`ProducerConfig::builder`]
 //! sets them with typed values; [`ProducerConfig::to_properties`] writes them back. Both ways
 //! in end in the same checks: impossible values and combinations are [`ConfigError::Invalid`]
 //! naming the property and the reason (`invalid value "2" for request.required.acks: must be
@@ -42,6 +44,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use gregor_config::{check_count, check_ms, shorten, validate_client_id, validate_topic_name, Alias, INT_MAX};
+use gregor_net::{Security, SecurityProperties};
 use gregor_protocol::Compression;
 
 use crate::partitioner::PartitionerKind;
@@ -267,6 +270,7 @@ pub struct ProducerConfig {
     partitioner: PartitionerKind,
     serializer_class: Option<String>,
     key_serializer_class: Option<String>,
+    security: Security,
 }
 
 impl Default for ProducerConfig {
@@ -293,6 +297,7 @@ impl Default for ProducerConfig {
             partitioner: PartitionerKind::Default08,
             serializer_class: None,
             key_serializer_class: None,
+            security: Security::plaintext(),
         }
     }
 }
@@ -327,13 +332,15 @@ impl ProducerConfig {
     /// `org.apache.kafka.clients.producer.internals.DefaultPartitioner`) and `round_robin`.
     /// `serializer.class` and `key.serializer.class` accept Kafka's `DefaultEncoder`,
     /// `StringEncoder` and (keys only) `NullEncoder`; they are only recorded: the encoders are
-    /// the values given to the producer's constructor.
+    /// the values given to the producer's constructor. `security.protocol` and the `ssl.*` and
+    /// `sasl.*` properties are read by [`gregor_net::Security::from_properties`].
     ///
     /// # Errors
     ///
     /// [`ConfigError::UnknownProperty`] naming the first unknown property,
-    /// [`ConfigError::Invalid`] for a value that does not parse or is out of range, and
-    /// everything [`ProducerConfigBuilder::build`] rejects.
+    /// [`ConfigError::Invalid`] for a value that does not parse or is out of range, what
+    /// [`gregor_net::Security::from_properties`] refuses, and everything
+    /// [`ProducerConfigBuilder::build`] rejects.
     pub fn from_properties<I, K, V>(properties: I) -> Result<ProducerConfig, ConfigError>
     where
         I: IntoIterator<Item = (K, V)>,
@@ -342,8 +349,13 @@ impl ProducerConfig {
     {
         let mut b = ProducerConfig::builder();
         // enable.idempotence=false is what the producer does anyway; true is refused (NOT_YET)
+        let mut security = SecurityProperties::new();
         let properties = properties.into_iter().filter(|(k, v)| {
-            !(k.as_ref().trim() == "enable.idempotence" && gregor_config::kafka_bool(v.as_ref().trim()) == Some(false))
+            let idempotence_off = k.as_ref().trim() == "enable.idempotence"
+                && gregor_config::kafka_bool(v.as_ref().trim()) == Some(false);
+            // the security properties go to their own reader
+            let taken = !idempotence_off && security.take(k, v);
+            !idempotence_off && !taken
         });
         for property in gregor_config::read_with_aliases(CLIENT, PROPERTIES, MODERN_NAMES, properties) {
             let p = property.map_err(not_yet)?;
@@ -391,18 +403,20 @@ impl ProducerConfig {
                 _ => unreachable!("every name of PROPERTIES is handled"),
             };
         }
-        b.build()
+        b.security(security.build()?).build()
     }
 
     /// Every property of [`PROPERTIES`] with its value, in [`ProducerConfig::from_properties`]'s
     /// syntax: to log the settings in effect, or to read them back. `partitioner.class` of a
     /// [`PartitionerKind::Custom`] is `custom`, which `from_properties` refuses (a custom
     /// partitioner is a value, not a name); `serializer.class` and `key.serializer.class` are
-    /// the recorded names, else Kafka's defaults.
+    /// the recorded names, else Kafka's defaults. The security properties follow unless the
+    /// protocol is `PLAINTEXT` ([`Security::to_properties`]: secrets are `***`, so they do not
+    /// read back).
     pub fn to_properties(&self) -> Vec<(&'static str, String)> {
         let ms = |d: Duration| d.as_millis().to_string();
         let serializer = self.serializer_class.as_deref().unwrap_or(DEFAULT_SERIALIZER_CLASS);
-        vec![
+        let mut props = vec![
             ("metadata.broker.list", self.metadata_broker_list.clone()),
             ("producer.type", self.producer_type.to_string()),
             ("request.required.acks", self.request_required_acks.to_string()),
@@ -422,7 +436,11 @@ impl ProducerConfig {
             ("partitioner.class", self.partitioner.class_name().to_owned()),
             ("serializer.class", serializer.to_owned()),
             ("key.serializer.class", self.key_serializer_class.as_deref().unwrap_or(serializer).to_owned()),
-        ]
+        ];
+        if self.security.protocol() != gregor_net::SecurityProtocol::Plaintext {
+            props.extend(self.security.to_properties());
+        }
+        props
     }
 
     /// `metadata.broker.list`.
@@ -539,6 +557,11 @@ impl ProducerConfig {
     /// `key.serializer.class` as read by [`ProducerConfig::from_properties`], if given.
     pub fn key_serializer_class(&self) -> Option<&str> {
         self.key_serializer_class.as_deref()
+    }
+
+    /// `security.protocol` and its TLS and SASL settings, for every broker connection.
+    pub fn security(&self) -> &Security {
+        &self.security
     }
 }
 
@@ -737,6 +760,13 @@ impl ProducerConfigBuilder {
     /// metadata refresh, as 0.8.2's `kafka.producer.DefaultPartitioner` does for null keys).
     pub fn partitioner(mut self, partitioner: PartitionerKind) -> Self {
         self.config.partitioner = partitioner;
+        self
+    }
+
+    /// `security.protocol` and the `ssl.*` / `sasl.*` settings of every broker connection, as
+    /// [`gregor_net::Security`] (TLS settings, SASL credentials). Default: plaintext.
+    pub fn security(mut self, security: Security) -> Self {
+        self.config.security = security;
         self
     }
 
@@ -1014,6 +1044,48 @@ mod tests {
             "invalid value \"20\" for batch.num.messages: must not exceed queue.buffering.max.messages (10): a \
              batch could never fill; lower it or raise the queue"
         );
+    }
+
+    #[test]
+    fn security_properties_are_read_beside_the_producers_and_secrets_stay_hidden() {
+        let c = ProducerConfig::from_properties([
+            ("bootstrap.servers", "a:1"),
+            ("security.protocol", "SASL_SSL"),
+            ("enable.ssl.certificate.verification", "false"),
+            ("sasl.mechanism", "SCRAM-SHA-256"),
+            ("sasl.username", "app"),
+            ("sasl.password", "app-secret"),
+        ])
+        .unwrap();
+        assert_eq!(c.security().protocol(), gregor_net::SecurityProtocol::SaslSsl);
+        assert_eq!(c.security().sasl().unwrap().username, "app");
+        assert!(!format!("{c:?}").contains("app-secret"));
+        let props = c.to_properties();
+        assert!(props.contains(&("sasl.password", "***".to_owned())), "{props:?}");
+        assert!(!format!("{props:?}").contains("app-secret"));
+        // plaintext adds nothing to the 0.8.2 table
+        let plain = ProducerConfig::from_properties([("bootstrap.servers", "a:1")]).unwrap();
+        assert_eq!(plain.to_properties().len(), PROPERTIES.len());
+        assert_eq!(*plain.security(), Security::plaintext());
+        // the errors are the security reader's, naming the property
+        let e = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("ssl.ca.location", "/ca.pem")])
+            .unwrap_err();
+        assert_eq!(e.property(), "ssl.ca.location");
+        let e = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("sasl.password", "app-secret")])
+            .unwrap_err();
+        assert!(e.to_string().contains("\"***\" for sasl.password"), "{e}");
+        assert!(!e.to_string().contains("app-secret"));
+        let e = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("security.protocol", "SASL_SSL")])
+            .unwrap_err();
+        assert_eq!(e, ConfigError::missing("sasl.mechanism"));
+        // the builder takes the net type
+        let s = gregor_net::Security::from_properties([
+            ("security.protocol", "SSL"),
+            ("enable.ssl.certificate.verification", "false"),
+        ])
+        .unwrap();
+        let c = ProducerConfig::builder().metadata_broker_list("a:1").security(s.clone()).build().unwrap();
+        assert_eq!(*c.security(), s);
     }
 
     #[test]

@@ -84,6 +84,19 @@ pub enum Error {
         #[source]
         source: Option<Arc<gregor_net::Error>>,
     },
+    /// Returned when the brokers refused the connection settings in a way no retry fixes
+    /// ([`gregor_net::Error::is_security_refusal`]): the TLS handshake failed (an untrusted
+    /// CA, a certificate for another name, a client certificate refused:
+    /// [`gregor_net::Error::Tls`], naming the broker), or SASL authentication failed
+    /// ([`gregor_net::Error::Sasl`]).
+    /// The record failed after the first metadata refresh, without retries: fix the `ssl.*` /
+    /// `sasl.*` settings.
+    #[error("the brokers refused the connection settings (TLS or SASL); not retried")]
+    Refused {
+        /// The refusal, naming the broker.
+        #[source]
+        source: Arc<gregor_net::Error>,
+    },
     /// Returned when the record names a partition the topic does not have, or a custom
     /// partitioner returned one.
     #[error("topic {topic} has no partition {partition} (it has {partitions})")]

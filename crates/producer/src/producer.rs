@@ -149,6 +149,7 @@ where
             .client_id(config.client_id())
             .request_timeout(config.response_timeout())
             .send_buffer_bytes(Some(config.send_buffer_bytes()))
+            .security(config.security())
             .build()
             .map_err(Error::Config)?;
         let metadata = MetadataConfig::builder()

@@ -12,6 +12,7 @@
 //! | [`SimpleConsumerConfig::refresh_leader_backoff_max`] | `refresh.leader.backoff.max.ms` (gregor) | 1 s ([`DEFAULT_REFRESH_LEADER_BACKOFF_MAX`]) |
 //! | [`SimpleConsumerConfig::refresh_leader_max_retries`] | `refresh.leader.max.retries` (gregor) | 10 ([`DEFAULT_REFRESH_LEADER_MAX_RETRIES`]) |
 //! | [`SimpleConsumerConfig::fetch_message_auto_grow_max_bytes`] | `fetch.message.auto.grow.max.bytes` (gregor) | off ([`DEFAULT_FETCH_MESSAGE_AUTO_GROW_MAX_BYTES`]) |
+//! | [`SimpleConsumerConfig::security`] | `security.protocol`, `ssl.*`, `sasl.*` (see [`gregor_net::security`]) | `PLAINTEXT` |
 //!
 //! The properties marked (gregor) do not exist in Kafka 0.8.2: its `SimpleConsumer` does not
 //! retry at all, and its high-level consumer retries leader lookups forever.
@@ -27,7 +28,7 @@
 use std::time::Duration;
 
 use gregor_config::{check_count, check_ms};
-use gregor_net::{ConnectionConfig, MetadataConfig};
+use gregor_net::{ConnectionConfig, MetadataConfig, Security, SecurityProperties};
 use gregor_protocol::message::{ENTRY_HEADER_SIZE, MESSAGE_V0_OVERHEAD};
 
 // The one configuration error of every gregor client, from the configuration kit.
@@ -111,6 +112,7 @@ pub struct SimpleConsumerConfig {
     refresh_leader_backoff_max: Duration,
     refresh_leader_max_retries: u32,
     fetch_message_auto_grow_max_bytes: Option<i32>,
+    security: Security,
 }
 
 impl Default for SimpleConsumerConfig {
@@ -128,6 +130,7 @@ impl Default for SimpleConsumerConfig {
             refresh_leader_backoff_max: DEFAULT_REFRESH_LEADER_BACKOFF_MAX,
             refresh_leader_max_retries: DEFAULT_REFRESH_LEADER_MAX_RETRIES,
             fetch_message_auto_grow_max_bytes: DEFAULT_FETCH_MESSAGE_AUTO_GROW_MAX_BYTES,
+            security: Security::plaintext(),
         }
     }
 }
@@ -147,7 +150,8 @@ impl SimpleConsumerConfig {
     /// Reads Kafka's property names (`metadata.broker.list`, `fetch.message.max.bytes`, ...,
     /// and the gregor ones of the [module table](self), all in [`PROPERTIES`]); durations are in
     /// milliseconds, as in Kafka; values are trimmed. `fetch.message.auto.grow.max.bytes=0`
-    /// leaves auto-grow off (the default).
+    /// leaves auto-grow off (the default). `security.protocol` and the `ssl.*` and `sasl.*`
+    /// properties are read by [`gregor_net::Security::from_properties`].
     ///
     /// ```
     /// use gregor_simple_consumer::SimpleConsumerConfig;
@@ -164,7 +168,8 @@ impl SimpleConsumerConfig {
     /// # Errors
     ///
     /// [`ConfigError::UnknownProperty`] for a name not in [`PROPERTIES`],
-    /// [`ConfigError::Invalid`] for a value that does not parse or is out of range, and what
+    /// [`ConfigError::Invalid`] for a value that does not parse or is out of range, what
+    /// [`gregor_net::Security::from_properties`] refuses, and what
     /// [`SimpleConsumerConfigBuilder::build`] rejects.
     pub fn from_properties<I, K, V>(properties: I) -> Result<SimpleConsumerConfig, ConfigError>
     where
@@ -173,6 +178,8 @@ impl SimpleConsumerConfig {
         V: AsRef<str>,
     {
         let mut b = SimpleConsumerConfig::builder();
+        let mut security = SecurityProperties::new();
+        let properties = properties.into_iter().filter(|(k, v)| !security.take(k, v));
         for property in gregor_config::read_with_aliases(CLIENT, PROPERTIES, MODERN_NAMES, properties) {
             let p = property?;
             b = match p.name() {
@@ -192,13 +199,15 @@ impl SimpleConsumerConfig {
                 _ => unreachable!("every name of PROPERTIES is handled"),
             };
         }
-        b.build()
+        b.security(security.build()?).build()
     }
 
     /// Every property of [`PROPERTIES`] with its value, as [`SimpleConsumerConfig::from_properties`]
     /// reads it back (auto-grow off is `0`): to log the settings in effect, or to round-trip them.
+    /// The security properties follow unless the protocol is `PLAINTEXT`
+    /// ([`Security::to_properties`]: secrets are `***`, so they do not read back).
     pub fn to_properties(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut props = vec![
             ("metadata.broker.list", self.metadata_broker_list.clone()),
             ("client.id", self.client_id.clone()),
             ("socket.timeout.ms", self.socket_timeout.as_millis().to_string()),
@@ -209,7 +218,11 @@ impl SimpleConsumerConfig {
             ("refresh.leader.backoff.max.ms", self.refresh_leader_backoff_max.as_millis().to_string()),
             ("refresh.leader.max.retries", self.refresh_leader_max_retries.to_string()),
             ("fetch.message.auto.grow.max.bytes", self.fetch_message_auto_grow_max_bytes.unwrap_or(0).to_string()),
-        ]
+        ];
+        if self.security.protocol() != gregor_net::SecurityProtocol::Plaintext {
+            props.extend(self.security.to_properties());
+        }
+        props
     }
 
     /// `metadata.broker.list`: the brokers asked for metadata first (`host:port,host:port`).
@@ -265,20 +278,29 @@ impl SimpleConsumerConfig {
         self.fetch_message_auto_grow_max_bytes
     }
 
+    /// `security.protocol` and its TLS and SASL settings, for every broker connection.
+    pub fn security(&self) -> &Security {
+        &self.security
+    }
+
     /// `fetch.wait.max.ms` in the `int32` milliseconds of a Fetch request.
     pub(crate) fn fetch_wait_max_ms(&self) -> i32 {
         self.fetch_wait_max.as_millis() as i32
     }
 
-    /// The settings of the consumer's connections: `client.id` and `socket.timeout.ms`, the
-    /// rest [`ConnectionConfig`]'s defaults.
+    /// The settings of the consumer's connections: `client.id`, `socket.timeout.ms` and the
+    /// security settings, the rest [`ConnectionConfig`]'s defaults.
     ///
     /// # Errors
     ///
     /// What [`gregor_net::ConnectionConfigBuilder::build`] rejects (a `client.id` over 32767
     /// bytes).
     pub fn connection_config(&self) -> Result<ConnectionConfig, ConfigError> {
-        ConnectionConfig::builder().client_id(self.client_id.clone()).request_timeout(self.socket_timeout).build()
+        ConnectionConfig::builder()
+            .client_id(self.client_id.clone())
+            .request_timeout(self.socket_timeout)
+            .security(&self.security)
+            .build()
     }
 
     /// The settings of the consumer's metadata cache: [`MetadataConfig`]'s defaults.
@@ -392,6 +414,13 @@ impl SimpleConsumerConfigBuilder {
     /// to this many bytes of memory per partition; must exceed `fetch.message.max.bytes`.
     pub fn fetch_message_auto_grow_max_bytes(mut self, max: Option<i32>) -> Self {
         self.config.fetch_message_auto_grow_max_bytes = max;
+        self
+    }
+
+    /// `security.protocol` and the `ssl.*` / `sasl.*` settings of every broker connection, as
+    /// [`gregor_net::Security`] (TLS settings, SASL credentials). Default: plaintext.
+    pub fn security(mut self, security: Security) -> Self {
+        self.config.security = security;
         self
     }
 
@@ -553,5 +582,43 @@ mod tests {
         );
         let e = SimpleConsumerConfig::from_properties([("fetch.wait.max.ms", "soon")]).unwrap_err();
         assert_eq!(e.to_string(), "invalid value \"soon\" for fetch.wait.max.ms: not an integer (0 to 2147483647)");
+    }
+
+    #[test]
+    fn security_properties_reach_the_connections_and_secrets_stay_hidden() {
+        let c = SimpleConsumerConfig::from_properties([
+            ("metadata.broker.list", "a:1"),
+            ("security.protocol", "ssl"),
+            ("enable.ssl.certificate.verification", "false"),
+        ])
+        .unwrap();
+        assert!(c.security().tls().is_some());
+        assert_eq!(c.connection_config().unwrap().security(), *c.security());
+        // to_properties reads back (no secret here), and plaintext adds nothing
+        assert_eq!(SimpleConsumerConfig::from_properties(c.to_properties()).unwrap(), c);
+        let plain = SimpleConsumerConfig::from_properties([("metadata.broker.list", "a:1")]).unwrap();
+        assert_eq!(plain.to_properties().len(), PROPERTIES.len());
+        let e = SimpleConsumerConfig::from_properties([
+            ("metadata.broker.list", "a:1"),
+            ("security.protocol", "SSL"),
+            ("sasl.password", "reader-secret"),
+        ])
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid value \"***\" for sasl.password: needs security.protocol SASL_PLAINTEXT or SASL_SSL \
+             (security.protocol is SSL)"
+        );
+        let c = SimpleConsumerConfig::from_properties([
+            ("metadata.broker.list", "a:1"),
+            ("security.protocol", "SASL_PLAINTEXT"),
+            ("sasl.mechanism", "PLAIN"),
+            ("sasl.username", "reader"),
+            ("sasl.password", "reader-secret"),
+        ])
+        .unwrap();
+        assert!(!format!("{c:?}").contains("reader-secret"));
+        assert!(!format!("{:?}", c.to_properties()).contains("reader-secret"));
+        assert!(!format!("{:?}", c.connection_config().unwrap()).contains("reader-secret"));
     }
 }

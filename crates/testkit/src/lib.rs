@@ -30,6 +30,8 @@
 //!   for a condition ([`support::eventually`]) or a future ([`support::bounded`]), a counting
 //!   global allocator ([`support::CountingAllocator`]), and a FakeCluster per test in a chroot
 //!   of its own with its topics led ([`support::cluster`]).
+//! * [`tls`]: TLS listeners for the FakeCluster ([`tls::ServerTls`],
+//!   [`FakeClusterBuilder::tls`]) and certificates made at test time ([`tls::TestPki`]).
 //! * the `gregor-testkit` binary, which runs a cluster outside tests.
 //!
 //! The testkit depends only on `gregor-protocol` and `gregor-zk`, never on a client crate, so
@@ -55,6 +57,7 @@ mod kafka_0_8_2;
 pub mod proxy;
 pub mod sasl;
 pub mod support;
+pub mod tls;
 pub mod tools;
 pub mod wire;
 pub mod zookeeper;

@@ -15,6 +15,9 @@
 //! * capture: kcat's request frames recorded raw by a proxy, checked against the request log
 //!   re-encoded with `gregor_protocol::frame::encode_request`, and (with
 //!   `GREGOR_CAPTURE_FIXTURES=1`) written to `crates/protocol/tests/data/kcat/`;
+//! * TLS: the brokers serve TLS with a certificate of a CA made at test time; kcat
+//!   (`-X security.protocol=ssl -X ssl.ca.location=...`, hostname checked) produces with acks=-1
+//!   and consumes everything back; with another CA it gets no metadata;
 //! * `kcat_throughput` (ignored): produce rate of 500,000 100-byte messages.
 //!
 //! Without kcat the tests fail, naming `apt-get install kcat`, unless `GREGOR_ALLOW_SKIP=1` is
@@ -32,6 +35,7 @@ use gregor_protocol::frame::{encode_request, split_frame, ApiKey, RequestHeader}
 use gregor_protocol::messages::{AnyRequest, ProduceRequest};
 use gregor_protocol::{Compression, MessageSet};
 use gregor_testkit::support;
+use gregor_testkit::tls::{ServerTls, TestPki};
 use gregor_testkit::tools::{kcat_or_skip, CODECS, KCAT_0_8_2};
 use gregor_testkit::{FakeCluster, LoggedRequest};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -968,6 +972,57 @@ async fn kcat_request_frames_round_trip_and_match_the_fixtures() {
             "{name}: kcat's bytes differ from the fixture's (beyond the correlation id)"
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. TLS
+// ---------------------------------------------------------------------------------------------
+
+/// The brokers serve TLS with a certificate of a CA made here: kcat (OpenSSL, an independent
+/// TLS stack) told to trust that CA produces with acks=-1 and consumes everything back, hostname
+/// checked (librdkafka 2.0 checks it by default); told to trust another CA it gets no metadata,
+/// and the brokers count the refused handshakes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kcat_produces_and_consumes_over_tls() {
+    const N: usize = 1000;
+    let Some(bin) = kcat_or_skip() else { return };
+    let pki = TestPki::new("kcat");
+    let dir = tempfile::tempdir().unwrap();
+    let files = pki.write(dir.path()).unwrap();
+    let tls = ServerTls::from_files(&files.server_certificate, &files.server_key).unwrap();
+    let Some(c) = support::cluster("kcat-tls").brokers(2).quick().tls(tls).start().await else { return };
+    assert!(c.is_tls());
+    c.create_topic("secure", 2, 2).await.unwrap();
+    let kcat = Kcat::new(&bin, c.bootstrap());
+    let ca = format!("ssl.ca.location={}", files.ca.display());
+    let ssl = ["-X", "security.protocol=ssl", "-X", ca.as_str(), "-X", "ssl.endpoint.identification.algorithm=https"];
+
+    let produce = [&ssl[..], &["-P", "-t", "secure", "-K:", "-X", "topic.request.required.acks=-1", "-vv"]].concat();
+    let run = kcat.run_ok(&produce, &keyed_lines(0..N, "tls-value"), Duration::from_secs(60)).await;
+    let dr = parse_delivery_reports(&run.stderr);
+    assert!(dr.failed.is_empty(), "kcat reported failures over TLS: {:?}", dr.failed);
+    assert_eq!(dr.delivered.len(), N, "one delivery report per message");
+    let consume = [&ssl[..], &["-C", "-t", "secure", "-e", "-o", "beginning", "-f", CONSUME_FORMAT]].concat();
+    let run = kcat.run_ok(&consume, b"", Duration::from_secs(60)).await;
+    let mut values: Vec<String> = parse_consumed(&run.stdout).into_iter().map(|m| m.value).collect();
+    values.sort();
+    assert_eq!(values, (0..N).map(|i| format!("tls-value-{i:05}")).collect::<Vec<_>>(), "every message back");
+    assert_eq!(c.tls_handshakes_failed(), 0);
+
+    // another CA: the brokers' certificate is refused, and no metadata comes back
+    let other = TestPki::new("kcat-other");
+    let other_ca = dir.path().join("other-ca.pem");
+    std::fs::write(&other_ca, other.ca_pem()).unwrap();
+    let other_ca = format!("ssl.ca.location={}", other_ca.display());
+    let run = kcat
+        .run(&["-X", "security.protocol=ssl", "-X", other_ca.as_str(), "-L", "-m", "3"], b"", Duration::from_secs(30))
+        .await;
+    assert!(!run.status.success(), "kcat -L with an untrusted CA succeeded: {}", run.stdout);
+    assert!(
+        c.tls_handshakes_failed() > 0,
+        "the brokers saw the refused handshakes; kcat said:\n{}",
+        tail(&run.stderr, 2000)
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

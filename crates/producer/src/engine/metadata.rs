@@ -150,6 +150,14 @@ impl Engine {
                 self.meta.last_error = Some(Arc::new(e));
             }
         }
+        let refused = self.meta.last_error.clone().filter(|e| !ok && e.is_security_refusal());
+        if let Some(source) = refused {
+            // a TLS or SASL refusal would be the same next round: the records
+            // waiting for metadata fail now
+            for r in self.acc.give_up_metadata(&topics) {
+                self.fail_released(r, Error::Refused { source: source.clone() });
+            }
+        }
         let rounds = self.config.message_send_max_retries() + 1;
         for r in self.acc.end_metadata_round(&topics) {
             let topic_known = self.meta.parts.get(&*r.topic).is_some_and(|p| !p.all.is_empty());

@@ -5,7 +5,12 @@
 //!                [--num-partitions N] [--default-replication-factor N]
 //!                [--offsets-topic-num-partitions N] [--delete-topic-enable]
 //!                [--request-log N]   (requests kept for inspection; default 1000, 0 = off)
+//!                [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]
 //! ```
+//!
+//! With `--tls-cert` and `--tls-key` (PEM: the brokers' certificate chain and its key) every
+//! broker serves TLS only (`security.protocol=SSL` for clients); `--tls-client-ca` also
+//! requires client certificates signed by that CA.
 //!
 //! Prints exactly one line when ready,
 //! `brokers=127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3 zookeeper=127.0.0.1:Z`, then runs until it is
@@ -13,13 +18,14 @@
 
 use std::process::ExitCode;
 
+use gregor_testkit::tls::ServerTls;
 use gregor_testkit::zookeeper::ZooKeeperServer;
 use gregor_testkit::FakeCluster;
 use tokio::io::AsyncReadExt;
 
 const USAGE: &str = "usage: gregor-testkit [--brokers N] [--zookeeper HOST:PORT[/chroot]] [--port FIRST_PORT] \
 [--num-partitions N] [--default-replication-factor N] [--offsets-topic-num-partitions N] [--delete-topic-enable] \
-[--request-log N]";
+[--request-log N] [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]";
 
 #[derive(Debug, Default)]
 struct Args {
@@ -31,6 +37,9 @@ struct Args {
     offsets_partitions: Option<i32>,
     delete_topic_enable: bool,
     request_log: usize,
+    tls_cert: Option<String>,
+    tls_key: Option<String>,
+    tls_client_ca: Option<String>,
 }
 
 fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -52,6 +61,9 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--delete-topic-enable" => args.delete_topic_enable = true,
             "--request-log" => args.request_log = num(&value("--request-log")?, "--request-log")?,
+            "--tls-cert" => args.tls_cert = Some(value("--tls-cert")?),
+            "--tls-key" => args.tls_key = Some(value("--tls-key")?),
+            "--tls-client-ca" => args.tls_client_ca = Some(value("--tls-client-ca")?),
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -59,11 +71,31 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     if args.brokers == 0 {
         return Err("--brokers must be at least 1".to_owned());
     }
+    if args.tls_cert.is_some() != args.tls_key.is_some() {
+        return Err("--tls-cert and --tls-key go together".to_owned());
+    }
+    if args.tls_client_ca.is_some() && args.tls_cert.is_none() {
+        return Err("--tls-client-ca needs --tls-cert and --tls-key".to_owned());
+    }
     Ok(args)
 }
 
 fn num<T: std::str::FromStr>(s: &str, name: &str) -> Result<T, String> {
     s.parse().map_err(|_| format!("{name}: {s:?} is not a valid number"))
+}
+
+/// The brokers' TLS from the flags, if any.
+fn tls(args: &Args) -> Result<Option<ServerTls>, gregor_testkit::cluster::Error> {
+    let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) else { return Ok(None) };
+    let tls = ServerTls::from_files(cert, key)?;
+    match &args.tls_client_ca {
+        None => Ok(Some(tls)),
+        Some(ca) => {
+            let pem = std::fs::read_to_string(ca)
+                .map_err(|e| gregor_testkit::cluster::Error::Tls(format!("cannot read {ca}: {e}")))?;
+            Ok(Some(tls.require_client_certificates(&pem)?))
+        }
+    }
 }
 
 #[tokio::main]
@@ -76,6 +108,13 @@ async fn main() -> ExitCode {
         }
     };
     gregor_testkit::init_tracing();
+    let tls = match tls(&args) {
+        Ok(tls) => tls,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let (_server, zookeeper) = match &args.zookeeper {
         Some(z) => (None, z.clone()),
         None => match ZooKeeperServer::start() {
@@ -91,6 +130,9 @@ async fn main() -> ExitCode {
     };
     let mut builder =
         FakeCluster::builder(zookeeper.clone()).brokers(args.brokers).request_log_capacity(args.request_log);
+    if let Some(tls) = tls {
+        builder = builder.tls(tls);
+    }
     if let Some(p) = args.port {
         builder = builder.ports((0..args.brokers as u16).map(|i| p + i).collect());
     }

@@ -2,6 +2,7 @@
 //! each broker greets connections ([`Accept`]), and the request log.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
@@ -37,11 +38,38 @@ pub(crate) struct Hooks {
     rules: Mutex<Rules>,
     accept: Mutex<BTreeMap<i32, Accept>>,
     log: Mutex<VecDeque<LoggedRequest>>,
+    accepted: AtomicU64,
+    handshakes_failed: AtomicU64,
 }
 
 impl Hooks {
     pub(crate) fn new(capacity: usize) -> Hooks {
-        Hooks { capacity, rules: Mutex::default(), accept: Mutex::default(), log: Mutex::default() }
+        Hooks {
+            capacity,
+            rules: Mutex::default(),
+            accept: Mutex::default(),
+            log: Mutex::default(),
+            accepted: AtomicU64::new(0),
+            handshakes_failed: AtomicU64::new(0),
+        }
+    }
+
+    /// A connection was accepted.
+    pub(crate) fn count_accepted(&self) {
+        self.accepted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn connections_accepted(&self) -> u64 {
+        self.accepted.load(Ordering::Relaxed)
+    }
+
+    /// A TLS handshake failed.
+    pub(crate) fn count_handshake_failed(&self) {
+        self.handshakes_failed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn tls_handshakes_failed(&self) -> u64 {
+        self.handshakes_failed.load(Ordering::Relaxed)
     }
 
     pub(crate) fn add(&self, rule: Rule) {

@@ -51,6 +51,7 @@ pub use config::{
 pub use hooks::{LoggedRequest, REQUEST_LOG_CAPACITY};
 
 use crate::fault::{Accept, Rule};
+use crate::tls::ServerTls;
 use handlers::BrokerCtx;
 use state::{BrokerSlot, Shared};
 
@@ -81,6 +82,10 @@ pub enum Error {
     /// Returned for a request the cluster cannot carry out (unknown broker, bad topic).
     #[error("{0}")]
     Invalid(String),
+    /// Returned when TLS cannot be set up (a PEM without a certificate or key, a key that does
+    /// not fit, a file that cannot be read): see [`crate::tls`].
+    #[error("TLS setup: {0}")]
+    Tls(String),
 }
 
 /// How long start-up steps may take before [`Error::Timeout`].
@@ -95,6 +100,7 @@ pub struct FakeClusterBuilder {
     zookeeper: String,
     ports: Vec<u16>,
     request_log_capacity: usize,
+    tls: Option<ServerTls>,
 }
 
 impl FakeClusterBuilder {
@@ -135,13 +141,23 @@ impl FakeClusterBuilder {
         self
     }
 
+    /// Serves every broker's listener over TLS with `tls`'s certificate (and, if it says so,
+    /// requires client certificates): Kafka's `listeners=SSL://...`. Default: plaintext. The
+    /// brokers still register `host:port` in ZooKeeper; a client connects with
+    /// `security.protocol=SSL` and the CA that signed the certificate. A connection whose
+    /// handshake fails is closed and counted ([`FakeCluster::tls_handshakes_failed`]).
+    pub fn tls(mut self, tls: ServerTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
     /// Starts the brokers, registers them, waits for a controller.
     ///
     /// # Errors
     ///
     /// [`Error::ZooKeeper`] when ZooKeeper is unreachable, [`Error::Bind`], [`Error::Timeout`].
     pub async fn start(self) -> Result<FakeCluster, Error> {
-        let shared = Shared::new(self.config.clone(), self.request_log_capacity);
+        let shared = Shared::new(self.config.clone(), self.request_log_capacity, self.tls.clone());
         let admin = ZkClient::connect(&self.zookeeper, self.config.zookeeper_session_timeout).await?;
         for path in [
             paths::CONSUMERS,
@@ -254,6 +270,7 @@ impl FakeCluster {
             zookeeper: zookeeper.into(),
             ports: vec![],
             request_log_capacity: REQUEST_LOG_CAPACITY,
+            tls: None,
         }
     }
 
@@ -315,6 +332,24 @@ impl FakeCluster {
     /// `host:port` of every broker, comma-separated: a `metadata.broker.list`.
     pub fn bootstrap(&self) -> String {
         self.broker_addrs().iter().map(|(_, a)| a.to_string()).collect::<Vec<_>>().join(",")
+    }
+
+    /// True when the brokers serve TLS ([`FakeClusterBuilder::tls`]).
+    pub fn is_tls(&self) -> bool {
+        self.shared.tls.is_some()
+    }
+
+    /// How many connections the brokers have accepted since the start (every broker, each
+    /// connection counted once, before any TLS handshake): to prove a client does not reconnect
+    /// in a loop.
+    pub fn connections_accepted(&self) -> u64 {
+        self.shared.hooks.connections_accepted()
+    }
+
+    /// How many TLS handshakes the brokers saw fail (the client refused the certificate, or
+    /// presented none when one is required).
+    pub fn tls_handshakes_failed(&self) -> u64 {
+        self.shared.hooks.tls_handshakes_failed()
     }
 
     /// Every broker's id and address, running or not.

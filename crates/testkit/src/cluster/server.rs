@@ -7,8 +7,8 @@ use std::time::SystemTime;
 
 use bytes::{Bytes, BytesMut};
 use gregor_protocol::frame::{split_frame, RequestHeader};
-use tokio::io::AsyncReadExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use super::handlers::{handle, BrokerCtx, Reply};
@@ -18,12 +18,15 @@ use crate::fault::{self, Accept, Fault, Handled, Plan, Then};
 /// Largest request frame a fake broker reads (`socket.request.max.bytes`, 100 MiB).
 const MAX_REQUEST_BYTES: usize = 104_857_600;
 
+/// How long a TLS handshake may take before the fake broker closes the connection.
+const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 pub(crate) async fn serve(listener: TcpListener, ctx: BrokerCtx, shutdown: watch::Receiver<bool>) {
     let mut stop = shutdown.clone();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => match ctx.shared.hooks.accept(ctx.id) {
+                Ok((stream, _)) => match counted(&ctx).accept(ctx.id) {
                     Accept::Close => drop(stream),
                     Accept::Stall => {
                         // hold the socket, never read, until the broker stops
@@ -36,7 +39,34 @@ pub(crate) async fn serve(listener: TcpListener, ctx: BrokerCtx, shutdown: watch
                     accept @ (Accept::Serve | Accept::Silent) => {
                         let _ = stream.set_nodelay(true);
                         let muted = accept == Accept::Silent;
-                        tokio::spawn(connection(stream, ctx.clone(), shutdown.clone(), muted));
+                        match ctx.shared.tls.as_ref().map(|tls| tls.acceptor()) {
+                            None => {
+                                tokio::spawn(connection(stream, ctx.clone(), shutdown.clone(), muted));
+                            }
+                            Some(acceptor) => {
+                                let (ctx, mut stop) = (ctx.clone(), shutdown.clone());
+                                tokio::spawn(async move {
+                                    let handshake = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream));
+                                    let stream = tokio::select! {
+                                        done = handshake => match done {
+                                            Ok(Ok(stream)) => stream,
+                                            Ok(Err(e)) => {
+                                                ctx.shared.hooks.count_handshake_failed();
+                                                tracing::debug!(broker = ctx.id, error = %e, "fake broker: TLS handshake failed");
+                                                return;
+                                            }
+                                            Err(_) => {
+                                                ctx.shared.hooks.count_handshake_failed();
+                                                tracing::debug!(broker = ctx.id, "fake broker: TLS handshake timed out");
+                                                return;
+                                            }
+                                        },
+                                        _ = stop.changed() => return,
+                                    };
+                                    connection(stream, ctx, stop, muted).await;
+                                });
+                            }
+                        }
                     }
                 },
                 Err(e) => tracing::warn!(broker = ctx.id, error = %e, "fake broker accept failed"),
@@ -46,10 +76,21 @@ pub(crate) async fn serve(listener: TcpListener, ctx: BrokerCtx, shutdown: watch
     }
 }
 
+/// Counts an accepted connection; the hooks, to ask how to greet it.
+fn counted(ctx: &BrokerCtx) -> &super::hooks::Hooks {
+    ctx.shared.hooks.count_accepted();
+    &ctx.shared.hooks
+}
+
 /// Serves one connection until the client closes it, a request is malformed, a fault closes
 /// it or the broker stops. A muted connection (a fault silenced it) reads and logs requests
 /// and does nothing else.
-async fn connection(mut stream: TcpStream, ctx: BrokerCtx, mut shutdown: watch::Receiver<bool>, mut muted: bool) {
+async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    ctx: BrokerCtx,
+    mut shutdown: watch::Receiver<bool>,
+    mut muted: bool,
+) {
     let mut buf = BytesMut::with_capacity(64 * 1024);
     loop {
         let frame = match split_frame(&mut buf, MAX_REQUEST_BYTES) {

@@ -11,6 +11,7 @@ use tokio::sync::Notify;
 use super::config::BrokerConfig;
 use super::hooks::Hooks;
 use super::log::PartitionLog;
+use crate::tls::ServerTls;
 
 /// What the cluster knows of one broker.
 #[derive(Debug)]
@@ -115,15 +116,18 @@ pub(crate) struct Shared {
     /// Woken on every append, high-watermark or leadership change.
     pub(crate) changed: Notify,
     pub(crate) hooks: Hooks,
+    /// TLS for every listener, or plaintext.
+    pub(crate) tls: Option<ServerTls>,
 }
 
 impl Shared {
-    pub(crate) fn new(config: BrokerConfig, request_log_capacity: usize) -> Arc<Shared> {
+    pub(crate) fn new(config: BrokerConfig, request_log_capacity: usize, tls: Option<ServerTls>) -> Arc<Shared> {
         Arc::new(Shared {
             config,
             state: Mutex::new(State::default()),
             changed: Notify::new(),
             hooks: Hooks::new(request_log_capacity),
+            tls,
         })
     }
 

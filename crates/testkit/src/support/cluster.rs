@@ -33,6 +33,7 @@ pub fn cluster(test: &str) -> TestClusterBuilder {
         request_log_capacity: None,
         topics: Vec::new(),
         tracing: true,
+        tls: None,
     }
 }
 
@@ -46,6 +47,7 @@ pub struct TestClusterBuilder {
     request_log_capacity: Option<usize>,
     topics: Vec<(String, i32, i32)>,
     tracing: bool,
+    tls: Option<crate::tls::ServerTls>,
 }
 
 impl TestClusterBuilder {
@@ -87,6 +89,13 @@ impl TestClusterBuilder {
         })
     }
 
+    /// Serves every listener over TLS (see
+    /// [`FakeClusterBuilder::tls`](crate::FakeClusterBuilder::tls)).
+    pub fn tls(mut self, tls: crate::tls::ServerTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
     /// A topic to create once the cluster runs, as [`FakeCluster::create_topic`] does (which
     /// waits until every partition has a leader).
     pub fn topic(mut self, name: &str, partitions: i32, replication_factor: i32) -> Self {
@@ -110,6 +119,9 @@ impl TestClusterBuilder {
         let mut builder = FakeCluster::builder(zookeeper).brokers(self.brokers).config(self.config);
         if let Some(n) = self.request_log_capacity {
             builder = builder.request_log_capacity(n);
+        }
+        if let Some(tls) = self.tls {
+            builder = builder.tls(tls);
         }
         let cluster = builder.start().await.unwrap_or_else(|e| panic!("{test}: the fake cluster does not start: {e}"));
         for (name, partitions, replication_factor) in &self.topics {
