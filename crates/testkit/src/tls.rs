@@ -30,14 +30,18 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::TlsAcceptor;
 
-use crate::cluster::Error;
+/// A certificate, key or file the TLS setup cannot use (the FakeCluster reports it as
+/// [`crate::cluster::Error::Tls`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Error(pub String);
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
 fn tls_error(what: impl fmt::Display) -> Error {
-    Error::Tls(what.to_string())
+    Error(what.to_string())
 }
 
 /// What the brokers present, and whether they require client certificates. Cheap to clone;
@@ -64,7 +68,7 @@ impl ServerTls {
     ///
     /// # Errors
     ///
-    /// [`Error::Tls`] for a PEM without a certificate or key, or a key that does not fit.
+    /// [`Error`] for a PEM without a certificate or key, or a key that does not fit.
     pub fn from_pem(certificate_chain: &str, key: &str) -> Result<ServerTls, Error> {
         let chain = certificates(certificate_chain.as_bytes()).map_err(|e| tls_error(format!("certificate: {e}")))?;
         let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).map_err(|e| tls_error(format!("key: {e}")))?;
@@ -75,7 +79,7 @@ impl ServerTls {
     ///
     /// # Errors
     ///
-    /// [`Error::Tls`] naming a file that cannot be read, and what [`ServerTls::from_pem`] refuses.
+    /// [`Error`] naming a file that cannot be read, and what [`ServerTls::from_pem`] refuses.
     pub fn from_files(certificate_chain: impl AsRef<Path>, key: impl AsRef<Path>) -> Result<ServerTls, Error> {
         ServerTls::from_pem(&read(certificate_chain.as_ref())?, &read(key.as_ref())?)
     }
@@ -85,7 +89,7 @@ impl ServerTls {
     ///
     /// # Errors
     ///
-    /// [`Error::Tls`] for a PEM without a certificate.
+    /// [`Error`] for a PEM without a certificate.
     pub fn require_client_certificates(self, ca_pem: &str) -> Result<ServerTls, Error> {
         let cas = certificates(ca_pem.as_bytes()).map_err(|e| tls_error(format!("client CA: {e}")))?;
         ServerTls::make(self.chain, self.key, Some(cas))
@@ -208,7 +212,7 @@ impl TestPki {
     ///
     /// # Errors
     ///
-    /// [`Error::Tls`] for a name rcgen refuses.
+    /// [`Error`] for a name rcgen refuses.
     pub fn issue(&self, names: &[&str], client: bool) -> Result<Issued, Error> {
         let key = KeyPair::generate().map_err(tls_error)?;
         let mut params =
@@ -248,7 +252,7 @@ impl TestPki {
     ///
     /// # Errors
     ///
-    /// [`Error::Tls`] when a file cannot be written.
+    /// [`Error`] when a file cannot be written.
     pub fn write(&self, dir: &Path) -> Result<PkiFiles, Error> {
         let server = self.server()?;
         let client = self.issue(&["client"], true)?;

@@ -88,6 +88,12 @@ pub enum Error {
     Tls(String),
 }
 
+impl From<crate::tls::Error> for Error {
+    fn from(e: crate::tls::Error) -> Error {
+        Error::Tls(e.0)
+    }
+}
+
 /// How long start-up steps may take before [`Error::Timeout`].
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
 
