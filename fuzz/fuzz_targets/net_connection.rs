@@ -54,7 +54,13 @@ async fn run(selector: u8, stream: Vec<u8>) {
             if i % 2 == 0 {
                 conn.request(0, &MetadataRequest::all_topics()).await.map(|_| ())
             } else {
-                let fetch = FetchRequest { replica_id: -1, max_wait_time: 100, min_bytes: 1, topics: vec![], ..Default::default() };
+                let fetch = FetchRequest {
+                    replica_id: -1,
+                    max_wait_time: 100,
+                    min_bytes: 1,
+                    topics: vec![],
+                    ..Default::default()
+                };
                 conn.request(0, &fetch).await.map(|_| ())
             }
         });
