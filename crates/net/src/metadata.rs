@@ -99,15 +99,18 @@ pub struct TopicInfo {
 ///     brokers: vec![BrokerMetadata { node_id: 1, host: "b1".into(), port: 9092, ..Default::default() }],
 ///     topics: vec![TopicMetadata {
 ///         error_code: 0,
-///         topic: "t".into(),
+///         topic: Some("t".into()),
 ///         partitions: vec![PartitionMetadata {
 ///             error_code: 9, // ReplicaNotAvailable, with a valid leader
 ///             partition: 0,
 ///             leader: 1,
 ///             replicas: vec![1],
 ///             isr: vec![1],
+///             ..Default::default()
 ///         }],
+///         ..Default::default()
 ///     }],
+///     ..Default::default()
 /// };
 /// let snapshot = MetadataSnapshot::from_response(&response, Instant::now());
 /// assert_eq!(snapshot.leader("t", 0), Some(1));
