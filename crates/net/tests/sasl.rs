@@ -3,35 +3,22 @@
 //! SaslHandshake and SaslAuthenticate with the testkit's broker-side SASL (written from the
 //! RFCs apart from gregor-net's client side), then Metadata v0 once authenticated.
 
+mod common;
+
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::BytesMut;
+use common::{empty_metadata_v0, fixture, read_request};
 use gregor_net::{BrokerConnection, ConnectionConfig, Error, SaslConfig, SaslMechanism};
-use gregor_protocol::frame::{self, ApiKey, RequestHeader};
+use gregor_protocol::frame::{self, ApiKey};
 use gregor_protocol::messages::{
     MetadataRequest, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
 };
 use gregor_protocol::Decode;
 use gregor_testkit::sasl::{Mechanism, SaslServer, Step};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-
-fn api_versions_answer() -> Bytes {
-    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../protocol/tests/data/kafka-3.7.0"));
-    Bytes::from(std::fs::read(dir.join("api_versions_v3_connect_1.resp.bin")).unwrap())
-}
-
-async fn read_request(socket: &mut TcpStream) -> Option<(RequestHeader, Bytes)> {
-    let mut size = [0u8; 4];
-    socket.read_exact(&mut size).await.ok()?;
-    let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
-    socket.read_exact(&mut frame).await.ok()?;
-    let mut frame = Bytes::from(frame);
-    let header = RequestHeader::decode(&mut frame).unwrap();
-    Some((header, frame))
-}
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
 
 /// What the scripted broker saw: the APIs in order, and who authenticated.
 #[derive(Default, Debug)]
@@ -56,7 +43,7 @@ async fn broker(offered: Mechanism) -> (String, Arc<Mutex<Seen>>) {
             let mut close = false;
             match header.api_key {
                 ApiKey::ApiVersions => {
-                    out.extend_from_slice(&api_versions_answer());
+                    out.extend_from_slice(&fixture("api_versions_v3_connect_1.resp.bin"));
                     out[4..8].copy_from_slice(&header.correlation_id.to_be_bytes());
                 }
                 ApiKey::SaslHandshake => {
@@ -99,10 +86,7 @@ async fn broker(offered: Mechanism) -> (String, Arc<Mutex<Seen>>) {
                 }
                 ApiKey::Metadata => {
                     assert!(log.lock().unwrap().user.is_some(), "Metadata before authentication");
-                    out.put_i32(12);
-                    out.put_i32(header.correlation_id);
-                    out.put_i32(0);
-                    out.put_i32(0);
+                    out = empty_metadata_v0(header.correlation_id);
                 }
                 other => panic!("unexpected {other}"),
             }

@@ -6,32 +6,17 @@
 //! The modern answers are the genuine broker's bytes from gregor-protocol's fixtures
 //! (`crates/protocol/tests/data/kafka-3.7.0/`), with the correlation id set to ours.
 
-use std::path::PathBuf;
+mod common;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
+use common::{empty_metadata_v0, fixture, read_request};
 use gregor_net::{BrokerConnection, BrokerVersionFallback, ConnectionConfig, VersionSource};
-use gregor_protocol::frame::{ApiKey, RequestHeader};
+use gregor_protocol::frame::ApiKey;
 use gregor_protocol::messages::{ApiVersionsRequest, MetadataRequest, ProduceRequest};
 use gregor_protocol::Decode;
 use gregor_testkit::support::cluster_or_skip;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-
-fn fixture(name: &str) -> Bytes {
-    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../protocol/tests/data/kafka-3.7.0"));
-    Bytes::from(std::fs::read(dir.join(name)).unwrap())
-}
-
-/// Reads one request frame: its header and body.
-async fn read_request(socket: &mut TcpStream) -> Option<(RequestHeader, Bytes)> {
-    let mut size = [0u8; 4];
-    socket.read_exact(&mut size).await.ok()?;
-    let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
-    socket.read_exact(&mut frame).await.ok()?;
-    let mut frame = Bytes::from(frame);
-    let header = RequestHeader::decode(&mut frame).unwrap();
-    Some((header, frame))
-}
 
 /// Sends a captured response frame with `correlation_id` written over the captured one.
 async fn answer(socket: &mut TcpStream, captured: &Bytes, correlation_id: i32) {
@@ -109,13 +94,7 @@ async fn a_broker_that_closes_on_api_versions_gets_the_fallback_release_on_a_new
         let (mut socket, _) = listener.accept().await.unwrap();
         let (header, _) = read_request(&mut socket).await.unwrap();
         assert_eq!((header.api_key, header.api_version), (ApiKey::Metadata, 0));
-        // an empty Metadata v0 answer: no brokers, no topics
-        let mut out = BytesMut::new();
-        out.put_i32(12);
-        out.put_i32(header.correlation_id);
-        out.put_i32(0);
-        out.put_i32(0);
-        socket.write_all(&out).await.unwrap();
+        socket.write_all(&empty_metadata_v0(header.correlation_id)).await.unwrap();
         let _ = read_request(&mut socket).await;
     });
     let config = config().to_builder().broker_version_fallback(BrokerVersionFallback::V0_8_2).build().unwrap();

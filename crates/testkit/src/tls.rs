@@ -125,8 +125,8 @@ impl ServerTls {
         Ok(ServerTls { chain, key, client_ca, acceptor: TlsAcceptor::from(Arc::new(config)) })
     }
 
-    /// The acceptor every listener uses.
-    pub(crate) fn acceptor(&self) -> TlsAcceptor {
+    /// The acceptor every listener uses (also for a test's own TLS server).
+    pub fn acceptor(&self) -> TlsAcceptor {
         self.acceptor.clone()
     }
 }
