@@ -116,19 +116,14 @@ fn fixtures() -> Vec<Fixture> {
         .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
         .map(|e| e.expect("dir entry").path())
         .filter(|p| p.is_dir())
-        // Kafka 3.7.0's frames are replayed by tests/modern_fixtures.rs: most of their APIs and
-        // versions are not AnyRequest's (Kafka 0.8.2's client APIs)
+        // Kafka 3.7.0's frames (modern versions the 0.8.2 decoders here do not read) are
+        // replayed by tests/modern_fixtures.rs and tests/record_fixtures.rs
         .filter(|p| !p.ends_with("kafka-3.7.0"))
         .collect();
     folders.sort();
     let mut out = Vec::new();
     for dir in folders {
         let folder = dir.file_name().and_then(|n| n.to_str()).expect("utf-8 name").to_owned();
-        if folder == "kafka-3.7.0" {
-            // modern API versions, which the 0.8.2 decoders here do not read: replayed by
-            // tests/modern_fixtures.rs (frames) and tests/record_fixtures.rs (record batches)
-            continue;
-        }
         let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
             .unwrap_or_else(|e| panic!("{folder}: {e}"))
             .map(|e| e.expect("dir entry").path())
