@@ -47,3 +47,6 @@ cargo build --manifest-path fuzz/Cargo.toml --bins --locked
 step "tests"
 cargo test --workspace --lib --bins --tests --examples --locked
 cargo test --workspace --doc --locked
+
+# what the run left on disk (a CI machine's disk once filled up: stop 28)
+du -sh "$CARGO_TARGET_DIR" >&2 || true
