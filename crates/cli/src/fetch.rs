@@ -147,8 +147,10 @@ mod tests {
 
     #[test]
     fn lines_put_offset_key_and_value_in_that_order() {
-        let m =
-            FetchedMessage { offset: 41, key: Some(Bytes::from_static(b"k")), value: Some(Bytes::from_static(b"v")) };
+        let m = FetchedMessage::from(gregor_protocol::MessageAndOffset::new(
+            41,
+            gregor_protocol::Message::new(Some(Bytes::from_static(b"k")), Some(Bytes::from_static(b"v"))),
+        ));
         let mut line = Vec::new();
         format_message(&mut line, &m, true, true);
         assert_eq!(line, b"41\tk\tv");
@@ -156,7 +158,8 @@ mod tests {
         assert_eq!(line, b"k\tv");
         format_message(&mut line, &m, true, false);
         assert_eq!(line, b"41\tv");
-        let null = FetchedMessage { offset: 0, key: None, value: None };
+        let null =
+            FetchedMessage::from(gregor_protocol::MessageAndOffset::new(0, gregor_protocol::Message::new(None, None)));
         format_message(&mut line, &null, false, true);
         assert_eq!(line, b"null\tnull");
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_core::Stream;
-use gregor_protocol::MessageAndOffset;
+use gregor_protocol::record::{Headers, Record, TimestampType};
 use gregor_serde::Decoder;
 use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Sleep;
@@ -158,7 +158,7 @@ impl Drop for Charge {
 pub(crate) enum Chunk {
     /// Messages of one partition from one fetch, holding one permit of the stream's room
     /// (`queued.max.message.chunks`) until the stream has handed them all out.
-    Messages { generation: u64, part: Arc<PartitionState>, messages: Vec<MessageAndOffset>, charge: Charge },
+    Messages { generation: u64, part: Arc<PartitionState>, messages: Vec<Record>, charge: Charge },
     /// An error for the app. A fetch error (a message larger than `fetch.message.max.bytes`)
     /// carries the generation it belongs to (dropped when stale) and its charge, so that it
     /// takes a place in the queue as Java's empty chunk does, and its partition is fetched
@@ -196,6 +196,14 @@ pub struct MessageAndMetadata<T, K = Bytes> {
     pub key: Option<K>,
     /// The value through the stream's decoder (`None` = null value).
     pub value: Option<T>,
+    /// Milliseconds since the epoch, as `timestamp_type` says; -1 for a message v0 (Kafka
+    /// before 0.10, or a broker answering Fetch v0/v1).
+    pub timestamp: i64,
+    /// How the timestamp was set: by the producer (CreateTime), by the broker
+    /// (LogAppendTime), or not at all (NoTimestamp, message v0).
+    pub timestamp_type: TimestampType,
+    /// The record's headers (RecordBatch v2, Kafka 0.11 and later; empty before).
+    pub headers: Headers,
 }
 
 /// One consumer stream (a thread id `<consumerId>-<n>` of Kafka's connector).
@@ -217,7 +225,7 @@ pub struct MessageAndMetadata<T, K = Bytes> {
 /// other streams.
 pub struct KafkaStream<T, K = Bytes> {
     rx: mpsc::Receiver<Chunk>,
-    current: Option<(u64, Arc<PartitionState>, VecDeque<MessageAndOffset>, Charge)>,
+    current: Option<(u64, Arc<PartitionState>, VecDeque<Record>, Charge)>,
     generation: Arc<AtomicU64>,
     decoder: Arc<dyn Decoder<T>>,
     key_decoder: Arc<dyn Decoder<K>>,
@@ -288,11 +296,11 @@ impl<T: Send + 'static, K: Send + 'static> KafkaStream<T, K> {
                 offset: m.offset,
                 source,
             };
-            let key = match m.message.key.map(|k| self.key_decoder.decode_bytes(k)).transpose() {
+            let key = match m.key.map(|k| self.key_decoder.decode_bytes(k)).transpose() {
                 Ok(k) => k,
                 Err(source) => return Some(Err(decode_error(source))),
             };
-            let value = match m.message.value.map(|v| self.decoder.decode_bytes(v)).transpose() {
+            let value = match m.value.map(|v| self.decoder.decode_bytes(v)).transpose() {
                 Ok(v) => v,
                 Err(source) => return Some(Err(decode_error(source))),
             };
@@ -302,6 +310,9 @@ impl<T: Send + 'static, K: Send + 'static> KafkaStream<T, K> {
                 offset: m.offset,
                 key,
                 value,
+                timestamp: m.timestamp,
+                timestamp_type: m.timestamp_type,
+                headers: m.headers,
             }));
         }
     }
@@ -440,7 +451,14 @@ mod tests {
 
     fn chunk(prefetch: &Arc<Prefetch>, part: &Arc<PartitionState>, offsets: std::ops::Range<i64>) -> Chunk {
         let messages = offsets
-            .map(|o| MessageAndOffset::new(o, gregor_protocol::Message::new(None, Some(Bytes::from(format!("m{o}"))))))
+            .map(|o| Record {
+                offset: o,
+                timestamp: -1,
+                timestamp_type: TimestampType::NoTimestamp,
+                key: None,
+                value: Some(Bytes::from(format!("m{o}"))),
+                headers: Headers::default(),
+            })
             .collect();
         Chunk::Messages { generation: 0, part: Arc::clone(part), messages, charge: Charge::held(prefetch, 10, None) }
     }

@@ -3,9 +3,9 @@
 //!
 //! | the partition's answer                                  | [`FetchClass`]       |
 //! |---------------------------------------------------------|----------------------|
-//! | no error, the set decodes (possibly to nothing)         | `Data`               |
+//! | no error, the records decode (possibly to nothing)      | `Data`               |
 //! | no error, a message larger than the fetch size          | `MessageTooLarge`    |
-//! | no error, a set that cannot be decoded (CRC, codec, ...) | `Corrupt`           |
+//! | no error, records that cannot be decoded (CRC, codec, ...) | `Corrupt`         |
 //! | `OffsetOutOfRange`                                      | `OffsetOutOfRange`   |
 //! | a code after which a leader lookup may help             | `Retry`              |
 //! | any other code                                          | `Fail`               |
@@ -17,23 +17,101 @@
 //! Java's) hands every code but OffsetOutOfRange to its leader finder, and keeps a partition
 //! stuck on a message it cannot read.
 //!
-//! Decoding drops the messages below the fetch offset (a compressed wrapper starts earlier)
-//! and a partial trailing message (the broker cuts the set at the fetch size): both normal.
+//! Decoding drops the records below the fetch offset (a compressed wrapper or a batch starts
+//! earlier) and a partial trailing entry (the broker cuts the data at the fetch size): both
+//! normal.
+//!
+//! Which decoder depends on the Fetch version the answer came in ([`FetchRead`]): v0 and v1
+//! carry message sets of Message v0 (Kafka 0.8/0.9: read exactly as 0.8.2's consumer reads
+//! them); from v2 the data may hold Message v1 (timestamps) and from v4 RecordBatch v2
+//! (headers, transactions), read with [`gregor_protocol::record::Batches`], which takes
+//! every magic. Control batches (transaction markers) are never handed out, but the offset to
+//! fetch next moves past them. With [`IsolationLevel::ReadCommitted`] the batches of the
+//! transactions the answer lists as aborted are dropped as Kafka's consumers drop them: a
+//! producer's batches from the aborted transaction's first offset up to its abort marker.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::str::FromStr;
 
 use gregor_protocol::message::DecodeOptions;
-use gregor_protocol::messages::FetchResponsePartition;
-use gregor_protocol::{ErrorCode, MessageAndOffset};
+use gregor_protocol::messages::{FetchResponsePartition, READ_COMMITTED, READ_UNCOMMITTED};
+use gregor_protocol::record::{Batches, ControlRecord, ControlRecordType, Record};
+use gregor_protocol::{ErrorCode, MessageLocation};
+
+/// Which records a reader gets of a partition with transactions (`isolation.level`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum IsolationLevel {
+    /// Every record, whether its transaction was committed, aborted or is still open (the
+    /// default, and all there is before Kafka 0.11).
+    #[default]
+    ReadUncommitted,
+    /// Records up to the last stable offset, without those of aborted transactions.
+    ReadCommitted,
+}
+
+impl IsolationLevel {
+    /// The `isolation_level` byte of Fetch and ListOffsets (v2+/v4+).
+    pub const fn code(self) -> i8 {
+        match self {
+            IsolationLevel::ReadUncommitted => READ_UNCOMMITTED,
+            IsolationLevel::ReadCommitted => READ_COMMITTED,
+        }
+    }
+
+    /// Kafka's name: `read_uncommitted` or `read_committed`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            IsolationLevel::ReadUncommitted => "read_uncommitted",
+            IsolationLevel::ReadCommitted => "read_committed",
+        }
+    }
+}
+
+impl fmt::Display for IsolationLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+impl FromStr for IsolationLevel {
+    type Err = String;
+
+    /// `read_uncommitted` or `read_committed` (Kafka's values, any case).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "read_uncommitted" => Ok(IsolationLevel::ReadUncommitted),
+            "read_committed" => Ok(IsolationLevel::ReadCommitted),
+            _ => Err(format!("{s:?} is not an isolation level (read_uncommitted or read_committed)")),
+        }
+    }
+}
+
+/// How a Fetch answer is read: the version it came in and the isolation level asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FetchRead {
+    /// The Fetch version of the request (and so of the answer).
+    pub version: i16,
+    /// The isolation level the request asked for (meaningful from v4).
+    pub isolation: IsolationLevel,
+}
+
+impl FetchRead {
+    /// Kafka 0.8.2's reading: Fetch v0, every record.
+    pub const V0: FetchRead = FetchRead { version: 0, isolation: IsolationLevel::ReadUncommitted };
+}
 
 /// What one partition of a Fetch response means (see the module doc).
 ///
 /// Exhaustive on purpose: a new class must be handled by every reader.
 #[derive(Debug)]
 pub enum FetchClass {
-    /// The messages at the fetch offset and after, in offset order (possibly none).
+    /// The records at the fetch offset and after, in offset order (possibly none).
     Data {
-        /// The messages.
-        messages: Vec<MessageAndOffset>,
-        /// The offset to fetch next: one past the last message, `None` when there was none.
+        /// The records (Message v0 ones with timestamp -1 and no headers).
+        messages: Vec<Record>,
+        /// The offset to fetch next: one past the last record or batch (a transaction marker,
+        /// or a batch of an aborted transaction, counts), `None` when there was none.
         next_offset: Option<i64>,
         /// The partition's high watermark.
         high_watermark: i64,
@@ -59,19 +137,34 @@ pub enum FetchClass {
     Fail(ErrorCode),
 }
 
-/// Classifies `partition` of a Fetch response for `topic` sent at `fetch_offset`.
+/// Classifies `partition` of a Fetch v0 response for `topic` sent at `fetch_offset` (Kafka
+/// 0.8.2's reading; [`classify_fetch_at`] for any version).
 pub fn classify_fetch(topic: &str, partition: &FetchResponsePartition, fetch_offset: i64) -> FetchClass {
+    classify_fetch_at(topic, partition, fetch_offset, FetchRead::V0)
+}
+
+/// Classifies `partition` of a Fetch response for `topic` sent at `fetch_offset`, read as
+/// `read` says.
+pub fn classify_fetch_at(
+    topic: &str,
+    partition: &FetchResponsePartition,
+    fetch_offset: i64,
+    read: FetchRead,
+) -> FetchClass {
     match partition.error() {
         None => {}
         Some(ErrorCode::OffsetOutOfRange) => return FetchClass::OffsetOutOfRange,
         Some(code) if code.is_retriable() || code.needs_metadata_refresh() => return FetchClass::Retry(code),
         Some(code) => return FetchClass::Fail(code),
     }
+    if read.version >= 2 {
+        return read_batches(topic, partition, fetch_offset, read.isolation);
+    }
     let options = DecodeOptions::fetched(topic, partition.partition, fetch_offset);
     match partition.message_set.decode(&options) {
         Ok(decoded) => FetchClass::Data {
             next_offset: decoded.next_offset(),
-            messages: decoded.messages,
+            messages: decoded.messages.into_iter().map(Record::from).collect(),
             high_watermark: partition.high_watermark,
         },
         Err(gregor_protocol::Error::MessageLargerThanFetch { location, entry_size: Some(needed), fetched_bytes }) => {
@@ -89,11 +182,84 @@ pub fn classify_fetch(topic: &str, partition: &FetchResponsePartition, fetch_off
     }
 }
 
+/// Reads records of any magic batch by batch (Fetch v2+): control batches skipped, aborted
+/// transactions dropped under read_committed, the next offset past every whole batch.
+fn read_batches(
+    topic: &str,
+    partition: &FetchResponsePartition,
+    fetch_offset: i64,
+    isolation: IsolationLevel,
+) -> FetchClass {
+    let options = DecodeOptions::fetched(topic, partition.partition, fetch_offset);
+    let blob = partition.message_set.as_bytes().clone();
+    let mut batches = Batches::new(blob.clone(), &options);
+    // the aborted transactions, by first offset: each marks its producer aborted from there on
+    let mut aborted: Vec<(i64, i64)> = match (isolation, &partition.aborted_transactions) {
+        (IsolationLevel::ReadCommitted, Some(list)) => list.iter().map(|a| (a.first_offset, a.producer_id)).collect(),
+        _ => Vec::new(),
+    };
+    aborted.sort_unstable_by(|a, b| b.cmp(a)); // popped from the end: lowest first offset first
+    let mut aborting: HashSet<i64> = HashSet::new();
+    let (mut messages, mut next_offset) = (Vec::new(), None);
+    for batch in batches.by_ref() {
+        let batch = match batch {
+            Ok(batch) => batch,
+            Err(source) => return FetchClass::Corrupt(source),
+        };
+        let header = batch.header();
+        while aborted.last().is_some_and(|&(first, _)| first <= header.last_offset()) {
+            let (_, producer) = aborted.pop().expect("checked");
+            aborting.insert(producer);
+        }
+        next_offset = Some(batch.next_offset());
+        if batch.is_control() {
+            // an abort marker closes its producer's aborted transaction
+            if batch.is_transactional() && aborting.contains(&header.producer_id) {
+                let marker = batch.records().next().and_then(Result::ok);
+                if marker.is_some_and(|r| {
+                    ControlRecord::parse(r.key.as_deref()).is_ok_and(|c| c.kind == ControlRecordType::Abort)
+                }) {
+                    aborting.remove(&header.producer_id);
+                }
+            }
+            continue;
+        }
+        if batch.is_transactional() && aborting.contains(&header.producer_id) {
+            continue;
+        }
+        for record in batch.records() {
+            match record {
+                Ok(record) => messages.push(record),
+                Err(source) => return FetchClass::Corrupt(source),
+            }
+        }
+    }
+    if next_offset.is_none() && batches.partial_trailing_bytes() > 0 {
+        // not one whole entry: the first is larger than the fetch size (before Fetch v3, or
+        // KIP-74's exception not applied)
+        let offset = blob.get(..8).map_or(fetch_offset, |b| i64::from_be_bytes(b.try_into().expect("8 bytes")));
+        let entry_size = blob
+            .get(8..12)
+            .and_then(|b| usize::try_from(i32::from_be_bytes(b.try_into().expect("4 bytes"))).ok())
+            .map(|size| 12 + size);
+        let source = gregor_protocol::Error::MessageLargerThanFetch {
+            location: MessageLocation { topic: Some(topic.to_owned()), partition: Some(partition.partition), offset },
+            entry_size,
+            fetched_bytes: blob.len(),
+        };
+        return match entry_size {
+            Some(needed) => FetchClass::MessageTooLarge { offset, needed, source },
+            None => FetchClass::Corrupt(source),
+        };
+    }
+    FetchClass::Data { messages, next_offset, high_watermark: partition.high_watermark }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use bytes::Bytes;
-    use gregor_protocol::{Compression, Message, MessageSet};
+    use gregor_protocol::{Compression, Message, MessageAndOffset, MessageSet};
 
     fn set(first: i64, values: &[&str], codec: Compression) -> MessageSet {
         let inner: Vec<MessageAndOffset> = values
@@ -185,6 +351,157 @@ mod tests {
                 other => panic!("code {code}: {other:?}"),
             };
             assert_eq!(got, want, "code {code}");
+        }
+    }
+
+    mod batches {
+        use super::*;
+        use gregor_protocol::messages::AbortedTransaction;
+        use gregor_protocol::record::{ControlRecord, ControlRecordType, RecordBatchBuilder, TimestampType};
+
+        const V4: FetchRead = FetchRead { version: 4, isolation: IsolationLevel::ReadUncommitted };
+        const COMMITTED: FetchRead = FetchRead { version: 4, isolation: IsolationLevel::ReadCommitted };
+
+        /// A batch at `base` of `values` (timestamps 1000 + i, header `h` = i).
+        fn batch(base: i64, values: &[&str], codec: Compression) -> Vec<u8> {
+            let mut b = RecordBatchBuilder::new(codec).base_offset(base);
+            for (i, v) in values.iter().enumerate() {
+                let n = i.to_string();
+                b.append_with_headers(1000 + i as i64, Some(b"k"), Some(v.as_bytes()), &[("h", Some(n.as_bytes()))])
+                    .unwrap();
+            }
+            b.finish().unwrap().to_vec()
+        }
+
+        fn txn(base: i64, producer: i64, values: &[&str]) -> Vec<u8> {
+            let mut b = RecordBatchBuilder::new(Compression::None)
+                .base_offset(base)
+                .producer(producer, 0, 0)
+                .transactional(true);
+            for v in values {
+                b.append(5, None, Some(v.as_bytes())).unwrap();
+            }
+            b.finish().unwrap().to_vec()
+        }
+
+        fn marker(offset: i64, producer: i64, kind: ControlRecordType) -> Vec<u8> {
+            let mut b = RecordBatchBuilder::new(Compression::None)
+                .base_offset(offset)
+                .producer(producer, 0, 0)
+                .transactional(true)
+                .control(true);
+            b.append(5, Some(&ControlRecord::key(kind)), Some(&ControlRecord::end_txn_marker_value(0))).unwrap();
+            b.finish().unwrap().to_vec()
+        }
+
+        fn records(parts: &[Vec<u8>]) -> MessageSet {
+            MessageSet::from_bytes(Bytes::from(parts.concat()))
+        }
+
+        fn values(class: &FetchClass) -> (Vec<(i64, String)>, Option<i64>) {
+            match class {
+                FetchClass::Data { messages, next_offset, .. } => (
+                    messages
+                        .iter()
+                        .map(|m| (m.offset, String::from_utf8_lossy(m.value.as_deref().unwrap_or(b"-")).into_owned()))
+                        .collect(),
+                    *next_offset,
+                ),
+                other => panic!("expected data, got {other:?}"),
+            }
+        }
+
+        #[test]
+        fn records_carry_timestamps_and_headers_from_the_fetch_offset_on() {
+            for codec in
+                [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd]
+            {
+                let data = records(&[batch(10, &["a", "b", "c"], codec), batch(13, &["d"], codec)]);
+                let class = classify_fetch_at("t", &part(0, 14, data), 11, V4);
+                let FetchClass::Data { messages, next_offset, high_watermark } = class else {
+                    panic!("{codec}: {class:?}")
+                };
+                assert_eq!((next_offset, high_watermark), (Some(14), 14), "{codec}");
+                assert_eq!(messages.iter().map(|m| m.offset).collect::<Vec<_>>(), [11, 12, 13], "{codec}");
+                let b = &messages[0];
+                assert_eq!((b.timestamp, b.timestamp_type), (1001, TimestampType::CreateTime));
+                let headers: Vec<_> = b.headers.iter().map(|h| (h.key_str().unwrap().to_owned(), h.value)).collect();
+                assert_eq!(headers, [("h".to_owned(), Some(Bytes::from_static(b"1")))]);
+                assert_eq!(b.key.as_deref(), Some(&b"k"[..]));
+            }
+        }
+
+        #[test]
+        fn message_v0_sets_read_the_same_through_either_decoder() {
+            let gz = set(5, &["a", "b", "c", "d"], Compression::Gzip);
+            let v0 = values(&classify_fetch("t", &part(0, 9, gz.clone()), 7));
+            let v4 = values(&classify_fetch_at("t", &part(0, 9, gz), 7, V4));
+            assert_eq!(v0, v4);
+            assert_eq!(v4, (vec![(7, "c".to_owned()), (8, "d".to_owned())], Some(9)));
+        }
+
+        #[test]
+        fn control_batches_are_skipped_but_passed() {
+            // only a commit marker: no record, yet the next fetch must start after it
+            let data = records(&[marker(7, 42, ControlRecordType::Commit)]);
+            assert_eq!(values(&classify_fetch_at("t", &part(0, 8, data), 7, V4)), (vec![], Some(8)));
+        }
+
+        #[test]
+        fn read_committed_drops_aborted_transactions_and_read_uncommitted_keeps_them() {
+            // producer 1 aborts offsets 0-1, producer 2 commits 2-3, producer 1 then writes 6 in a
+            // new transaction that commits
+            let data = records(&[
+                txn(0, 1, &["a0", "a1"]),
+                txn(2, 2, &["c0", "c1"]),
+                marker(4, 1, ControlRecordType::Abort),
+                marker(5, 2, ControlRecordType::Commit),
+                txn(6, 1, &["n0"]),
+                marker(7, 1, ControlRecordType::Commit),
+            ]);
+            let mut p = part(0, 8, data);
+            p.aborted_transactions =
+                Some(vec![AbortedTransaction { producer_id: 1, first_offset: 0, ..Default::default() }]);
+            let read = |r| values(&classify_fetch_at("t", &p, 0, r)).0.into_iter().map(|(_, v)| v).collect::<Vec<_>>();
+            assert_eq!(read(COMMITTED), ["c0", "c1", "n0"]);
+            assert_eq!(read(V4), ["a0", "a1", "c0", "c1", "n0"]);
+            assert_eq!(values(&classify_fetch_at("t", &p, 0, COMMITTED)).1, Some(8));
+        }
+
+        #[test]
+        fn a_batch_cut_before_its_end_says_what_it_needs() {
+            let full = batch(3, &[&"x".repeat(500)], Compression::None);
+            let cut = MessageSet::from_bytes(Bytes::from(full[..100].to_vec()));
+            match classify_fetch_at("t", &part(0, 4, cut), 3, V4) {
+                FetchClass::MessageTooLarge { offset: 3, needed, .. } => assert_eq!(needed, full.len()),
+                other => panic!("{other:?}"),
+            }
+            let stub = MessageSet::from_bytes(Bytes::from(full[..10].to_vec()));
+            assert!(matches!(classify_fetch_at("t", &part(0, 4, stub), 3, V4), FetchClass::Corrupt(_)));
+            // a whole batch then a cut one: the whole one is data
+            let two = [batch(0, &["a"], Compression::None), full[..100].to_vec()].concat();
+            let data = MessageSet::from_bytes(Bytes::from(two));
+            assert_eq!(values(&classify_fetch_at("t", &part(0, 4, data), 0, V4)), (vec![(0, "a".to_owned())], Some(1)));
+        }
+
+        #[test]
+        fn a_bad_batch_crc_is_corrupt() {
+            let mut bad = batch(0, &["a"], Compression::None);
+            let last = bad.len() - 1;
+            bad[last] ^= 0xff;
+            assert!(matches!(
+                classify_fetch_at("t", &part(0, 1, MessageSet::from_bytes(bad.into())), 0, V4),
+                FetchClass::Corrupt(gregor_protocol::Error::Crc { .. })
+            ));
+        }
+
+        #[test]
+        fn isolation_levels_parse_as_kafka_names_them() {
+            assert_eq!("read_committed".parse(), Ok(IsolationLevel::ReadCommitted));
+            assert_eq!("READ_UNCOMMITTED".parse(), Ok(IsolationLevel::ReadUncommitted));
+            assert!("committed".parse::<IsolationLevel>().is_err());
+            assert_eq!(IsolationLevel::ReadCommitted.code(), 1);
+            assert_eq!(IsolationLevel::default().to_string(), "read_uncommitted");
         }
     }
 }

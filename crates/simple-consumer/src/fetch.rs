@@ -3,31 +3,17 @@
 
 use std::collections::HashMap;
 
-use bytes::Bytes;
 use gregor_net::{classify_fetch, BrokerConnection, BrokerId, FetchClass, Pool};
 use gregor_protocol::messages::{FetchPartition, FetchRequest, FetchResponse, FetchResponsePartition, FetchTopic};
-use gregor_protocol::MessageAndOffset;
 use tokio::task::JoinSet;
 
 use crate::driver::{group_by_topic, Cause, LeaderOp, Outcome, Target};
 use crate::error::{Error, Result};
 
-/// One message read from a partition.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FetchedMessage {
-    /// Its offset in the partition.
-    pub offset: i64,
-    /// The key (`None` = null).
-    pub key: Option<Bytes>,
-    /// The value (`None` = null, a delete marker in a compacted topic).
-    pub value: Option<Bytes>,
-}
-
-impl From<MessageAndOffset> for FetchedMessage {
-    fn from(m: MessageAndOffset) -> Self {
-        FetchedMessage { offset: m.offset, key: m.message.key, value: m.message.value }
-    }
-}
+/// One message read from a partition: gregor-protocol's [`Record`](gregor_protocol::Record)
+/// (offset, key, value, and from Kafka 0.10/0.11 on the timestamp and headers; a message v0
+/// reads timestamp -1, `NoTimestamp`, no headers).
+pub type FetchedMessage = gregor_protocol::Record;
 
 /// What one partition returned: its messages from the fetch offset on, in offset order,
 /// compressed sets expanded, and where to fetch next.
@@ -299,7 +285,8 @@ pub(crate) fn classify(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gregor_protocol::{Compression, Message, MessageSet};
+    use bytes::Bytes;
+    use gregor_protocol::{Compression, Message, MessageAndOffset, MessageSet};
 
     fn set(first: i64, values: &[&str], codec: Compression) -> MessageSet {
         let inner: Vec<MessageAndOffset> = values

@@ -121,6 +121,20 @@ pub struct Record {
     pub headers: Headers,
 }
 
+impl From<crate::message::MessageAndOffset> for Record {
+    /// A Message v0 as a record: timestamp -1 (`NoTimestamp`), no headers.
+    fn from(m: crate::message::MessageAndOffset) -> Record {
+        Record {
+            offset: m.offset,
+            timestamp: NO_TIMESTAMP,
+            timestamp_type: TimestampType::NoTimestamp,
+            key: m.message.key,
+            value: m.message.value,
+            headers: Headers::default(),
+        }
+    }
+}
+
 impl fmt::Debug for Record {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Record")
