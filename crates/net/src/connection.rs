@@ -359,6 +359,31 @@ impl BrokerConnection {
         self.shared().versions.get()
     }
 
+    /// The version to send `R` in: the highest of `ours` (the versions the caller can fill and
+    /// read, within what gregor-protocol implements) that the broker speaks. A connection
+    /// that was never asked (made with [`BrokerConnection::from_io`]) speaks 0.8.2's.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoCommonVersion`] when the ranges do not meet.
+    pub fn version_for<R: Request>(&self, ours: std::ops::RangeInclusive<i16>) -> Result<i16> {
+        let implemented = R::VERSIONS;
+        let ours = gregor_protocol::frame::VersionRange {
+            min: (*ours.start()).max(implemented.min),
+            max: (*ours.end()).min(implemented.max),
+        };
+        let fallback;
+        let versions = match self.versions() {
+            Some(v) => v,
+            None => {
+                fallback = BrokerVersions::fallback(crate::versions::BrokerVersionFallback::DEFAULT);
+                &fallback
+            }
+        };
+        let ours = (ours.min <= ours.max).then_some(ours);
+        versions.pick(R::KEY, ours).map_err(|source| Error::NoCommonVersion { addr: self.addr().to_owned(), source })
+    }
+
     /// Sets the versions (first one wins).
     pub(crate) fn set_versions(&self, versions: BrokerVersions) {
         let _ = self.shared().versions.set(versions);

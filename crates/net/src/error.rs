@@ -198,6 +198,17 @@ pub enum Error {
         /// What went wrong.
         reason: String,
     },
+    /// Returned when a broker speaks no version of an API that gregor implements (a Kafka 4
+    /// broker has no Produce v0-v2, a 0.8 broker no ApiVersions): nothing was sent. Not
+    /// retriable on this broker.
+    #[error("broker at {addr}: {source}")]
+    NoCommonVersion {
+        /// The broker's address.
+        addr: String,
+        /// The API and both sides' versions.
+        #[source]
+        source: crate::versions::NoCommonVersion,
+    },
     /// Returned when a setting is invalid.
     #[error("invalid configuration")]
     Config(#[from] ConfigError),

@@ -12,7 +12,16 @@
 //! | [`SimpleConsumerConfig::refresh_leader_backoff_max`] | `refresh.leader.backoff.max.ms` (gregor) | 1 s ([`DEFAULT_REFRESH_LEADER_BACKOFF_MAX`]) |
 //! | [`SimpleConsumerConfig::refresh_leader_max_retries`] | `refresh.leader.max.retries` (gregor) | 10 ([`DEFAULT_REFRESH_LEADER_MAX_RETRIES`]) |
 //! | [`SimpleConsumerConfig::fetch_message_auto_grow_max_bytes`] | `fetch.message.auto.grow.max.bytes` (gregor) | off ([`DEFAULT_FETCH_MESSAGE_AUTO_GROW_MAX_BYTES`]) |
+//! | [`SimpleConsumerConfig::isolation_level`] | `isolation.level` | `read_uncommitted` |
+//! | [`SimpleConsumerConfig::api_version_request`] | `api.version.request` | false (for now) |
+//! | [`SimpleConsumerConfig::broker_version_fallback`] | `broker.version.fallback` | `0.8.2` |
 //! | [`SimpleConsumerConfig::security`] | `security.protocol`, `ssl.*`, `sasl.*` (see [`gregor_net::security`]) | `PLAINTEXT` |
+//!
+//! With `api.version.request` on, each connection asks its broker which versions it speaks
+//! (ApiVersions) and Fetch, ListOffsets and Metadata go out in the highest version both sides
+//! know: records come back with timestamps and headers (Kafka 0.10/0.11 on) and a Kafka 4
+//! broker, which has dropped 0.8.2's versions, can be read at all. A broker that does not
+//! answer ApiVersions (Kafka 0.8/0.9) gets the versions of `broker.version.fallback`.
 //!
 //! The properties marked (gregor) do not exist in Kafka 0.8.2: its `SimpleConsumer` does not
 //! retry at all, and its high-level consumer retries leader lookups forever.
@@ -28,7 +37,10 @@
 use std::time::Duration;
 
 use gregor_config::{check_count, check_ms};
-use gregor_net::{ConnectionConfig, MetadataConfig, Security, SecurityProperties};
+use gregor_net::versions::InvalidFallback;
+use gregor_net::{
+    BrokerVersionFallback, ConnectionConfig, IsolationLevel, MetadataConfig, Security, SecurityProperties,
+};
 use gregor_protocol::message::{ENTRY_HEADER_SIZE, MESSAGE_V0_OVERHEAD};
 
 // The one configuration error of every gregor client, from the configuration kit.
@@ -72,6 +84,9 @@ pub const PROPERTIES: &[&str] = &[
     "refresh.leader.backoff.max.ms",
     "refresh.leader.max.retries",
     "fetch.message.auto.grow.max.bytes",
+    "isolation.level",
+    "api.version.request",
+    "broker.version.fallback",
 ];
 
 /// The client name in [`ConfigError::UnknownProperty`].
@@ -112,6 +127,9 @@ pub struct SimpleConsumerConfig {
     refresh_leader_backoff_max: Duration,
     refresh_leader_max_retries: u32,
     fetch_message_auto_grow_max_bytes: Option<i32>,
+    isolation_level: IsolationLevel,
+    api_version_request: bool,
+    broker_version_fallback: BrokerVersionFallback,
     security: Security,
 }
 
@@ -130,6 +148,9 @@ impl Default for SimpleConsumerConfig {
             refresh_leader_backoff_max: DEFAULT_REFRESH_LEADER_BACKOFF_MAX,
             refresh_leader_max_retries: DEFAULT_REFRESH_LEADER_MAX_RETRIES,
             fetch_message_auto_grow_max_bytes: DEFAULT_FETCH_MESSAGE_AUTO_GROW_MAX_BYTES,
+            isolation_level: IsolationLevel::ReadUncommitted,
+            api_version_request: ConnectionConfig::default().api_version_request(),
+            broker_version_fallback: BrokerVersionFallback::DEFAULT,
             security: Security::plaintext(),
         }
     }
@@ -196,6 +217,11 @@ impl SimpleConsumerConfig {
                     0 => b.fetch_message_auto_grow_max_bytes(None),
                     n => b.fetch_message_auto_grow_max_bytes(Some(n)),
                 },
+                "isolation.level" => b.isolation_level(p.value().parse().map_err(|e: String| p.invalid(e))?),
+                "api.version.request" => b.api_version_request(p.bool()?),
+                "broker.version.fallback" => {
+                    b.broker_version_fallback(p.value().parse().map_err(|e: InvalidFallback| p.invalid(e.0))?)
+                }
                 _ => unreachable!("every name of PROPERTIES is handled"),
             };
         }
@@ -218,6 +244,9 @@ impl SimpleConsumerConfig {
             ("refresh.leader.backoff.max.ms", self.refresh_leader_backoff_max.as_millis().to_string()),
             ("refresh.leader.max.retries", self.refresh_leader_max_retries.to_string()),
             ("fetch.message.auto.grow.max.bytes", self.fetch_message_auto_grow_max_bytes.unwrap_or(0).to_string()),
+            ("isolation.level", self.isolation_level.to_string()),
+            ("api.version.request", self.api_version_request.to_string()),
+            ("broker.version.fallback", self.broker_version_fallback.to_string()),
         ];
         if self.security.protocol() != gregor_net::SecurityProtocol::Plaintext {
             props.extend(self.security.to_properties());
@@ -278,6 +307,25 @@ impl SimpleConsumerConfig {
         self.fetch_message_auto_grow_max_bytes
     }
 
+    /// `isolation.level`: `read_committed` leaves out the records of aborted transactions and
+    /// reads only up to the last stable offset (brokers from Kafka 0.11, with
+    /// `api.version.request`); `read_uncommitted` (the default) reads everything.
+    pub fn isolation_level(&self) -> IsolationLevel {
+        self.isolation_level
+    }
+
+    /// `api.version.request`: whether connections ask brokers for their versions (see the
+    /// module docs).
+    pub fn api_version_request(&self) -> bool {
+        self.api_version_request
+    }
+
+    /// `broker.version.fallback`: the release a broker that does not answer ApiVersions is
+    /// spoken to as.
+    pub fn broker_version_fallback(&self) -> BrokerVersionFallback {
+        self.broker_version_fallback
+    }
+
     /// `security.protocol` and its TLS and SASL settings, for every broker connection.
     pub fn security(&self) -> &Security {
         &self.security
@@ -299,6 +347,8 @@ impl SimpleConsumerConfig {
         ConnectionConfig::builder()
             .client_id(self.client_id.clone())
             .request_timeout(self.socket_timeout)
+            .api_version_request(self.api_version_request)
+            .broker_version_fallback(self.broker_version_fallback)
             .security(&self.security)
             .build()
     }
@@ -421,6 +471,24 @@ impl SimpleConsumerConfigBuilder {
     /// [`gregor_net::Security`] (TLS settings, SASL credentials). Default: plaintext.
     pub fn security(mut self, security: Security) -> Self {
         self.config.security = security;
+        self
+    }
+
+    /// `isolation.level` (see [`SimpleConsumerConfig::isolation_level`]).
+    pub fn isolation_level(mut self, level: IsolationLevel) -> Self {
+        self.config.isolation_level = level;
+        self
+    }
+
+    /// `api.version.request` (see [`SimpleConsumerConfig::api_version_request`]).
+    pub fn api_version_request(mut self, on: bool) -> Self {
+        self.config.api_version_request = on;
+        self
+    }
+
+    /// `broker.version.fallback` (see [`SimpleConsumerConfig::broker_version_fallback`]).
+    pub fn broker_version_fallback(mut self, release: BrokerVersionFallback) -> Self {
+        self.config.broker_version_fallback = release;
         self
     }
 

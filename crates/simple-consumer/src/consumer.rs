@@ -177,6 +177,7 @@ impl SimpleConsumer {
             max_wait_ms: config.fetch_wait_max_ms(),
             min_bytes: config.fetch_min_bytes(),
             grow_max: config.fetch_message_auto_grow_max_bytes(),
+            isolation: config.isolation_level(),
         };
         let mut results = drive(&self.inner.cache, config, &op, targets, config.refresh_leader_max_retries()).await?;
         self.fill_offset_ranges(&mut results).await;
@@ -226,9 +227,10 @@ impl SimpleConsumer {
                 .collect::<Vec<_>>()
         };
         let (cache, config) = (&self.inner.cache, &self.inner.config);
+        let op = OffsetsOp { isolation: config.isolation_level() };
         let (earliest, latest) = tokio::join!(
-            drive(cache, config, &OffsetsOp, targets(EARLIEST_TIME), RANGE_LOOKUP_RETRIES),
-            drive(cache, config, &OffsetsOp, targets(LATEST_TIME), RANGE_LOOKUP_RETRIES),
+            drive(cache, config, &op, targets(EARLIEST_TIME), RANGE_LOOKUP_RETRIES),
+            drive(cache, config, &op, targets(LATEST_TIME), RANGE_LOOKUP_RETRIES),
         );
         let first = |found: &Result<Vec<Result<Found>>>, k: usize| -> Option<i64> {
             found.as_ref().ok()?.get(k)?.as_ref().ok()?.1.first().copied()
@@ -272,8 +274,14 @@ impl SimpleConsumer {
     ) -> Result<(BrokerId, Vec<i64>)> {
         let config = &self.inner.config;
         let target = Target { topic: topic.to_owned(), partition, state: OffsetsState { time, max_number } };
-        let mut results =
-            drive(&self.inner.cache, config, &OffsetsOp, vec![target], config.refresh_leader_max_retries()).await?;
+        let mut results = drive(
+            &self.inner.cache,
+            config,
+            &OffsetsOp { isolation: config.isolation_level() },
+            vec![target],
+            config.refresh_leader_max_retries(),
+        )
+        .await?;
         results.pop().expect("one result per target")
     }
 

@@ -3,8 +3,9 @@
 
 use std::collections::HashMap;
 
-use gregor_net::{classify_fetch, BrokerConnection, BrokerId, FetchClass, Pool};
+use gregor_net::{classify_fetch_at, BrokerConnection, BrokerId, FetchClass, FetchRead, IsolationLevel, Pool};
 use gregor_protocol::messages::{FetchPartition, FetchRequest, FetchResponse, FetchResponsePartition, FetchTopic};
+use gregor_protocol::ErrorCode;
 use tokio::task::JoinSet;
 
 use crate::driver::{group_by_topic, Cause, LeaderOp, Outcome, Target};
@@ -136,7 +137,12 @@ pub(crate) struct FetchOp {
     pub(crate) max_wait_ms: i32,
     pub(crate) min_bytes: i32,
     pub(crate) grow_max: Option<i32>,
+    pub(crate) isolation: IsolationLevel,
 }
+
+/// The Fetch versions the simple consumer sends: v13 and later name topics by id, which it
+/// does not track yet.
+pub(crate) const FETCH_VERSIONS: std::ops::RangeInclusive<i16> = 0..=12;
 
 impl LeaderOp for FetchOp {
     type State = FetchState;
@@ -149,6 +155,8 @@ impl LeaderOp for FetchOp {
         targets: Vec<Target<FetchState>>,
     ) -> gregor_net::Result<Vec<Outcome<FetchState, PartitionData>>> {
         let conn: BrokerConnection = pool.get(broker).await?;
+        let version = conn.version_for::<FetchRequest>(FETCH_VERSIONS)?;
+        let read = FetchRead { version, isolation: self.isolation };
         let chunks = split_for_frame(&targets, pool.config().max_frame_size());
         if chunks.len() > 1 {
             tracing::debug!(
@@ -160,11 +168,18 @@ impl LeaderOp for FetchOp {
         }
         let mut requests = JoinSet::new();
         for (i, range) in chunks.iter().enumerate() {
+            let targets = &targets[range.clone()];
+            let total: i64 = targets.iter().map(|t| i64::from(t.state.fetch_size.max(0))).sum();
             let request = FetchRequest {
                 replica_id: gregor_protocol::messages::CONSUMER_REPLICA_ID,
                 max_wait_time: self.max_wait_ms,
                 min_bytes: self.min_bytes,
-                topics: group_by_topic(&targets[range.clone()], |t| {
+                // v3+: no more than the partitions' sizes together (KIP-74 still returns a
+                // first batch larger than that)
+                // (a field a version lacks must keep its default: the codec refuses to drop it)
+                max_bytes: if version >= 3 { i32::try_from(total).unwrap_or(i32::MAX) } else { i32::MAX },
+                isolation_level: if version >= 4 { self.isolation.code() } else { 0 },
+                topics: group_by_topic(targets, |t| {
                     FetchPartition::new(t.partition, t.state.offset, t.state.fetch_size)
                 })
                 .into_iter()
@@ -173,7 +188,7 @@ impl LeaderOp for FetchOp {
                 ..Default::default()
             };
             let conn = conn.clone();
-            requests.spawn(async move { (i, conn.request(0, &request).await) });
+            requests.spawn(async move { (i, conn.request(version, &request).await) });
         }
         let mut responses: Vec<Option<FetchResponse>> = chunks.iter().map(|_| None).collect();
         while let Some(joined) = requests.join_next().await {
@@ -183,6 +198,10 @@ impl LeaderOp for FetchOp {
                 Err(e) => unreachable!("a fetch was cancelled while awaited: {e}"),
             };
             responses[i] = Some(response?);
+        }
+        // v7+: an error for the whole request (a fetch session's; gregor opens none)
+        if let Some(code) = responses.iter().flatten().find_map(|r| ErrorCode::from_i16(r.error_code)) {
+            return Ok(targets.iter().map(|_| Outcome::Fail(Cause::Code { broker, code })).collect());
         }
         // responses list topics and partitions in no particular order: match by name
         let mut by_name: HashMap<(&str, i32), &FetchResponsePartition> = HashMap::new();
@@ -194,7 +213,7 @@ impl LeaderOp for FetchOp {
         Ok(targets
             .iter()
             .map(|t| match by_name.get(&(t.topic.as_str(), t.partition)) {
-                Some(p) => classify(&t.topic, p, t.state, broker, self.grow_max),
+                Some(p) => classify(&t.topic, p, t.state, broker, self.grow_max, read),
                 None => Outcome::Fail(Cause::Missing { broker }),
             })
             .collect())
@@ -235,14 +254,15 @@ pub(crate) fn classify(
     state: FetchState,
     broker: BrokerId,
     grow_max: Option<i32>,
+    read: FetchRead,
 ) -> Outcome<FetchState, PartitionData> {
     let partition = p.partition;
-    match classify_fetch(topic, p, state.offset) {
+    match classify_fetch_at(topic, p, state.offset, read) {
         FetchClass::Data { messages, next_offset, high_watermark } => Outcome::Done(Ok(PartitionData {
             topic: topic.to_owned(),
             partition,
             fetch_offset: state.offset,
-            messages: messages.into_iter().map(FetchedMessage::from).collect(),
+            messages,
             high_watermark,
             next_offset: next_offset.unwrap_or(state.offset),
         })),
@@ -310,7 +330,9 @@ mod tests {
     #[test]
     fn data_starts_at_the_fetch_offset_inside_a_wrapper() {
         let p = part(0, 10, set(5, &["a", "b", "c", "d"], Compression::Gzip));
-        let Outcome::Done(Ok(d)) = classify("t", &p, FetchState { offset: 7, fetch_size: 1024 }, 1, None) else {
+        let Outcome::Done(Ok(d)) =
+            classify("t", &p, FetchState { offset: 7, fetch_size: 1024 }, 1, None, FetchRead::V0)
+        else {
             panic!()
         };
         assert_eq!(d.messages.iter().map(|m| m.offset).collect::<Vec<_>>(), [7, 8]);
@@ -321,7 +343,7 @@ mod tests {
     #[test]
     fn an_empty_set_keeps_the_offset() {
         let Outcome::Done(Ok(d)) =
-            classify("t", &part(0, 4, MessageSet::new()), FetchState { offset: 4, ..AT_0 }, 1, None)
+            classify("t", &part(0, 4, MessageSet::new()), FetchState { offset: 4, ..AT_0 }, 1, None, FetchRead::V0)
         else {
             panic!()
         };
@@ -335,19 +357,19 @@ mod tests {
         let needed = full.len();
         let cut = MessageSet::from_bytes(full.as_bytes().slice(..100));
         let small = FetchState { offset: 0, fetch_size: 100 };
-        match classify("t", &part(0, 1, cut.clone()), small, 1, None) {
+        match classify("t", &part(0, 1, cut.clone()), small, 1, None, FetchRead::V0) {
             Outcome::Done(Err(Error::MessageSizeTooLarge { offset: 0, fetch_size: 100, needed: n, .. })) => {
                 assert_eq!(n, needed)
             }
             other => panic!("{other:?}"),
         }
-        match classify("t", &part(0, 1, cut.clone()), small, 1, Some(needed as i32)) {
+        match classify("t", &part(0, 1, cut.clone()), small, 1, Some(needed as i32), FetchRead::V0) {
             Outcome::Again(s) => assert_eq!(s, FetchState { offset: 0, fetch_size: needed as i32 }),
             other => panic!("{other:?}"),
         }
         // a limit below the need still surfaces the error
         assert!(matches!(
-            classify("t", &part(0, 1, cut), small, 1, Some(needed as i32 - 1)),
+            classify("t", &part(0, 1, cut), small, 1, Some(needed as i32 - 1), FetchRead::V0),
             Outcome::Done(Err(Error::MessageSizeTooLarge { .. }))
         ));
     }
@@ -368,21 +390,24 @@ mod tests {
     #[test]
     fn codes_are_typed_retried_or_failed() {
         let empty = MessageSet::new();
-        match classify("t", &part(1, -1, empty.clone()), FetchState { offset: 99, ..AT_0 }, 1, None) {
+        match classify("t", &part(1, -1, empty.clone()), FetchState { offset: 99, ..AT_0 }, 1, None, FetchRead::V0) {
             Outcome::Done(Err(Error::OffsetOutOfRange { offset: 99, partition: 3, .. })) => {}
             other => panic!("{other:?}"),
         }
         for code in [3, 5, 6] {
             assert!(
-                matches!(classify("t", &part(code, -1, empty.clone()), AT_0, 1, None), Outcome::Retry(_)),
+                matches!(
+                    classify("t", &part(code, -1, empty.clone()), AT_0, 1, None, FetchRead::V0),
+                    Outcome::Retry(_)
+                ),
                 "{code}"
             );
         }
-        assert!(matches!(classify("t", &part(2, -1, empty.clone()), AT_0, 1, None), Outcome::Fail(_)));
+        assert!(matches!(classify("t", &part(2, -1, empty.clone()), AT_0, 1, None, FetchRead::V0), Outcome::Fail(_)));
         let mut bad = set(0, &["a"], Compression::None).into_bytes().to_vec();
         bad[12] ^= 0xff;
         assert!(matches!(
-            classify("t", &part(0, 1, MessageSet::from_bytes(bad.into())), AT_0, 1, None),
+            classify("t", &part(0, 1, MessageSet::from_bytes(bad.into())), AT_0, 1, None, FetchRead::V0),
             Outcome::Done(Err(Error::Protocol { .. }))
         ));
     }

@@ -14,10 +14,21 @@ pub(crate) struct OffsetsState {
     pub(crate) max_number: i32,
 }
 
-/// One Offsets v0 request per leader (a follower answers 6, a broker without a replica 3: both
-/// retried after a refresh).
+/// The ListOffsets versions the simple consumer sends (v10 adds a remote-storage timeout it
+/// has no setting for).
+pub(crate) const OFFSETS_VERSIONS: std::ops::RangeInclusive<i16> = 0..=9;
+
+/// One ListOffsets request per leader, in the highest version both sides speak (a follower
+/// answers 6, a broker without a replica 3: both retried after a refresh).
+///
+/// v0 (Kafka 0.8-0.10.0) answers up to `max_number` segment start offsets before `time`,
+/// newest first; v1 and later answer one offset: for -1/-2 the log end/start, for a time the
+/// first offset whose timestamp is at or after it (none past the last record's).
 #[derive(Debug, Clone)]
-pub(crate) struct OffsetsOp;
+pub(crate) struct OffsetsOp {
+    /// read_committed: the log end is the last stable offset (v2+).
+    pub(crate) isolation: gregor_net::IsolationLevel,
+}
 
 impl LeaderOp for OffsetsOp {
     type State = OffsetsState;
@@ -30,12 +41,15 @@ impl LeaderOp for OffsetsOp {
         targets: Vec<Target<OffsetsState>>,
     ) -> gregor_net::Result<Vec<Outcome<OffsetsState, (BrokerId, Vec<i64>)>>> {
         let conn = pool.get(broker).await?;
+        let version = conn.version_for::<OffsetsRequest>(OFFSETS_VERSIONS)?;
         let request = OffsetsRequest {
             replica_id: gregor_protocol::messages::CONSUMER_REPLICA_ID,
+            // (a field a version lacks must keep its default: the codec refuses to drop it)
+            isolation_level: if version >= 2 { self.isolation.code() } else { 0 },
             topics: group_by_topic(&targets, |t| OffsetsPartition {
                 partition: t.partition,
                 time: t.state.time,
-                max_number_of_offsets: t.state.max_number,
+                max_number_of_offsets: if version == 0 { t.state.max_number } else { 1 },
                 ..Default::default()
             })
             .into_iter()
@@ -43,7 +57,7 @@ impl LeaderOp for OffsetsOp {
             .collect(),
             ..Default::default()
         };
-        let response = conn.request(0, &request).await?;
+        let response = conn.request(version, &request).await?;
         let mut by_name: HashMap<(&str, i32), &OffsetsResponsePartition> = HashMap::new();
         for t in &response.topics {
             for p in &t.partitions {
@@ -55,7 +69,8 @@ impl LeaderOp for OffsetsOp {
             .map(|t| match by_name.get(&(t.topic.as_str(), t.partition)) {
                 None => Outcome::Fail(Cause::Missing { broker }),
                 Some(p) => match p.error() {
-                    None => Outcome::Done(Ok((broker, p.offsets.clone()))),
+                    None if version == 0 => Outcome::Done(Ok((broker, p.offsets.clone()))),
+                    None => Outcome::Done(Ok((broker, (p.offset >= 0).then_some(p.offset).into_iter().collect()))),
                     Some(code) if code.is_retriable() || code.needs_metadata_refresh() => {
                         Outcome::Retry(Cause::Code { broker, code })
                     }

@@ -23,6 +23,9 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("refresh.leader.backoff.max.ms", "1000"),
     ("refresh.leader.max.retries", "10"),
     ("fetch.message.auto.grow.max.bytes", "0"),
+    ("isolation.level", "read_uncommitted"),
+    ("api.version.request", "false"),
+    ("broker.version.fallback", "0.8.2"),
 ];
 
 /// The error of `props` read after a valid broker list (unless `props` sets one).
@@ -54,6 +57,10 @@ fn every_property_refuses_its_invalid_values() {
         ("refresh.leader.max.retries", "ten", "not an integer"),
         ("fetch.message.auto.grow.max.bytes", "-1", "must be between 0 and 2147483647"),
         ("fetch.message.auto.grow.max.bytes", "1024", "must exceed fetch.message.max.bytes (1048576), or be 0 (off)"),
+        ("isolation.level", "committed", "is not an isolation level (read_uncommitted or read_committed)"),
+        ("api.version.request", "yes please", "true or false"),
+        ("broker.version.fallback", "3.7.0", "brokers from Kafka 0.10 on answer ApiVersions"),
+        ("broker.version.fallback", "latest", "is not a Kafka release"),
     ];
     for (property, value, reason) in cases {
         let case = format!("{property}={value}");
@@ -180,6 +187,9 @@ fn a_changed_configuration_round_trips() {
         ("refresh.leader.backoff.max.ms", "0"),
         ("refresh.leader.max.retries", "0"),
         ("fetch.message.auto.grow.max.bytes", "2147483647"),
+        ("isolation.level", "read_committed"),
+        ("api.version.request", "true"),
+        ("broker.version.fallback", "0.9.0"),
     ];
     let c = SimpleConsumerConfig::from_properties(changed.iter().copied()).unwrap();
     let expected: Vec<(&str, String)> = changed.iter().map(|(k, v)| (*k, v.to_string())).collect();

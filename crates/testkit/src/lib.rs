@@ -54,6 +54,7 @@ pub mod cluster;
 pub mod fault;
 pub mod hostile;
 mod kafka_0_8_2;
+pub mod peers;
 pub mod proxy;
 pub mod sasl;
 pub mod support;
