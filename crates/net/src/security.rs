@@ -32,10 +32,9 @@
 //! Secrets — `sasl.password`, `ssl.key.pem`, `sasl.jaas.config`, `ssl.*.password` — never appear
 //! in `Debug` output, errors or [`Security::to_properties`]: they print `***`.
 //!
-//! SASL is read and checked here, but connections do not authenticate yet (the SaslHandshake
-//! and SaslAuthenticate requests are still to come): a connection with SASL settings is refused
-//! by [`BrokerConnection::connect`](crate::BrokerConnection::connect) with one
-//! non-retriable error saying so.
+//! With SASL settings, [`BrokerConnection::connect`](crate::BrokerConnection::connect)
+//! authenticates every new connection (SaslHandshake, then SaslAuthenticate rounds) before it
+//! is used; a refusal is one non-retriable [`Error::Sasl`](crate::Error::Sasl).
 //!
 //! ```
 //! use gregor_net::{ConnectionConfig, Security, SecurityProtocol};

@@ -20,7 +20,14 @@
 //! | [`send_buffer_bytes`](ProducerConfigBuilder::send_buffer_bytes) | `send.buffer.bytes` | `102400` ([`DEFAULT_SEND_BUFFER_BYTES`]) |
 //! | [`partitioner`](ProducerConfigBuilder::partitioner) | `partitioner.class` | `kafka.producer.DefaultPartitioner` = [`PartitionerKind::Default08`] |
 //! | — (encoders are values given to the producer) | `serializer.class`, `key.serializer.class` | `kafka.serializer.DefaultEncoder` |
+//! | [`api_version_request`](ProducerConfigBuilder::api_version_request) | `api.version.request` (Kafka 0.10+, librdkafka) | `false` (for now) |
+//! | [`broker_version_fallback`](ProducerConfigBuilder::broker_version_fallback) | `broker.version.fallback` (librdkafka) | `0.8.2` |
 //! | [`security`](ProducerConfigBuilder::security) | `security.protocol`, `ssl.*`, `sasl.*` (see [`gregor_net::security`]) | `PLAINTEXT` |
+//!
+//! With `api.version.request` on, each connection asks its broker which versions it speaks and
+//! Produce goes out in the highest version both know: from Kafka 0.11 (Produce v3) each batch
+//! is a RecordBatch v2 with CreateTime timestamps, which a Kafka 4 broker requires. A broker
+//! that does not answer (Kafka 0.8/0.9) gets `broker.version.fallback`'s versions.
 //!
 //! [`ProducerConfig::from_properties`] reads these names exactly (and the security properties,
 //! which [`gregor_net::Security`] reads for every client); [`ProducerConfig::builder`]
@@ -44,7 +51,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use gregor_config::{check_count, check_ms, shorten, validate_client_id, validate_topic_name, Alias, INT_MAX};
-use gregor_net::{Security, SecurityProperties};
+use gregor_net::{BrokerVersionFallback, Security, SecurityProperties};
 use gregor_protocol::Compression;
 
 use crate::partitioner::PartitionerKind;
@@ -109,6 +116,8 @@ pub const PROPERTIES: &[&str] = &[
     "partitioner.class",
     "serializer.class",
     "key.serializer.class",
+    "api.version.request",
+    "broker.version.fallback",
 ];
 
 /// The client name in [`ConfigError::UnknownProperty`].
@@ -270,6 +279,8 @@ pub struct ProducerConfig {
     partitioner: PartitionerKind,
     serializer_class: Option<String>,
     key_serializer_class: Option<String>,
+    api_version_request: bool,
+    broker_version_fallback: BrokerVersionFallback,
     security: Security,
 }
 
@@ -297,6 +308,8 @@ impl Default for ProducerConfig {
             partitioner: PartitionerKind::Default08,
             serializer_class: None,
             key_serializer_class: None,
+            api_version_request: gregor_net::ConnectionConfig::default().api_version_request(),
+            broker_version_fallback: BrokerVersionFallback::DEFAULT,
             security: Security::plaintext(),
         }
     }
@@ -400,6 +413,10 @@ impl ProducerConfig {
                     b.config.key_serializer_class = Some(value.to_owned());
                     b
                 }
+                "api.version.request" => b.api_version_request(p.bool()?),
+                "broker.version.fallback" => b.broker_version_fallback(
+                    value.parse().map_err(|e: gregor_net::versions::InvalidFallback| p.invalid(e.0))?,
+                ),
                 _ => unreachable!("every name of PROPERTIES is handled"),
             };
         }
@@ -436,6 +453,8 @@ impl ProducerConfig {
             ("partitioner.class", self.partitioner.class_name().to_owned()),
             ("serializer.class", serializer.to_owned()),
             ("key.serializer.class", self.key_serializer_class.as_deref().unwrap_or(serializer).to_owned()),
+            ("api.version.request", self.api_version_request.to_string()),
+            ("broker.version.fallback", self.broker_version_fallback.to_string()),
         ];
         if self.security.protocol() != gregor_net::SecurityProtocol::Plaintext {
             props.extend(self.security.to_properties());
@@ -557,6 +576,18 @@ impl ProducerConfig {
     /// `key.serializer.class` as read by [`ProducerConfig::from_properties`], if given.
     pub fn key_serializer_class(&self) -> Option<&str> {
         self.key_serializer_class.as_deref()
+    }
+
+    /// `api.version.request`: whether connections ask brokers for their versions (see the
+    /// module docs).
+    pub fn api_version_request(&self) -> bool {
+        self.api_version_request
+    }
+
+    /// `broker.version.fallback`: the release a broker that does not answer ApiVersions is
+    /// spoken to as.
+    pub fn broker_version_fallback(&self) -> BrokerVersionFallback {
+        self.broker_version_fallback
     }
 
     /// `security.protocol` and its TLS and SASL settings, for every broker connection.
@@ -767,6 +798,20 @@ impl ProducerConfigBuilder {
     /// [`gregor_net::Security`] (TLS settings, SASL credentials). Default: plaintext.
     pub fn security(mut self, security: Security) -> Self {
         self.config.security = security;
+        self
+    }
+
+    /// `api.version.request`: ask each broker for its versions and send the highest both
+    /// speak (see the module docs). Default: false for now.
+    pub fn api_version_request(mut self, on: bool) -> Self {
+        self.config.api_version_request = on;
+        self
+    }
+
+    /// `broker.version.fallback`: the release (0.8.0 to 0.9.0) whose versions a broker that
+    /// does not answer ApiVersions gets. Default: 0.8.2.
+    pub fn broker_version_fallback(mut self, release: BrokerVersionFallback) -> Self {
+        self.config.broker_version_fallback = release;
         self
     }
 

@@ -149,6 +149,8 @@ where
             .client_id(config.client_id())
             .request_timeout(config.response_timeout())
             .send_buffer_bytes(Some(config.send_buffer_bytes()))
+            .api_version_request(config.api_version_request())
+            .broker_version_fallback(config.broker_version_fallback())
             .security(config.security())
             .build()
             .map_err(Error::Config)?;

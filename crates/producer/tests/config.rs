@@ -33,6 +33,8 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("partitioner.class", "kafka.producer.DefaultPartitioner"),
     ("serializer.class", "kafka.serializer.DefaultEncoder"),
     ("key.serializer.class", "kafka.serializer.DefaultEncoder"),
+    ("api.version.request", "false"),
+    ("broker.version.fallback", "0.8.2"),
 ];
 
 /// Reads `props` after a valid broker list (unless `props` sets one) and returns the error.
@@ -93,6 +95,8 @@ fn every_property_refuses_its_invalid_values() {
         ("serializer.class", "com.example.AvroEncoder", "encoders are Rust values"),
         ("serializer.class", "kafka.serializer.NullEncoder", "only those names are accepted"),
         ("key.serializer.class", "kafka.serializer.AvroEncoder", "only those names are accepted"),
+        ("api.version.request", "sometimes", "true or false"),
+        ("broker.version.fallback", "2.8", "brokers from Kafka 0.10 on answer ApiVersions"),
     ];
     for (property, value, reason) in cases {
         let case = format!("{property}={value}");
@@ -133,7 +137,7 @@ fn missing_and_unknown_properties() {
             message.starts_with(&format!("unknown producer property {unknown:?}; known: metadata.broker.list, ")),
             "{message}"
         );
-        assert!(message.ends_with("key.serializer.class"), "{message}");
+        assert!(message.ends_with("key.serializer.class, api.version.request, broker.version.fallback"), "{message}");
     }
 }
 
@@ -264,6 +268,8 @@ fn a_changed_configuration_round_trips() {
         ("partitioner.class", "round_robin"),
         ("serializer.class", "kafka.serializer.StringEncoder"),
         ("key.serializer.class", "kafka.serializer.NullEncoder"),
+        ("api.version.request", "true"),
+        ("broker.version.fallback", "0.9.0"),
     ];
     let c = ProducerConfig::from_properties(changed.iter().copied()).unwrap();
     let expected: Vec<(&str, String)> = changed.iter().map(|(k, v)| (*k, v.to_string())).collect();

@@ -8,10 +8,11 @@
 
 use std::time::Duration;
 
+use gregor_protocol::frame::ApiKey;
 use gregor_protocol::messages::{FetchRequest, MetadataRequest, OffsetsRequest};
 use gregor_protocol::record::TimestampType;
 use gregor_simple_consumer::{SimpleConsumer, SimpleConsumerConfig};
-use gregor_testkit::peers::{self, Tansu};
+use gregor_testkit::peers::{self, RequestTap, Tansu};
 
 const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
 
@@ -47,8 +48,11 @@ print('produced')
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_written_by_librdkafka_to_tansu_read_back_with_headers_and_timestamps() {
     let (Some(tansu), Some(python)) = (peers::tansu_or_skip(), peers::python_or_skip()) else { return };
-    let broker = Tansu::start(&tansu).await;
-    let mut args = vec![broker.bootstrap()];
+    // clients reach tansu through a tap that notes the versions they send
+    let tap_port = peers::free_port();
+    let broker = Tansu::start_advertising(&tansu, Some(tap_port)).await;
+    let tap = RequestTap::start(tap_port, broker.bootstrap()).await;
+    let mut args = vec![tap.bootstrap()];
     args.extend(CODECS.iter().map(|c| c.to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let run = peers::run_python(&python, PRODUCE, &args, Duration::from_secs(120)).await;
@@ -56,7 +60,7 @@ async fn records_written_by_librdkafka_to_tansu_read_back_with_headers_and_times
 
     // what the consumer's connections pick with this broker
     let net = gregor_net::ConnectionConfig::builder().api_version_request(true).build().unwrap();
-    let conn = gregor_net::BrokerConnection::connect(broker.bootstrap(), &net).await.unwrap();
+    let conn = gregor_net::BrokerConnection::connect(tap.bootstrap(), &net).await.unwrap();
     assert_eq!(conn.versions().unwrap().source(), gregor_net::VersionSource::Negotiated);
     assert_eq!(conn.version_for::<FetchRequest>(0..=12).unwrap(), 12);
     assert_eq!(conn.version_for::<OffsetsRequest>(0..=9).unwrap(), 9);
@@ -64,7 +68,7 @@ async fn records_written_by_librdkafka_to_tansu_read_back_with_headers_and_times
     conn.close().await;
 
     let config = SimpleConsumerConfig::builder()
-        .metadata_broker_list(broker.bootstrap())
+        .metadata_broker_list(tap.bootstrap())
         .client_id("modern-reader")
         .api_version_request(true)
         .build()
@@ -117,4 +121,13 @@ async fn records_written_by_librdkafka_to_tansu_read_back_with_headers_and_times
         assert!(empty.messages.is_empty() && empty.next_offset == 0, "{topic}: {empty:?}");
     }
     consumer.close().await;
+    // the consumer's requests went out in tansu's highest versions (the python peer sent no
+    // Fetch: it only produced)
+    let sent = tap.requests();
+    let versions =
+        |api: ApiKey| -> Vec<i16> { sent.iter().filter(|(key, _)| *key == api.code()).map(|(_, v)| *v).collect() };
+    let fetch = versions(ApiKey::Fetch);
+    assert!(!fetch.is_empty() && fetch.iter().all(|&v| v == 12), "Fetch versions: {fetch:?}");
+    let offsets = versions(ApiKey::Offsets);
+    assert!(offsets.contains(&9), "ListOffsets versions: {offsets:?}");
 }

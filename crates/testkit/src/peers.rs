@@ -17,6 +17,10 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::process::{Child, Command};
 
 use crate::tools::{run_bounded, unavailable, Finished};
@@ -99,13 +103,21 @@ impl Tansu {
     ///
     /// When it cannot be started or does not listen within 20 s.
     pub async fn start(bin: &Path) -> Tansu {
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-            l.local_addr().expect("local addr").port()
-        };
+        Tansu::start_advertising(bin, None).await
+    }
+
+    /// As [`Tansu::start`], telling clients in its metadata to connect to `advertised` (a
+    /// [`RequestTap`] in front of it) instead of its own port.
+    ///
+    /// # Panics
+    ///
+    /// As [`Tansu::start`].
+    pub async fn start_advertising(bin: &Path, advertised: Option<u16>) -> Tansu {
+        let port = free_port();
         let url = format!("tcp://127.0.0.1:{port}");
+        let advertised = format!("tcp://127.0.0.1:{}", advertised.unwrap_or(port));
         let child = Command::new(bin)
-            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url])
+            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &advertised])
             .args(["--storage-engine", "memory://tansu/", "--silent"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -130,5 +142,92 @@ impl Tansu {
     /// `127.0.0.1:<port>`.
     pub fn bootstrap(&self) -> String {
         format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+/// A port that was free a moment ago.
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    l.local_addr().expect("local addr").port()
+}
+
+/// A relay on a loopback port in front of a broker that notes the API key and version of every
+/// request a client sends through it (the answers pass untouched): to see which versions a
+/// client chose with a broker gregor did not write.
+#[derive(Debug)]
+pub struct RequestTap {
+    port: u16,
+    seen: Arc<Mutex<Vec<(i16, i16)>>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl RequestTap {
+    /// Listens on `port` (0: any free one) and relays each connection to `target`.
+    ///
+    /// # Panics
+    ///
+    /// When the port cannot be bound.
+    pub async fn start(port: u16, target: String) -> RequestTap {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await.expect("bind the tap's port");
+        let port = listener.local_addr().expect("local addr").port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let noted = Arc::clone(&seen);
+        let accept = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let (target, noted) = (target.clone(), Arc::clone(&noted));
+                tokio::spawn(async move {
+                    let Ok(server) = TcpStream::connect(&target).await else { return };
+                    let (mut client_rx, mut client_tx) = client.into_split();
+                    let (mut server_rx, mut server_tx) = server.into_split();
+                    let answers = tokio::spawn(async move {
+                        let _ = tokio::io::copy(&mut server_rx, &mut client_tx).await;
+                    });
+                    let mut size = [0u8; 4];
+                    while client_rx.read_exact(&mut size).await.is_ok() {
+                        let len = u32::from_be_bytes(size) as usize;
+                        let mut frame = vec![0u8; len.min(256 << 20)];
+                        if client_rx.read_exact(&mut frame).await.is_err() {
+                            break;
+                        }
+                        if let Some(head) = frame.first_chunk::<4>() {
+                            let key = i16::from_be_bytes([head[0], head[1]]);
+                            let version = i16::from_be_bytes([head[2], head[3]]);
+                            noted.lock().unwrap_or_else(|p| p.into_inner()).push((key, version));
+                        }
+                        if server_tx.write_all(&size).await.is_err() || server_tx.write_all(&frame).await.is_err() {
+                            break;
+                        }
+                    }
+                    answers.abort();
+                });
+            }
+        });
+        RequestTap { port, seen, accept }
+    }
+
+    /// `127.0.0.1:<port>`.
+    pub fn bootstrap(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Every (API key, version) sent through it so far, in order per connection.
+    pub fn requests(&self) -> Vec<(i16, i16)> {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl Drop for RequestTap {
+    fn drop(&mut self) {
+        self.accept.abort();
     }
 }

@@ -71,7 +71,10 @@ impl Engine {
             // are let go for chunking
             let busy = !self.input.incoming.is_empty()
                 || self.acc.leader(&tp).is_some_and(|b| self.rounds.full.contains(&b))
-                || self.acc.queued(&tp).is_some_and(|q| q.len() >= self.config.batch_num_messages());
+                || self.acc.queued(&tp).is_some_and(|q| q.len() >= self.config.batch_num_messages())
+                // a leader that takes RecordBatch v2 gets one batch compressed whole: chunks
+                // are message v0 wrappers
+                || self.acc.leader(&tp).is_some_and(|b| self.leader_takes_record_batches(b));
             if !busy && codec != Compression::None && self.acc.batches_in_flight(&tp) > 0 {
                 // its next batch waits for this one: the chunk waits too, its records kept
                 // (letting them go would leave the partition's later chunks out of line with
@@ -104,6 +107,16 @@ impl Engine {
             };
             self.chunks.made.entry(tp).or_default().push_back(Chunk { first, last, records: count, set });
         }
+    }
+
+    /// True when the connection to `broker` is open and speaks Produce v3 or later (RecordBatch
+    /// v2, see `format`).
+    fn leader_takes_record_batches(&self, broker: i32) -> bool {
+        let pool = self.meta.cache.pool();
+        pool.broker_addr(broker).and_then(|addr| pool.cached(&addr)).is_some_and(|conn| {
+            conn.version_for::<gregor_protocol::messages::ProduceRequest>(super::format::PRODUCE_VERSIONS)
+                .is_ok_and(|v| v >= super::format::FIRST_RECORD_BATCH_VERSION)
+        })
     }
 
     /// The chunks that begin `records` (a fresh batch of `tp`), in order, and how many records

