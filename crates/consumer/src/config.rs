@@ -28,7 +28,7 @@
 use std::time::Duration;
 
 use gregor_config::{check_count, check_ms, check_name_chars, validate_client_id, INT_MAX};
-use gregor_net::{Security, SecurityProperties, SecurityProtocol};
+use gregor_net::{BrokerVersionFallback, IsolationLevel, Security, SecurityProperties, SecurityProtocol};
 use gregor_protocol::message::{ENTRY_HEADER_SIZE, MESSAGE_V0_OVERHEAD};
 
 use crate::assignment::AssignmentStrategy;
@@ -116,6 +116,9 @@ pub const PROPERTIES: &[&str] = &[
     "offsets.channel.socket.timeout.ms",
     "offsets.commit.max.retries",
     "dual.commit.enabled",
+    "isolation.level",
+    "api.version.request",
+    "broker.version.fallback",
 ];
 
 /// The client name in [`ConfigError::UnknownProperty`].
@@ -234,6 +237,16 @@ pub struct ConsumerConfig {
     pub offsets_commit_max_retries: u32,
     /// `dual.commit.enabled`.
     pub dual_commit_enabled: bool,
+    /// `isolation.level` (Kafka 0.11+): `read_committed` leaves out the records of aborted
+    /// transactions and reads up to the last stable offset; default `read_uncommitted`.
+    pub isolation_level: IsolationLevel,
+    /// `api.version.request` (Kafka 0.10+, librdkafka): each connection asks its broker which
+    /// versions it speaks, and fetches go out in the highest both know (records then carry
+    /// timestamps and headers); a broker that does not answer (0.8/0.9) gets
+    /// `broker.version.fallback`'s. Default: false for now.
+    pub api_version_request: bool,
+    /// `broker.version.fallback` (librdkafka): default 0.8.2.
+    pub broker_version_fallback: BrokerVersionFallback,
     /// `security.protocol` with its `ssl.*` / `sasl.*` settings, for every broker connection.
     pub security: Security,
 }
@@ -317,6 +330,13 @@ impl ConsumerConfig {
                     "offsets.channel.socket.timeout.ms" => b.offsets_channel_socket_timeout(p.ms(0)?),
                     "offsets.commit.max.retries" => b.offsets_commit_max_retries(p.int(0)?),
                     "dual.commit.enabled" => b.dual_commit_enabled(p.bool()?),
+                    "isolation.level" => {
+                        b.isolation_level(p.value().parse().map_err(|e: String| p.invalid(e))?)
+                    }
+                    "api.version.request" => b.api_version_request(p.bool()?),
+                    "broker.version.fallback" => b.broker_version_fallback(
+                        p.value().parse().map_err(|e: gregor_net::versions::InvalidFallback| p.invalid(e.0))?,
+                    ),
                     _ => unreachable!("every name of PROPERTIES is handled"),
                 };
         }
@@ -360,6 +380,9 @@ impl ConsumerConfig {
             ("offsets.channel.socket.timeout.ms", ms(self.offsets_channel_socket_timeout)),
             ("offsets.commit.max.retries", self.offsets_commit_max_retries.to_string()),
             ("dual.commit.enabled", self.dual_commit_enabled.to_string()),
+            ("isolation.level", self.isolation_level.to_string()),
+            ("api.version.request", self.api_version_request.to_string()),
+            ("broker.version.fallback", self.broker_version_fallback.to_string()),
         ]);
         if self.security.protocol() != SecurityProtocol::Plaintext {
             props.extend(self.security.to_properties());
@@ -405,6 +428,9 @@ struct Defaults {
     offsets_channel_socket_timeout: Duration,
     offsets_commit_max_retries: u32,
     dual_commit_enabled: bool,
+    isolation_level: IsolationLevel,
+    api_version_request: bool,
+    broker_version_fallback: BrokerVersionFallback,
 }
 
 impl Default for ConsumerConfigBuilder {
@@ -441,6 +467,9 @@ impl Default for ConsumerConfigBuilder {
                 offsets_channel_socket_timeout: ms(DEFAULT_OFFSETS_CHANNEL_SOCKET_TIMEOUT_MS),
                 offsets_commit_max_retries: DEFAULT_OFFSETS_COMMIT_MAX_RETRIES,
                 dual_commit_enabled: DEFAULT_DUAL_COMMIT_ENABLED,
+                isolation_level: IsolationLevel::ReadUncommitted,
+                api_version_request: gregor_net::ConnectionConfig::default().api_version_request(),
+                broker_version_fallback: BrokerVersionFallback::DEFAULT,
             },
         }
     }
@@ -593,6 +622,19 @@ impl ConsumerConfigBuilder {
         /// `offsets.storage=kafka`, also commit to ZooKeeper, and read the max of both.
         dual_commit_enabled: bool
     );
+    setter!(
+        /// `isolation.level`, default `read_uncommitted` (see [`ConsumerConfig::isolation_level`]).
+        isolation_level: IsolationLevel
+    );
+    setter!(
+        /// `api.version.request`, default false for now (see
+        /// [`ConsumerConfig::api_version_request`]).
+        api_version_request: bool
+    );
+    setter!(
+        /// `broker.version.fallback`, default 0.8.2.
+        broker_version_fallback: BrokerVersionFallback
+    );
 
     /// `security.protocol` and the `ssl.*` / `sasl.*` settings of every broker connection, as
     /// [`gregor_net::Security`] (TLS settings, SASL credentials). Default: plaintext.
@@ -724,6 +766,9 @@ impl ConsumerConfigBuilder {
             offsets_channel_socket_timeout: c.offsets_channel_socket_timeout,
             offsets_commit_max_retries: c.offsets_commit_max_retries,
             dual_commit_enabled: c.dual_commit_enabled,
+            isolation_level: c.isolation_level,
+            api_version_request: c.api_version_request,
+            broker_version_fallback: c.broker_version_fallback,
             security: self.security,
         })
     }

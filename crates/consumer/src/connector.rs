@@ -153,6 +153,8 @@ impl ConsumerConnector {
         let conn_config = ConnectionConfig::builder()
             .client_id(config.client_id.clone())
             .request_timeout(config.socket_timeout)
+            .api_version_request(config.api_version_request)
+            .broker_version_fallback(config.broker_version_fallback)
             .security(&config.security)
             .build()
             .map_err(|e| Error::InvalidSubscription(e.to_string()))?;

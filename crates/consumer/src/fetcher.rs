@@ -40,7 +40,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use gregor_net::{classify_fetch, FetchClass, MetadataCache};
+use gregor_net::{classify_fetch_at, FetchClass, FetchRead, MetadataCache};
+
+/// The Fetch versions the fetchers send: v13 and later name topics by id, which the consumer
+/// does not track.
+const FETCH_VERSIONS: std::ops::RangeInclusive<i16> = 0..=12;
 use gregor_protocol::messages::{
     FetchPartition, FetchRequest, FetchResponsePartition, FetchTopic, OffsetsPartition, OffsetsRequest, OffsetsTopic,
     CONSUMER_REPLICA_ID, EARLIEST_TIME, LATEST_TIME,
@@ -335,7 +339,7 @@ async fn broker_fetcher(
                 ..Default::default()
             });
         }
-        let request = FetchRequest {
+        let mut request = FetchRequest {
             replica_id: CONSUMER_REPLICA_ID,
             max_wait_time: if any_full { config.fetch_wait_max.as_millis() as i32 } else { 0 },
             min_bytes: config.fetch_min_bytes,
@@ -343,9 +347,21 @@ async fn broker_fetcher(
             ..Default::default()
         };
         last_request = Some(now);
-        let response = match ctx.brokers.pool().get(broker).await {
-            Ok(conn) => {
-                let call = tokio::time::timeout(config.socket_timeout, conn.request(0, &request));
+        // the version the broker and gregor both speak (0.8.2's v0 without api.version.request)
+        let mut read = FetchRead::V0;
+        let conn = ctx.brokers.pool().get(broker).await.map_err(|e| e.to_string());
+        let conn_version = conn.and_then(|conn| {
+            let version = conn.version_for::<FetchRequest>(FETCH_VERSIONS).map_err(|e| e.to_string())?;
+            Ok((conn, version))
+        });
+        let response = match conn_version {
+            Ok((conn, version)) => {
+                read = FetchRead { version, isolation: config.isolation_level };
+                // a field a version lacks keeps its default (the codec refuses to drop it)
+                if version >= 4 {
+                    request.isolation_level = config.isolation_level.code();
+                }
+                let call = tokio::time::timeout(config.socket_timeout, conn.request(version, &request));
                 tokio::pin!(call);
                 // while the long poll is out, queue what finds room
                 let answer = loop {
@@ -365,7 +381,7 @@ async fn broker_fetcher(
                     Err(_) => Err(format!("no answer within socket.timeout.ms ({:?})", config.socket_timeout)),
                 }
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e),
         };
         let response = match response {
             Ok(r) => r,
@@ -400,7 +416,7 @@ async fn broker_fetcher(
                     message_set: MessageSet::from_bytes(Bytes::copy_from_slice(rp.message_set.as_bytes())),
                     ..rp.clone()
                 };
-                let class = classify_fetch(&rt.topic, &owned, t.offset);
+                let class = classify_fetch_at(&rt.topic, &owned, t.offset, read);
                 match t.absorb(class, owned.high_watermark, owned.message_set.len(), ctx.generation, &ctx.prefetch) {
                     After::Keep => {}
                     After::Reset => keep[i] = false,
@@ -440,15 +456,18 @@ async fn reset_offset(
         .leader_connection(topic, partition)
         .await
         .map_err(crate::error::net(format!("leader of {topic}/{partition}")))?;
+    // v0 (0.8.2) answers a list of offsets, v1+ one offset; v10 adds a timeout for tiered storage
+    let version = conn.version_for::<OffsetsRequest>(0..=9).map_err(crate::error::net("Offsets"))?;
     let request = OffsetsRequest {
         replica_id: CONSUMER_REPLICA_ID,
+        isolation_level: if version >= 2 { config.isolation_level.code() } else { 0 },
         topics: vec![OffsetsTopic::new(
             topic,
             vec![OffsetsPartition { partition, time, max_number_of_offsets: 1, ..Default::default() }],
         )],
         ..Default::default()
     };
-    let r = conn.request(0, &request).await.map_err(crate::error::net("Offsets"))?;
+    let r = conn.request(version, &request).await.map_err(crate::error::net("Offsets"))?;
     for t in &r.topics {
         for p in &t.partitions {
             if p.partition == partition {
@@ -457,6 +476,9 @@ async fn reset_offset(
                 }
                 if let Some(&o) = p.offsets.first() {
                     return Ok(o);
+                }
+                if version >= 1 && p.offset >= 0 {
+                    return Ok(p.offset);
                 }
             }
         }
@@ -497,7 +519,7 @@ mod tests {
             message_set: set,
             ..Default::default()
         };
-        let class = classify_fetch("t", &p, t.offset);
+        let class = gregor_net::classify_fetch("t", &p, t.offset);
         t.absorb(class, hw, p.message_set.len(), 7, prefetch)
     }
 

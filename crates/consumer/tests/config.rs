@@ -43,6 +43,9 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("offsets.channel.socket.timeout.ms", "10000"),
     ("offsets.commit.max.retries", "5"),
     ("dual.commit.enabled", "true"),
+    ("isolation.level", "read_uncommitted"),
+    ("api.version.request", "false"),
+    ("broker.version.fallback", "0.8.2"),
 ];
 
 /// Reads `props`, with the required properties it does not set, and returns the error.
@@ -99,6 +102,9 @@ fn every_property_refuses_its_invalid_values() {
         ("offsets.channel.socket.timeout.ms", "0", "must be between 1 and 2147483647"),
         ("offsets.commit.max.retries", "-5", "must be between 0 and 2147483647"),
         ("dual.commit.enabled", "on", "must be true or false"),
+        ("isolation.level", "serializable", "is not an isolation level (read_uncommitted or read_committed)"),
+        ("api.version.request", "1", "must be true or false"),
+        ("broker.version.fallback", "1.0.0", "brokers from Kafka 0.10 on answer ApiVersions"),
     ];
     for (property, value, reason) in cases {
         let case = format!("{property}={value}");
@@ -264,6 +270,9 @@ fn a_changed_configuration_round_trips() {
         ("offsets.channel.socket.timeout.ms", "1"),
         ("offsets.commit.max.retries", "0"),
         ("dual.commit.enabled", "false"),
+        ("isolation.level", "read_committed"),
+        ("api.version.request", "true"),
+        ("broker.version.fallback", "0.8.0"),
     ];
     let c = ConsumerConfig::from_properties(changed.iter().copied()).unwrap();
     let expected: Vec<(&str, String)> = changed.iter().map(|(k, v)| (*k, v.to_string())).collect();
