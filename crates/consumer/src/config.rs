@@ -243,7 +243,7 @@ pub struct ConsumerConfig {
     /// `api.version.request` (Kafka 0.10+, librdkafka): each connection asks its broker which
     /// versions it speaks, and fetches go out in the highest both know (records then carry
     /// timestamps and headers); a broker that does not answer (0.8/0.9) gets
-    /// `broker.version.fallback`'s. Default: false for now.
+    /// `broker.version.fallback`'s. Default: true.
     pub api_version_request: bool,
     /// `broker.version.fallback` (librdkafka): default 0.8.2.
     pub broker_version_fallback: BrokerVersionFallback,
@@ -330,9 +330,7 @@ impl ConsumerConfig {
                     "offsets.channel.socket.timeout.ms" => b.offsets_channel_socket_timeout(p.ms(0)?),
                     "offsets.commit.max.retries" => b.offsets_commit_max_retries(p.int(0)?),
                     "dual.commit.enabled" => b.dual_commit_enabled(p.bool()?),
-                    "isolation.level" => {
-                        b.isolation_level(p.value().parse().map_err(|e: String| p.invalid(e))?)
-                    }
+                    "isolation.level" => b.isolation_level(p.value().parse().map_err(|e: String| p.invalid(e))?),
                     "api.version.request" => b.api_version_request(p.bool()?),
                     "broker.version.fallback" => b.broker_version_fallback(
                         p.value().parse().map_err(|e: gregor_net::versions::InvalidFallback| p.invalid(e.0))?,
@@ -627,7 +625,7 @@ impl ConsumerConfigBuilder {
         isolation_level: IsolationLevel
     );
     setter!(
-        /// `api.version.request`, default false for now (see
+        /// `api.version.request`, default true (see
         /// [`ConsumerConfig::api_version_request`]).
         api_version_request: bool
     );

@@ -44,7 +44,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("offsets.commit.max.retries", "5"),
     ("dual.commit.enabled", "true"),
     ("isolation.level", "read_uncommitted"),
-    ("api.version.request", "false"),
+    ("api.version.request", "true"),
     ("broker.version.fallback", "0.8.2"),
 ];
 
@@ -271,7 +271,7 @@ fn a_changed_configuration_round_trips() {
         ("offsets.commit.max.retries", "0"),
         ("dual.commit.enabled", "false"),
         ("isolation.level", "read_committed"),
-        ("api.version.request", "true"),
+        ("api.version.request", "false"),
         ("broker.version.fallback", "0.8.0"),
     ];
     let c = ConsumerConfig::from_properties(changed.iter().copied()).unwrap();

@@ -10,7 +10,7 @@
 //! | [`ConnectionConfig::receive_buffer_bytes`] | `socket.receive.buffer.bytes` | OS default |
 //! | [`ConnectionConfig::max_in_flight`] | — | 64 ([`DEFAULT_MAX_IN_FLIGHT`]) |
 //! | [`ConnectionConfig::tcp_nodelay`] | — | true |
-//! | [`ConnectionConfig::api_version_request`] | `api.version.request` (librdkafka) | false, for now |
+//! | [`ConnectionConfig::api_version_request`] | `api.version.request` (librdkafka) | true |
 //! | [`ConnectionConfig::api_version_request_timeout`] | `api.version.request.timeout.ms` (librdkafka) | 10 s |
 //! | [`ConnectionConfig::broker_version_fallback`] | `broker.version.fallback` (librdkafka) | 0.8.2 |
 //! | [`ConnectionConfig::tls`] | `security.protocol=SSL`, `ssl.*` ([`TlsConfig`]) | plaintext |
@@ -120,7 +120,7 @@ impl Default for ConnectionConfig {
             receive_buffer_bytes: None,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             tcp_nodelay: true,
-            api_version_request: false,
+            api_version_request: true,
             api_version_request_timeout: DEFAULT_API_VERSION_REQUEST_TIMEOUT,
             broker_version_fallback: BrokerVersionFallback::DEFAULT,
             tls: None,
@@ -303,8 +303,8 @@ impl ConnectionConfigBuilder {
     /// APIs it speaks (ApiVersions, Kafka 0.10+), so that requests go out in the highest version
     /// both sides know. A Kafka 0.8/0.9 broker closes the connection on it; the connection is
     /// then opened again and speaks the [`broker_version_fallback`](Self::broker_version_fallback)
-    /// release's versions. Default: false for now (gregor's clients still send Kafka 0.8.2's
-    /// versions everywhere); it becomes true once they use what is negotiated.
+    /// release's versions. Default: true, as librdkafka's (false saves that round trip on a cluster
+    /// known to be 0.8/0.9).
     pub fn api_version_request(mut self, on: bool) -> Self {
         self.config.api_version_request = on;
         self

@@ -279,13 +279,17 @@ impl Error {
     }
 
     /// True when the broker closed the connection (EOF, or a reset): what a Kafka 0.8/0.9 broker
-    /// does on a request it does not know, such as ApiVersions.
+    /// does on a request it does not know, such as ApiVersions. Over TLS such a close is an
+    /// EOF without TLS's close_notify (rustls reports `UnexpectedEof`): a broker closed it too.
     pub fn is_broker_closed(&self) -> bool {
         match self.poison_reason() {
             Some(PoisonReason::BrokerClosed { .. }) => true,
             Some(PoisonReason::Io { error, .. }) => matches!(
                 error.kind(),
-                io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted | io::ErrorKind::BrokenPipe
+                io::ErrorKind::ConnectionReset
+                    | io::ErrorKind::ConnectionAborted
+                    | io::ErrorKind::BrokenPipe
+                    | io::ErrorKind::UnexpectedEof
             ),
             _ => false,
         }

@@ -187,7 +187,12 @@ mod tests {
         let live = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let live_addr = live.local_addr().unwrap().to_string();
         // a connect timeout far beyond what a live broker's connect takes on a loaded machine
-        let config = ConnectionConfig::builder().connect_timeout(Duration::from_secs(5)).build().unwrap();
+        // (the live listener never answers: nothing asked at connect)
+        let config = ConnectionConfig::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .api_version_request(false)
+            .build()
+            .unwrap();
         let pool = Pool::new(config);
         let started = Instant::now();
         let slow_pool = pool.clone();
@@ -207,7 +212,8 @@ mod tests {
     async fn concurrent_gets_share_one_connection_and_a_poisoned_one_is_replaced() {
         let live = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = live.local_addr().unwrap().to_string();
-        let pool = Pool::new(ConnectionConfig::default());
+        // (the listener never answers: nothing asked at connect)
+        let pool = Pool::new(ConnectionConfig::builder().api_version_request(false).build().unwrap());
         pool.set_broker(3, addr.clone());
         let mut set = tokio::task::JoinSet::new();
         for _ in 0..10 {

@@ -153,9 +153,10 @@ async fn a_config_with_sasl_authenticates_at_connect() {
     let (addr, seen) = broker(Mechanism::ScramSha256).await;
     let config = ConnectionConfig::builder()
         .sasl(Some(SaslConfig::new(SaslMechanism::ScramSha256, "alice", "wonderland")))
+        .api_version_request(false)
         .build()
         .unwrap();
-    // api.version.request is off by default: SASL asks for the versions anyway
+    // with api.version.request off, SASL asks for the versions anyway
     assert!(!config.api_version_request());
     let conn = BrokerConnection::connect(&addr, &config).await.unwrap();
     conn.request(0, &MetadataRequest::default()).await.unwrap();

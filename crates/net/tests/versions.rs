@@ -118,7 +118,11 @@ async fn without_api_version_request_nothing_is_asked_and_the_fallback_applies()
         // the client sends nothing at connect: the read only ends when it closes
         assert_eq!(socket.read(&mut first).await.unwrap(), 0);
     });
-    let config = ConnectionConfig::builder().broker_version_fallback(BrokerVersionFallback::V0_9_0).build().unwrap();
+    let config = ConnectionConfig::builder()
+        .api_version_request(false)
+        .broker_version_fallback(BrokerVersionFallback::V0_9_0)
+        .build()
+        .unwrap();
     let conn = BrokerConnection::connect(&addr, &config).await.unwrap();
     assert_eq!(conn.versions().unwrap().source(), VersionSource::Fallback(BrokerVersionFallback::V0_9_0));
     assert_eq!(conn.versions().unwrap().range(ApiKey::JoinGroup), Some((0, 0)));

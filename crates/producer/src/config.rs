@@ -20,7 +20,7 @@
 //! | [`send_buffer_bytes`](ProducerConfigBuilder::send_buffer_bytes) | `send.buffer.bytes` | `102400` ([`DEFAULT_SEND_BUFFER_BYTES`]) |
 //! | [`partitioner`](ProducerConfigBuilder::partitioner) | `partitioner.class` | `kafka.producer.DefaultPartitioner` = [`PartitionerKind::Default08`] |
 //! | — (encoders are values given to the producer) | `serializer.class`, `key.serializer.class` | `kafka.serializer.DefaultEncoder` |
-//! | [`api_version_request`](ProducerConfigBuilder::api_version_request) | `api.version.request` (Kafka 0.10+, librdkafka) | `false` (for now) |
+//! | [`api_version_request`](ProducerConfigBuilder::api_version_request) | `api.version.request` (Kafka 0.10+, librdkafka) | `true` |
 //! | [`broker_version_fallback`](ProducerConfigBuilder::broker_version_fallback) | `broker.version.fallback` (librdkafka) | `0.8.2` |
 //! | [`security`](ProducerConfigBuilder::security) | `security.protocol`, `ssl.*`, `sasl.*` (see [`gregor_net::security`]) | `PLAINTEXT` |
 //!
@@ -802,7 +802,7 @@ impl ProducerConfigBuilder {
     }
 
     /// `api.version.request`: ask each broker for its versions and send the highest both
-    /// speak (see the module docs). Default: false for now.
+    /// speak (see the module docs). Default: true.
     pub fn api_version_request(mut self, on: bool) -> Self {
         self.config.api_version_request = on;
         self

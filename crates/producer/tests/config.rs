@@ -33,7 +33,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("partitioner.class", "kafka.producer.DefaultPartitioner"),
     ("serializer.class", "kafka.serializer.DefaultEncoder"),
     ("key.serializer.class", "kafka.serializer.DefaultEncoder"),
-    ("api.version.request", "false"),
+    ("api.version.request", "true"),
     ("broker.version.fallback", "0.8.2"),
 ];
 
@@ -268,7 +268,7 @@ fn a_changed_configuration_round_trips() {
         ("partitioner.class", "round_robin"),
         ("serializer.class", "kafka.serializer.StringEncoder"),
         ("key.serializer.class", "kafka.serializer.NullEncoder"),
-        ("api.version.request", "true"),
+        ("api.version.request", "false"),
         ("broker.version.fallback", "0.9.0"),
     ];
     let c = ProducerConfig::from_properties(changed.iter().copied()).unwrap();

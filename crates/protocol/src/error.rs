@@ -79,8 +79,8 @@ pub enum Error {
         /// How many bytes were left.
         remaining: usize,
     },
-    /// Returned when a version of an API is asked for that this crate (and Kafka 0.8.2) lacks.
-    #[error("{api} v{version} is not supported (supported: v{min}..=v{max}); 0.8 brokers cannot negotiate versions, so pin them")]
+    /// Returned when a version of an API is asked for that this crate does not implement.
+    #[error("{api} v{version} is not supported (supported: v{min}..=v{max}); pick a version both sides speak (gregor-net negotiates it with ApiVersions)")]
     UnsupportedVersion {
         /// The API.
         api: ApiKey,

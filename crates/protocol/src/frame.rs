@@ -651,7 +651,7 @@ mod tests {
         let err = ApiKey::Metadata.check_version(14).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "Metadata v14 is not supported (supported: v0..=v13); 0.8 brokers cannot negotiate versions, so pin them"
+            "Metadata v14 is not supported (supported: v0..=v13); pick a version both sides speak (gregor-net negotiates it with ApiVersions)"
         );
     }
 

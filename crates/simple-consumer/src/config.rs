@@ -13,7 +13,7 @@
 //! | [`SimpleConsumerConfig::refresh_leader_max_retries`] | `refresh.leader.max.retries` (gregor) | 10 ([`DEFAULT_REFRESH_LEADER_MAX_RETRIES`]) |
 //! | [`SimpleConsumerConfig::fetch_message_auto_grow_max_bytes`] | `fetch.message.auto.grow.max.bytes` (gregor) | off ([`DEFAULT_FETCH_MESSAGE_AUTO_GROW_MAX_BYTES`]) |
 //! | [`SimpleConsumerConfig::isolation_level`] | `isolation.level` | `read_uncommitted` |
-//! | [`SimpleConsumerConfig::api_version_request`] | `api.version.request` | false (for now) |
+//! | [`SimpleConsumerConfig::api_version_request`] | `api.version.request` | true |
 //! | [`SimpleConsumerConfig::broker_version_fallback`] | `broker.version.fallback` | `0.8.2` |
 //! | [`SimpleConsumerConfig::security`] | `security.protocol`, `ssl.*`, `sasl.*` (see [`gregor_net::security`]) | `PLAINTEXT` |
 //!

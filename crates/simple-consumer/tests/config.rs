@@ -24,7 +24,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("refresh.leader.max.retries", "10"),
     ("fetch.message.auto.grow.max.bytes", "0"),
     ("isolation.level", "read_uncommitted"),
-    ("api.version.request", "false"),
+    ("api.version.request", "true"),
     ("broker.version.fallback", "0.8.2"),
 ];
 
@@ -188,7 +188,7 @@ fn a_changed_configuration_round_trips() {
         ("refresh.leader.max.retries", "0"),
         ("fetch.message.auto.grow.max.bytes", "2147483647"),
         ("isolation.level", "read_committed"),
-        ("api.version.request", "true"),
+        ("api.version.request", "false"),
         ("broker.version.fallback", "0.9.0"),
     ];
     let c = SimpleConsumerConfig::from_properties(changed.iter().copied()).unwrap();

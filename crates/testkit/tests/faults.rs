@@ -282,6 +282,9 @@ async fn accept_close_and_silent_on_one_fake_cluster_broker() {
     c.create_topic("t", 1, 1).await.unwrap();
     let (a, b) = (c.broker_addr(0).unwrap(), c.broker_addr(1).unwrap());
     let mut kept = Conn::open(a).await;
+    // answered once, so the broker has accepted it under Serve (a connection still in the
+    // listen backlog would meet the Close below)
+    kept.call(0, &metadata(&["t"])).await;
 
     c.set_accept(0, Accept::Close);
     assert_eq!(exchange(a, &["t"]).await, (vec![], true));
