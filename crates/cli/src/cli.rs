@@ -18,6 +18,7 @@ Examples:
   printf 'k1:hello\\nk2:world\\n' | gregor produce --broker-list 127.0.0.1:9092 --topic events --key-separator :
   gregor fetch --broker-list 127.0.0.1:9092 --topic events --partition 0 --offset earliest --print-key
   gregor offsets --broker-list 127.0.0.1:9092 --topic events --time -1
+  gregor fetch --bootstrap-server 127.0.0.1:9092 --topic events --partition 0 --offset earliest
   gregor consume --zookeeper 127.0.0.1:2181 --group billing --topic events --from-beginning
   gregor topics --zookeeper 127.0.0.1:2181 --create --topic events --partitions 6 --replication-factor 2
   gregor groups --zookeeper 127.0.0.1:2181 --describe --group billing";
@@ -127,7 +128,12 @@ pub(crate) enum PerfCommand {
 #[derive(Debug, Args)]
 pub(crate) struct PerfProduceArgs {
     /// Brokers to bootstrap from, host:port[,host:port...]
-    #[arg(long, value_name = "HOST:PORT,...", value_parser = NonEmptyStringValueParser::new())]
+    #[arg(
+        long,
+        visible_alias = "bootstrap-server",
+        value_name = "HOST:PORT,...",
+        value_parser = NonEmptyStringValueParser::new()
+    )]
     pub(crate) broker_list: String,
 
     /// Topic to send to
@@ -272,7 +278,12 @@ impl Codec {
 pub(crate) struct ProduceArgs {
     /// Brokers to bootstrap from, host:port[,host:port...] (metadata.broker.list); any live
     /// broker of the cluster will do
-    #[arg(long, value_name = "HOST:PORT,...", value_parser = NonEmptyStringValueParser::new())]
+    #[arg(
+        long,
+        visible_alias = "bootstrap-server",
+        value_name = "HOST:PORT,...",
+        value_parser = NonEmptyStringValueParser::new()
+    )]
     pub(crate) broker_list: String,
 
     /// Topic to send to
@@ -321,7 +332,12 @@ pub(crate) struct ProduceArgs {
 pub(crate) struct FetchArgs {
     /// Brokers to bootstrap from, host:port[,host:port...] (metadata.broker.list); the
     /// partition is read from its leader
-    #[arg(long, value_name = "HOST:PORT,...", value_parser = NonEmptyStringValueParser::new())]
+    #[arg(
+        long,
+        visible_alias = "bootstrap-server",
+        value_name = "HOST:PORT,...",
+        value_parser = NonEmptyStringValueParser::new()
+    )]
     pub(crate) broker_list: String,
 
     /// Topic to read
@@ -373,7 +389,12 @@ pub(crate) struct FetchArgs {
 pub(crate) struct OffsetsArgs {
     /// Brokers to bootstrap from, host:port[,host:port...] (metadata.broker.list); each
     /// partition's offsets are asked of its leader
-    #[arg(long, value_name = "HOST:PORT,...", value_parser = NonEmptyStringValueParser::new())]
+    #[arg(
+        long,
+        visible_alias = "bootstrap-server",
+        value_name = "HOST:PORT,...",
+        value_parser = NonEmptyStringValueParser::new()
+    )]
     pub(crate) broker_list: String,
 
     /// Topic to look up
@@ -922,6 +943,29 @@ mod tests {
         assert_eq!(parse_time("1700000000000"), Ok(1_700_000_000_000));
         assert!(parse_time("-3").is_err());
         assert!(parse_time("yesterday").is_err());
+    }
+
+    #[test]
+    fn bootstrap_server_is_another_name_for_broker_list() {
+        for command in ["produce", "fetch", "offsets"] {
+            let mut args = vec!["gregor", command, "--bootstrap-server", "b:1", "--topic", "t"];
+            match command {
+                "fetch" => args.extend(["--partition", "0", "--offset", "earliest"]),
+                "offsets" => args.extend(["--time", "-1"]),
+                _ => {}
+            }
+            let cli = Cli::try_parse_from(args).unwrap();
+            let list = match cli.command {
+                Command::Produce(a) => a.broker_list,
+                Command::Fetch(a) => a.broker_list,
+                Command::Offsets(a) => a.broker_list,
+                _ => unreachable!(),
+            };
+            assert_eq!(list, "b:1", "{command}");
+        }
+        let both =
+            ["gregor", "offsets", "--bootstrap-server", "a:1", "--broker-list", "b:1", "--topic", "t", "--time", "-1"];
+        assert!(Cli::try_parse_from(both).is_err(), "one flag, given once");
     }
 
     #[test]
