@@ -45,6 +45,9 @@ pub(crate) enum Command {
     /// Print partitions' offsets before a time, as Kafka's GetOffsetShell does (T:P:O1,O2)
     #[command(long_about = OFFSETS_ABOUT)]
     Offsets(OffsetsArgs),
+    /// Print each broker's API versions and the one gregor uses of each, as Kafka's
+    /// kafka-broker-api-versions.sh does
+    ApiVersions(ApiVersionsArgs),
     /// Read topics as a member of a consumer group, one message value per line
     #[command(long_about = CONSUME_ABOUT)]
     Consume(ConsumeArgs),
@@ -380,6 +383,29 @@ pub(crate) struct FetchArgs {
     /// --property values, which win: typically the security settings shared by every command
     /// (security.protocol=SSL, ssl.ca.location, ssl.certificate.location, ssl.key.location,
     /// sasl.*), or any other property of this client
+    #[arg(long, value_name = "FILE")]
+    pub(crate) command_config: Option<std::path::PathBuf>,
+}
+
+/// Flags of `gregor api-versions`.
+#[derive(Debug, Args)]
+pub(crate) struct ApiVersionsArgs {
+    /// Brokers to bootstrap from, host:port[,host:port...]; every broker of the cluster is asked
+    #[arg(
+        long,
+        visible_alias = "bootstrap-server",
+        value_name = "HOST:PORT,...",
+        value_parser = NonEmptyStringValueParser::new()
+    )]
+    pub(crate) broker_list: String,
+
+    /// A client property, repeatable (client.id, api.version.request, broker.version.fallback,
+    /// security settings, ...)
+    #[arg(long = "property", value_name = "KEY=VALUE", value_parser = parse_property)]
+    pub(crate) properties: Vec<(String, String)>,
+
+    /// A properties file (Kafka's format) read before the --property values: typically the
+    /// security settings
     #[arg(long, value_name = "FILE")]
     pub(crate) command_config: Option<std::path::PathBuf>,
 }

@@ -43,6 +43,7 @@
 //! [`Admin`]: gregor_admin::Admin
 
 mod admin;
+mod api_versions;
 mod audit;
 mod cli;
 mod consume;
@@ -77,6 +78,7 @@ fn main() -> ExitCode {
             Command::Produce(args) => produce::run(args).await,
             Command::Fetch(args) => fetch::run(args).await,
             Command::Offsets(args) => offsets::run(args).await,
+            Command::ApiVersions(args) => api_versions::run(args).await,
             Command::Consume(args) => consume::run(args).await,
             Command::Topics(args) => admin::topics(args).await,
             Command::Brokers(args) => admin::brokers(args).await,

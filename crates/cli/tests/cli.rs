@@ -682,3 +682,24 @@ async fn kcat_reads_what_gregor_produces_and_gregor_fetches_what_kcat_produces()
     fetched.sort_unstable();
     assert_eq!(fetched, (0..sent.len()).collect::<Vec<_>>(), "every kcat line fetched once");
 }
+
+/// `gregor api-versions` against the 0.8.2 fake: every broker closes the connection on
+/// ApiVersions, so each is listed with the fallback release's versions, as the clients use them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_versions_lists_each_broker_and_what_gregor_sends_it() {
+    let Some(c) = cluster("cli-api-versions").await else { return };
+    let b = c.bootstrap();
+    let run = gregor(&["api-versions", "--bootstrap-server", &b], b"").await;
+    let out = run.ok();
+    let blocks: Vec<&str> = out.split_inclusive(")\n").collect();
+    let mut brokers = c.broker_addrs();
+    brokers.sort_unstable();
+    assert_eq!(blocks.len(), brokers.len(), "{out}");
+    for (block, (id, addr)) in blocks.iter().zip(brokers) {
+        let head = format!("{addr} (id: {id}) -> fallback 0.8.2 (no ApiVersions) (\n");
+        assert!(block.starts_with(&head), "{block}");
+        assert!(block.contains("\tProduce(0): 0 to 0 [usable: 0],\n"), "{block}");
+        assert!(block.contains("\tOffsetCommit(8): 0 to 1 [usable: 1],\n"), "{block}");
+        assert!(block.contains("\tFindCoordinator(10): 0 to 0 [usable: 0],\n"), "{block}");
+    }
+}

@@ -41,10 +41,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use gregor_net::{classify_fetch_at, FetchClass, FetchRead, MetadataCache};
-
-/// The Fetch versions the fetchers send: v13 and later name topics by id, which the consumer
-/// does not track.
-const FETCH_VERSIONS: std::ops::RangeInclusive<i16> = 0..=12;
 use gregor_protocol::messages::{
     FetchPartition, FetchRequest, FetchResponsePartition, FetchTopic, OffsetsPartition, OffsetsRequest, OffsetsTopic,
     CONSUMER_REPLICA_ID, EARLIEST_TIME, LATEST_TIME,
@@ -351,7 +347,7 @@ async fn broker_fetcher(
         let mut read = FetchRead::V0;
         let conn = ctx.brokers.pool().get(broker).await.map_err(|e| e.to_string());
         let conn_version = conn.and_then(|conn| {
-            let version = conn.version_for::<FetchRequest>(FETCH_VERSIONS).map_err(|e| e.to_string())?;
+            let version = conn.client_version::<FetchRequest>().map_err(|e| e.to_string())?;
             Ok((conn, version))
         });
         let response = match conn_version {
@@ -457,7 +453,7 @@ async fn reset_offset(
         .await
         .map_err(crate::error::net(format!("leader of {topic}/{partition}")))?;
     // v0 (0.8.2) answers a list of offsets, v1+ one offset; v10 adds a timeout for tiered storage
-    let version = conn.version_for::<OffsetsRequest>(0..=9).map_err(crate::error::net("Offsets"))?;
+    let version = conn.client_version::<OffsetsRequest>().map_err(crate::error::net("Offsets"))?;
     let request = OffsetsRequest {
         replica_id: CONSUMER_REPLICA_ID,
         isolation_level: if version >= 2 { config.isolation_level.code() } else { 0 },

@@ -384,6 +384,17 @@ impl BrokerConnection {
         versions.pick(R::KEY, ours).map_err(|source| Error::NoCommonVersion { addr: self.addr().to_owned(), source })
     }
 
+    /// The version gregor's clients send `R` in with this broker: [`version_for`](Self::version_for)
+    /// the [`client_versions`](crate::versions::client_versions) of `R`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoCommonVersion`] when the ranges do not meet.
+    pub fn client_version<R: Request>(&self) -> Result<i16> {
+        let range = crate::versions::client_versions(R::KEY).unwrap_or(R::VERSIONS);
+        self.version_for::<R>(range.min..=range.max)
+    }
+
     /// Sets the versions (first one wins).
     pub(crate) fn set_versions(&self, versions: BrokerVersions) {
         let _ = self.shared().versions.set(versions);

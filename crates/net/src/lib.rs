@@ -76,7 +76,9 @@ pub use pool::Pool;
 pub use sasl::{SaslConfig, SaslMechanism, Secret};
 pub use security::{Security, SecurityProperties, SecurityProtocol, SECURITY_PROPERTIES};
 pub use tls::{TlsConfig, TlsConfigBuilder};
-pub use versions::{BrokerVersionFallback, BrokerVersions, NoCommonVersion, VersionSource};
+pub use versions::{
+    client_versions, BrokerVersionFallback, BrokerVersions, NoCommonVersion, VersionSource, CLIENT_CAPS,
+};
 
 /// A broker's id (`broker.id`), as the protocol carries it (`int32`).
 pub type BrokerId = i32;

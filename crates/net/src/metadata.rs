@@ -18,10 +18,6 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use gregor_protocol::messages::{MetadataRequest, MetadataResponse};
-
-/// The Metadata versions the cache sends: every one gregor-protocol implements up to v12 (v13
-/// only adds a top-level error code).
-pub(crate) const METADATA_VERSIONS: std::ops::RangeInclusive<i16> = 0..=12;
 use gregor_protocol::ErrorCode;
 use tokio::time::Instant;
 
@@ -492,7 +488,7 @@ impl MetadataCache {
 
     async fn fetch_from(&self, addr: &str, request: &MetadataRequest) -> Result<MetadataResponse> {
         let conn = self.inner.pool.get_addr(addr).await?;
-        let version = conn.version_for::<MetadataRequest>(METADATA_VERSIONS)?;
+        let version = conn.client_version::<MetadataRequest>()?;
         conn.request(version, request).await
     }
 

@@ -137,6 +137,23 @@ impl FromStr for BrokerVersionFallback {
     }
 }
 
+/// Where gregor's clients send less than gregor-protocol implements, their highest version:
+/// Produce and Fetch v13 name topics by id (which the clients do not track yet), ListOffsets
+/// v10 adds a remote-storage timeout they have no setting for, Metadata v13 only a top-level
+/// error code.
+pub const CLIENT_CAPS: &[(ApiKey, i16)] =
+    &[(ApiKey::Produce, 12), (ApiKey::Fetch, 12), (ApiKey::Offsets, 9), (ApiKey::Metadata, 12)];
+
+/// The versions of `api` gregor's clients send: what gregor-protocol implements
+/// ([`ApiKey::versions`]), capped by [`CLIENT_CAPS`].
+pub fn client_versions(api: ApiKey) -> Option<VersionRange> {
+    let mut range = api.versions()?;
+    if let Some(&(_, cap)) = CLIENT_CAPS.iter().find(|(key, _)| *key == api) {
+        range.max = range.max.min(cap);
+    }
+    (range.min <= range.max).then_some(range)
+}
+
 /// Where a broker's versions came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VersionSource {

@@ -121,8 +121,8 @@ api_keys! {
 }
 
 impl ApiKey {
-    /// The versions of this API that this crate encodes and decodes (those of Kafka 0.8.2), or
-    /// `None` for an API without a body here.
+    /// The versions of this API that this crate encodes and decodes, or `None` for an API
+    /// without a body here.
     pub fn versions(self) -> Option<VersionRange> {
         use crate::messages::*;
         Some(match self {

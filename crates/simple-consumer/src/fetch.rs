@@ -140,10 +140,6 @@ pub(crate) struct FetchOp {
     pub(crate) isolation: IsolationLevel,
 }
 
-/// The Fetch versions the simple consumer sends: v13 and later name topics by id, which it
-/// does not track yet.
-pub(crate) const FETCH_VERSIONS: std::ops::RangeInclusive<i16> = 0..=12;
-
 impl LeaderOp for FetchOp {
     type State = FetchState;
     type Out = PartitionData;
@@ -155,7 +151,7 @@ impl LeaderOp for FetchOp {
         targets: Vec<Target<FetchState>>,
     ) -> gregor_net::Result<Vec<Outcome<FetchState, PartitionData>>> {
         let conn: BrokerConnection = pool.get(broker).await?;
-        let version = conn.version_for::<FetchRequest>(FETCH_VERSIONS)?;
+        let version = conn.client_version::<FetchRequest>()?;
         let read = FetchRead { version, isolation: self.isolation };
         let chunks = split_for_frame(&targets, pool.config().max_frame_size());
         if chunks.len() > 1 {

@@ -14,10 +14,6 @@ pub(crate) struct OffsetsState {
     pub(crate) max_number: i32,
 }
 
-/// The ListOffsets versions the simple consumer sends (v10 adds a remote-storage timeout it
-/// has no setting for).
-pub(crate) const OFFSETS_VERSIONS: std::ops::RangeInclusive<i16> = 0..=9;
-
 /// One ListOffsets request per leader, in the highest version both sides speak (a follower
 /// answers 6, a broker without a replica 3: both retried after a refresh).
 ///
@@ -41,7 +37,7 @@ impl LeaderOp for OffsetsOp {
         targets: Vec<Target<OffsetsState>>,
     ) -> gregor_net::Result<Vec<Outcome<OffsetsState, (BrokerId, Vec<i64>)>>> {
         let conn = pool.get(broker).await?;
-        let version = conn.version_for::<OffsetsRequest>(OFFSETS_VERSIONS)?;
+        let version = conn.client_version::<OffsetsRequest>()?;
         let request = OffsetsRequest {
             replica_id: gregor_protocol::messages::CONSUMER_REPLICA_ID,
             // (a field a version lacks must keep its default: the codec refuses to drop it)

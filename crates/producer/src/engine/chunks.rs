@@ -114,7 +114,7 @@ impl Engine {
     fn leader_takes_record_batches(&self, broker: i32) -> bool {
         let pool = self.meta.cache.pool();
         pool.broker_addr(broker).and_then(|addr| pool.cached(&addr)).is_some_and(|conn| {
-            conn.version_for::<gregor_protocol::messages::ProduceRequest>(super::format::PRODUCE_VERSIONS)
+            conn.client_version::<gregor_protocol::messages::ProduceRequest>()
                 .is_ok_and(|v| v >= super::format::FIRST_RECORD_BATCH_VERSION)
         })
     }

@@ -9,15 +9,9 @@
 //! each record once, at `send`, in its leader's format is the record path's next step (issues
 //! 25/26). A batch built for one format and retried on a leader of the other is converted.
 
-use std::ops::RangeInclusive;
-
 use gregor_protocol::message::DecodeOptions;
 use gregor_protocol::record::{Batches, RecordBatchBuilder, MAGIC_V2};
 use gregor_protocol::{Compression, Message, MessageAndOffset, MessageSet};
-
-/// The Produce versions the producer sends: v13 and later name topics by id, which it does not
-/// track yet.
-pub(crate) const PRODUCE_VERSIONS: RangeInclusive<i16> = 0..=12;
 
 /// The first Produce version that carries RecordBatch v2.
 pub(crate) const FIRST_RECORD_BATCH_VERSION: i16 = 3;

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use super::blocking::{joined, offload};
 use super::chunks::{join_chunks, ChunkSet};
-use super::format::{magic_of, to_message_set, to_record_batch, FIRST_RECORD_BATCH_VERSION, PRODUCE_VERSIONS};
+use super::format::{magic_of, to_message_set, to_record_batch, FIRST_RECORD_BATCH_VERSION};
 use super::{Completion, Engine, TaskKind};
 use crate::accumulator::{Batch, PartitionKey, Round};
 use crate::delivery::Pending;
@@ -167,7 +167,7 @@ impl Engine {
                 Ok(conn) => conn,
                 Err(e) => return Completion::Produce { round: id, encoded: unbuilt(), result: Err(e) },
             };
-            let version = match conn.version_for::<ProduceRequest>(PRODUCE_VERSIONS) {
+            let version = match conn.client_version::<ProduceRequest>() {
                 Ok(version) => version,
                 Err(e) => return Completion::Produce { round: id, encoded: unbuilt(), result: Err(e) },
             };
