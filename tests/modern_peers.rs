@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use gregor::producer::{AsyncProducer, PartitionerKind, ProducerConfig, Record};
+use gregor::protocol::frame::ApiKey;
 use gregor::protocol::record::TimestampType;
 use gregor::protocol::Compression;
 use gregor::serde::BytesEncoder;
 use gregor::simple_consumer::{SimpleConsumer, SimpleConsumerConfig};
-use gregor_testkit::peers::{self, Tansu};
+use gregor_testkit::peers::{self, RequestTap, Tansu};
 
 /// argv: bootstrap, then codec names. Per codec: topic `kp-<codec>` (1 partition), 4 records in
 /// one flush: keys `k<i>`, values `<codec>/<i>`, headers `n=<i>` and `from=kafka-python`,
@@ -56,6 +57,15 @@ c.close()
 if got < want:
     raise SystemExit('read %d of %d records' % (got, want))
 "#;
+
+/// Creates the topics named in argv[2:], one partition each.
+const CREATE: &str = r"
+import sys
+from kafka.admin import KafkaAdminClient, NewTopic
+a = KafkaAdminClient(bootstrap_servers=sys.argv[1])
+a.create_topics([NewTopic(t, 1, 1) for t in sys.argv[2:]])
+a.close()
+";
 
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
@@ -160,4 +170,86 @@ async fn kafka_python_and_gregor_read_each_other_through_tansu() {
         }
         assert_eq!(read, sent, "{topic}: kafka-python reads what gregor wrote, where the results said");
     }
+}
+
+/// Sends `n` records `v0..` to `topic` through `bootstrap` and waits for every result (each
+/// must be delivered).
+async fn send_all(bootstrap: &str, topic: &str, n: usize, idempotent: bool) {
+    let config = ProducerConfig::builder()
+        .metadata_broker_list(bootstrap.to_owned())
+        .client_id("idempotence-test")
+        .request_required_acks(-1)
+        .message_send_max_retries(3)
+        .retry_backoff(Duration::from_millis(50))
+        .batch_num_messages(10)
+        .queue_buffering_max(Duration::from_millis(5))
+        .enable_idempotence(idempotent)
+        .build()
+        .unwrap();
+    let producer: AsyncProducer<Vec<u8>, Vec<u8>> = AsyncProducer::new(config, BytesEncoder, BytesEncoder).unwrap();
+    let mut pending = Vec::new();
+    for i in 0..n {
+        pending.push(producer.send(Record::new(topic.to_owned(), format!("v{i}").into_bytes())).await.unwrap());
+    }
+    for (i, delivery) in pending.into_iter().enumerate() {
+        let result = tokio::time::timeout(Duration::from_secs(30), delivery).await.expect("a result within 30 s");
+        assert!(result.is_ok(), "{topic}: record {i}: {result:?}");
+    }
+    let report = producer.close(Duration::from_secs(5)).await;
+    assert!(report.is_ok(), "{topic}: {report:?}");
+}
+
+/// The values in partition 0 of `topic`, in offset order.
+async fn values(bootstrap: &str, topic: &str) -> Vec<String> {
+    let consumer = gregor::simple_consumer::SimpleConsumer::new(
+        gregor::simple_consumer::SimpleConsumerConfig::builder()
+            .metadata_broker_list(bootstrap.to_owned())
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    let (mut out, mut offset) = (Vec::new(), 0);
+    loop {
+        let data = consumer.fetch_partition(topic, 0, offset).await.unwrap();
+        if data.messages.is_empty() {
+            break;
+        }
+        out.extend(data.messages.iter().map(|m| String::from_utf8_lossy(m.value.as_deref().unwrap()).into_owned()));
+        offset = data.next_offset;
+    }
+    consumer.close().await;
+    out
+}
+
+/// A Produce answer lost after the broker wrote the batch: the retry writes it again, unless
+/// the producer is idempotent — then the broker (tansu, which checks sequences) answers
+/// DUPLICATE_SEQUENCE_NUMBER and the log holds every record once, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotent_producer_writes_a_batch_once_when_its_answer_is_lost() {
+    let (Some(tansu), Some(python)) = (peers::tansu_or_skip(), peers::python_or_skip()) else { return };
+    let tap_port = peers::free_port();
+    let broker = Tansu::start_advertising(&tansu, Some(tap_port)).await;
+    let tap = RequestTap::start(tap_port, broker.bootstrap()).await;
+    let bootstrap = tap.bootstrap();
+    let run = peers::run_python(&python, CREATE, &[&bootstrap, "plain", "idem"], Duration::from_secs(60)).await;
+    assert!(run.status.success(), "creating topics: {}", String::from_utf8_lossy(&run.stderr));
+    let produce = ApiKey::Produce.code();
+    let produced = |tap: &RequestTap| tap.requests().iter().filter(|(k, _)| *k == produce).count();
+    let want: Vec<String> = (0..30).map(|i| format!("v{i}")).collect();
+
+    // without idempotence the lost answer costs a duplicate: the test can tell
+    tap.cut_answer(produce, produced(&tap) + 1);
+    send_all(&bootstrap, "plain", 30, false).await;
+    let plain = values(&bootstrap, "plain").await;
+    assert!(plain.len() > 30, "the retry wrote the first batch again: {plain:?}");
+    let twice = plain.len() - 30;
+    assert_eq!(plain[..twice], want[..twice], "the first batch, written before its answer was lost");
+    assert_eq!(plain[twice..], want[..], "then the retry of it, then the rest");
+
+    tap.cut_answer(produce, produced(&tap) + 1);
+    let before = produced(&tap);
+    send_all(&bootstrap, "idem", 30, true).await;
+    assert_eq!(values(&bootstrap, "idem").await, want, "every record once, in order");
+    assert!(produced(&tap) - before > 3, "the first batch was sent again");
+    assert!(tap.requests().iter().any(|(k, _)| *k == ApiKey::InitProducerId.code()), "a producer id was asked for");
 }

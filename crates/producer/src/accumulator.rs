@@ -170,6 +170,9 @@ pub(crate) struct Batch<T> {
     pub(crate) attempts: u32,
     /// The encoded message set, kept by the caller across retries so a batch is encoded once.
     pub(crate) encoded: Option<MessageSet>,
+    /// With `enable.idempotence`: the producer-id generation it was numbered for and its first
+    /// record's sequence, given when it is first built (the caller's business).
+    pub(crate) sequence: Option<(u64, i32)>,
 }
 
 /// The batches to send to one broker in one Produce request.
@@ -587,7 +590,7 @@ impl<T> Accumulator<T> {
                     self.in_flight_records += n;
                     let id = self.next_batch_id;
                     self.next_batch_id += 1;
-                    batches.push(Batch { id, tp: tp.clone(), records, attempts: 1, encoded: None });
+                    batches.push(Batch { id, tp: tp.clone(), records, attempts: 1, encoded: None, sequence: None });
                 }
             }
             if let Some(first) = batches.first() {

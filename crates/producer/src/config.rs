@@ -22,6 +22,7 @@
 //! | — (encoders are values given to the producer) | `serializer.class`, `key.serializer.class` | `kafka.serializer.DefaultEncoder` |
 //! | [`api_version_request`](ProducerConfigBuilder::api_version_request) | `api.version.request` (Kafka 0.10+, librdkafka) | `true` |
 //! | [`broker_version_fallback`](ProducerConfigBuilder::broker_version_fallback) | `broker.version.fallback` (librdkafka) | `0.8.2` |
+//! | [`enable_idempotence`](ProducerConfigBuilder::enable_idempotence) | `enable.idempotence` (Kafka 0.11+) | `false` |
 //! | [`security`](ProducerConfigBuilder::security) | `security.protocol`, `ssl.*`, `sasl.*` (see [`gregor_net::security`]) | `PLAINTEXT` |
 //!
 //! With `api.version.request` on, each connection asks its broker which versions it speaks and
@@ -118,6 +119,7 @@ pub const PROPERTIES: &[&str] = &[
     "key.serializer.class",
     "api.version.request",
     "broker.version.fallback",
+    "enable.idempotence",
 ];
 
 /// The client name in [`ConfigError::UnknownProperty`].
@@ -147,7 +149,6 @@ fn acks_all(value: &str) -> Option<String> {
 const NOT_YET: &[(&str, &str)] = &[
     ("batch.size", "bytes per partition batch are not supported yet: gregor batches by batch.num.messages"),
     ("buffer.memory", "a byte bound on the queue is not supported yet: bound it with queue.buffering.max.messages"),
-    ("enable.idempotence", "the idempotent producer is not implemented yet (only false is accepted)"),
     ("delivery.timeout.ms", "not supported yet: a record fails after message.send.max.retries retries"),
 ];
 
@@ -281,6 +282,7 @@ pub struct ProducerConfig {
     key_serializer_class: Option<String>,
     api_version_request: bool,
     broker_version_fallback: BrokerVersionFallback,
+    enable_idempotence: bool,
     security: Security,
 }
 
@@ -310,6 +312,7 @@ impl Default for ProducerConfig {
             key_serializer_class: None,
             api_version_request: gregor_net::ConnectionConfig::default().api_version_request(),
             broker_version_fallback: BrokerVersionFallback::DEFAULT,
+            enable_idempotence: false,
             security: Security::plaintext(),
         }
     }
@@ -361,15 +364,9 @@ impl ProducerConfig {
         V: AsRef<str>,
     {
         let mut b = ProducerConfig::builder();
-        // enable.idempotence=false is what the producer does anyway; true is refused (NOT_YET)
+        // the security properties go to their own reader
         let mut security = SecurityProperties::new();
-        let properties = properties.into_iter().filter(|(k, v)| {
-            let idempotence_off = k.as_ref().trim() == "enable.idempotence"
-                && gregor_config::kafka_bool(v.as_ref().trim()) == Some(false);
-            // the security properties go to their own reader
-            let taken = !idempotence_off && security.take(k, v);
-            !idempotence_off && !taken
-        });
+        let properties = properties.into_iter().filter(|(k, v)| !security.take(k, v));
         for property in gregor_config::read_with_aliases(CLIENT, PROPERTIES, MODERN_NAMES, properties) {
             let p = property.map_err(not_yet)?;
             let value = p.value();
@@ -414,6 +411,7 @@ impl ProducerConfig {
                     b
                 }
                 "api.version.request" => b.api_version_request(p.bool()?),
+                "enable.idempotence" => b.enable_idempotence(p.bool()?),
                 "broker.version.fallback" => b.broker_version_fallback(
                     value.parse().map_err(|e: gregor_net::versions::InvalidFallback| p.invalid(e.0))?,
                 ),
@@ -455,6 +453,7 @@ impl ProducerConfig {
             ("key.serializer.class", self.key_serializer_class.as_deref().unwrap_or(serializer).to_owned()),
             ("api.version.request", self.api_version_request.to_string()),
             ("broker.version.fallback", self.broker_version_fallback.to_string()),
+            ("enable.idempotence", self.enable_idempotence.to_string()),
         ];
         if self.security.protocol() != gregor_net::SecurityProtocol::Plaintext {
             props.extend(self.security.to_properties());
@@ -588,6 +587,13 @@ impl ProducerConfig {
     /// spoken to as.
     pub fn broker_version_fallback(&self) -> BrokerVersionFallback {
         self.broker_version_fallback
+    }
+
+    /// `enable.idempotence`: every batch carries a producer id and per-partition sequence
+    /// numbers, so a retry of a batch the broker already wrote is not written twice (Kafka
+    /// 0.11+).
+    pub fn enable_idempotence(&self) -> bool {
+        self.enable_idempotence
     }
 
     /// `security.protocol` and its TLS and SASL settings, for every broker connection.
@@ -808,6 +814,17 @@ impl ProducerConfigBuilder {
         self
     }
 
+    /// `enable.idempotence`: the broker keeps each partition's records in the order sent and
+    /// writes a retried batch at most once, as Java's and librdkafka's idempotent producers
+    /// (KIP-98): the producer asks for a producer id (InitProducerId) and numbers each
+    /// partition's records. Needs brokers from Kafka 0.11 (RecordBatch v2, so
+    /// `api.version.request` on), `request.required.acks=-1`, `message.send.max.retries` of at
+    /// least 1 and `max.in.flight.requests.per.connection` of at most 5. Default: false.
+    pub fn enable_idempotence(mut self, on: bool) -> Self {
+        self.config.enable_idempotence = on;
+        self
+    }
+
     /// `broker.version.fallback`: the release (0.8.0 to 0.9.0) whose versions a broker that
     /// does not answer ApiVersions gets. Default: 0.8.2.
     pub fn broker_version_fallback(mut self, release: BrokerVersionFallback) -> Self {
@@ -853,6 +870,35 @@ impl ProducerConfigBuilder {
         check_count("message.send.max.retries", c.message_send_max_retries, 0)?;
         check_count("max.in.flight.requests.per.connection", c.max_in_flight, 1)?;
         check_ms("retry.backoff.ms", c.retry_backoff, 0)?;
+        if c.enable_idempotence {
+            let needs = |property: &'static str, value: String, reason: &str| {
+                Err(ConfigError::invalid(property, value, format!("enable.idempotence needs {reason}")))
+            };
+            if c.request_required_acks != -1 {
+                return needs(
+                    "request.required.acks",
+                    c.request_required_acks.to_string(),
+                    "-1 (acks=all): a record the leader alone holds can be lost",
+                );
+            }
+            if c.message_send_max_retries == 0 {
+                return needs("message.send.max.retries", "0".to_owned(), "at least 1 retry");
+            }
+            if c.max_in_flight > 5 {
+                return needs(
+                    "max.in.flight.requests.per.connection",
+                    c.max_in_flight.to_string(),
+                    "at most 5 (a broker remembers the last 5 batches of a producer)",
+                );
+            }
+            if !c.api_version_request {
+                return needs(
+                    "api.version.request",
+                    "false".to_owned(),
+                    "true: producer ids come with Kafka 0.11, whose versions must be negotiated",
+                );
+            }
+        }
         if let Some(d) = c.topic_metadata_refresh_interval {
             check_ms("topic.metadata.refresh.interval.ms", d, 0)?;
         }
@@ -1020,7 +1066,7 @@ mod tests {
         let e = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("acks", "most")]).unwrap_err();
         assert_eq!(e.property(), "acks");
         // what is not done yet says so
-        for (name, value) in [("enable.idempotence", "true"), ("batch.size", "16384"), ("buffer.memory", "1")] {
+        for (name, value) in [("batch.size", "16384"), ("buffer.memory", "1")] {
             let e = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), (name, value)]).unwrap_err();
             assert_eq!(e.property(), name);
             assert!(e.to_string().contains("not"), "{e}");

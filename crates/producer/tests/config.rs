@@ -35,6 +35,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("key.serializer.class", "kafka.serializer.DefaultEncoder"),
     ("api.version.request", "true"),
     ("broker.version.fallback", "0.8.2"),
+    ("enable.idempotence", "false"),
 ];
 
 /// Reads `props` after a valid broker list (unless `props` sets one) and returns the error.
@@ -97,6 +98,7 @@ fn every_property_refuses_its_invalid_values() {
         ("key.serializer.class", "kafka.serializer.AvroEncoder", "only those names are accepted"),
         ("api.version.request", "sometimes", "true or false"),
         ("broker.version.fallback", "2.8", "brokers from Kafka 0.10 on answer ApiVersions"),
+        ("enable.idempotence", "perhaps", "true or false"),
     ];
     for (property, value, reason) in cases {
         let case = format!("{property}={value}");
@@ -137,7 +139,7 @@ fn missing_and_unknown_properties() {
             message.starts_with(&format!("unknown producer property {unknown:?}; known: metadata.broker.list, ")),
             "{message}"
         );
-        assert!(message.ends_with("key.serializer.class, api.version.request, broker.version.fallback"), "{message}");
+        assert!(message.ends_with("api.version.request, broker.version.fallback, enable.idempotence"), "{message}");
     }
 }
 
@@ -163,6 +165,23 @@ fn combinations_name_the_property_and_the_other_one() {
         ProducerConfig::from_properties([BROKERS, ("queue.buffering.max.messages", "7"), ("batch.num.messages", "7")])
             .unwrap();
     assert_eq!((c.batch_num_messages(), c.queue_buffering_max_messages()), (7, 7));
+
+    // the idempotent producer's needs, each named with the setting that breaks it
+    let idem = |extra: &[(&'static str, &'static str)]| {
+        let mut props = vec![("enable.idempotence", "true"), ("acks", "all")];
+        props.extend_from_slice(extra);
+        error_of(&props)
+    };
+    let e = error_of(&[("enable.idempotence", "true")]);
+    assert_invalid(&e, "request.required.acks", Some("0"), "enable.idempotence needs -1 (acks=all)", "acks");
+    let e = idem(&[("retries", "0")]);
+    assert_invalid(&e, "message.send.max.retries", Some("0"), "enable.idempotence needs at least 1 retry", "retries");
+    let e = idem(&[("max.in.flight.requests.per.connection", "6")]);
+    assert_invalid(&e, "max.in.flight.requests.per.connection", Some("6"), "needs at most 5", "in flight");
+    let e = idem(&[("api.version.request", "false")]);
+    assert_invalid(&e, "api.version.request", Some("false"), "needs true", "negotiation");
+    let c = ProducerConfig::from_properties([BROKERS, ("enable.idempotence", "true"), ("acks", "all")]).unwrap();
+    assert!(c.enable_idempotence());
 }
 
 #[test]
@@ -270,6 +289,7 @@ fn a_changed_configuration_round_trips() {
         ("key.serializer.class", "kafka.serializer.NullEncoder"),
         ("api.version.request", "false"),
         ("broker.version.fallback", "0.9.0"),
+        ("enable.idempotence", "false"),
     ];
     let c = ProducerConfig::from_properties(changed.iter().copied()).unwrap();
     let expected: Vec<(&str, String)> = changed.iter().map(|(k, v)| (*k, v.to_string())).collect();

@@ -158,12 +158,15 @@ pub fn free_port() -> u16 {
 }
 
 /// A relay on a loopback port in front of a broker that notes the API key and version of every
-/// request a client sends through it (the answers pass untouched): to see which versions a
-/// client chose with a broker gregor did not write.
+/// request a client sends through it: to see which versions a client chose with a broker gregor
+/// did not write. The answers pass untouched, unless [`RequestTap::cut_answer`] asks it to
+/// lose one: the broker gets the request and answers, the client gets a closed connection
+/// instead (a broker or network dying after the write, before the answer).
 #[derive(Debug)]
 pub struct RequestTap {
     port: u16,
     seen: Arc<Mutex<Vec<(i16, i16)>>>,
+    cut: Arc<Mutex<Option<(i16, usize)>>>,
     accept: tokio::task::JoinHandle<()>,
 }
 
@@ -177,16 +180,33 @@ impl RequestTap {
         let listener = TcpListener::bind(("127.0.0.1", port)).await.expect("bind the tap's port");
         let port = listener.local_addr().expect("local addr").port();
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let noted = Arc::clone(&seen);
+        let cut: Arc<Mutex<Option<(i16, usize)>>> = Arc::default();
+        let (noted, cutting) = (Arc::clone(&seen), Arc::clone(&cut));
         let accept = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                let (target, noted) = (target.clone(), Arc::clone(&noted));
+                let (target, noted, cutting) = (target.clone(), Arc::clone(&noted), Arc::clone(&cutting));
                 tokio::spawn(async move {
                     let Ok(server) = TcpStream::connect(&target).await else { return };
                     let (mut client_rx, mut client_tx) = client.into_split();
                     let (mut server_rx, mut server_tx) = server.into_split();
+                    // per request forwarded, in order: whether its answer is to be lost (the
+                    // answers come back in the requests' order)
+                    let (lose_tx, mut lose_rx) = tokio::sync::mpsc::unbounded_channel::<bool>();
                     let answers = tokio::spawn(async move {
-                        let _ = tokio::io::copy(&mut server_rx, &mut client_tx).await;
+                        let mut size = [0u8; 4];
+                        while server_rx.read_exact(&mut size).await.is_ok() {
+                            let mut frame = vec![0u8; (u32::from_be_bytes(size) as usize).min(256 << 20)];
+                            if server_rx.read_exact(&mut frame).await.is_err() {
+                                break;
+                            }
+                            if lose_rx.recv().await.unwrap_or(false) {
+                                break; // the client's side closes: it never sees this answer
+                            }
+                            if client_tx.write_all(&size).await.is_err() || client_tx.write_all(&frame).await.is_err() {
+                                break;
+                            }
+                        }
+                        let _ = client_tx.shutdown().await;
                     });
                     let mut size = [0u8; 4];
                     while client_rx.read_exact(&mut size).await.is_ok() {
@@ -195,20 +215,36 @@ impl RequestTap {
                         if client_rx.read_exact(&mut frame).await.is_err() {
                             break;
                         }
+                        let mut lose = false;
                         if let Some(head) = frame.first_chunk::<4>() {
                             let key = i16::from_be_bytes([head[0], head[1]]);
                             let version = i16::from_be_bytes([head[2], head[3]]);
-                            noted.lock().unwrap_or_else(|p| p.into_inner()).push((key, version));
+                            let mut noted = noted.lock().unwrap_or_else(|p| p.into_inner());
+                            noted.push((key, version));
+                            let nth = noted.iter().filter(|(k, _)| *k == key).count();
+                            let mut cut = cutting.lock().unwrap_or_else(|p| p.into_inner());
+                            if *cut == Some((key, nth)) {
+                                *cut = None;
+                                lose = true;
+                            }
                         }
+                        let _ = lose_tx.send(lose);
                         if server_tx.write_all(&size).await.is_err() || server_tx.write_all(&frame).await.is_err() {
                             break;
                         }
                     }
-                    answers.abort();
+                    let _ = answers.await;
                 });
             }
         });
-        RequestTap { port, seen, accept }
+        RequestTap { port, seen, cut, accept }
+    }
+
+    /// Loses the answer to the `nth` request (counting from 1, over every connection) with
+    /// API key `api`: the broker gets the request, the client's connection is closed instead
+    /// of answered.
+    pub fn cut_answer(&self, api: i16, nth: usize) {
+        *self.cut.lock().unwrap_or_else(|p| p.into_inner()) = Some((api, nth));
     }
 
     /// `127.0.0.1:<port>`.

@@ -22,8 +22,8 @@ pub(crate) fn magic_of(set: &MessageSet) -> Option<i8> {
 }
 
 /// A RecordBatch v2 of the records of `set` (message v0/v1 entries, wrappers expanded),
-/// compressed with `codec`, each record stamped `timestamp`. A set that already is a v2 batch
-/// comes back as it is.
+/// compressed with `codec`, each record stamped `timestamp`, carrying `producer` (id, epoch,
+/// first sequence) when idempotent. A set that already is a v2 batch comes back as it is.
 ///
 /// # Errors
 ///
@@ -32,11 +32,15 @@ pub(crate) fn to_record_batch(
     set: &MessageSet,
     codec: Compression,
     timestamp: i64,
+    producer: Option<(i64, i16, i32)>,
 ) -> Result<MessageSet, gregor_protocol::Error> {
     if magic_of(set) == Some(MAGIC_V2) {
         return Ok(set.clone());
     }
     let mut builder = RecordBatchBuilder::with_capacity(codec, set.len() + 64);
+    if let Some((id, epoch, sequence)) = producer {
+        builder = builder.producer(id, epoch, sequence);
+    }
     for batch in Batches::new(set.as_bytes().clone(), &DecodeOptions::default()) {
         for record in batch?.records() {
             let record = record?;
@@ -100,7 +104,7 @@ mod tests {
     fn message_sets_become_one_record_batch_and_back_in_every_codec() {
         let set = plain(&["a", "b", "c"]);
         for codec in [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
-            let batch = to_record_batch(&set, codec, 1_700_000_000_123).unwrap();
+            let batch = to_record_batch(&set, codec, 1_700_000_000_123, None).unwrap();
             assert_eq!(magic_of(&batch), Some(MAGIC_V2), "{codec}");
             let got = read(&batch);
             assert_eq!(got.len(), 3, "{codec}");
@@ -109,7 +113,7 @@ mod tests {
             assert_eq!(got[1].0, None);
             assert_eq!(got[2].1.as_deref(), Some(&b"c"[..]));
             // a v2 batch stays as it is; back to v0 for an older leader, same records
-            assert_eq!(to_record_batch(&batch, codec, 0).unwrap(), batch);
+            assert_eq!(to_record_batch(&batch, codec, 0, None).unwrap(), batch);
             if codec != Compression::Zstd {
                 let back = to_message_set(&batch, codec).unwrap();
                 assert_eq!(magic_of(&back), Some(0));
@@ -125,8 +129,12 @@ mod tests {
         )
         .unwrap()])
         .unwrap();
-        let batch = to_record_batch(&wrapped, Compression::Snappy, 5).unwrap();
+        let batch = to_record_batch(&wrapped, Compression::Snappy, 5, Some((7, 1, 40))).unwrap();
         assert_eq!(read(&batch), [(None, Some(Bytes::from_static(b"w")), 5)]);
+        // an idempotent batch carries the producer id, epoch and first sequence
+        let header =
+            *Batches::new(batch.as_bytes().clone(), &DecodeOptions::default()).next().unwrap().unwrap().header();
+        assert_eq!((header.producer_id, header.producer_epoch, header.base_sequence), (7, 1, 40));
         assert_eq!(to_message_set(&set, Compression::Gzip).unwrap(), set, "a v0 set stays");
     }
 }

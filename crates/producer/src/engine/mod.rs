@@ -30,6 +30,7 @@ mod blocking;
 mod chunks;
 mod delivery;
 mod format;
+mod idempotence;
 mod metadata;
 mod rounds;
 mod route;
@@ -129,13 +130,14 @@ impl Engine {
             max_in_flight: config.max_in_flight(),
             chunk_bytes: if config.compression_codec() == Compression::None { 0 } else { CHUNK_BYTES },
         });
+        let idempotent = config.enable_idempotence();
         Engine {
             partitioner: PartitionerState::new(config.partitioner().clone()),
             meta: Metadata::new(cache, &config),
             config,
             acc,
             input: Inbound::new(inbox),
-            rounds: Rounds::new(),
+            rounds: Rounds::new(idempotent),
             chunks: Chunks::default(),
             out: Outbox::new(permits, observer),
             tasks: JoinSet::new(),

@@ -6,15 +6,17 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use gregor_protocol::frame::ApiKey;
 use gregor_protocol::messages::{ProducePartition, ProduceRequest, ProduceResponse, ProduceTopic};
 use gregor_protocol::record::MAGIC_V2;
-use gregor_protocol::{Compression, MessageSet};
+use gregor_protocol::{Compression, ErrorCode, MessageSet};
 use tokio::sync::{oneshot, Semaphore};
 use tokio::time::Instant;
 
 use super::blocking::{joined, offload};
 use super::chunks::{join_chunks, ChunkSet};
 use super::format::{magic_of, to_message_set, to_record_batch, FIRST_RECORD_BATCH_VERSION};
+use super::idempotence::{producer_id, Idempotence, DUPLICATE_SEQUENCE_NUMBER, OUT_OF_ORDER_SEQUENCE_NUMBER};
 use super::{Completion, Engine, TaskKind};
 use crate::accumulator::{Batch, PartitionKey, Round};
 use crate::delivery::Pending;
@@ -62,10 +64,12 @@ pub(super) struct Rounds {
     pub(super) full: HashSet<i32>,
     /// The next round's id.
     pub(super) next_id: u64,
+    /// `enable.idempotence`: the producer-id generation and the partitions' numbering.
+    pub(super) idem: Option<Idempotence>,
 }
 
 impl Rounds {
-    pub(super) fn new() -> Rounds {
+    pub(super) fn new(idempotent: bool) -> Rounds {
         Rounds {
             in_flight: HashMap::new(),
             queue_order: HashMap::new(),
@@ -77,6 +81,7 @@ impl Rounds {
                 }),
             full: HashSet::new(),
             next_id: 0,
+            idem: idempotent.then(Idempotence::default),
         }
     }
 }
@@ -87,9 +92,28 @@ impl Engine {
     /// the sets of different rounds are built on other workers while this task goes on routing
     /// records. A set is built once per batch: the task hands it back (see `on_produce`), and
     /// a retry sends those bytes again.
-    pub(super) fn send_round(&mut self, round: Round<Pending>) {
+    pub(super) fn send_round(&mut self, mut round: Round<Pending>) {
         let broker = round.broker;
         let mut sources = Vec::with_capacity(round.batches.len());
+        // enable.idempotence: each batch built now has its place in its partition's numbering
+        // (given once; a batch numbered under an older producer id and never built is
+        // numbered anew); the round's task gets the producer id of this generation
+        let mut sequences = Vec::with_capacity(round.batches.len());
+        let idempotent = self.rounds.idem.as_ref().map(|i| (Arc::clone(&i.ids), i.generation));
+        if let Some(idem) = self.rounds.idem.as_mut() {
+            for batch in &mut round.batches {
+                if batch.encoded.is_none() {
+                    let current = batch.sequence.filter(|&(generation, _)| generation == idem.generation);
+                    let place = current.unwrap_or_else(|| idem.number(&batch.tp, batch.records.len()));
+                    batch.sequence = Some(place);
+                    sequences.push(Some(place.1));
+                } else {
+                    sequences.push(None);
+                }
+            }
+        } else {
+            sequences.resize(round.batches.len(), None);
+        }
         let mut records = 0;
         // what compressing this round costs, in snappy/lz4 bytes (gzip at level 6 takes about
         // 17 times as long per byte: 126 KB of messages in 2.6 ms against 0.13-0.15 ms in the
@@ -167,9 +191,23 @@ impl Engine {
                 Ok(conn) => conn,
                 Err(e) => return Completion::Produce { round: id, encoded: unbuilt(), result: Err(e) },
             };
-            let version = match conn.client_version::<ProduceRequest>() {
+            // producer ids and sequences come with RecordBatch v2 (Produce v3, Kafka 0.11)
+            let version = if idempotent.is_some() {
+                let top = gregor_net::client_versions(ApiKey::Produce).map_or(FIRST_RECORD_BATCH_VERSION, |r| r.max);
+                conn.version_for::<ProduceRequest>(FIRST_RECORD_BATCH_VERSION..=top)
+            } else {
+                conn.client_version::<ProduceRequest>()
+            };
+            let version = match version {
                 Ok(version) => version,
                 Err(e) => return Completion::Produce { round: id, encoded: unbuilt(), result: Err(e) },
+            };
+            let producer = match &idempotent {
+                Some((ids, generation)) => match producer_id(ids, &conn, *generation).await {
+                    Ok(producer) => Some(producer),
+                    Err(e) => return Completion::Produce { round: id, encoded: unbuilt(), result: Err(e) },
+                },
+                None => None,
             };
             let format = if version >= FIRST_RECORD_BATCH_VERSION {
                 let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
@@ -179,9 +217,10 @@ impl Engine {
             };
             let (request, encoded) = if let Some(compressing) = compressing {
                 // milliseconds of CPU for a large gzip set: not on the runtime's only thread
-                offload(compressing, move || produce_request(acks, timeout, sources, format)).await
+                offload(compressing, move || produce_request(acks, timeout, sources, format, producer, &sequences))
+                    .await
             } else {
-                produce_request(acks, timeout, sources, format)
+                produce_request(acks, timeout, sources, format, producer, &sequences)
             };
             let result = async {
                 if request.topics.is_empty() {
@@ -228,6 +267,7 @@ impl Engine {
                     sent.push(batch);
                 }
                 Some(Err(e)) => {
+                    self.forget_numbering(&batch);
                     let error = Error::Encode {
                         topic: batch.tp.topic.to_string(),
                         partition: batch.tp.partition,
@@ -271,6 +311,20 @@ impl Engine {
                             };
                             (Answer::Missing, Some(error))
                         }
+                        Some(p) if self.rounds.idem.is_some() && p.error_code == DUPLICATE_SEQUENCE_NUMBER => {
+                            // the broker wrote this batch before (an earlier send whose answer
+                            // was lost): delivered, at the offset it answers (-1: unknown)
+                            tracing::debug!(tp = %batch.tp, "duplicate sequence: the batch was written before");
+                            (Answer::Partition { code: None, base_offset: p.offset }, None)
+                        }
+                        Some(p) if self.rounds.idem.is_some() && p.error_code == OUT_OF_ORDER_SEQUENCE_NUMBER => {
+                            // an earlier batch of the partition is to be sent again first
+                            let code = ErrorCode::from_i16(p.error_code).expect("not 0");
+                            (
+                                Answer::Failed { retriable: true, stale_metadata: false },
+                                Some(Error::Broker { broker, code }),
+                            )
+                        }
                         Some(p) => {
                             let code = p.error();
                             (
@@ -285,6 +339,17 @@ impl Engine {
             self.apply(batch, verdict, error, now);
         }
         self.meta.schedule.after_request(now);
+    }
+
+    /// A numbered batch that fails leaves a gap (or an unknown) in its partition's numbering:
+    /// the next batches go under a new producer id (see `idempotence`). A batch of an older
+    /// generation changes nothing.
+    fn forget_numbering(&mut self, batch: &Batch<Pending>) {
+        if let (Some(idem), Some((generation, _))) = (self.rounds.idem.as_mut(), batch.sequence) {
+            if generation == idem.generation {
+                idem.reset();
+            }
+        }
     }
 
     /// Does what `verdict` says with `batch`; `error`: why it failed, when it did.
@@ -312,6 +377,7 @@ impl Engine {
                 self.acc.retry(batch, not_before);
             }
             Action::Fail { out_of_retries } => {
+                self.forget_numbering(&batch);
                 let error = error();
                 if out_of_retries {
                     tracing::warn!(tp = %batch.tp, attempts = batch.attempts, %error, "produce failed; out of retries");
@@ -339,10 +405,14 @@ fn produce_request(
     timeout: i32,
     sources: Vec<(PartitionKey, SetSource)>,
     format: Format,
+    producer: Option<(i64, i16)>,
+    sequences: &[Option<i32>],
 ) -> (ProduceRequest, Vec<Option<Result<MessageSet, gregor_protocol::Error>>>) {
     let mut topics: Vec<ProduceTopic> = Vec::new();
     let mut encoded = Vec::with_capacity(sources.len());
-    for (tp, source) in sources {
+    for ((tp, source), sequence) in sources.into_iter().zip(sequences) {
+        // an idempotent batch built now: the producer id and its first sequence
+        let numbered = producer.zip(*sequence).map(|((id, epoch), base)| (id, epoch, base));
         // a set built here goes back to the batch (a retry sends it as it is); one that came
         // built does not
         let (built, fresh) = match (source, format) {
@@ -353,16 +423,17 @@ fn produce_request(
             },
             (SetSource::Encoded(set, codec), Format::RecordBatch { timestamp }) => match magic_of(&set) {
                 Some(MAGIC_V2) => (Ok(set), false),
-                _ => (to_record_batch(&set, codec, timestamp), true),
+                _ => (to_record_batch(&set, codec, timestamp, numbered), true),
             },
             (SetSource::Plain(plain, codec), Format::MessageSet) => (plain.compress(codec), true),
             (SetSource::Plain(plain, codec), Format::RecordBatch { timestamp }) => {
-                (to_record_batch(&plain, codec, timestamp), true)
+                (to_record_batch(&plain, codec, timestamp, numbered), true)
             }
             (SetSource::Chunked(chunks, rest, codec), Format::MessageSet) => (join_chunks(chunks, rest, codec), true),
             (SetSource::Chunked(chunks, rest, codec), Format::RecordBatch { timestamp }) => {
                 // chunks made before the leader's versions were known: read back, laid out anew
-                (join_chunks(chunks, rest, codec).and_then(|set| to_record_batch(&set, codec, timestamp)), true)
+                let built = join_chunks(chunks, rest, codec);
+                (built.and_then(|set| to_record_batch(&set, codec, timestamp, numbered)), true)
             }
         };
         let set = match built {
