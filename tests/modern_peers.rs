@@ -253,3 +253,81 @@ async fn an_idempotent_producer_writes_a_batch_once_when_its_answer_is_lost() {
     assert!(produced(&tap) - before > 3, "the first batch was sent again");
     assert!(tap.requests().iter().any(|(k, _)| *k == ApiKey::InitProducerId.code()), "a producer id was asked for");
 }
+
+/// argv: bootstrap, topic, count. Reads partition 0 from the beginning and prints one JSON
+/// object per record: offset, value, timestamp, timestamp_type, headers.
+const KP_CONSUME_HEADERS: &str = r#"
+import sys, json
+from kafka import KafkaConsumer, TopicPartition
+bootstrap, topic, want = sys.argv[1], sys.argv[2], int(sys.argv[3])
+c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=20000)
+tp = TopicPartition(topic, 0)
+c.assign([tp])
+c.seek_to_beginning(tp)
+got = 0
+for m in c:
+    headers = [[k, v.decode() if v is not None else None] for k, v in m.headers]
+    print(json.dumps({'offset': m.offset, 'value': m.value.decode(), 'timestamp': m.timestamp,
+                      'type': m.timestamp_type, 'headers': headers}))
+    got += 1
+    if got == want:
+        break
+c.close()
+if got < want:
+    raise SystemExit('read %d of %d records' % (got, want))
+"#;
+
+/// Headers and timestamps given to gregor's producer arrive as given: kafka-python reads them
+/// back through tansu (records without a timestamp carry their batch's time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_and_timestamps_given_to_the_producer_reach_kafka_python() {
+    let (Some(tansu), Some(python)) = (peers::tansu_or_skip(), peers::python_or_skip()) else { return };
+    let broker = Tansu::start(&tansu).await;
+    let bootstrap = broker.bootstrap();
+    let run = peers::run_python(&python, CREATE, &[&bootstrap, "hdr"], Duration::from_secs(60)).await;
+    assert!(run.status.success(), "creating topics: {}", String::from_utf8_lossy(&run.stderr));
+    let config = ProducerConfig::builder()
+        .metadata_broker_list(bootstrap.clone())
+        .request_required_acks(1)
+        .compression_codec(Compression::Snappy)
+        .batch_num_messages(8)
+        .queue_buffering_max(Duration::from_millis(5))
+        .build()
+        .unwrap();
+    let producer: AsyncProducer<Vec<u8>, Vec<u8>> = AsyncProducer::new(config, BytesEncoder, BytesEncoder).unwrap();
+    let started = now_ms();
+    let mut pending = Vec::new();
+    for i in 0..20i64 {
+        let mut record = Record::new("hdr", format!("h{i}").into_bytes());
+        if i % 2 == 1 {
+            record =
+                record.with_timestamp(1_500_000_000_000 + i).with_header("i", i.to_string()).with_header("odd", "yes");
+        }
+        pending.push(producer.send(record).await.unwrap());
+    }
+    for delivery in pending {
+        tokio::time::timeout(Duration::from_secs(30), delivery).await.unwrap().unwrap();
+    }
+    let report = producer.close(Duration::from_secs(5)).await;
+    assert!(report.is_ok(), "{report:?}");
+    let finished = now_ms();
+    let run = peers::run_python(&python, KP_CONSUME_HEADERS, &[&bootstrap, "hdr", "20"], Duration::from_secs(90)).await;
+    assert!(run.status.success(), "kafka-python consume: {}", String::from_utf8_lossy(&run.stderr));
+    let lines: Vec<String> = String::from_utf8(run.stdout).unwrap().lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 20);
+    for (i, line) in lines.iter().enumerate() {
+        let i = i as i64;
+        assert!(line.starts_with(&format!("{{\"offset\": {i}, \"value\": \"h{i}\", ")), "{line}");
+        if i % 2 == 1 {
+            let tail = format!(
+                "\"timestamp\": {}, \"type\": 0, \"headers\": [[\"i\", \"{i}\"], [\"odd\", \"yes\"]]}}",
+                1_500_000_000_000 + i
+            );
+            assert!(line.ends_with(&tail), "{line}");
+        } else {
+            let ts: i64 = line.split("\"timestamp\": ").nth(1).unwrap().split(',').next().unwrap().parse().unwrap();
+            assert!((started - 1..=finished + 1).contains(&ts), "{line}");
+            assert!(line.ends_with("\"type\": 0, \"headers\": []}"), "{line}");
+        }
+    }
+}

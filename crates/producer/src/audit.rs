@@ -593,7 +593,7 @@ impl Observer for Auditor {
                 }
             };
             o.sent = Some(message.clone());
-            due.push(Pending { seq: 0, topic: self.topic_id, partition: None, message, slot: None });
+            due.push(Pending { seq: 0, topic: self.topic_id, partition: None, message, slot: None, extra: None });
             self.in_flight.push(o);
         }
         due
@@ -638,13 +638,21 @@ mod tests {
             partition: None,
             message: EncodedMessage::encode(&Message::new(None, Some(Bytes::from(value.to_owned())))).unwrap(),
             slot: None,
+            extra: None,
         }
     }
 
     /// A record as the engine holds it when its result comes: its message copied into its
     /// partition's blocks.
     fn as_queued(p: &Pending) -> Pending {
-        Pending { seq: p.seq, topic: p.topic, partition: p.partition, message: p.message.detached(), slot: None }
+        Pending {
+            seq: p.seq,
+            topic: p.topic,
+            partition: p.partition,
+            message: p.message.detached(),
+            slot: None,
+            extra: None,
+        }
     }
 
     fn ack(a: &mut Auditor, topic: &str, partition: i32, offset: i64, value: &str) {

@@ -114,6 +114,8 @@ pub(crate) struct Pending {
     pub(crate) partition: Option<i32>,
     pub(crate) message: EncodedMessage,
     pub(crate) slot: Option<Slot>,
+    /// A timestamp or headers the application gave (RecordBatch v2 only).
+    pub(crate) extra: Option<Box<crate::record::RecordExtra>>,
 }
 
 impl std::fmt::Debug for Pending {

@@ -40,6 +40,7 @@ use tokio::time::Instant;
 use crate::delivery::{CloseReport, FlushReport, Pending, Slot};
 use crate::growth::reserve_one;
 use crate::message::SHARED_MAX;
+use crate::record::RecordExtra;
 use crate::topic::{Topic, TopicId, TopicMap, TopicNames};
 
 /// The largest block of the byte stream: a new block is made when a message does not fit in
@@ -217,7 +218,7 @@ impl Incoming {
             Next::Record(PackedRecord { topic, partition, slot }, bytes) => {
                 let message = EncodedMessage::from_bytes(Bytes::copy_from_slice(bytes))
                     .expect("the stream holds what Message::encode wrote");
-                Some(Command::Record(Pending { seq: 0, topic, partition, message, slot: Some(slot) }))
+                Some(Command::Record(Pending { seq: 0, topic, partition, message, slot: Some(slot), extra: None }))
             }
         }
     }
@@ -310,11 +311,13 @@ impl InboxSender {
         topic: Topic,
         partition: Option<i32>,
         message: &Message,
+        extra: Option<Box<RecordExtra>>,
         slot: Slot,
     ) -> Result<(), Refused> {
         let len = message.encoded_len();
         let mut slot = Some(slot);
-        if len <= SHARED_MAX {
+        // a record with a timestamp or headers goes whole (its extra is an allocation anyway)
+        if len <= SHARED_MAX && extra.is_none() {
             // `Ok(Some(wake))`: queued; `Ok(None)`: the inbox is closed, or the scratch buffer
             // is in use (a send from within a send on this thread: a waker that sends);
             // `Err`: the thread's locals are gone (a send from a thread-local destructor). All
@@ -355,7 +358,7 @@ impl InboxSender {
             return Err(Refused::Closed(topic, slot));
         }
         // the background task numbers the records it takes
-        let pending = Pending { seq: 0, topic: state.topics.id(&topic), partition, message, slot: Some(slot) };
+        let pending = Pending { seq: 0, topic: state.topics.id(&topic), partition, message, slot: Some(slot), extra };
         self.push(state, Queued::Command(Box::new(Command::Record(pending))));
         Ok(())
     }
@@ -443,7 +446,7 @@ mod tests {
     fn record(tx: &InboxSender, value: &[u8]) -> tokio::sync::oneshot::Receiver<DeliveryResult> {
         let message = Message::new(None, Some(bytes::Bytes::copy_from_slice(value)));
         let (future, result) = tokio::sync::oneshot::channel();
-        assert!(tx.send_record(Topic::new("t"), None, &message, Slot::Future(future)).is_ok());
+        assert!(tx.send_record(Topic::new("t"), None, &message, None, Slot::Future(future)).is_ok());
         result
     }
 
@@ -489,7 +492,7 @@ mod tests {
         assert!(tx.send(c).is_err(), "a closed inbox refuses");
         let message = Message::new(None, Some(bytes::Bytes::from_static(b"late")));
         let (future, _result) = tokio::sync::oneshot::channel();
-        match tx.send_record(Topic::new("t"), None, &message, Slot::Future(future)) {
+        match tx.send_record(Topic::new("t"), None, &message, None, Slot::Future(future)) {
             Err(Refused::Closed(topic, Slot::Future(_))) => assert_eq!(topic, "t", "the record's parts come back"),
             _ => panic!("a closed inbox refuses records"),
         }
@@ -635,7 +638,7 @@ mod tests {
                         let message = Message::new(None, Some(bytes::Bytes::from(value)));
                         let (future, result) = tokio::sync::oneshot::channel();
                         assert!(tx
-                            .send_record(Topic::new("t"), Some(t as i32), &message, Slot::Future(future))
+                            .send_record(Topic::new("t"), Some(t as i32), &message, None, Slot::Future(future))
                             .is_ok());
                         receivers.push(result);
                     }

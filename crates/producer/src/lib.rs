@@ -138,6 +138,6 @@ pub use delivery::{Callback, CloseReport, DeliveryFuture, DeliveryHandler, Deliv
 pub use error::{DeliveryError, Error, Result, SendError, SyncSendError};
 pub use partitioner::{murmur2, murmur2_partition, Partitioner, PartitionerKind};
 pub use producer::AsyncProducer;
-pub use record::{Record, RecordMetadata};
+pub use record::{Header, Record, RecordMetadata};
 pub use sync::SyncProducer;
 pub use topic::Topic;

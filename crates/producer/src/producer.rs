@@ -20,7 +20,7 @@ use crate::engine::Engine;
 use crate::error::{DeliveryError, Error, SendError};
 use crate::inbox::{inbox, Command, InboxSender, Refused};
 use crate::observer::Observer;
-use crate::record::Record;
+use crate::record::{Record, RecordExtra};
 use crate::topic::TopicNames;
 
 /// How long [`AsyncProducer::close`] waits past its bound for the background task's report
@@ -346,16 +346,18 @@ where
         };
         // the value last, taken (a Bytes or Vec value is handed over, not copied), once the
         // record has its place: a refusal above could still give the record back whole
-        let Record { topic, key: k, value: v, partition } = record;
+        let Record { topic, key: k, value: v, partition, timestamp, headers } = record;
         let value = match self.value_encoder.encode_owned(v) {
             Ok(bytes) => bytes,
             Err((value, e)) => {
-                let record = Record { topic, key: k, value, partition };
+                let record = Record { topic, key: k, value, partition, timestamp, headers };
                 return Err(SendError::Encode { record, what: "value", source: Arc::new(e) });
             }
         };
         let message = Message::new(key, Some(value));
-        match self.shared.inbox.send_record(topic, partition, &message, slot) {
+        // a timestamp or headers travel boxed beside the message (nothing for a record without)
+        let extra = (timestamp.is_some() || !headers.is_empty()).then(|| Box::new(RecordExtra { timestamp, headers }));
+        match self.shared.inbox.send_record(topic, partition, &message, extra, slot) {
             Ok(()) => {
                 // the background task gives the place back with the record's result
                 permit.forget();

@@ -342,7 +342,7 @@ mod tests {
     fn record(topic: TopicId, value: &str, slot: Option<Slot>) -> Command {
         let message =
             EncodedMessage::encode(&Message::new(None, Some(bytes::Bytes::copy_from_slice(value.as_bytes()))));
-        Command::Record(Pending { seq: 0, topic, partition: Some(0), message: message.unwrap(), slot })
+        Command::Record(Pending { seq: 0, topic, partition: Some(0), message: message.unwrap(), slot, extra: None })
     }
 
     /// Sends `values` (`None`: the observer's own record) to t/0, and drains them as one

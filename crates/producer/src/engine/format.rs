@@ -10,7 +10,9 @@
 //! 25/26). A batch built for one format and retried on a leader of the other is converted.
 
 use gregor_protocol::message::DecodeOptions;
-use gregor_protocol::record::{Batches, RecordBatchBuilder, MAGIC_V2};
+use gregor_protocol::record::{Batches, HeaderRef, RecordBatchBuilder, MAGIC_V2};
+
+use crate::record::RecordExtra;
 use gregor_protocol::{Compression, Message, MessageAndOffset, MessageSet};
 
 /// The first Produce version that carries RecordBatch v2.
@@ -22,8 +24,10 @@ pub(crate) fn magic_of(set: &MessageSet) -> Option<i8> {
 }
 
 /// A RecordBatch v2 of the records of `set` (message v0/v1 entries, wrappers expanded),
-/// compressed with `codec`, each record stamped `timestamp`, carrying `producer` (id, epoch,
-/// first sequence) when idempotent. A set that already is a v2 batch comes back as it is.
+/// compressed with `codec`, carrying `producer` (id, epoch, first sequence) when idempotent.
+/// `extras` gives records by index in the set a timestamp and headers of their own (by
+/// index, in order); the others are stamped `timestamp`. A set that already is a v2 batch
+/// comes back as it is.
 ///
 /// # Errors
 ///
@@ -33,6 +37,7 @@ pub(crate) fn to_record_batch(
     codec: Compression,
     timestamp: i64,
     producer: Option<(i64, i16, i32)>,
+    extras: &[(usize, RecordExtra)],
 ) -> Result<MessageSet, gregor_protocol::Error> {
     if magic_of(set) == Some(MAGIC_V2) {
         return Ok(set.clone());
@@ -41,10 +46,23 @@ pub(crate) fn to_record_batch(
     if let Some((id, epoch, sequence)) = producer {
         builder = builder.producer(id, epoch, sequence);
     }
+    let (mut index, mut extras) = (0, extras.iter().peekable());
+    let mut headers: Vec<HeaderRef<'_>> = Vec::new();
     for batch in Batches::new(set.as_bytes().clone(), &DecodeOptions::default()) {
         for record in batch?.records() {
             let record = record?;
-            builder.append(timestamp, record.key.as_deref(), record.value.as_deref())?;
+            match extras.next_if(|(i, _)| *i == index) {
+                Some((_, extra)) => {
+                    headers.clear();
+                    headers.extend(extra.headers.iter().map(|h| (h.key.as_str(), h.value.as_deref())));
+                    let at = extra.timestamp.unwrap_or(timestamp);
+                    builder.append_with_headers(at, record.key.as_deref(), record.value.as_deref(), &headers)?;
+                }
+                None => {
+                    builder.append(timestamp, record.key.as_deref(), record.value.as_deref())?;
+                }
+            }
+            index += 1;
         }
     }
     Ok(MessageSet::from_bytes(builder.finish()?))
@@ -101,10 +119,41 @@ mod tests {
     }
 
     #[test]
+    fn records_keep_the_timestamps_and_headers_they_were_given() {
+        use crate::record::Header;
+        let set = plain(&["a", "b", "c"]);
+        let extra = |timestamp, headers: &[(&str, Option<&'static [u8]>)]| RecordExtra {
+            timestamp,
+            headers: headers
+                .iter()
+                .map(|(k, v)| Header { key: (*k).to_owned(), value: v.map(Bytes::from_static) })
+                .collect(),
+        };
+        let extras = [(0, extra(Some(11), &[("h", Some(b"x")), ("n", None)])), (2, extra(None, &[("h", Some(b"z"))]))];
+        let batch = to_record_batch(&set, Compression::Lz4, 99, None, &extras).unwrap();
+        let records: Vec<_> = Batches::new(batch.as_bytes().clone(), &DecodeOptions::default())
+            .flat_map(|b| b.unwrap().records().map(|r| r.unwrap()).collect::<Vec<_>>())
+            .map(|r| {
+                let headers: Vec<(String, Option<Bytes>)> =
+                    r.headers.iter().map(|h| (h.key_str().unwrap().to_owned(), h.value)).collect();
+                (r.timestamp, headers)
+            })
+            .collect();
+        assert_eq!(
+            records,
+            [
+                (11, vec![("h".to_owned(), Some(Bytes::from_static(b"x"))), ("n".to_owned(), None)]),
+                (99, vec![]),
+                (99, vec![("h".to_owned(), Some(Bytes::from_static(b"z")))]),
+            ]
+        );
+    }
+
+    #[test]
     fn message_sets_become_one_record_batch_and_back_in_every_codec() {
         let set = plain(&["a", "b", "c"]);
         for codec in [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
-            let batch = to_record_batch(&set, codec, 1_700_000_000_123, None).unwrap();
+            let batch = to_record_batch(&set, codec, 1_700_000_000_123, None, &[]).unwrap();
             assert_eq!(magic_of(&batch), Some(MAGIC_V2), "{codec}");
             let got = read(&batch);
             assert_eq!(got.len(), 3, "{codec}");
@@ -113,7 +162,7 @@ mod tests {
             assert_eq!(got[1].0, None);
             assert_eq!(got[2].1.as_deref(), Some(&b"c"[..]));
             // a v2 batch stays as it is; back to v0 for an older leader, same records
-            assert_eq!(to_record_batch(&batch, codec, 0, None).unwrap(), batch);
+            assert_eq!(to_record_batch(&batch, codec, 0, None, &[]).unwrap(), batch);
             if codec != Compression::Zstd {
                 let back = to_message_set(&batch, codec).unwrap();
                 assert_eq!(magic_of(&back), Some(0));
@@ -129,7 +178,7 @@ mod tests {
         )
         .unwrap()])
         .unwrap();
-        let batch = to_record_batch(&wrapped, Compression::Snappy, 5, Some((7, 1, 40))).unwrap();
+        let batch = to_record_batch(&wrapped, Compression::Snappy, 5, Some((7, 1, 40)), &[]).unwrap();
         assert_eq!(read(&batch), [(None, Some(Bytes::from_static(b"w")), 5)]);
         // an idempotent batch carries the producer id, epoch and first sequence
         let header =

@@ -203,6 +203,7 @@ mod tests {
             partition,
             message: EncodedMessage::encode(&Message::new(None, Some(bytes::Bytes::from_static(b"v")))).unwrap(),
             slot: Some(Slot::Future(tx)),
+            extra: None,
         };
         e.on_command(Command::Record(pending), Instant::now());
         rx

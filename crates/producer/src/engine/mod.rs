@@ -358,6 +358,7 @@ pub(super) mod testing {
             message: EncodedMessage::encode(&Message::new(None, Some(bytes::Bytes::copy_from_slice(value.as_bytes()))))
                 .unwrap(),
             slot: None,
+            extra: None,
         }
     }
 }

@@ -22,6 +22,7 @@ use crate::accumulator::{Batch, PartitionKey, Round};
 use crate::delivery::Pending;
 use crate::error::Error;
 use crate::outcome::{self, Action, Answer, MetadataAction, RetryPolicy, Verdict};
+use crate::record::RecordExtra;
 
 /// On a current-thread runtime, a round whose compression costs at least this much (bytes of
 /// messages for snappy and lz4, 16 times the bytes for gzip: about 40 us of CPU) is built on
@@ -114,6 +115,21 @@ impl Engine {
         } else {
             sequences.resize(round.batches.len(), None);
         }
+        // the timestamps and headers the application gave, by record index in its batch (for
+        // the batches built now)
+        let extras: Vec<Vec<(usize, RecordExtra)>> = round
+            .batches
+            .iter()
+            .map(|batch| match batch.encoded {
+                Some(_) => Vec::new(),
+                None => batch
+                    .records
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, p)| p.extra.as_deref().map(|extra| (i, extra.clone())))
+                    .collect(),
+            })
+            .collect();
         let mut records = 0;
         // what compressing this round costs, in snappy/lz4 bytes (gzip at level 6 takes about
         // 17 times as long per byte: 126 KB of messages in 2.6 ms against 0.13-0.15 ms in the
@@ -213,14 +229,16 @@ impl Engine {
                 let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
                 Format::RecordBatch { timestamp: now.map_or(0, |d| d.as_millis() as i64) }
             } else {
-                Format::MessageSet
+                Format::MessageSet { version }
             };
             let (request, encoded) = if let Some(compressing) = compressing {
                 // milliseconds of CPU for a large gzip set: not on the runtime's only thread
-                offload(compressing, move || produce_request(acks, timeout, sources, format, producer, &sequences))
-                    .await
+                offload(compressing, move || {
+                    produce_request(acks, timeout, sources, format, producer, &sequences, &extras)
+                })
+                .await
             } else {
-                produce_request(acks, timeout, sources, format, producer, &sequences)
+                produce_request(acks, timeout, sources, format, producer, &sequences, &extras)
             };
             let result = async {
                 if request.topics.is_empty() {
@@ -391,8 +409,8 @@ impl Engine {
 /// The records' format in a round's request (see `format`).
 #[derive(Debug, Clone, Copy)]
 enum Format {
-    /// Message v0 sets (Produce v0-v2).
-    MessageSet,
+    /// Message v0 sets (Produce v0-v2), in `version`.
+    MessageSet { version: i16 },
     /// One RecordBatch v2 per partition, its records stamped `timestamp` (Produce v3+).
     RecordBatch { timestamp: i64 },
 }
@@ -407,33 +425,47 @@ fn produce_request(
     format: Format,
     producer: Option<(i64, i16)>,
     sequences: &[Option<i32>],
+    extras: &[Vec<(usize, RecordExtra)>],
 ) -> (ProduceRequest, Vec<Option<Result<MessageSet, gregor_protocol::Error>>>) {
     let mut topics: Vec<ProduceTopic> = Vec::new();
     let mut encoded = Vec::with_capacity(sources.len());
-    for ((tp, source), sequence) in sources.into_iter().zip(sequences) {
+    for (((tp, source), sequence), extras) in sources.into_iter().zip(sequences).zip(extras) {
         // an idempotent batch built now: the producer id and its first sequence
         let numbered = producer.zip(*sequence).map(|((id, epoch), base)| (id, epoch, base));
         // a set built here goes back to the batch (a retry sends it as it is); one that came
         // built does not
+        let headers = extras.iter().map(|(_, extra)| extra.headers.len()).sum::<usize>();
         let (built, fresh) = match (source, format) {
             (SetSource::Failed(e), _) => (Err(e), true),
-            (SetSource::Encoded(set, codec), Format::MessageSet) => match magic_of(&set) {
+            // Message v0 has no headers: the batch cannot be written as asked
+            (_, Format::MessageSet { version }) if headers > 0 => {
+                let error = gregor_protocol::Error::FieldNotInVersion {
+                    api: ApiKey::Produce,
+                    version,
+                    field: "record headers",
+                    value: format!("{headers} headers in the batch; Kafka 0.11+ takes them"),
+                };
+                (Err(error), true)
+            }
+            (SetSource::Encoded(set, codec), Format::MessageSet { .. }) => match magic_of(&set) {
                 Some(MAGIC_V2) => (to_message_set(&set, codec), true),
                 _ => (Ok(set), false),
             },
             (SetSource::Encoded(set, codec), Format::RecordBatch { timestamp }) => match magic_of(&set) {
                 Some(MAGIC_V2) => (Ok(set), false),
-                _ => (to_record_batch(&set, codec, timestamp, numbered), true),
+                _ => (to_record_batch(&set, codec, timestamp, numbered, extras), true),
             },
-            (SetSource::Plain(plain, codec), Format::MessageSet) => (plain.compress(codec), true),
+            (SetSource::Plain(plain, codec), Format::MessageSet { .. }) => (plain.compress(codec), true),
             (SetSource::Plain(plain, codec), Format::RecordBatch { timestamp }) => {
-                (to_record_batch(&plain, codec, timestamp, numbered), true)
+                (to_record_batch(&plain, codec, timestamp, numbered, extras), true)
             }
-            (SetSource::Chunked(chunks, rest, codec), Format::MessageSet) => (join_chunks(chunks, rest, codec), true),
+            (SetSource::Chunked(chunks, rest, codec), Format::MessageSet { .. }) => {
+                (join_chunks(chunks, rest, codec), true)
+            }
             (SetSource::Chunked(chunks, rest, codec), Format::RecordBatch { timestamp }) => {
                 // chunks made before the leader's versions were known: read back, laid out anew
                 let built = join_chunks(chunks, rest, codec);
-                (built.and_then(|set| to_record_batch(&set, codec, timestamp, numbered)), true)
+                (built.and_then(|set| to_record_batch(&set, codec, timestamp, numbered, extras)), true)
             }
         };
         let set = match built {

@@ -111,6 +111,7 @@ impl Engine {
             partition,
             message: self.input.placeholder.clone(),
             slot: Some(slot),
+            extra: None,
         };
         self.input.next_seq += 1;
         if !matches!(&self.input.last_topic, Some((last, _)) if *last == id) {
