@@ -251,7 +251,7 @@ earliest) the oldest offset still kept; a time in milliseconds since the epoch g
 offsets of the log segments last written before that time (segment boundaries, not message \
 offsets). With --max above 1, -1 lists the log end and then the segment bases, newest first.";
 
-/// `--compression`: the codecs Kafka 0.8.2 knows.
+/// `--compression`: Kafka's codecs (zstd from Kafka 2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Codec {
     /// no compression
@@ -262,6 +262,8 @@ pub(crate) enum Codec {
     Snappy,
     /// lz4, in Kafka 0.8's framing (codec 3)
     Lz4,
+    /// zstd (codec 4; brokers from Kafka 2.1)
+    Zstd,
 }
 
 impl Codec {
@@ -272,6 +274,7 @@ impl Codec {
             Codec::Gzip => "gzip",
             Codec::Snappy => "snappy",
             Codec::Lz4 => "lz4",
+            Codec::Zstd => "zstd",
         }
     }
 }

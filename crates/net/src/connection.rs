@@ -788,6 +788,13 @@ impl Shared {
             PoisonReason::Closed => {
                 tracing::debug!(addr = %self.addr, in_flight = pending.len(), "connection closed")
             }
+            // before the versions are known the only request out is ApiVersions: a Kafka 0.8/0.9
+            // broker closes the connection on it, which connect() expects (and says so itself)
+            ref reason @ (PoisonReason::BrokerClosed { .. } | PoisonReason::Io { .. })
+                if self.versions.get().is_none() =>
+            {
+                tracing::debug!(addr = %self.addr, %reason, "connection closed while asking for the broker's versions")
+            }
             ref reason => tracing::warn!(
                 addr = %self.addr,
                 broker_id = self.broker_id.get().copied(),

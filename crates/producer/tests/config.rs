@@ -82,8 +82,8 @@ fn every_property_refuses_its_invalid_values() {
         ("retry.backoff.ms", "x", "not an integer"),
         ("topic.metadata.refresh.interval.ms", "2147483648", "must be between -2147483648 and 2147483647"),
         ("topic.metadata.refresh.interval.ms", "soon", "not an integer"),
-        ("compression.codec", "zstd", "must be none, gzip, snappy or lz4 (any case), or 0 to 3"),
-        ("compression.codec", "4", "must be none, gzip, snappy or lz4"),
+        ("compression.codec", "brotli", "must be none, gzip, snappy, lz4 or zstd (any case), or 0 to 4"),
+        ("compression.codec", "5", "must be none, gzip, snappy, lz4 or zstd"),
         ("compressed.topics", "a,b c", "topic \"b c\" contains ' '"),
         ("compressed.topics", "a,..", "topic \"..\" must not be \".\" or \"..\""),
         ("compressed.topics", &long_topic, &long_topic_reason),
@@ -182,6 +182,11 @@ fn combinations_name_the_property_and_the_other_one() {
     assert_invalid(&e, "api.version.request", Some("false"), "needs true", "negotiation");
     let c = ProducerConfig::from_properties([BROKERS, ("enable.idempotence", "true"), ("acks", "all")]).unwrap();
     assert!(c.enable_idempotence());
+    // zstd needs negotiated versions (Kafka 2.1)
+    let e = error_of(&[("compression.codec", "zstd"), ("api.version.request", "false")]);
+    assert_invalid(&e, "compression.codec", Some("zstd"), "needs api.version.request=true", "zstd");
+    let c = ProducerConfig::from_properties([BROKERS, ("compression.type", "zstd")]).unwrap();
+    assert_eq!(c.compression_codec(), gregor_protocol::Compression::Zstd);
 }
 
 #[test]

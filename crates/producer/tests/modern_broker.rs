@@ -18,11 +18,12 @@ use gregor_testkit::peers::{self, RequestTap, Tansu};
 
 const PER_CODEC: usize = 120;
 
-const CODECS: [(&str, Compression); 4] = [
+const CODECS: [(&str, Compression); 5] = [
     ("none", Compression::None),
     ("gzip", Compression::Gzip),
     ("snappy", Compression::Snappy),
     ("lz4", Compression::Lz4),
+    ("zstd", Compression::Zstd),
 ];
 
 /// Creates the topics named in argv[2:] with 2 partitions each.

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use common::Bounded;
 use gregor_producer::{Error, Record};
+use gregor_protocol::Compression;
 use gregor_testkit::support::cluster_or_skip;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -46,5 +47,18 @@ async fn headers_fail_their_batch_on_a_kafka_0_8_broker_and_timestamps_are_dropp
     );
     assert_eq!(err.attempts, 1, "not retried: {err:?}");
     assert_eq!(c.offsets("h", 0), Some((1, 1)), "only the record without headers was written");
+    let _ = producer.close(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zstd_fails_its_batch_on_a_broker_before_kafka_2_1() {
+    let c = cluster_or_skip!("zstd-0-8");
+    c.create_topic("z", 1, 1).await.unwrap();
+    let producer = common::producer(common::config(&c).compression_codec(Compression::Zstd));
+    let delivery = producer.send(Record::new("z", "v".to_owned())).await.unwrap();
+    let err = delivery.bounded().await.expect_err("no zstd before Kafka 2.1");
+    let Error::Encode { source, .. } = &err.error else { panic!("{err:?}") };
+    assert!(source.to_string().starts_with("Produce v0 has no field zstd compression"), "{source}");
+    assert_eq!(c.offsets("z", 0), Some((0, 0)), "nothing written");
     let _ = producer.close(Duration::from_secs(5)).await;
 }

@@ -128,7 +128,12 @@ impl Engine {
             capacity: config.queue_buffering_max_messages(),
             max_retries: config.message_send_max_retries(),
             max_in_flight: config.max_in_flight(),
-            chunk_bytes: if config.compression_codec() == Compression::None { 0 } else { CHUNK_BYTES },
+            // chunks are Message v0 wrappers: none for zstd, which only RecordBatch v2 carries
+            chunk_bytes: if matches!(config.compression_codec(), Compression::None | Compression::Zstd) {
+                0
+            } else {
+                CHUNK_BYTES
+            },
         });
         let idempotent = config.enable_idempotence();
         Engine {

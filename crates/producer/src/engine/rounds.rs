@@ -227,7 +227,7 @@ impl Engine {
             };
             let format = if version >= FIRST_RECORD_BATCH_VERSION {
                 let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-                Format::RecordBatch { timestamp: now.map_or(0, |d| d.as_millis() as i64) }
+                Format::RecordBatch { version, timestamp: now.map_or(0, |d| d.as_millis() as i64) }
             } else {
                 Format::MessageSet { version }
             };
@@ -406,13 +406,26 @@ impl Engine {
     }
 }
 
+/// The first Produce version that carries zstd batches (Kafka 2.1).
+const ZSTD_VERSION: i16 = 7;
+
+impl Format {
+    /// The Produce version of the request.
+    fn version(self) -> i16 {
+        match self {
+            Format::MessageSet { version } | Format::RecordBatch { version, .. } => version,
+        }
+    }
+}
+
 /// The records' format in a round's request (see `format`).
 #[derive(Debug, Clone, Copy)]
 enum Format {
     /// Message v0 sets (Produce v0-v2), in `version`.
     MessageSet { version: i16 },
-    /// One RecordBatch v2 per partition, its records stamped `timestamp` (Produce v3+).
-    RecordBatch { timestamp: i64 },
+    /// One RecordBatch v2 per partition in Produce `version` (v3+), its records stamped
+    /// `timestamp` unless they carry their own.
+    RecordBatch { version: i16, timestamp: i64 },
 }
 
 /// The Produce request of a round (run by the round's task): each batch's set, built in
@@ -437,6 +450,22 @@ fn produce_request(
         let headers = extras.iter().map(|(_, extra)| extra.headers.len()).sum::<usize>();
         let (built, fresh) = match (source, format) {
             (SetSource::Failed(e), _) => (Err(e), true),
+            // zstd comes with Produce v7 (Kafka 2.1): a batch for an older leader cannot be
+            // written as asked
+            (
+                SetSource::Plain(_, Compression::Zstd)
+                | SetSource::Chunked(_, _, Compression::Zstd)
+                | SetSource::Encoded(_, Compression::Zstd),
+                format,
+            ) if format.version() < ZSTD_VERSION => {
+                let error = gregor_protocol::Error::FieldNotInVersion {
+                    api: ApiKey::Produce,
+                    version: format.version(),
+                    field: "zstd compression",
+                    value: format!("compression.codec=zstd; Kafka 2.1+ (Produce v{ZSTD_VERSION}) takes it"),
+                };
+                (Err(error), true)
+            }
             // Message v0 has no headers: the batch cannot be written as asked
             (_, Format::MessageSet { version }) if headers > 0 => {
                 let error = gregor_protocol::Error::FieldNotInVersion {
@@ -451,18 +480,18 @@ fn produce_request(
                 Some(MAGIC_V2) => (to_message_set(&set, codec), true),
                 _ => (Ok(set), false),
             },
-            (SetSource::Encoded(set, codec), Format::RecordBatch { timestamp }) => match magic_of(&set) {
+            (SetSource::Encoded(set, codec), Format::RecordBatch { timestamp, .. }) => match magic_of(&set) {
                 Some(MAGIC_V2) => (Ok(set), false),
                 _ => (to_record_batch(&set, codec, timestamp, numbered, extras), true),
             },
             (SetSource::Plain(plain, codec), Format::MessageSet { .. }) => (plain.compress(codec), true),
-            (SetSource::Plain(plain, codec), Format::RecordBatch { timestamp }) => {
+            (SetSource::Plain(plain, codec), Format::RecordBatch { timestamp, .. }) => {
                 (to_record_batch(&plain, codec, timestamp, numbered, extras), true)
             }
             (SetSource::Chunked(chunks, rest, codec), Format::MessageSet { .. }) => {
                 (join_chunks(chunks, rest, codec), true)
             }
-            (SetSource::Chunked(chunks, rest, codec), Format::RecordBatch { timestamp }) => {
+            (SetSource::Chunked(chunks, rest, codec), Format::RecordBatch { timestamp, .. }) => {
                 // chunks made before the leader's versions were known: read back, laid out anew
                 let built = join_chunks(chunks, rest, codec);
                 (built.and_then(|set| to_record_batch(&set, codec, timestamp, numbered, extras)), true)
