@@ -254,3 +254,23 @@ pub fn fix_crcs(set: &mut [u8]) {
 pub fn bytes(data: &[u8]) -> Bytes {
     Bytes::copy_from_slice(data)
 }
+
+/// Decodes `body` (preceded by [`CORRELATION_ID`]) as the response to `R` in `version` (any
+/// version, flexible ones included). When that succeeds, the value must re-encode and decode
+/// again to an equal value (not necessarily the same bytes: a flexible version may have read a
+/// non-canonical varint or a bool other than 0 and 1).
+pub fn response_stable<R: Request>(version: i16, body: &[u8])
+where
+    R::Response: Debug + PartialEq,
+{
+    let mut frame = BytesMut::with_capacity(4 + body.len());
+    frame.put_i32(CORRELATION_ID);
+    frame.put_slice(body);
+    let Ok((header, resp)) = frame::decode_response::<R>(version, frame.freeze()) else { return };
+    let mut out = BytesMut::new();
+    frame::encode_response_for::<R>(header.correlation_id, version, &resp, &mut out)
+        .unwrap_or_else(|e| panic!("decoded {resp:?} but re-encoding failed: {e}"));
+    let (_, back) = frame::decode_response::<R>(version, out.freeze().slice(4..))
+        .unwrap_or_else(|e| panic!("{:?} v{version}: the re-encoded {resp:?} does not decode: {e}", R::KEY));
+    assert_eq!(back, resp, "{:?} v{version} is not stable", R::KEY);
+}
