@@ -11,7 +11,7 @@ use crate::config::{ConfigError, SimpleConsumerConfig};
 use crate::driver::{drive, ensure_metadata, Target};
 use crate::error::{Error, Result};
 use crate::fetch::{FetchBatch, FetchOp, FetchState, PartitionData};
-use crate::offsets::{LeaderLookup, OffsetsOp, OffsetsState};
+use crate::offsets::{LeaderLookup, OffsetsOp, OffsetsState, TimeOp};
 use crate::stream::MessageStream;
 
 /// Retries of the offset lookups that fill in [`Error::OffsetOutOfRange`]'s range (the leader
@@ -263,6 +263,27 @@ impl SimpleConsumer {
     /// [`Error::UnknownPartition`], [`Error::TopicMetadata`], [`Error::Metadata`].
     pub async fn offsets_before(&self, topic: &str, partition: i32, time: i64, max_number: i32) -> Result<Vec<i64>> {
         self.offsets_from_leader(topic, partition, time, max_number).await.map(|(_, offsets)| offsets)
+    }
+
+    /// The first offset of the partition whose record's timestamp is at or after
+    /// `timestamp_ms`, with that record's timestamp (ListOffsets v1+, Kafka 0.10.1 and later):
+    /// where to start reading to replay from a point in time. `None` when every record is
+    /// older.
+    ///
+    /// Cancel safety: as [`SimpleConsumer::offsets_before`].
+    ///
+    /// # Errors
+    ///
+    /// As [`SimpleConsumer::offsets_before`]; [`Error::Connection`] around
+    /// `gregor_net::Error::NoCommonVersion` for a broker without ListOffsets v1 (Kafka 0.8 to
+    /// 0.10.0 can only give segment offsets: [`SimpleConsumer::offsets_before`]).
+    pub async fn offset_for_time(&self, topic: &str, partition: i32, timestamp_ms: i64) -> Result<Option<(i64, i64)>> {
+        let config = &self.inner.config;
+        let target = Target { topic: topic.to_owned(), partition, state: timestamp_ms };
+        let op = TimeOp { isolation: config.isolation_level() };
+        let mut results =
+            drive(&self.inner.cache, config, &op, vec![target], config.refresh_leader_max_retries()).await?;
+        results.pop().expect("one result per target")
     }
 
     async fn offsets_from_leader(

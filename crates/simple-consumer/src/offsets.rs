@@ -77,6 +77,59 @@ impl LeaderOp for OffsetsOp {
     }
 }
 
+/// ListOffsets for a time, v1 and later (Kafka 0.10.1+): the first offset whose timestamp is at
+/// or after the time asked, with that timestamp. A v0-only broker (Kafka 0.8-0.10.0) has no
+/// such lookup: [`gregor_net::Error::NoCommonVersion`].
+#[derive(Debug, Clone)]
+pub(crate) struct TimeOp {
+    pub(crate) isolation: gregor_net::IsolationLevel,
+}
+
+impl LeaderOp for TimeOp {
+    type State = i64;
+    type Out = Option<(i64, i64)>;
+
+    async fn call(
+        &self,
+        pool: Pool,
+        broker: BrokerId,
+        targets: Vec<Target<i64>>,
+    ) -> gregor_net::Result<Vec<Outcome<i64, Option<(i64, i64)>>>> {
+        let conn = pool.get(broker).await?;
+        let top = gregor_net::client_versions(gregor_protocol::frame::ApiKey::Offsets).map_or(1, |r| r.max);
+        let version = conn.version_for::<OffsetsRequest>(1..=top)?;
+        let request = OffsetsRequest {
+            replica_id: gregor_protocol::messages::CONSUMER_REPLICA_ID,
+            isolation_level: if version >= 2 { self.isolation.code() } else { 0 },
+            topics: group_by_topic(&targets, |t| OffsetsPartition::new(t.partition, t.state))
+                .into_iter()
+                .map(|(topic, parts)| OffsetsTopic::new(topic, parts))
+                .collect(),
+            ..Default::default()
+        };
+        let response = conn.request(version, &request).await?;
+        let mut by_name: HashMap<(&str, i32), &OffsetsResponsePartition> = HashMap::new();
+        for t in &response.topics {
+            for p in &t.partitions {
+                by_name.insert((t.topic.as_str(), p.partition), p);
+            }
+        }
+        Ok(targets
+            .iter()
+            .map(|t| match by_name.get(&(t.topic.as_str(), t.partition)) {
+                None => Outcome::Fail(Cause::Missing { broker }),
+                Some(p) => match p.error() {
+                    None => Outcome::Done(Ok((p.offset >= 0).then_some((p.offset, p.timestamp)))),
+                    Some(code) if code.is_retriable() || code.needs_metadata_refresh() => {
+                        Outcome::Retry(Cause::Code { broker, code })
+                    }
+                    Some(code) => Outcome::Fail(Cause::Code { broker, code }),
+                },
+            })
+            .collect())
+    }
+}
+
 /// Finds leaders without sending anything: the driver's routing does the work.
 #[derive(Debug, Clone)]
 pub(crate) struct LeaderLookup;

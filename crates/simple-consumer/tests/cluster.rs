@@ -598,3 +598,15 @@ async fn a_leaders_partitions_are_split_across_fetches_only_past_the_max_frame_s
         Err(Error::Config(gregor_simple_consumer::ConfigError::Invalid { property: "socket.timeout.ms", .. }))
     ));
 }
+
+/// A Kafka 0.8 broker has no lookup by time (ListOffsets v1 came with 0.10.1): one clear error
+/// naming the versions, not a retry loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offset_for_time_needs_a_broker_from_kafka_0_10_1() {
+    let c = cluster_or_skip!("sc-for-time");
+    c.create_topic("ft", 1, 1).await.unwrap();
+    c.wait_for_leaders("ft", Duration::from_secs(10)).await.unwrap();
+    let e = consumer(&c).offset_for_time("ft", 0, 1_700_000_000_000).await.unwrap_err();
+    let text = format!("{e}: {}", std::error::Error::source(&e).map(ToString::to_string).unwrap_or_default());
+    assert!(text.contains("no common version of Offsets: gregor implements v1-v9, the broker speaks v0-v0"), "{text}");
+}
