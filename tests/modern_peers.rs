@@ -379,3 +379,64 @@ async fn transaction_markers_written_by_librdkafka_are_skipped_and_passed() {
     assert_eq!(offset, 5, "past the commit marker");
     consumer.close().await;
 }
+
+/// The ZooKeeper-coordinated group consumer reading from a modern broker: tansu, registered in
+/// a real ZooKeeper as a Kafka 0.8 broker would register itself (broker id, topic assignment,
+/// partition state), so that the consumer finds it there. Its fetchers negotiate (Fetch v12,
+/// ListOffsets v9 for auto.offset.reset) and hand out what librdkafka wrote, with the records'
+/// headers and timestamps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_group_consumer_reads_a_modern_broker_registered_in_zookeeper() {
+    use gregor::consumer::{AutoOffsetReset, ConsumerConfig, ConsumerConnector};
+    use gregor::zk::payloads::{BrokerRegistration, PartitionState, TopicAssignment};
+    use gregor::zk::{paths, CreateMode, ZkClient};
+
+    let (Some(tansu), Some(python)) = (peers::tansu_or_skip(), peers::python_or_skip()) else { return };
+    let Some(zk) = gregor_testkit::zookeeper::ZooKeeperServer::shared_or_skip() else { return };
+    let broker = Tansu::start(&tansu).await;
+    let bootstrap = broker.bootstrap();
+    let mut args = vec![bootstrap.as_str()];
+    args.push("zstd");
+    // kp-zstd: 5 records with keys, headers and timestamps, written by kafka-python
+    let run = peers::run_python(&python, KP_PRODUCE, &args, Duration::from_secs(120)).await;
+    assert!(run.status.success(), "kafka-python produce: {}", String::from_utf8_lossy(&run.stderr));
+
+    // tansu's broker id, as its metadata names it
+    let net = gregor::net::ConnectionConfig::default();
+    let cache = gregor::net::MetadataCache::new(&bootstrap, gregor::net::Pool::new(net)).unwrap();
+    cache.refresh(&["kp-zstd".to_owned()]).await.unwrap();
+    let id = cache.leader("kp-zstd", 0).expect("a leader");
+
+    let connect = zk.unique_chroot("modern_group");
+    let admin = ZkClient::connect(&connect, Duration::from_secs(10)).await.unwrap();
+    let registration = BrokerRegistration::new("127.0.0.1", i32::from(broker.port()), now_ms());
+    admin.create_all(&paths::broker(id), &registration.to_json(), CreateMode::Persistent).await.unwrap();
+    let assignment = TopicAssignment::new([(0, vec![id])].into_iter().collect());
+    admin.create_all(&paths::topic("kp-zstd"), &assignment.to_json(), CreateMode::Persistent).await.unwrap();
+    let state = PartitionState::new(id, 0, 1, vec![id]);
+    admin.create_all(&paths::partition_state("kp-zstd", 0), &state.to_json(), CreateMode::Persistent).await.unwrap();
+    admin.create_all(paths::CONSUMERS, b"", CreateMode::Persistent).await.unwrap();
+
+    let config = ConsumerConfig::builder()
+        .group_id("modern-group")
+        .zookeeper_connect(connect)
+        .auto_offset_reset(AutoOffsetReset::Smallest)
+        .auto_commit_enable(false)
+        .build()
+        .unwrap();
+    let connector = ConsumerConnector::new(config).await.unwrap();
+    let mut streams = connector.subscribe(["kp-zstd"]).streams(1).start().await.unwrap();
+    let mut stream = streams.remove(0);
+    for i in 0..5i64 {
+        let m = tokio::time::timeout(Duration::from_secs(30), stream.next())
+            .await
+            .expect("a message within 30 s")
+            .expect("the stream goes on")
+            .unwrap();
+        assert_eq!((m.offset, m.value.as_deref()), (i, Some(format!("zstd/{i}").as_bytes())));
+        assert_eq!((m.timestamp, m.timestamp_type), (1_600_000_000_000 + i, TimestampType::CreateTime));
+        let headers: Vec<String> = m.headers.iter().map(|h| h.key_str().unwrap().to_owned()).collect();
+        assert_eq!(headers, ["n", "from"]);
+    }
+    connector.shutdown().await.unwrap();
+}
