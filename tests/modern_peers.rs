@@ -383,8 +383,9 @@ async fn transaction_markers_written_by_librdkafka_are_skipped_and_passed() {
 /// The ZooKeeper-coordinated group consumer reading from a modern broker: tansu, registered in
 /// a real ZooKeeper as a Kafka 0.8 broker would register itself (broker id, topic assignment,
 /// partition state), so that the consumer finds it there. Its fetchers negotiate (Fetch v12,
-/// ListOffsets v9 for auto.offset.reset) and hand out what librdkafka wrote, with the records'
-/// headers and timestamps.
+/// ListOffsets v9 for auto.offset.reset) and hand out what kafka-python wrote, with the
+/// records' headers and timestamps; its offsets go to Kafka (FindCoordinator v3, OffsetCommit
+/// and OffsetFetch v7) and a new member resumes from them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_group_consumer_reads_a_modern_broker_registered_in_zookeeper() {
     use gregor::consumer::{AutoOffsetReset, ConsumerConfig, ConsumerConnector};
@@ -417,26 +418,45 @@ async fn the_group_consumer_reads_a_modern_broker_registered_in_zookeeper() {
     admin.create_all(&paths::partition_state("kp-zstd", 0), &state.to_json(), CreateMode::Persistent).await.unwrap();
     admin.create_all(paths::CONSUMERS, b"", CreateMode::Persistent).await.unwrap();
 
+    // offsets kept in Kafka (OffsetCommit/OffsetFetch at the coordinator, as negotiated)
     let config = ConsumerConfig::builder()
         .group_id("modern-group")
         .zookeeper_connect(connect)
         .auto_offset_reset(AutoOffsetReset::Smallest)
         .auto_commit_enable(false)
+        .offsets_storage(gregor::consumer::OffsetsStorage::Kafka)
+        .dual_commit_enabled(false)
         .build()
         .unwrap();
+    let connector = ConsumerConnector::new(config.clone()).await.unwrap();
+    let mut streams = connector.subscribe(["kp-zstd"]).streams(1).start().await.unwrap();
+    let mut stream = streams.remove(0);
+    // the first two, committed; a new member of the group goes on from the third
+    for i in 0..2i64 {
+        assert_eq!(next_of(&mut stream).await.offset, i);
+    }
+    connector.commit_offsets().await.unwrap();
+    connector.shutdown().await.unwrap();
     let connector = ConsumerConnector::new(config).await.unwrap();
     let mut streams = connector.subscribe(["kp-zstd"]).streams(1).start().await.unwrap();
     let mut stream = streams.remove(0);
-    for i in 0..5i64 {
-        let m = tokio::time::timeout(Duration::from_secs(30), stream.next())
-            .await
-            .expect("a message within 30 s")
-            .expect("the stream goes on")
-            .unwrap();
+    for i in 2..5i64 {
+        let m = next_of(&mut stream).await;
         assert_eq!((m.offset, m.value.as_deref()), (i, Some(format!("zstd/{i}").as_bytes())));
         assert_eq!((m.timestamp, m.timestamp_type), (1_600_000_000_000 + i, TimestampType::CreateTime));
         let headers: Vec<String> = m.headers.iter().map(|h| h.key_str().unwrap().to_owned()).collect();
         assert_eq!(headers, ["n", "from"]);
     }
     connector.shutdown().await.unwrap();
+}
+
+/// The next message of a group stream, within 30 s.
+async fn next_of(
+    stream: &mut gregor::consumer::KafkaStream<bytes::Bytes>,
+) -> gregor::consumer::MessageAndMetadata<bytes::Bytes> {
+    tokio::time::timeout(Duration::from_secs(30), stream.next())
+        .await
+        .expect("a message within 30 s")
+        .expect("the stream goes on")
+        .expect("no error")
 }

@@ -159,7 +159,8 @@ impl AutoOffsetReset {
 pub enum OffsetsStorage {
     /// `zookeeper`: `/consumers/G/offsets/T/P`.
     Zookeeper,
-    /// `kafka`: OffsetCommit/OffsetFetch v1 at the coordinator found with ConsumerMetadata.
+    /// `kafka`: OffsetCommit/OffsetFetch (v1 with Kafka 0.8.2, up to v7 as negotiated) at the
+    /// coordinator found with ConsumerMetadata (FindCoordinator).
     Kafka,
 }
 

@@ -1,5 +1,6 @@
-//! Offset storage: ZooKeeper (`/consumers/G/offsets/T/P`), Kafka (OffsetCommit/OffsetFetch v1
-//! at the coordinator found with ConsumerMetadata), or both (dual commit, read the max).
+//! Offset storage: ZooKeeper (`/consumers/G/offsets/T/P`), Kafka (OffsetCommit/OffsetFetch at
+//! the coordinator found with ConsumerMetadata: v1 with Kafka 0.8.2, the highest both sides
+//! speak up to v7 with a later broker), or both (dual commit, read the max).
 
 use std::collections::BTreeMap;
 
@@ -50,7 +51,9 @@ fn max_tries(offsets_commit_max_retries: u32) -> u32 {
     offsets_commit_max_retries.max(3) * 4
 }
 
-/// An OffsetCommit v1 request for `offsets` (next offset to read, per partition).
+/// An OffsetCommit request for `offsets` (next offset to read, per partition): generation -1
+/// and no member, as a group the broker does not coordinate commits; every field at the value
+/// that reads the same in v1 to v7 (the v1 timestamp is -1, "now").
 fn commit_request(group_id: &str, offsets: &BTreeMap<TopicPartition, i64>) -> OffsetCommitRequest {
     let mut topics: BTreeMap<&str, Vec<OffsetCommitPartition>> = BTreeMap::new();
     for (tp, o) in offsets {
@@ -74,7 +77,7 @@ fn check_commit(r: &OffsetCommitResponse) -> Result<()> {
     for t in &r.topics {
         for p in &t.partitions {
             if let Some(code) = p.error() {
-                return Err(Error::Broker { context: format!("OffsetCommit v1 {}/{}", t.topic, p.partition), code });
+                return Err(Error::Broker { context: format!("OffsetCommit {}/{}", t.topic, p.partition), code });
             }
         }
     }
@@ -85,6 +88,10 @@ fn check_commit(r: &OffsetCommitResponse) -> Result<()> {
 /// 0.8.2 answers for a partition never committed).
 #[allow(clippy::result_large_err)] // the crate's one Error type, as everywhere else
 fn fetched_offsets(r: &OffsetFetchResponse) -> Result<Vec<(TopicPartition, i64)>> {
+    // v2+: an error for the whole group (the coordinator moved, is loading, ...)
+    if let Some(code) = ErrorCode::from_i16(r.error_code) {
+        return Err(Error::Broker { context: "OffsetFetch".to_owned(), code });
+    }
     let mut out = Vec::new();
     for t in &r.topics {
         for p in &t.partitions {
@@ -93,7 +100,7 @@ fn fetched_offsets(r: &OffsetFetchResponse) -> Result<Vec<(TopicPartition, i64)>
                 None => out.push((tp(), p.offset)),
                 Some(ErrorCode::UnknownTopicOrPartition) => out.push((tp(), -1)),
                 Some(code) => {
-                    return Err(Error::Broker { context: format!("OffsetFetch v1 {}/{}", t.topic, p.partition), code })
+                    return Err(Error::Broker { context: format!("OffsetFetch {}/{}", t.topic, p.partition), code })
                 }
             }
         }
@@ -175,8 +182,10 @@ impl OffsetStore {
                     continue;
                 }
             };
+            // v4 asks for several keys at once, a shape this lookup does not need
+            let version = conn.version_for::<ConsumerMetadataRequest>(0..=3).map_err(error::net("ConsumerMetadata"))?;
             let r = conn
-                .request(0, &ConsumerMetadataRequest::group(self.config.group_id.clone()))
+                .request(version, &ConsumerMetadataRequest::group(self.config.group_id.clone()))
                 .await
                 .map_err(error::net("ConsumerMetadata"))?;
             if let Some(code) = r.error() {
@@ -221,9 +230,13 @@ impl OffsetStore {
 
     async fn commit_kafka(&self, offsets: &BTreeMap<TopicPartition, i64>) -> Result<()> {
         let request = commit_request(&self.config.group_id, offsets);
-        self.with_retries("OffsetCommit v1", |conn| {
+        self.with_retries("OffsetCommit", |conn| {
             let request = request.clone();
-            async move { check_commit(&conn.request(1, &request).await.map_err(error::net("OffsetCommit v1"))?) }
+            async move {
+                // v1 (Kafka 0.8.2) to v7; v8 on is flexible and batched differently
+                let version = conn.version_for::<OffsetCommitRequest>(1..=7).map_err(error::net("OffsetCommit"))?;
+                check_commit(&conn.request(version, &request).await.map_err(error::net("OffsetCommit"))?)
+            }
         })
         .await
     }
@@ -237,9 +250,13 @@ impl OffsetStore {
             self.config.group_id.clone(),
             topics.into_iter().map(|(t, ps)| OffsetFetchTopic::new(t, ps)).collect(),
         );
-        self.with_retries("OffsetFetch v1", |conn| {
+        self.with_retries("OffsetFetch", |conn| {
             let request = request.clone();
-            async move { fetched_offsets(&conn.request(1, &request).await.map_err(error::net("OffsetFetch v1"))?) }
+            async move {
+                // v1 (Kafka 0.8.2) to v7; v8 on asks for several groups at once
+                let version = conn.version_for::<OffsetFetchRequest>(1..=7).map_err(error::net("OffsetFetch"))?;
+                fetched_offsets(&conn.request(version, &request).await.map_err(error::net("OffsetFetch"))?)
+            }
         })
         .await
     }
@@ -308,7 +325,7 @@ mod tests {
         };
         match check_commit(&bad) {
             Err(Error::Broker { context, code: ErrorCode::NotCoordinatorForConsumer }) => {
-                assert_eq!(context, "OffsetCommit v1 t/1")
+                assert_eq!(context, "OffsetCommit t/1")
             }
             other => panic!("{other:?}"),
         }
