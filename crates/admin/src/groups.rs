@@ -135,7 +135,11 @@ fn coordinator_retriable(code: ErrorCode) -> bool {
 }
 
 fn fetch_retriable(r: &OffsetFetchResponse) -> Option<ErrorCode> {
-    r.topics.iter().flat_map(|t| t.partitions.iter()).filter_map(|p| p.error()).find(|c| coordinator_retriable(*c))
+    // v2+: the group-level code (the coordinator moved or is loading) comes first
+    let group = ErrorCode::from_i16(r.error_code).filter(|c| coordinator_retriable(*c));
+    group.or_else(|| {
+        r.topics.iter().flat_map(|t| t.partitions.iter()).filter_map(|p| p.error()).find(|c| coordinator_retriable(*c))
+    })
 }
 
 fn commit_retriable(r: &OffsetCommitResponse) -> Option<ErrorCode> {
@@ -361,7 +365,7 @@ impl Admin {
                     group,
                     by_topic.into_iter().map(|(t, ps)| OffsetFetchTopic::new(t, ps)).collect(),
                 );
-                let response = self.coordinator_request(group, 1, &request, fetch_retriable).await?;
+                let response = self.coordinator_request(group, 1..=7, &request, fetch_retriable).await?;
                 for tp in tps {
                     let found = response
                         .topics
@@ -405,8 +409,10 @@ impl Admin {
                     continue;
                 }
             };
-            tracing::debug!(group, broker = id, "consumer metadata request");
-            match conn.request(0, &request).await {
+            // v4 asks for several keys at once, a shape this lookup does not need
+            let version = conn.version_for::<ConsumerMetadataRequest>(0..=3).unwrap_or(0);
+            tracing::debug!(group, broker = id, version, "consumer metadata request");
+            match conn.request(version, &request).await {
                 Ok(r) => match r.error() {
                     None => {
                         let addr = format!("{}:{}", r.host, r.port);
@@ -441,7 +447,7 @@ impl Admin {
     async fn coordinator_request<R>(
         &self,
         group: &str,
-        version: i16,
+        versions: std::ops::RangeInclusive<i16>,
         request: &R,
         retriable: fn(&R::Response) -> Option<ErrorCode>,
     ) -> Result<R::Response>
@@ -464,6 +470,8 @@ impl Admin {
                 }
                 Err(e) => return Err(e),
             };
+            // the highest version of `versions` the coordinator speaks (the lowest when none)
+            let version = conn.version_for::<R>(versions.clone()).unwrap_or(*versions.start());
             tracing::debug!(group, api = %R::KEY, version, addr = conn.addr(), "request to the offset coordinator");
             match conn.request(version, request).await {
                 Ok(response) => match retriable(&response) {
@@ -578,7 +586,7 @@ impl Admin {
                     )],
                     ..Default::default()
                 };
-                let response = self.coordinator_request(group, 1, &request, commit_retriable).await?;
+                let response = self.coordinator_request(group, 1..=7, &request, commit_retriable).await?;
                 for rp in response.topics.iter().flat_map(|t| t.partitions.iter()) {
                     if let Some(code) = rp.error() {
                         return Err(Error::Broker {

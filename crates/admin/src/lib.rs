@@ -336,8 +336,11 @@ impl Admin {
             }
             Err(e) => return Err(e),
         };
-        tracing::debug!(broker = leader, partitions = tps.len(), time, "offsets request");
-        let response = match conn.request(0, &request).await {
+        // v0 (0.8.2) lists offsets; v1 and later answer one (the request's fields are the same
+        // at max_number_of_offsets 1)
+        let version = conn.client_version::<OffsetsRequest>().unwrap_or(0);
+        tracing::debug!(broker = leader, partitions = tps.len(), time, version, "offsets request");
+        let response = match conn.request(version, &request).await {
             Ok(r) => r,
             Err(e) => {
                 let source = Arc::new(e);
@@ -362,6 +365,7 @@ impl Admin {
                     }),
                     Some(rp) => match rp.error() {
                         Some(code) => Err(Error::Broker { code, context: context("") }),
+                        None if version >= 1 && rp.offset >= 0 => Ok(rp.offset),
                         None => rp.offsets.first().copied().ok_or_else(|| Error::Broker {
                             code: ErrorCode::UnknownServerError,
                             context: context(": the response holds no offset"),
