@@ -371,6 +371,16 @@ pub(crate) struct FetchArgs {
     #[arg(long)]
     pub(crate) print_key: bool,
 
+    /// Print each message's timestamp (`CreateTime:MS`, `LogAppendTime:MS`, or `NO_TIMESTAMP`
+    /// before Kafka 0.10) and a tab, after the offset
+    #[arg(long)]
+    pub(crate) print_timestamp: bool,
+
+    /// Print each message's headers (`key:value,key:value`, `NO_HEADERS` for none, as Kafka's
+    /// console consumer does) and a tab, before the key
+    #[arg(long)]
+    pub(crate) print_headers: bool,
+
     /// Keep waiting for new messages, and stop only after MS milliseconds without one.
     /// Default: stop at the high watermark
     #[arg(long, value_name = "MS", allow_negative_numbers = true)]

@@ -1,5 +1,6 @@
 //! `gregor fetch`: one partition from an offset, one message per line of stdout.
 
+use gregor_protocol::record::TimestampType;
 use std::time::Duration;
 
 use gregor_simple_consumer::{FetchedMessage, SimpleConsumer, SimpleConsumerConfig};
@@ -87,6 +88,12 @@ async fn fetch<W: tokio::io::AsyncWrite + Unpin>(
     let mut printed = 0u64;
     let mut last_message = Instant::now();
     let mut line = Vec::new();
+    let printing = Printing {
+        offset: args.print_offset,
+        timestamp: args.print_timestamp,
+        headers: args.print_headers,
+        key: args.print_key,
+    };
     while printed < max {
         let asked = Instant::now();
         let fetch = consumer.fetch_partition(topic, partition, offset);
@@ -100,7 +107,7 @@ async fn fetch<W: tokio::io::AsyncWrite + Unpin>(
         .map_err(|e| CliError::new(format!("could not fetch {topic}/{partition} at offset {offset}"), e))?;
         let found = !data.messages.is_empty();
         for message in data.messages.iter().take((max - printed).try_into().unwrap_or(usize::MAX)) {
-            format_message(&mut line, message, args.print_offset, args.print_key);
+            format_message(&mut line, message, &printing);
             if let Err(stop) = out.line(&line).await {
                 return quiet_if_closed(stop);
             }
@@ -125,14 +132,44 @@ async fn fetch<W: tokio::io::AsyncWrite + Unpin>(
     Ok(())
 }
 
-/// One output line (without the newline): `[offset\t][key\t]value`.
-fn format_message(line: &mut Vec<u8>, message: &FetchedMessage, print_offset: bool, print_key: bool) {
+/// Which fields a line shows besides the value.
+#[derive(Debug, Clone, Copy, Default)]
+struct Printing {
+    offset: bool,
+    timestamp: bool,
+    headers: bool,
+    key: bool,
+}
+
+/// One output line (without the newline): `[offset\t][timestamp\t][headers\t][key\t]value`.
+fn format_message(line: &mut Vec<u8>, message: &FetchedMessage, printing: &Printing) {
     line.clear();
-    if print_offset {
+    if printing.offset {
         line.extend_from_slice(message.offset.to_string().as_bytes());
         line.push(b'\t');
     }
-    if print_key {
+    if printing.timestamp {
+        match message.timestamp_type {
+            TimestampType::NoTimestamp => line.extend_from_slice(b"NO_TIMESTAMP"),
+            kind => line.extend_from_slice(format!("{}:{}", kind.name(), message.timestamp).as_bytes()),
+        }
+        line.push(b'\t');
+    }
+    if printing.headers {
+        if message.headers.is_empty() {
+            line.extend_from_slice(b"NO_HEADERS");
+        }
+        for (i, h) in message.headers.iter().enumerate() {
+            if i > 0 {
+                line.push(b',');
+            }
+            line.extend_from_slice(&h.key);
+            line.push(b':');
+            push_field(line, h.value.as_deref());
+        }
+        line.push(b'\t');
+    }
+    if printing.key {
         push_field(line, message.key.as_deref());
         line.push(b'\t');
     }
@@ -152,15 +189,33 @@ mod tests {
             gregor_protocol::Message::new(Some(Bytes::from_static(b"k")), Some(Bytes::from_static(b"v"))),
         ));
         let mut line = Vec::new();
-        format_message(&mut line, &m, true, true);
+        let p = |offset, key| Printing { offset, key, ..Printing::default() };
+        format_message(&mut line, &m, &p(true, true));
         assert_eq!(line, b"41\tk\tv");
-        format_message(&mut line, &m, false, true);
+        format_message(&mut line, &m, &p(false, true));
         assert_eq!(line, b"k\tv");
-        format_message(&mut line, &m, true, false);
+        format_message(&mut line, &m, &p(true, false));
         assert_eq!(line, b"41\tv");
         let null =
             FetchedMessage::from(gregor_protocol::MessageAndOffset::new(0, gregor_protocol::Message::new(None, None)));
-        format_message(&mut line, &null, false, true);
+        format_message(&mut line, &null, &p(false, true));
         assert_eq!(line, b"null\tnull");
+        // a message v0 has no timestamp and no headers
+        let all = Printing { offset: true, timestamp: true, headers: true, key: true };
+        format_message(&mut line, &m, &all);
+        assert_eq!(line, b"41\tNO_TIMESTAMP\tNO_HEADERS\tk\tv");
+    }
+
+    #[test]
+    fn timestamps_and_headers_print_as_kafkas_console_consumer_prints_them() {
+        use gregor_protocol::record::{Batches, RecordBatchBuilder};
+        let mut b = RecordBatchBuilder::new(gregor_protocol::Compression::None);
+        b.append_with_headers(1_700_000_000_000, Some(b"k"), Some(b"v"), &[("h1", Some(b"a")), ("h2", None)]).unwrap();
+        let blob = b.finish().unwrap();
+        let batch = Batches::new(blob, &gregor_protocol::message::DecodeOptions::default()).next().unwrap().unwrap();
+        let m = batch.records().next().unwrap().unwrap();
+        let mut line = Vec::new();
+        format_message(&mut line, &m, &Printing { offset: true, timestamp: true, headers: true, key: false });
+        assert_eq!(line, b"0\tCreateTime:1700000000000\th1:a,h2:null\tv");
     }
 }
