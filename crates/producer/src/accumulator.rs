@@ -1070,7 +1070,7 @@ mod tests {
     fn retries_run_out_after_max_retries_plus_one_sends() {
         let t0 = Instant::now();
         let mut a = acc(AccumulatorConfig { linger: Duration::ZERO, ..config() });
-        let policy = RetryPolicy { max_retries: a.config().max_retries, backoff: BACKOFF };
+        let policy = RetryPolicy { max_retries: a.config().max_retries, backoff: BACKOFF, idempotent: false };
         a.append(&tp(0), 1, t0);
         let mut now = t0;
         for attempt in 1..=3 {
@@ -1199,7 +1199,7 @@ mod proptests {
     use crate::outcome::{self, Action, Answer, RetryPolicy};
 
     /// What a retriable failure does with a batch (as the engine does it).
-    const POLICY: RetryPolicy = RetryPolicy { max_retries: 2, backoff: Duration::from_millis(30) };
+    const POLICY: RetryPolicy = RetryPolicy { max_retries: 2, backoff: Duration::from_millis(30), idempotent: false };
 
     #[derive(Debug, Clone)]
     enum Op {

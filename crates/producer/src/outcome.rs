@@ -31,6 +31,10 @@
 //! * **Failed** — a final code (2 InvalidMessage, 10 MessageSizeTooLarge, 17 InvalidTopic, 18
 //!   RecordListTooLarge, an unknown code ...) and a request that failed in a way not worth
 //!   retrying (it cannot be sent at all: larger than the max frame size) fail at once.
+//! * **Idempotent** — with `enable.idempotence`, 46 DUPLICATE_SEQUENCE_NUMBER is a delivery
+//!   (the broker wrote the batch on an earlier send whose answer was lost) and 45
+//!   OUT_OF_ORDER_SEQUENCE_NUMBER a retry (an earlier batch of the partition goes again
+//!   first); without it both are final codes like any other the producer does not know.
 //! * **Retry budget** — a batch is sent at most `message.send.max.retries + 1` times: a retry
 //!   decided for a batch already sent that often fails instead (its metadata action still
 //!   applies: the next batches of the partition need the leader as much).
@@ -66,7 +70,16 @@ pub(crate) struct RetryPolicy {
     pub(crate) max_retries: u32,
     /// `retry.backoff.ms`: how long a failed batch waits before it is sent again.
     pub(crate) backoff: Duration,
+    /// `enable.idempotence`: the batches carry producer ids and sequences, which give the
+    /// broker two answers of their own (see the module docs).
+    pub(crate) idempotent: bool,
 }
+
+/// `DUPLICATE_SEQUENCE_NUMBER` (Kafka 0.11+): the broker already wrote that batch.
+pub(crate) const DUPLICATE_SEQUENCE_NUMBER: i16 = 46;
+/// `OUT_OF_ORDER_SEQUENCE_NUMBER` (Kafka 0.11+): a batch's sequence is not the next the broker
+/// expects (an earlier batch of the partition is on its way again).
+pub(crate) const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
 
 /// What happens to the batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +123,17 @@ pub(crate) fn classify(answer: Answer, attempts: u32, policy: RetryPolicy, now: 
         Answer::Partition { code: None, base_offset } => {
             return verdict(Action::Deliver { base_offset }, MetadataAction::Keep);
         }
+        Answer::Partition { code: Some(code), base_offset }
+            if policy.idempotent && code.code() == DUPLICATE_SEQUENCE_NUMBER =>
+        {
+            // written by an earlier send whose answer was lost: delivered (offset as answered)
+            return verdict(Action::Deliver { base_offset }, MetadataAction::Keep);
+        }
+        Answer::Partition { code: Some(code), .. }
+            if policy.idempotent && code.code() == OUT_OF_ORDER_SEQUENCE_NUMBER =>
+        {
+            (true, MetadataAction::Keep, false)
+        }
         Answer::Partition { code: Some(code), .. } => {
             let metadata = if code.is_retriable() && code.needs_metadata_refresh() {
                 MetadataAction::ForgetLeader
@@ -138,7 +162,7 @@ pub(crate) fn classify(answer: Answer, attempts: u32, policy: RetryPolicy, now: 
 mod tests {
     use super::*;
 
-    const POLICY: RetryPolicy = RetryPolicy { max_retries: 2, backoff: Duration::from_millis(100) };
+    const POLICY: RetryPolicy = RetryPolicy { max_retries: 2, backoff: Duration::from_millis(100), idempotent: false };
 
     fn code(c: ErrorCode) -> Answer {
         Answer::Partition { code: Some(c), base_offset: -1 }
@@ -201,6 +225,20 @@ mod tests {
     }
 
     #[test]
+    fn idempotence_reads_the_sequence_codes() {
+        let now = Instant::now();
+        let idempotent = RetryPolicy { idempotent: true, ..POLICY };
+        let dup = Answer::Partition { code: ErrorCode::from_i16(DUPLICATE_SEQUENCE_NUMBER), base_offset: -1 };
+        let gap = code(ErrorCode::from_i16(OUT_OF_ORDER_SEQUENCE_NUMBER).unwrap());
+        assert_eq!(classify(dup, 2, idempotent, now).action, Action::Deliver { base_offset: -1 });
+        assert_eq!(classify(gap, 1, idempotent, now).action, Action::Retry { not_before: now + POLICY.backoff });
+        assert_eq!(classify(gap, 3, idempotent, now).action, Action::Fail { out_of_retries: true });
+        // without idempotence they are codes like any other the producer does not know
+        assert_eq!(classify(dup, 1, POLICY, now).action, Action::Fail { out_of_retries: false });
+        assert_eq!(classify(gap, 1, POLICY, now).action, Action::Fail { out_of_retries: false });
+    }
+
+    #[test]
     fn the_budget_is_max_retries_plus_one_sends() {
         let now = Instant::now();
         for max_retries in [0, 1, 3] {
@@ -219,7 +257,7 @@ mod tests {
     fn a_retry_waits_the_backoff_from_now() {
         let now = Instant::now();
         let later = now + Duration::from_secs(3);
-        let policy = RetryPolicy { max_retries: 5, backoff: Duration::from_millis(250) };
+        let policy = RetryPolicy { max_retries: 5, backoff: Duration::from_millis(250), idempotent: false };
         let at = |now| match classify(Answer::Missing, 1, policy, now).action {
             Action::Retry { not_before } => not_before,
             other => panic!("{other:?}"),

@@ -6,8 +6,8 @@
 //!  send_round ─► a batch built for the first time gets the partition's next sequence
 //!                (kept on the batch: a batch built again reuses it, a retry resends its bytes)
 //!  round task ─► producer_id(generation): InitProducerId on the round's connection, once
-//!  answer 46 DUPLICATE_SEQUENCE_NUMBER ─► delivered (the broker has it; offset as answered)
-//!  answer 45 OUT_OF_ORDER_SEQUENCE_NUMBER ─► retried (an earlier batch is on its way again)
+//!  answer 46 DUPLICATE_SEQUENCE_NUMBER ─► delivered, 45 OUT_OF_ORDER ─► retried
+//!                (crate::outcome decides, told the producer is idempotent)
 //!  a numbered batch that fails for good ─► reset: a new generation, a new producer id for the
 //!                next batches, every partition numbered from 0 (what the broker holds of the
 //!                failed batch is unknown, so the old numbering cannot go on)
@@ -24,11 +24,6 @@ use gregor_protocol::ErrorCode;
 use tokio::sync::Mutex;
 
 use crate::accumulator::PartitionKey;
-
-/// `OUT_OF_ORDER_SEQUENCE_NUMBER`: a batch's sequence is not the next the broker expects.
-pub(crate) const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
-/// `DUPLICATE_SEQUENCE_NUMBER`: the broker already wrote that batch.
-pub(crate) const DUPLICATE_SEQUENCE_NUMBER: i16 = 46;
 
 /// The producer ids of the generations so far, shared with the rounds' tasks.
 #[derive(Debug, Default)]

@@ -9,14 +9,14 @@ use std::sync::Arc;
 use gregor_protocol::frame::ApiKey;
 use gregor_protocol::messages::{ProducePartition, ProduceRequest, ProduceResponse, ProduceTopic};
 use gregor_protocol::record::MAGIC_V2;
-use gregor_protocol::{Compression, ErrorCode, MessageSet};
+use gregor_protocol::{Compression, MessageSet};
 use tokio::sync::{oneshot, Semaphore};
 use tokio::time::Instant;
 
 use super::blocking::{joined, offload};
 use super::chunks::{join_chunks, ChunkSet};
 use super::format::{magic_of, to_message_set, to_record_batch, FIRST_RECORD_BATCH_VERSION};
-use super::idempotence::{producer_id, Idempotence, DUPLICATE_SEQUENCE_NUMBER, OUT_OF_ORDER_SEQUENCE_NUMBER};
+use super::idempotence::{producer_id, Idempotence};
 use super::{Completion, Engine, TaskKind};
 use crate::accumulator::{Batch, PartitionKey, Round};
 use crate::delivery::Pending;
@@ -307,8 +307,11 @@ impl Engine {
                 (None, Some((answer, Error::Network { broker, source: Arc::new(e) })))
             }
         };
-        let policy =
-            RetryPolicy { max_retries: self.config.message_send_max_retries(), backoff: self.config.retry_backoff() };
+        let policy = RetryPolicy {
+            max_retries: self.config.message_send_max_retries(),
+            backoff: self.config.retry_backoff(),
+            idempotent: self.rounds.idem.is_some(),
+        };
         for batch in in_flight.batches {
             let (answer, error) = match (&response, &failure) {
                 (_, Some((answer, error))) => (*answer, Some(error.clone())),
@@ -328,20 +331,6 @@ impl Engine {
                                 partition: batch.tp.partition,
                             };
                             (Answer::Missing, Some(error))
-                        }
-                        Some(p) if self.rounds.idem.is_some() && p.error_code == DUPLICATE_SEQUENCE_NUMBER => {
-                            // the broker wrote this batch before (an earlier send whose answer
-                            // was lost): delivered, at the offset it answers (-1: unknown)
-                            tracing::debug!(tp = %batch.tp, "duplicate sequence: the batch was written before");
-                            (Answer::Partition { code: None, base_offset: p.offset }, None)
-                        }
-                        Some(p) if self.rounds.idem.is_some() && p.error_code == OUT_OF_ORDER_SEQUENCE_NUMBER => {
-                            // an earlier batch of the partition is to be sent again first
-                            let code = ErrorCode::from_i16(p.error_code).expect("not 0");
-                            (
-                                Answer::Failed { retriable: true, stale_metadata: false },
-                                Some(Error::Broker { broker, code }),
-                            )
                         }
                         Some(p) => {
                             let code = p.error();
