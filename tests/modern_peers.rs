@@ -58,12 +58,12 @@ if got < want:
     raise SystemExit('read %d of %d records' % (got, want))
 "#;
 
-/// Creates the topics named in argv[2:], one partition each.
+/// argv: bootstrap, partitions, topics. Creates the topics with that many partitions each.
 const CREATE: &str = r"
 import sys
 from kafka.admin import KafkaAdminClient, NewTopic
 a = KafkaAdminClient(bootstrap_servers=sys.argv[1])
-a.create_topics([NewTopic(t, 1, 1) for t in sys.argv[2:]])
+a.create_topics([NewTopic(t, int(sys.argv[2]), 1) for t in sys.argv[3:]])
 a.close()
 ";
 
@@ -81,8 +81,7 @@ async fn kafka_python_and_gregor_read_each_other_through_tansu() {
     let codecs = ["none", "gzip", "snappy", "lz4", "zstd"];
     let mut args = vec![bootstrap.as_str()];
     args.extend(codecs);
-    let run = peers::run_python(&python, KP_PRODUCE, &args, Duration::from_secs(120)).await;
-    assert!(run.status.success(), "kafka-python produce: {}", String::from_utf8_lossy(&run.stderr));
+    peers::python_ok(&python, "kafka-python produce", KP_PRODUCE, &args, Duration::from_secs(120)).await;
     let consumer =
         SimpleConsumer::new(SimpleConsumerConfig::builder().metadata_broker_list(bootstrap.clone()).build().unwrap())
             .unwrap();
@@ -113,14 +112,8 @@ async fn kafka_python_and_gregor_read_each_other_through_tansu() {
     consumer.close().await;
 
     // gregor writes, kafka-python reads
-    let run = peers::run_python(
-        &python,
-        "import sys\nfrom kafka.admin import KafkaAdminClient, NewTopic\na = KafkaAdminClient(bootstrap_servers=sys.argv[1])\na.create_topics([NewTopic(t, 2, 1) for t in sys.argv[2:]])\na.close()",
-        &[&bootstrap, "gk-none", "gk-gzip", "gk-snappy", "gk-lz4"],
-        Duration::from_secs(60),
-    )
-    .await;
-    assert!(run.status.success(), "kafka-python create: {}", String::from_utf8_lossy(&run.stderr));
+    let topics = [bootstrap.as_str(), "2", "gk-none", "gk-gzip", "gk-snappy", "gk-lz4"];
+    peers::python_ok(&python, "kafka-python create", CREATE, &topics, Duration::from_secs(60)).await;
     for (name, codec) in [
         ("none", Compression::None),
         ("gzip", Compression::Gzip),
@@ -154,10 +147,16 @@ async fn kafka_python_and_gregor_read_each_other_through_tansu() {
         assert!(report.is_ok(), "{topic}: {report:?}");
         let finished = now_ms();
         let want = sent.len().to_string();
-        let run = peers::run_python(&python, KP_CONSUME, &[&bootstrap, &topic, &want], Duration::from_secs(90)).await;
-        assert!(run.status.success(), "{topic}: kafka-python consume: {}", String::from_utf8_lossy(&run.stderr));
+        let out = peers::python_ok(
+            &python,
+            &format!("{topic}: kafka-python consume"),
+            KP_CONSUME,
+            &[&bootstrap, &topic, &want],
+            Duration::from_secs(90),
+        )
+        .await;
         let mut read = BTreeMap::new();
-        for line in String::from_utf8(run.stdout).unwrap().lines() {
+        for line in out.lines() {
             let f: Vec<&str> = line.split('\t').collect();
             assert_eq!(f.len(), 6, "{line:?}");
             let (kind, ts): (i32, i64) = (f[4].parse().unwrap(), f[5].parse().unwrap());
@@ -201,24 +200,30 @@ async fn send_all(bootstrap: &str, topic: &str, n: usize, idempotent: bool) {
 
 /// The values in partition 0 of `topic`, in offset order.
 async fn values(bootstrap: &str, topic: &str) -> Vec<String> {
-    let consumer = gregor::simple_consumer::SimpleConsumer::new(
-        gregor::simple_consumer::SimpleConsumerConfig::builder()
-            .metadata_broker_list(bootstrap.to_owned())
-            .build()
-            .unwrap(),
+    read_all(bootstrap, topic).await.0.into_iter().map(|(_, value)| value).collect()
+}
+
+/// Every record of partition 0 of `topic` as (offset, value), and the offset to read next:
+/// fetched until the next offset stops moving (a fetch of transaction markers alone hands out
+/// nothing yet moves it).
+async fn read_all(bootstrap: &str, topic: &str) -> (Vec<(i64, String)>, i64) {
+    let consumer = SimpleConsumer::new(
+        SimpleConsumerConfig::builder().metadata_broker_list(bootstrap.to_owned()).build().unwrap(),
     )
     .unwrap();
-    let (mut out, mut offset) = (Vec::new(), 0);
-    loop {
+    let (mut got, mut offset) = (Vec::new(), 0);
+    for _ in 0..100 {
         let data = consumer.fetch_partition(topic, 0, offset).await.unwrap();
-        if data.messages.is_empty() {
+        got.extend(
+            data.messages.iter().map(|m| (m.offset, String::from_utf8_lossy(m.value.as_deref().unwrap()).into_owned())),
+        );
+        if data.next_offset == offset {
             break;
         }
-        out.extend(data.messages.iter().map(|m| String::from_utf8_lossy(m.value.as_deref().unwrap()).into_owned()));
         offset = data.next_offset;
     }
     consumer.close().await;
-    out
+    (got, offset)
 }
 
 /// A Produce answer lost after the broker wrote the batch: the retry writes it again, unless
@@ -231,8 +236,9 @@ async fn an_idempotent_producer_writes_a_batch_once_when_its_answer_is_lost() {
     let broker = Tansu::start_advertising(&tansu, Some(tap_port)).await;
     let tap = RequestTap::start(tap_port, broker.bootstrap()).await;
     let bootstrap = tap.bootstrap();
-    let run = peers::run_python(&python, CREATE, &[&bootstrap, "plain", "idem"], Duration::from_secs(60)).await;
-    assert!(run.status.success(), "creating topics: {}", String::from_utf8_lossy(&run.stderr));
+
+    peers::python_ok(&python, "creating topics", CREATE, &[&bootstrap, "1", "plain", "idem"], Duration::from_secs(60))
+        .await;
     let produce = ApiKey::Produce.code();
     let produced = |tap: &RequestTap| tap.requests().iter().filter(|(k, _)| *k == produce).count();
     let want: Vec<String> = (0..30).map(|i| format!("v{i}")).collect();
@@ -240,6 +246,7 @@ async fn an_idempotent_producer_writes_a_batch_once_when_its_answer_is_lost() {
     // without idempotence the lost answer costs a duplicate: the test can tell
     tap.cut_answer(produce, produced(&tap) + 1);
     send_all(&bootstrap, "plain", 30, false).await;
+    assert!(!tap.cutting(), "an answer was lost");
     let plain = values(&bootstrap, "plain").await;
     assert!(plain.len() > 30, "the retry wrote the first batch again: {plain:?}");
     let twice = plain.len() - 30;
@@ -249,6 +256,7 @@ async fn an_idempotent_producer_writes_a_batch_once_when_its_answer_is_lost() {
     tap.cut_answer(produce, produced(&tap) + 1);
     let before = produced(&tap);
     send_all(&bootstrap, "idem", 30, true).await;
+    assert!(!tap.cutting(), "an answer was lost: every record was delivered all the same, so one batch was sent again");
     assert_eq!(values(&bootstrap, "idem").await, want, "every record once, in order");
     assert!(produced(&tap) - before > 3, "the first batch was sent again");
     assert!(tap.requests().iter().any(|(k, _)| *k == ApiKey::InitProducerId.code()), "a producer id was asked for");
@@ -284,8 +292,7 @@ async fn headers_and_timestamps_given_to_the_producer_reach_kafka_python() {
     let (Some(tansu), Some(python)) = (peers::tansu_or_skip(), peers::python_or_skip()) else { return };
     let broker = Tansu::start(&tansu).await;
     let bootstrap = broker.bootstrap();
-    let run = peers::run_python(&python, CREATE, &[&bootstrap, "hdr"], Duration::from_secs(60)).await;
-    assert!(run.status.success(), "creating topics: {}", String::from_utf8_lossy(&run.stderr));
+    peers::python_ok(&python, "creating topics", CREATE, &[&bootstrap, "1", "hdr"], Duration::from_secs(60)).await;
     let config = ProducerConfig::builder()
         .metadata_broker_list(bootstrap.clone())
         .request_required_acks(1)
@@ -311,9 +318,15 @@ async fn headers_and_timestamps_given_to_the_producer_reach_kafka_python() {
     let report = producer.close(Duration::from_secs(5)).await;
     assert!(report.is_ok(), "{report:?}");
     let finished = now_ms();
-    let run = peers::run_python(&python, KP_CONSUME_HEADERS, &[&bootstrap, "hdr", "20"], Duration::from_secs(90)).await;
-    assert!(run.status.success(), "kafka-python consume: {}", String::from_utf8_lossy(&run.stderr));
-    let lines: Vec<String> = String::from_utf8(run.stdout).unwrap().lines().map(str::to_owned).collect();
+    let out = peers::python_ok(
+        &python,
+        "kafka-python consume",
+        KP_CONSUME_HEADERS,
+        &[&bootstrap, "hdr", "20"],
+        Duration::from_secs(90),
+    )
+    .await;
+    let lines: Vec<String> = out.lines().map(str::to_owned).collect();
     assert_eq!(lines.len(), 20);
     for (i, line) in lines.iter().enumerate() {
         let i = i as i64;
@@ -358,26 +371,12 @@ async fn transaction_markers_written_by_librdkafka_are_skipped_and_passed() {
     let (Some(tansu), Some(python)) = (peers::tansu_or_skip(), peers::python_or_skip()) else { return };
     let broker = Tansu::start(&tansu).await;
     let bootstrap = broker.bootstrap();
-    let run = peers::run_python(&python, TXN_PRODUCE, &[&bootstrap], Duration::from_secs(90)).await;
-    assert!(run.status.success(), "confluent-kafka transactions: {}", String::from_utf8_lossy(&run.stderr));
-    let consumer =
-        SimpleConsumer::new(SimpleConsumerConfig::builder().metadata_broker_list(bootstrap.clone()).build().unwrap())
-            .unwrap();
-    let (mut got, mut offset) = (Vec::new(), 0);
-    for _ in 0..10 {
-        let data = consumer.fetch_partition("txn", 0, offset).await.unwrap();
-        got.extend(
-            data.messages.iter().map(|m| (m.offset, String::from_utf8_lossy(m.value.as_deref().unwrap()).into_owned())),
-        );
-        if data.next_offset == offset {
-            break;
-        }
-        offset = data.next_offset;
-    }
+    peers::python_ok(&python, "confluent-kafka transactions", TXN_PRODUCE, &[&bootstrap], Duration::from_secs(90))
+        .await;
+    let (got, offset) = read_all(&bootstrap, "txn").await;
     let want = [(0, "aborted-1"), (1, "aborted-2"), (3, "committed-1")].map(|(o, v)| (o, v.to_owned()));
     assert_eq!(got, want);
     assert_eq!(offset, 5, "past the commit marker");
-    consumer.close().await;
 }
 
 /// The ZooKeeper-coordinated group consumer reading from a modern broker: tansu, registered in
@@ -399,8 +398,7 @@ async fn the_group_consumer_reads_a_modern_broker_registered_in_zookeeper() {
     let mut args = vec![bootstrap.as_str()];
     args.push("zstd");
     // kp-zstd: 5 records with keys, headers and timestamps, written by kafka-python
-    let run = peers::run_python(&python, KP_PRODUCE, &args, Duration::from_secs(120)).await;
-    assert!(run.status.success(), "kafka-python produce: {}", String::from_utf8_lossy(&run.stderr));
+    peers::python_ok(&python, "kafka-python produce", KP_PRODUCE, &args, Duration::from_secs(120)).await;
 
     // tansu's broker id, as its metadata names it
     let net = gregor::net::ConnectionConfig::default();

@@ -75,8 +75,7 @@ async fn record_batches_gregor_writes_to_tansu_read_back_in_librdkafka() {
     let topics: Vec<String> = CODECS.iter().map(|(name, _)| format!("g-{name}")).collect();
     let mut args = vec![bootstrap.as_str()];
     args.extend(topics.iter().map(String::as_str));
-    let run = peers::run_python(&python, CREATE, &args, Duration::from_secs(60)).await;
-    assert!(run.status.success(), "creating topics: {}", String::from_utf8_lossy(&run.stderr));
+    peers::python_ok(&python, "creating topics", CREATE, &args, Duration::from_secs(60)).await;
 
     for (name, codec) in CODECS {
         let topic = format!("g-{name}");
@@ -126,10 +125,16 @@ async fn record_batches_gregor_writes_to_tansu_read_back_in_librdkafka() {
         }
 
         let want = PER_CODEC.to_string();
-        let run = peers::run_python(&python, CONSUME, &[&bootstrap, &topic, &want], Duration::from_secs(90)).await;
-        assert!(run.status.success(), "{topic}: confluent-kafka: {}", String::from_utf8_lossy(&run.stderr));
+        let out = peers::python_ok(
+            &python,
+            &format!("{topic}: confluent-kafka"),
+            CONSUME,
+            &[&bootstrap, &topic, &want],
+            Duration::from_secs(90),
+        )
+        .await;
         let mut read = BTreeMap::new();
-        for line in String::from_utf8(run.stdout).unwrap().lines() {
+        for line in out.lines() {
             let f: Vec<&str> = line.split('\t').collect();
             assert_eq!(f.len(), 6, "{line:?}");
             let (p, o, kind, ts): (i32, i64, i32, i64) =

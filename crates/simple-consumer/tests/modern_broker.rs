@@ -55,8 +55,7 @@ async fn records_written_by_librdkafka_to_tansu_read_back_with_headers_and_times
     let mut args = vec![tap.bootstrap()];
     args.extend(CODECS.iter().map(|c| c.to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let run = peers::run_python(&python, PRODUCE, &args, Duration::from_secs(120)).await;
-    assert!(run.status.success(), "confluent-kafka failed: {}", String::from_utf8_lossy(&run.stderr));
+    peers::python_ok(&python, "confluent-kafka failed", PRODUCE, &args, Duration::from_secs(120)).await;
 
     // what the consumer's connections pick with this broker
     let net = gregor_net::ConnectionConfig::builder().api_version_request(true).build().unwrap();

@@ -89,6 +89,18 @@ pub async fn run_python(python: &Path, script: &str, args: &[&str], limit: Durat
     run_bounded("python (modern peers)", cmd, Vec::new(), limit).await
 }
 
+/// [`run_python`], failing the test with the script's stderr unless it exits with 0 (`what`
+/// names it); its stdout.
+///
+/// # Panics
+///
+/// When the script fails or outlives `limit`.
+pub async fn python_ok(python: &Path, what: &str, script: &str, args: &[&str], limit: Duration) -> String {
+    let run = run_python(python, script, args, limit).await;
+    assert!(run.status.success(), "{what} failed: {}", String::from_utf8_lossy(&run.stderr));
+    String::from_utf8_lossy(&run.stdout).into_owned()
+}
+
 /// A tansu broker in memory on a free loopback port, killed when dropped.
 #[derive(Debug)]
 pub struct Tansu {
@@ -245,6 +257,12 @@ impl RequestTap {
     /// of answered.
     pub fn cut_answer(&self, api: i16, nth: usize) {
         *self.cut.lock().unwrap_or_else(|p| p.into_inner()) = Some((api, nth));
+    }
+
+    /// True while an answer [`cut_answer`](Self::cut_answer) asked to lose has not been lost
+    /// yet.
+    pub fn cutting(&self) -> bool {
+        self.cut.lock().unwrap_or_else(|p| p.into_inner()).is_some()
     }
 
     /// `127.0.0.1:<port>`.
