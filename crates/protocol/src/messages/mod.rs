@@ -149,8 +149,9 @@ impl<P> TopicPartitions<P> {
     }
 }
 
-/// Any client request of Kafka 0.8.2, for code that serves requests (a broker, a proxy) and
-/// must dispatch on the header's API key.
+/// A client request of the APIs a fake broker serves (Kafka 0.8.2's seven, and the handshake,
+/// producer-id and topic-creation requests of later Kafka), for code that serves requests (a
+/// broker, a proxy) and must dispatch on the header's API key.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum AnyRequest {
@@ -168,6 +169,16 @@ pub enum AnyRequest {
     OffsetFetch(OffsetFetchRequest),
     /// API key 10.
     ConsumerMetadata(ConsumerMetadataRequest),
+    /// API key 17.
+    SaslHandshake(SaslHandshakeRequest),
+    /// API key 18.
+    ApiVersions(ApiVersionsRequest),
+    /// API key 19.
+    CreateTopics(CreateTopicsRequest),
+    /// API key 22.
+    InitProducerId(InitProducerIdRequest),
+    /// API key 36.
+    SaslAuthenticate(SaslAuthenticateRequest),
 }
 
 impl AnyRequest {
@@ -175,8 +186,8 @@ impl AnyRequest {
     ///
     /// # Errors
     ///
-    /// [`crate::Error::UnsupportedApiKey`] for an API without a body here (a 0.8 broker closes the
-    /// connection on those), [`crate::Error::UnsupportedVersion`], decoding errors,
+    /// [`crate::Error::UnsupportedApiKey`] for an API without a variant here,
+    /// [`crate::Error::UnsupportedVersion`], decoding errors,
     /// [`crate::Error::TrailingBytes`].
     pub fn decode(header: &crate::frame::RequestHeader, body: Bytes) -> Result<AnyRequest> {
         use crate::frame::{decode_request_body as body_of, ApiKey};
@@ -189,6 +200,11 @@ impl AnyRequest {
             ApiKey::OffsetCommit => AnyRequest::OffsetCommit(body_of(v, body)?),
             ApiKey::OffsetFetch => AnyRequest::OffsetFetch(body_of(v, body)?),
             ApiKey::ConsumerMetadata => AnyRequest::ConsumerMetadata(body_of(v, body)?),
+            ApiKey::SaslHandshake => AnyRequest::SaslHandshake(body_of(v, body)?),
+            ApiKey::ApiVersions => AnyRequest::ApiVersions(body_of(v, body)?),
+            ApiKey::CreateTopics => AnyRequest::CreateTopics(body_of(v, body)?),
+            ApiKey::InitProducerId => AnyRequest::InitProducerId(body_of(v, body)?),
+            ApiKey::SaslAuthenticate => AnyRequest::SaslAuthenticate(body_of(v, body)?),
             other => return Err(crate::Error::UnsupportedApiKey(other.code())),
         })
     }
@@ -203,6 +219,11 @@ impl AnyRequest {
             AnyRequest::OffsetCommit(_) => OffsetCommitRequest::KEY,
             AnyRequest::OffsetFetch(_) => OffsetFetchRequest::KEY,
             AnyRequest::ConsumerMetadata(_) => ConsumerMetadataRequest::KEY,
+            AnyRequest::SaslHandshake(_) => SaslHandshakeRequest::KEY,
+            AnyRequest::ApiVersions(_) => ApiVersionsRequest::KEY,
+            AnyRequest::CreateTopics(_) => CreateTopicsRequest::KEY,
+            AnyRequest::InitProducerId(_) => InitProducerIdRequest::KEY,
+            AnyRequest::SaslAuthenticate(_) => SaslAuthenticateRequest::KEY,
         }
     }
 }
@@ -217,6 +238,11 @@ impl Encode for AnyRequest {
             AnyRequest::OffsetCommit(r) => r.encode(version, buf),
             AnyRequest::OffsetFetch(r) => r.encode(version, buf),
             AnyRequest::ConsumerMetadata(r) => r.encode(version, buf),
+            AnyRequest::SaslHandshake(r) => r.encode(version, buf),
+            AnyRequest::ApiVersions(r) => r.encode(version, buf),
+            AnyRequest::CreateTopics(r) => r.encode(version, buf),
+            AnyRequest::InitProducerId(r) => r.encode(version, buf),
+            AnyRequest::SaslAuthenticate(r) => r.encode(version, buf),
         }
     }
 }

@@ -22,15 +22,16 @@ pub(crate) fn now_ms() -> i64 {
 /// Runs for one broker incarnation: competes for `/controller` and acts as controller while it
 /// holds it. `admin` is the cluster's own session, used for persistent writes.
 pub(crate) async fn run_election(ctx: BrokerCtx, admin: ZkClient, mut shutdown: watch::Receiver<bool>) {
+    let Some(own) = ctx.zk.clone() else { return };
     loop {
         let reg = ControllerRegistration { version: 1, brokerid: ctx.id, timestamp: now_ms().to_string() };
-        match ctx.zk.create(paths::CONTROLLER, &reg.to_json(), CreateMode::Ephemeral).await {
+        match own.create(paths::CONTROLLER, &reg.to_json(), CreateMode::Ephemeral).await {
             Ok(_) => {
                 act_as_controller(&ctx, &admin, &mut shutdown).await;
                 return;
             }
             Err(gregor_zk::Error::NodeExists { .. }) => {
-                let mut w = ctx.zk.watch_data(paths::CONTROLLER);
+                let mut w = own.watch_data(paths::CONTROLLER);
                 loop {
                     tokio::select! {
                         item = w.next() => match item {
@@ -143,42 +144,51 @@ async fn write_states(shared: &Shared, zk: &ZkClient, changed: Vec<(String, i32)
 /// ISRs, elect leaders for partitions that had none, and truncate returning followers.
 async fn on_brokers(shared: &Shared, zk: &ZkClient, ids: Vec<String>) {
     let live: BTreeSet<i32> = ids.iter().filter_map(|s| s.parse().ok()).collect();
-    let changed = {
-        let mut st = shared.state();
-        let mut returning = Vec::new();
-        for (id, slot) in st.brokers.iter_mut() {
-            let now_live = live.contains(id);
-            if now_live && !slot.registered {
-                returning.push(*id);
-            }
-            slot.registered = now_live;
-        }
-        let unclean = shared.config.unclean_leader_election_enable;
-        let mut changed = Vec::new();
-        let State { topics, brokers, unclean_elections, .. } = &mut *st;
-        let is_live = |b: &i32| brokers.get(b).is_some_and(|s| s.registered);
-        for (name, topic) in topics.iter_mut() {
-            for (&pid, p) in topic.partitions.iter_mut() {
-                for r in &returning {
-                    if p.leader != *r {
-                        if let Some(rep) = p.logs.get_mut(r) {
-                            rep.log.truncate_to(p.hw);
-                        }
-                    }
-                }
-                let before = p.leader;
-                let live_isr = p.isr.iter().any(&is_live);
-                if elect(p, &is_live, unclean) {
-                    if p.leader != before && !live_isr {
-                        *unclean_elections += 1;
-                    }
-                    changed.push((name.clone(), pid));
-                }
-            }
-        }
-        changed
-    };
+    let changed = apply_live(&mut shared.state(), &shared.config, &live);
     write_states(shared, zk, changed).await;
+}
+
+/// Records `live` as the registered brokers and does what a controller does about it: moves
+/// leadership off dead brokers, shrinks ISRs, elects leaders for partitions that had none,
+/// truncates returning followers to the high watermark. Returns the partitions that changed.
+/// Shared by the ZooKeeper controller and the KRaft-style one of the modern mode.
+pub(crate) fn apply_live(
+    st: &mut State,
+    config: &super::config::BrokerConfig,
+    live: &BTreeSet<i32>,
+) -> Vec<(String, i32)> {
+    let mut returning = Vec::new();
+    for (id, slot) in st.brokers.iter_mut() {
+        let now_live = live.contains(id);
+        if now_live && !slot.registered {
+            returning.push(*id);
+        }
+        slot.registered = now_live;
+    }
+    let unclean = config.unclean_leader_election_enable;
+    let mut changed = Vec::new();
+    let State { topics, brokers, unclean_elections, .. } = st;
+    let is_live = |b: &i32| brokers.get(b).is_some_and(|s| s.registered);
+    for (name, topic) in topics.iter_mut() {
+        for (&pid, p) in topic.partitions.iter_mut() {
+            for r in &returning {
+                if p.leader != *r {
+                    if let Some(rep) = p.logs.get_mut(r) {
+                        rep.log.truncate_to(p.hw);
+                    }
+                }
+            }
+            let before = p.leader;
+            let live_isr = p.isr.iter().any(&is_live);
+            if elect(p, &is_live, unclean) {
+                if p.leader != before && !live_isr {
+                    *unclean_elections += 1;
+                }
+                changed.push((name.clone(), pid));
+            }
+        }
+    }
+    changed
 }
 
 /// Elects a leader if the current one is not live, and drops dead replicas from the ISR.
@@ -230,15 +240,15 @@ async fn on_topics(shared: &Shared, zk: &ZkClient, names: Vec<String>) {
         let mut st = shared.state();
         let live: Vec<i32> = st.brokers.keys().copied().filter(|b| st.is_live(*b)).collect();
         let topic = st.topics.entry(name.clone()).or_default();
+        if topic.id.is_zero() {
+            topic.id = super::state::new_topic_id();
+        }
         topic.config = config;
         for (pid, replicas) in assignment.partitions {
             if topic.partitions.contains_key(&pid) {
                 continue;
             }
-            let isr: Vec<i32> = replicas.iter().copied().filter(|r| live.contains(r)).collect();
-            let leader = isr.first().copied().unwrap_or(-1);
-            let logs = replicas.iter().map(|r| (*r, Replica::new())).collect();
-            topic.partitions.insert(pid, Partition { replicas, leader, leader_epoch: 0, isr, hw: 0, logs });
+            topic.partitions.insert(pid, Partition::new(replicas, &live));
             created.push((name.clone(), pid));
         }
     }
@@ -356,7 +366,7 @@ async fn on_config_changes(shared: &Shared, zk: &ZkClient) {
 }
 
 /// Moves a partition's leadership to `to` (a replica in the ISR), as a preferred-replica
-/// election would. Returns whether it moved.
+/// election would.
 pub(crate) async fn move_leader(
     shared: &Shared,
     zk: &ZkClient,
@@ -364,19 +374,23 @@ pub(crate) async fn move_leader(
     partition: i32,
     to: i32,
 ) -> Result<(), String> {
-    {
-        let mut st = shared.state();
-        let live = st.is_live(to);
-        let p = st.partition_mut(topic, partition).ok_or_else(|| format!("no partition {topic}/{partition}"))?;
-        if !p.isr.contains(&to) || !live {
-            return Err(format!("broker {to} is not a live in-sync replica of {topic}/{partition} (isr {:?})", p.isr));
-        }
-        if p.leader == to {
-            return Ok(());
-        }
-        p.leader = to;
-        p.leader_epoch += 1;
+    if move_leader_in(&mut shared.state(), topic, partition, to)? {
+        write_states(shared, zk, vec![(topic.to_owned(), partition)]).await;
     }
-    write_states(shared, zk, vec![(topic.to_owned(), partition)]).await;
     Ok(())
+}
+
+/// The state change of [`move_leader`]; returns whether the leader moved.
+pub(crate) fn move_leader_in(st: &mut State, topic: &str, partition: i32, to: i32) -> Result<bool, String> {
+    let live = st.is_live(to);
+    let p = st.partition_mut(topic, partition).ok_or_else(|| format!("no partition {topic}/{partition}"))?;
+    if !p.isr.contains(&to) || !live {
+        return Err(format!("broker {to} is not a live in-sync replica of {topic}/{partition} (isr {:?})", p.isr));
+    }
+    if p.leader == to {
+        return Ok(false);
+    }
+    p.leader = to;
+    p.leader_epoch += 1;
+    Ok(true)
 }

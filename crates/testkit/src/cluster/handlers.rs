@@ -11,7 +11,9 @@ use gregor_zk::{paths, payloads, ZkClient};
 
 use super::config::OFFSETS_TOPIC;
 use super::log::validate_and_assign;
+use super::modern;
 use super::placement::offsets_partition_for;
+use super::records;
 use super::state::{Shared, State};
 use super::topics;
 
@@ -20,8 +22,15 @@ use super::topics;
 pub(crate) struct BrokerCtx {
     pub(crate) id: i32,
     pub(crate) shared: Arc<Shared>,
-    pub(crate) zk: ZkClient,
+    /// The broker's ZooKeeper session (none in the modern mode).
+    pub(crate) zk: Option<ZkClient>,
 }
+
+/// Kafka's answer to acks other than -1, 0 and 1 (a code past 0.8.2, which did not check).
+const INVALID_REQUIRED_ACKS: i16 = 21;
+
+/// Fetch v13+ naming a topic id the broker does not know (a code past 0.8.2).
+const UNKNOWN_TOPIC_ID: i16 = 100;
 
 /// What to do once a request is handled.
 #[derive(Debug)]
@@ -47,6 +56,25 @@ fn frame<B: Encode>(header: &RequestHeader, body: &B) -> Reply {
 
 /// Handles one request.
 pub(crate) async fn handle(ctx: &BrokerCtx, header: &RequestHeader, request: AnyRequest) -> Reply {
+    if let Some(modern) = &ctx.shared.modern {
+        let v = header.api_version;
+        return match request {
+            AnyRequest::Produce(r) => produce(ctx, header, r).await,
+            AnyRequest::Fetch(r) => fetch(ctx, header, r).await,
+            AnyRequest::Offsets(r) => modern::frame_for::<OffsetsRequest>(header, &modern::list_offsets(ctx, v, &r)),
+            AnyRequest::Metadata(r) => {
+                modern::frame_for::<MetadataRequest>(header, &modern::metadata(ctx, modern, v, &r))
+            }
+            AnyRequest::ApiVersions(_) => modern::api_versions(modern, header),
+            AnyRequest::CreateTopics(r) => {
+                modern::frame_for::<CreateTopicsRequest>(header, &modern::create_topics(ctx, v, &r))
+            }
+            AnyRequest::InitProducerId(r) => {
+                modern::frame_for::<InitProducerIdRequest>(header, &modern::init_producer_id(ctx, &r))
+            }
+            _ => Reply::Close,
+        };
+    }
     match request {
         AnyRequest::Produce(r) => produce(ctx, header, r).await,
         AnyRequest::Fetch(r) => fetch(ctx, header, r).await,
@@ -61,7 +89,7 @@ pub(crate) async fn handle(ctx: &BrokerCtx, header: &RequestHeader, request: Any
 
 /// 6 when this broker holds a replica but does not lead, 3 when it holds none or the partition
 /// does not exist.
-fn leader_check(st: &State, me: i32, topic: &str, partition: i32) -> Result<(), ErrorCode> {
+pub(crate) fn leader_check(st: &State, me: i32, topic: &str, partition: i32) -> Result<(), ErrorCode> {
     let p = st.partition(topic, partition).ok_or(ErrorCode::UnknownTopicOrPartition)?;
     if p.leader == me {
         Ok(())
@@ -74,6 +102,19 @@ fn leader_check(st: &State, me: i32, topic: &str, partition: i32) -> Result<(), 
 
 async fn produce(ctx: &BrokerCtx, header: &RequestHeader, req: ProduceRequest) -> Reply {
     let cfg = &ctx.shared.config;
+    let modern = ctx.shared.modern.is_some();
+    if modern && ![-1, 0, 1].contains(&req.required_acks) {
+        // Kafka answers every partition 21 INVALID_REQUIRED_ACKS
+        let topics = req.topics.iter().map(|t| {
+            let parts =
+                t.partitions.iter().map(|p| ProduceResponsePartition::new(p.partition, INVALID_REQUIRED_ACKS, -1));
+            ProduceResponseTopic::new(t.topic.clone(), parts.collect())
+        });
+        return modern::frame_for::<ProduceRequest>(
+            header,
+            &ProduceResponse { topics: topics.collect(), ..Default::default() },
+        );
+    }
     let mut failed = false;
     let mut waits: Vec<(String, i32, i64)> = Vec::new();
     let mut topics_out = Vec::with_capacity(req.topics.len());
@@ -82,7 +123,7 @@ async fn produce(ctx: &BrokerCtx, header: &RequestHeader, req: ProduceRequest) -
         for t in &req.topics {
             let mut parts = Vec::with_capacity(t.partitions.len());
             for p in &t.partitions {
-                let result = append(&mut st, cfg, ctx.id, &t.topic, p, req.required_acks);
+                let result = append(&mut st, cfg, ctx.id, &t.topic, p, req.required_acks, modern);
                 let (error_code, offset) = match result {
                     Ok((first, next)) => {
                         if req.required_acks == -1 {
@@ -94,10 +135,14 @@ async fn produce(ctx: &BrokerCtx, header: &RequestHeader, req: ProduceRequest) -
                     }
                     Err(code) => {
                         failed = true;
-                        (code.code(), -1)
+                        (code, -1)
                     }
                 };
-                parts.push(ProduceResponsePartition::new(p.partition, error_code, offset));
+                let mut out = ProduceResponsePartition::new(p.partition, error_code, offset);
+                if modern && error_code == 0 && header.api_version >= 5 {
+                    out.log_start_offset = 0;
+                }
+                parts.push(out);
             }
             topics_out.push(ProduceResponseTopic::new(t.topic.clone(), parts));
         }
@@ -133,10 +178,15 @@ async fn produce(ctx: &BrokerCtx, header: &RequestHeader, req: ProduceRequest) -
             }
         }
     }
-    frame(header, &ProduceResponse { topics: topics_out, ..Default::default() })
+    let response = ProduceResponse { topics: topics_out, ..Default::default() };
+    if modern {
+        return modern::frame_for::<ProduceRequest>(header, &response);
+    }
+    frame(header, &response)
 }
 
-/// Appends one partition's set on the leader; returns (first offset, offset after the set).
+/// Appends one partition's set on the leader; returns (first offset, offset after the set), or
+/// the error code. The modern mode appends one RecordBatch v2 ([`records::validate_batch`]).
 fn append(
     st: &mut State,
     cfg: &super::config::BrokerConfig,
@@ -144,19 +194,34 @@ fn append(
     topic: &str,
     p: &ProducePartition,
     acks: i16,
-) -> Result<(i64, i64), ErrorCode> {
+    modern: bool,
+) -> Result<(i64, i64), i16> {
     if topic == OFFSETS_TOPIC {
-        return Err(ErrorCode::InvalidTopic);
+        return Err(ErrorCode::InvalidTopic.code());
     }
-    leader_check(st, me, topic, p.partition)?;
+    leader_check(st, me, topic, p.partition).map_err(ErrorCode::code)?;
     let max = st.max_message_bytes(cfg, topic);
     let min_isr = st.min_insync_replicas(cfg, topic);
-    let part = st.partition_mut(topic, p.partition).ok_or(ErrorCode::UnknownTopicOrPartition)?;
+    let part = st.partition_mut(topic, p.partition).ok_or(ErrorCode::UnknownTopicOrPartition.code())?;
     if acks == -1 && part.isr.len() < min_isr {
-        return Err(ErrorCode::NotEnoughReplicas);
+        return Err(ErrorCode::NotEnoughReplicas.code());
     }
-    let leader = part.logs.get_mut(&me).ok_or(ErrorCode::NotLeaderForPartition)?;
-    let set = validate_and_assign(&p.message_set, leader.log.leo(), max)?;
+    let leader_epoch = part.leader_epoch;
+    let leader = part.logs.get_mut(&me).ok_or(ErrorCode::NotLeaderForPartition.code())?;
+    let set = if modern {
+        let records = p.message_set.as_bytes();
+        match records::validate_batch(records, leader.log.leo(), leader_epoch, max, &part.producers)? {
+            records::Appended::Duplicate(at) => return Ok((at, at + 1)),
+            records::Appended::New(set, producer) => {
+                if let Some((id, state)) = producer {
+                    part.producers.insert(id, state);
+                }
+                set
+            }
+        }
+    } else {
+        validate_and_assign(&p.message_set, leader.log.leo(), max).map_err(ErrorCode::code)?
+    };
     let first = leader.log.append(&set);
     let next = leader.log.leo();
     leader.caught_up_at = std::time::Instant::now();
@@ -168,43 +233,82 @@ fn append(
 
 async fn fetch(ctx: &BrokerCtx, header: &RequestHeader, req: FetchRequest) -> Reply {
     let deadline = tokio::time::Instant::now() + Duration::from_millis(req.max_wait_time.max(0) as u64);
+    let modern = ctx.shared.modern.is_some();
+    let answer = |response: &FetchResponse| {
+        if modern {
+            modern::frame_for::<FetchRequest>(header, response)
+        } else {
+            frame(header, response)
+        }
+    };
     loop {
         let notified = ctx.shared.changed.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let (response, bytes, error) = read_fetch(ctx, &req);
+        let (response, bytes, error) = read_fetch(ctx, header.api_version, &req);
         let enough = bytes >= req.min_bytes.max(0) as usize;
         if enough || error || req.max_wait_time <= 0 || req.topics.is_empty() || tokio::time::Instant::now() >= deadline
         {
-            return frame(header, &response);
+            return answer(&response);
         }
         if tokio::time::timeout_at(deadline, notified).await.is_err() {
-            return frame(header, &read_fetch(ctx, &req).0);
+            return answer(&read_fetch(ctx, header.api_version, &req).0);
         }
     }
 }
 
-fn read_fetch(ctx: &BrokerCtx, req: &FetchRequest) -> (FetchResponse, usize, bool) {
+/// Reads what a Fetch asks for. The modern mode (Fetch v4+) also answers the last stable offset
+/// (the high watermark: no transactions), the log start offset and an empty aborted list; names
+/// topics by id from v13; keeps the whole response under `max_bytes` (v3+) but always returns the
+/// first batch whole (KIP-74); and runs sessionless (session id 0: a client asking for a session
+/// keeps sending full fetches, as KIP-227 has it when the broker creates none).
+fn read_fetch(ctx: &BrokerCtx, version: i16, req: &FetchRequest) -> (FetchResponse, usize, bool) {
+    let modern = ctx.shared.modern.is_some();
     let st = ctx.shared.state();
     let mut bytes = 0;
     let mut error = false;
+    let mut budget = if modern { req.max_bytes.max(0) as usize } else { usize::MAX };
     let mut topics = Vec::with_capacity(req.topics.len());
     for t in &req.topics {
+        let name = if modern && version >= 13 {
+            st.topic_named_by(t.topic_id).map(str::to_owned)
+        } else {
+            Some(t.topic.clone())
+        };
         let mut parts = Vec::with_capacity(t.partitions.len());
         for p in &t.partitions {
-            let read = leader_check(&st, ctx.id, &t.topic, p.partition).and_then(|()| {
-                let part = st.partition(&t.topic, p.partition).ok_or(ErrorCode::UnknownTopicOrPartition)?;
-                let log = part.leader_log().ok_or(ErrorCode::NotLeaderForPartition)?;
-                if p.fetch_offset < 0 || p.fetch_offset > log.leo() {
-                    return Err(ErrorCode::OffsetOutOfRange);
-                }
-                let visible = if req.replica_id >= 0 { log.leo() } else { part.hw };
-                Ok((part.hw, log.read(p.fetch_offset, p.max_bytes.max(0) as usize, visible)))
-            });
+            let read = match &name {
+                None => Err(ErrorCode::Unknown(UNKNOWN_TOPIC_ID)),
+                Some(name) => leader_check(&st, ctx.id, name, p.partition).and_then(|()| {
+                    let part = st.partition(name, p.partition).ok_or(ErrorCode::UnknownTopicOrPartition)?;
+                    let log = part.leader_log().ok_or(ErrorCode::NotLeaderForPartition)?;
+                    if p.fetch_offset < 0 || p.fetch_offset > log.leo() {
+                        return Err(ErrorCode::OffsetOutOfRange);
+                    }
+                    let visible = if req.replica_id >= 0 { log.leo() } else { part.hw };
+                    let max = (p.max_bytes.max(0) as usize).min(budget);
+                    let set = if modern && bytes == 0 {
+                        log.read_at_least_one(p.fetch_offset, max, visible)
+                    } else {
+                        log.read(p.fetch_offset, max, visible)
+                    };
+                    Ok((part.hw, set))
+                }),
+            };
             parts.push(match read {
                 Ok((hw, set)) => {
                     bytes += set.len();
-                    FetchResponsePartition::new(p.partition, 0, hw, gregor_protocol::MessageSet::from_bytes(set))
+                    budget = budget.saturating_sub(set.len());
+                    let mut out =
+                        FetchResponsePartition::new(p.partition, 0, hw, gregor_protocol::MessageSet::from_bytes(set));
+                    if modern {
+                        out.last_stable_offset = hw;
+                        out.aborted_transactions = Some(Vec::new());
+                        if version >= 5 {
+                            out.log_start_offset = 0;
+                        }
+                    }
+                    out
                 }
                 Err(code) => {
                     error = true;
@@ -212,7 +316,10 @@ fn read_fetch(ctx: &BrokerCtx, req: &FetchRequest) -> (FetchResponse, usize, boo
                 }
             });
         }
-        topics.push(FetchResponseTopic::new(t.topic.clone(), parts));
+        let mut out =
+            FetchResponseTopic::new(if version >= 13 { String::new() } else { name.unwrap_or_default() }, parts);
+        out.topic_id = t.topic_id;
+        topics.push(out);
     }
     (FetchResponse { topics, ..Default::default() }, bytes, error)
 }
@@ -296,7 +403,8 @@ async fn metadata(ctx: &BrokerCtx, version: i16, req: MetadataRequest) -> Metada
     };
     for name in to_create {
         let rf = cfg.default_replication_factor;
-        if let Err(e) = topics::create_topic(&ctx.shared, &ctx.zk, &name, cfg.num_partitions, rf, None).await {
+        let Some(zk) = &ctx.zk else { break };
+        if let Err(e) = topics::create_topic(&ctx.shared, zk, &name, cfg.num_partitions, rf, None).await {
             tracing::warn!(topic = %name, error = %e, "fake broker could not auto-create a topic");
         }
     }
@@ -346,9 +454,14 @@ async fn offset_commit(ctx: &BrokerCtx, version: i16, req: OffsetCommitRequest) 
                     ErrorCode::OffsetMetadataTooLarge.code()
                 } else {
                     let path = paths::offset(&req.group_id, &t.topic, p.partition);
-                    match ctx.zk.set_or_create(&path, &payloads::encode_offset(p.offset)).await {
-                        Ok(()) => 0,
-                        Err(_) => ErrorCode::UnknownServerError.code(),
+                    let written = match &ctx.zk {
+                        Some(zk) => zk.set_or_create(&path, &payloads::encode_offset(p.offset)).await.is_ok(),
+                        None => false,
+                    };
+                    if written {
+                        0
+                    } else {
+                        ErrorCode::UnknownServerError.code()
                     }
                 }
             } else {
@@ -376,7 +489,11 @@ async fn offset_fetch(ctx: &BrokerCtx, version: i16, req: OffsetFetchRequest) ->
         let mut parts = Vec::new();
         for &p in &t.partitions {
             let (offset, metadata, code) = if version == 0 {
-                match ctx.zk.get(&paths::offset(&req.group_id, &t.topic, p)).await {
+                let read = match &ctx.zk {
+                    Some(zk) => zk.get(&paths::offset(&req.group_id, &t.topic, p)).await.map_err(drop),
+                    None => Err(()),
+                };
+                match read {
                     Ok(Some((data, _))) => match payloads::decode_offset(&data) {
                         Ok(o) => (o, String::new(), 0),
                         Err(_) => (-1, String::new(), ErrorCode::UnknownServerError.code()),
@@ -427,10 +544,10 @@ async fn consumer_metadata(ctx: &BrokerCtx, req: ConsumerMetadataRequest) -> Con
         }
         first.then(|| st.brokers.keys().filter(|b| st.is_live(**b)).count() as i32)
     };
-    if let Some(live) = create {
+    if let (Some(live), Some(zk)) = (create, &ctx.zk) {
         let rf = cfg.offsets_topic_replication_factor.min(live.max(1));
         if let Err(e) =
-            topics::create_topic(&ctx.shared, &ctx.zk, OFFSETS_TOPIC, cfg.offsets_topic_num_partitions, rf, None).await
+            topics::create_topic(&ctx.shared, zk, OFFSETS_TOPIC, cfg.offsets_topic_num_partitions, rf, None).await
         {
             tracing::warn!(error = %e, "fake broker could not create the offsets topic");
         }

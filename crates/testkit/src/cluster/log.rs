@@ -106,6 +106,20 @@ pub(crate) struct ValidatedSet {
     pub(crate) count: i64,
 }
 
+impl ValidatedSet {
+    /// A set of `count` records in `bytes`, whose top-level entries are (first offset, last
+    /// offset, position in `bytes`).
+    pub(crate) fn new(bytes: Bytes, entries: Vec<(i64, i64, usize)>, count: i64) -> ValidatedSet {
+        ValidatedSet { bytes, entries, count }
+    }
+
+    /// The bytes to append.
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+}
+
 /// A log's bytes in segments that never move: appending never copies what is already there
 /// (one growing `Vec` copied the whole log at every doubling, tens of milliseconds for a
 /// 100 MB log, under the cluster's lock). Segments grow from 64 KiB to 4 MiB.
@@ -284,6 +298,18 @@ impl PartitionLog {
         let to = self.index.get(end).map_or(self.data.len(), |e| e.pos);
         let to = to.min(from + max_bytes);
         self.data.copy(from, to)
+    }
+
+    /// As [`PartitionLog::read`], but a first entry larger than `max_bytes` comes whole (Fetch
+    /// v3+, KIP-74: a consumer always gets at least one batch, so it can make progress).
+    pub(crate) fn read_at_least_one(&self, offset: i64, max_bytes: usize, visible_end: i64) -> Bytes {
+        let start = self.index.before(offset);
+        let first_size = match (self.index.get(start), self.index.get(start + 1)) {
+            (Some(a), Some(b)) => b.pos - a.pos,
+            (Some(a), None) => self.data.len() - a.pos,
+            _ => 0,
+        };
+        self.read(offset, max_bytes.max(first_size), visible_end)
     }
 
     /// Offsets before a time, as 0.8.2's `Log.getOffsetsBefore` computes them with this log as

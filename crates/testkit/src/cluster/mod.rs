@@ -25,8 +25,11 @@ mod config;
 mod controller;
 mod handlers;
 mod hooks;
+mod kraft;
 mod log;
+mod modern;
 mod placement;
+mod records;
 mod replicator;
 mod server;
 mod state;
@@ -94,6 +97,17 @@ impl From<crate::tls::Error> for Error {
     }
 }
 
+/// Kafka 3.x's `message.max.bytes` (1 MiB + the record batch overhead), the modern mode's default.
+const MODERN_MESSAGE_MAX_BYTES: usize = 1_048_588;
+
+/// A KRaft cluster id: 16 random bytes in URL-safe base64 without padding, as `kafka-storage.sh
+/// random-uuid` prints it.
+fn modern_cluster_id() -> String {
+    use base64::Engine as _;
+    let id: [u8; 16] = rand::random();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id)
+}
+
 /// How long start-up steps may take before [`Error::Timeout`].
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -107,6 +121,8 @@ pub struct FakeClusterBuilder {
     ports: Vec<u16>,
     request_log_capacity: usize,
     tls: Option<ServerTls>,
+    /// The modern mode's settings (no ZooKeeper), or `None` for Kafka 0.8.2.
+    modern: Option<modern::Modern>,
 }
 
 impl FakeClusterBuilder {
@@ -157,13 +173,40 @@ impl FakeClusterBuilder {
         self
     }
 
+    /// Requires SASL on every connection (modern mode only; `SASL_PLAINTEXT`, or `SASL_SSL`
+    /// with [`FakeClusterBuilder::tls`]): the brokers offer `mechanisms` and know `users`
+    /// (name, password). A client sends ApiVersions, SaslHandshake v1 and SaslAuthenticate
+    /// until the mechanism is done; any other request before that closes the connection, and a
+    /// failed authentication is answered 58 SASL_AUTHENTICATION_FAILED, then closed, as
+    /// Kafka's `SaslServerAuthenticator` does.
+    ///
+    /// # Panics
+    ///
+    /// On a builder not made by [`FakeCluster::modern`]: Kafka 0.8.2 has no SASL.
+    pub fn sasl<U, P>(mut self, mechanisms: &[crate::sasl::Mechanism], users: impl IntoIterator<Item = (U, P)>) -> Self
+    where
+        U: Into<String>,
+        P: Into<String>,
+    {
+        let modern =
+            self.modern.as_mut().expect("SASL needs the modern mode (FakeCluster::modern): Kafka 0.8.2 has no SASL");
+        modern.sasl = Some(modern::SaslUsers {
+            mechanisms: mechanisms.to_vec(),
+            users: users.into_iter().map(|(u, p)| (u.into(), p.into())).collect(),
+        });
+        self
+    }
+
     /// Starts the brokers, registers them, waits for a controller.
     ///
     /// # Errors
     ///
     /// [`Error::ZooKeeper`] when ZooKeeper is unreachable, [`Error::Bind`], [`Error::Timeout`].
     pub async fn start(self) -> Result<FakeCluster, Error> {
-        let shared = Shared::new(self.config.clone(), self.request_log_capacity, self.tls.clone());
+        if self.modern.is_some() {
+            return self.start_modern().await;
+        }
+        let shared = Shared::new(self.config.clone(), self.request_log_capacity, self.tls.clone(), None);
         let admin = ZkClient::connect(&self.zookeeper, self.config.zookeeper_session_timeout).await?;
         for path in [
             paths::CONSUMERS,
@@ -195,17 +238,56 @@ impl FakeClusterBuilder {
         }
         let cluster = FakeCluster {
             shared,
-            admin,
+            admin: Some(admin),
             zookeeper: self.zookeeper.clone(),
             brokers: Mutex::new(BTreeMap::new()),
             crashed: Mutex::new(Vec::new()),
             shutdown,
             tasks: Mutex::new(tasks),
         };
+        cluster.listen(&self).await?;
+        let n = self.brokers;
+        cluster
+            .wait_for("a controller and every broker registered", STARTUP_TIMEOUT, |st| {
+                st.controller.is_some() && st.brokers.values().filter(|b| b.registered).count() == n
+            })
+            .await?;
+        Ok(cluster)
+    }
+
+    /// The modern mode's start: no ZooKeeper; the brokers register and elect their controller
+    /// in the cluster's own metadata (see `kraft.rs`).
+    async fn start_modern(self) -> Result<FakeCluster, Error> {
+        let shared = Shared::new(self.config.clone(), self.request_log_capacity, self.tls.clone(), self.modern.clone());
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        // ISR changes are in the state already; there are no znodes to write
+        let (isr_tx, mut isr_rx) = mpsc::unbounded_channel::<(String, i32)>();
+        let tasks = vec![
+            tokio::spawn(replicator::run(shared.clone(), isr_tx, shutdown_rx)),
+            tokio::spawn(async move { while isr_rx.recv().await.is_some() {} }),
+        ];
+        let cluster = FakeCluster {
+            shared,
+            admin: None,
+            zookeeper: String::new(),
+            brokers: Mutex::new(BTreeMap::new()),
+            crashed: Mutex::new(Vec::new()),
+            shutdown,
+            tasks: Mutex::new(tasks),
+        };
+        cluster.listen(&self).await?;
+        Ok(cluster)
+    }
+}
+
+impl FakeCluster {
+    /// Binds every broker's listener and launches the brokers.
+    async fn listen(&self, builder: &FakeClusterBuilder) -> Result<(), Error> {
+        let cluster = self;
         let mut listeners = Vec::new();
-        for i in 0..self.brokers {
-            let id = self.first_broker_id + i as i32;
-            let port = self.ports.get(i).copied().unwrap_or(0);
+        for i in 0..builder.brokers {
+            let id = builder.first_broker_id + i as i32;
+            let port = builder.ports.get(i).copied().unwrap_or(0);
             let addr = format!("{}:{port}", "127.0.0.1");
             let listener = TcpListener::bind(&addr).await.map_err(|source| Error::Bind { addr, source })?;
             let port = listener.local_addr().map_err(|source| Error::Bind { addr: "127.0.0.1".into(), source })?.port();
@@ -219,20 +301,15 @@ impl FakeClusterBuilder {
         for (id, listener) in listeners {
             cluster.launch(id, listener).await?;
         }
-        let n = self.brokers;
-        cluster
-            .wait_for("a controller and every broker registered", STARTUP_TIMEOUT, |st| {
-                st.controller.is_some() && st.brokers.values().filter(|b| b.registered).count() == n
-            })
-            .await?;
-        Ok(cluster)
+        Ok(())
     }
 }
 
 /// A running broker's tasks.
 #[derive(Debug)]
 struct BrokerRuntime {
-    zk: ZkClient,
+    /// The broker's ZooKeeper session (none in the modern mode).
+    zk: Option<ZkClient>,
     /// The broker's own path to ZooKeeper, so a crash can silence its session.
     zk_proxy: Option<crate::proxy::TcpProxy>,
     shutdown: watch::Sender<bool>,
@@ -244,13 +321,30 @@ struct BrokerRuntime {
 #[derive(Debug)]
 pub struct FakeCluster {
     shared: Arc<Shared>,
-    admin: ZkClient,
+    /// The cluster's own ZooKeeper session (none in the modern mode).
+    admin: Option<ZkClient>,
     zookeeper: String,
     brokers: Mutex<BTreeMap<i32, BrokerRuntime>>,
     /// Crashed brokers whose ZooKeeper sessions are left to expire.
     crashed: Mutex<Vec<BrokerRuntime>>,
     shutdown: watch::Sender<bool>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// [`kraft::create_topic`] for [`FakeCluster`]'s own calls: an existing topic is left alone, as
+/// in the 0.8.2 mode.
+fn kraft_create(
+    shared: &Shared,
+    name: &str,
+    partitions: i32,
+    replication_factor: i32,
+    assignment: Option<BTreeMap<i32, Vec<i32>>>,
+    config: BTreeMap<String, String>,
+) -> Result<(), Error> {
+    match kraft::create_topic(shared, name, partitions, replication_factor, assignment, config) {
+        Ok(()) | Err(kraft::NotCreated::Exists) => Ok(()),
+        Err(kraft::NotCreated::Invalid(e)) => Err(Error::Invalid(e)),
+    }
 }
 
 /// `host:port` and `/chroot` of a single-server connect string, for routing a broker's session
@@ -277,7 +371,26 @@ impl FakeCluster {
             ports: vec![],
             request_log_capacity: REQUEST_LOG_CAPACITY,
             tls: None,
+            modern: None,
         }
+    }
+
+    /// A builder for a cluster in the modern mode: brokers of Kafka 3.7 to 4.x in KRaft mode,
+    /// without ZooKeeper. They answer ApiVersions, speak the versions from Kafka 4.0's oldest to
+    /// Kafka 3.7's newest of Produce (v3-v10, one RecordBatch v2 per partition, idempotent
+    /// producers' sequences checked), Fetch (v4-v16, topic ids from v13), ListOffsets (v1-v8,
+    /// by time too), Metadata (v0-v12, topic ids), CreateTopics (v2-v7) and InitProducerId
+    /// (v0-v4), over plaintext, [TLS](FakeClusterBuilder::tls) and
+    /// [SASL](FakeClusterBuilder::sasl). Topics live in the cluster's own metadata: created by
+    /// [`FakeCluster::create_topic`], CreateTopics or auto-creation. Replication, ISRs, acks,
+    /// leader moves and broker kills work as in the 0.8.2 mode. Not served (yet): consumer
+    /// groups and offsets over Kafka APIs, transactions, admin APIs past CreateTopics; a client
+    /// asking for one finds it missing from ApiVersions.
+    pub fn modern() -> FakeClusterBuilder {
+        let mut builder = FakeCluster::builder(String::new());
+        builder.config.message_max_bytes = MODERN_MESSAGE_MAX_BYTES;
+        builder.modern = Some(modern::Modern { cluster_id: modern_cluster_id(), sasl: None });
+        builder
     }
 
     /// Starts `brokers` brokers with default settings.
@@ -290,6 +403,19 @@ impl FakeCluster {
     }
 
     async fn launch(&self, id: i32, listener: TcpListener) -> Result<(), Error> {
+        let Some(admin) = self.admin.clone() else {
+            // modern mode: the broker registers in the cluster's metadata as it starts serving
+            let (shutdown, rx) = watch::channel(false);
+            let ctx = BrokerCtx { id, shared: self.shared.clone(), zk: None };
+            if let Some(b) = self.shared.state().brokers.get_mut(&id) {
+                b.running = true;
+                b.paused = false;
+            }
+            let tasks = vec![tokio::spawn(server::serve(listener, ctx, rx))];
+            kraft::brokers_changed(&self.shared);
+            self.lock_brokers().insert(id, BrokerRuntime { zk: None, zk_proxy: None, shutdown, tasks });
+            return Ok(());
+        };
         let cfg = &self.shared.config;
         let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
         // each broker reaches ZooKeeper through its own proxy, so that a crash can stop its
@@ -304,7 +430,7 @@ impl FakeCluster {
         };
         let zk = ZkClient::connect(&connect, cfg.zookeeper_session_timeout).await?;
         let (shutdown, rx) = watch::channel(false);
-        let ctx = BrokerCtx { id, shared: self.shared.clone(), zk: zk.clone() };
+        let ctx = BrokerCtx { id, shared: self.shared.clone(), zk: Some(zk.clone()) };
         {
             let mut st = self.shared.state();
             if let Some(b) = st.brokers.get_mut(&id) {
@@ -326,8 +452,8 @@ impl FakeCluster {
                 Err(e) => return Err(e.into()),
             }
         }
-        tasks.push(tokio::spawn(controller::run_election(ctx, self.admin.clone(), rx)));
-        self.lock_brokers().insert(id, BrokerRuntime { zk, zk_proxy, shutdown, tasks });
+        tasks.push(tokio::spawn(controller::run_election(ctx, admin, rx)));
+        self.lock_brokers().insert(id, BrokerRuntime { zk: Some(zk), zk_proxy, shutdown, tasks });
         Ok(())
     }
 
@@ -369,14 +495,38 @@ impl FakeCluster {
         self.broker_addrs().into_iter().find(|(b, _)| *b == id).map(|(_, a)| a)
     }
 
-    /// The ZooKeeper connect string the brokers use (with its chroot).
+    /// The ZooKeeper connect string the brokers use (with its chroot); empty in the modern mode.
     pub fn zookeeper(&self) -> &str {
         &self.zookeeper
     }
 
     /// The cluster's own ZooKeeper session (rooted at the chroot), for tests that read znodes.
+    ///
+    /// # Panics
+    ///
+    /// In the modern mode, which has no ZooKeeper: see [`FakeCluster::try_zk`].
     pub fn zk(&self) -> &ZkClient {
-        &self.admin
+        self.admin.as_ref().expect("a modern-mode FakeCluster has no ZooKeeper")
+    }
+
+    /// The cluster's own ZooKeeper session, `None` in the modern mode.
+    pub fn try_zk(&self) -> Option<&ZkClient> {
+        self.admin.as_ref()
+    }
+
+    /// True for a cluster in the modern mode ([`FakeCluster::modern`]).
+    pub fn is_modern(&self) -> bool {
+        self.shared.modern.is_some()
+    }
+
+    /// The KRaft cluster id Metadata names (modern mode), `None` for a 0.8.2 cluster.
+    pub fn cluster_id(&self) -> Option<&str> {
+        self.shared.modern.as_ref().map(|m| m.cluster_id.as_str())
+    }
+
+    /// A topic's id (modern mode: Metadata v10+ and Fetch v13+ name topics by it).
+    pub fn topic_id(&self, topic: &str) -> Option<gregor_protocol::schema::Uuid> {
+        self.shared.state().topics.get(topic).map(|t| t.id)
     }
 
     /// Leaders elected from outside their partition's ISR since the cluster started (see
@@ -423,7 +573,10 @@ impl FakeCluster {
     /// [`Error::Invalid`] for a bad name or replication factor, [`Error::ZooKeeper`],
     /// [`Error::Timeout`].
     pub async fn create_topic(&self, name: &str, partitions: i32, replication_factor: i32) -> Result<(), Error> {
-        topics::create_topic(&self.shared, &self.admin, name, partitions, replication_factor, None).await?;
+        match &self.admin {
+            Some(zk) => topics::create_topic(&self.shared, zk, name, partitions, replication_factor, None).await?,
+            None => kraft_create(&self.shared, name, partitions, replication_factor, None, BTreeMap::new())?,
+        }
         self.wait_for_leaders(name, STARTUP_TIMEOUT).await
     }
 
@@ -439,7 +592,12 @@ impl FakeCluster {
         assignment: BTreeMap<i32, Vec<i32>>,
         config: BTreeMap<String, String>,
     ) -> Result<(), Error> {
-        topics::create_topic_with_config(&self.shared, &self.admin, name, 0, 0, Some(assignment), config).await?;
+        match &self.admin {
+            Some(zk) => {
+                topics::create_topic_with_config(&self.shared, zk, name, 0, 0, Some(assignment), config).await?
+            }
+            None => kraft_create(&self.shared, name, 0, 0, Some(assignment), config)?,
+        }
         self.wait_for_leaders(name, STARTUP_TIMEOUT).await
     }
 
@@ -501,15 +659,20 @@ impl FakeCluster {
                 st.controller = None;
             }
         }
+        let Some(zk) = runtime.zk.as_ref() else {
+            // modern mode: the controller fences the broker at once
+            kraft::brokers_changed(&self.shared);
+            return Ok(());
+        };
         // a clean shutdown: deregister at once (and give up /controller if held), then close
         // the session; the proxy stays up until the close has gone through
-        let _ = runtime.zk.delete(&paths::broker(id), None).await;
-        if let Ok(Some((data, _))) = runtime.zk.get(paths::CONTROLLER).await {
+        let _ = zk.delete(&paths::broker(id), None).await;
+        if let Ok(Some((data, _))) = zk.get(paths::CONTROLLER).await {
             if ControllerRegistration::from_json(&data).is_ok_and(|c| c.brokerid == id) {
-                let _ = runtime.zk.delete(paths::CONTROLLER, None).await;
+                let _ = zk.delete(paths::CONTROLLER, None).await;
             }
         }
-        let _ = runtime.zk.close().await;
+        let _ = zk.close().await;
         drop(runtime);
         self.shared.notify();
         Ok(())
@@ -632,7 +795,10 @@ impl FakeCluster {
     ///
     /// [`Error::Invalid`] when `to` is not a live member of the ISR.
     pub async fn move_leader(&self, topic: &str, partition: i32, to: i32) -> Result<(), Error> {
-        controller::move_leader(&self.shared, &self.admin, topic, partition, to).await.map_err(Error::Invalid)
+        match &self.admin {
+            Some(zk) => controller::move_leader(&self.shared, zk, topic, partition, to).await.map_err(Error::Invalid),
+            None => kraft::move_leader(&self.shared, topic, partition, to).map_err(Error::Invalid),
+        }
     }
 
     /// Adds a fault rule, tried after the existing ones, by every broker (or the one
@@ -683,7 +849,9 @@ impl FakeCluster {
             let _ = self.kill_broker(id).await;
         }
         let _ = self.shutdown.send(true);
-        let _ = self.admin.close().await;
+        if let Some(zk) = &self.admin {
+            let _ = zk.close().await;
+        }
     }
 }
 

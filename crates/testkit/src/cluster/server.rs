@@ -13,6 +13,7 @@ use tokio::sync::watch;
 
 use super::handlers::{handle, BrokerCtx, Reply};
 use super::hooks::LoggedRequest;
+use super::modern::{self, SaslState};
 use crate::fault::{self, Accept, Fault, Handled, Plan, Then};
 
 /// Largest request frame a fake broker reads (`socket.request.max.bytes`, 100 MiB).
@@ -92,6 +93,10 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     mut muted: bool,
 ) {
     let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut sasl = match ctx.shared.modern.as_ref().and_then(|m| m.sasl.as_ref()) {
+        Some(_) => SaslState::Handshake,
+        None => SaslState::Open,
+    };
     loop {
         let frame = match split_frame(&mut buf, MAX_REQUEST_BYTES) {
             Ok(Some(frame)) => frame,
@@ -110,7 +115,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
             }
         };
         let plan = tokio::select! {
-            plan = serve_one(&ctx, frame, muted) => plan,
+            plan = serve_one(&ctx, frame, muted, &mut sasl) => plan,
             _ = shutdown.changed() => return,
         };
         let then = tokio::select! {
@@ -128,7 +133,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
-async fn serve_one(ctx: &BrokerCtx, mut frame: Bytes, muted: bool) -> Plan {
+async fn serve_one(ctx: &BrokerCtx, mut frame: Bytes, muted: bool, sasl: &mut SaslState) -> Plan {
     // a paused broker holds every request until it is resumed
     let id = ctx.id;
     let far = tokio::time::Instant::now() + std::time::Duration::from_secs(86_400 * 365);
@@ -137,15 +142,43 @@ async fn serve_one(ctx: &BrokerCtx, mut frame: Bytes, muted: bool) -> Plan {
         Ok(h) => h,
         Err(_) => return Plan::close(),
     };
-    // 0.8 brokers close the connection on an API or version they do not know, or a body they
-    // cannot parse
-    let request = match crate::kafka_0_8_2::decode_request(&header, frame) {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::debug!(broker = id, api = %header.api_key, error = %e, "fake broker closes a connection: bad request");
-            return Plan::close();
-        }
+    let request = match &ctx.shared.modern {
+        // 0.8 brokers close the connection on an API or version they do not know, or a body
+        // they cannot parse
+        None => match crate::kafka_0_8_2::decode_request(&header, frame) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::debug!(broker = id, api = %header.api_key, error = %e, "fake broker closes a connection: bad request");
+                return Plan::close();
+            }
+        },
+        Some(modern) => match modern::decode_request(modern, &header, frame) {
+            modern::Decoded::Request(r) => r,
+            modern::Decoded::Answer(bytes) => return Plan::send(bytes),
+            modern::Decoded::Close => {
+                tracing::debug!(broker = id, api = %header.api_key, version = header.api_version, "fake broker closes a connection: an API, version or body it does not serve");
+                return Plan::close();
+            }
+        },
     };
+    if let Some(users) = ctx.shared.modern.as_ref().and_then(|m| m.sasl.as_ref()) {
+        let reply = match modern::sasl_gate(users, sasl, &header, &request) {
+            modern::Gate::Pass => None,
+            modern::Gate::Answer(reply) => Some((reply, false)),
+            modern::Gate::AnswerThenClose(reply) => Some((reply, true)),
+            modern::Gate::Close => {
+                tracing::debug!(broker = id, api = %header.api_key, "fake broker closes a connection: not allowed before SASL authentication");
+                return Plan::close();
+            }
+        };
+        if let Some((reply, close)) = reply {
+            return match reply {
+                Reply::Frame(out) if close => Plan::send_then_close(out.freeze()),
+                Reply::Frame(out) => Plan::send(out.freeze()),
+                Reply::Nothing | Reply::Close => Plan::close(),
+            };
+        }
+    }
     let fault = if muted { None } else { ctx.shared.hooks.take(id, header.api_key) };
     let logged = match (&fault, muted) {
         (_, true) => Fault::Silent,

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
+use gregor_protocol::schema::Uuid;
 use tokio::sync::Notify;
 
 use super::config::BrokerConfig;
@@ -48,9 +49,28 @@ pub(crate) struct Partition {
     pub(crate) isr: Vec<i32>,
     pub(crate) hw: i64,
     pub(crate) logs: BTreeMap<i32, Replica>,
+    /// Idempotent producers' last batches (modern mode), by producer id.
+    pub(crate) producers: HashMap<i64, ProducerBatches>,
+}
+
+/// What a partition leader remembers of an idempotent producer: its epoch and its last (up to
+/// five) batches as (first sequence, last sequence, base offset), oldest first, as Kafka's
+/// `ProducerStateManager` keeps them to recognise a retried batch.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ProducerBatches {
+    pub(crate) epoch: i16,
+    pub(crate) batches: std::collections::VecDeque<(i32, i32, i64)>,
 }
 
 impl Partition {
+    /// A new, empty partition on `replicas`, led by the first of them that is in `live`.
+    pub(crate) fn new(replicas: Vec<i32>, live: &[i32]) -> Partition {
+        let isr: Vec<i32> = replicas.iter().copied().filter(|r| live.contains(r)).collect();
+        let leader = isr.first().copied().unwrap_or(-1);
+        let logs = replicas.iter().map(|r| (*r, Replica::new())).collect();
+        Partition { replicas, leader, leader_epoch: 0, isr, hw: 0, logs, producers: HashMap::new() }
+    }
+
     pub(crate) fn leader_log(&self) -> Option<&PartitionLog> {
         self.logs.get(&self.leader).map(|r| &r.log)
     }
@@ -59,6 +79,8 @@ impl Partition {
 /// One topic.
 #[derive(Debug, Default)]
 pub(crate) struct Topic {
+    /// The topic's id (KIP-516), as Metadata v10+ and Fetch v13+ name it; random per topic.
+    pub(crate) id: Uuid,
     pub(crate) partitions: BTreeMap<i32, Partition>,
     pub(crate) config: BTreeMap<String, String>,
 }
@@ -76,11 +98,27 @@ pub(crate) struct State {
     pub(crate) group_offsets: HashMap<(String, String, i32), (i64, String)>,
     /// When `__consumer_offsets` was first asked for (ConsumerMetadata).
     pub(crate) offsets_topic_requested: Option<Instant>,
+    /// The producer id InitProducerId hands out next (modern mode); the first is 0, as on a
+    /// fresh Kafka 3.7 broker.
+    pub(crate) next_producer_id: i64,
+}
+
+/// A random topic id (never the zero id, which means "none" on the wire).
+pub(crate) fn new_topic_id() -> Uuid {
+    let mut id = [0u8; 16];
+    rand::Rng::fill(&mut rand::rng(), &mut id[..]);
+    id[0] |= 1;
+    Uuid(id)
 }
 
 impl State {
     pub(crate) fn partition(&self, topic: &str, partition: i32) -> Option<&Partition> {
         self.topics.get(topic)?.partitions.get(&partition)
+    }
+
+    /// The name of the topic with id `id`.
+    pub(crate) fn topic_named_by(&self, id: Uuid) -> Option<&str> {
+        self.topics.iter().find(|(_, t)| t.id == id).map(|(n, _)| n.as_str())
     }
 
     pub(crate) fn partition_mut(&mut self, topic: &str, partition: i32) -> Option<&mut Partition> {
@@ -118,16 +156,24 @@ pub(crate) struct Shared {
     pub(crate) hooks: Hooks,
     /// TLS for every listener, or plaintext.
     pub(crate) tls: Option<ServerTls>,
+    /// The modern mode's settings; `None` for a Kafka 0.8.2 cluster.
+    pub(crate) modern: Option<super::modern::Modern>,
 }
 
 impl Shared {
-    pub(crate) fn new(config: BrokerConfig, request_log_capacity: usize, tls: Option<ServerTls>) -> Arc<Shared> {
+    pub(crate) fn new(
+        config: BrokerConfig,
+        request_log_capacity: usize,
+        tls: Option<ServerTls>,
+        modern: Option<super::modern::Modern>,
+    ) -> Arc<Shared> {
         Arc::new(Shared {
             config,
             state: Mutex::new(State::default()),
             changed: Notify::new(),
             hooks: Hooks::new(request_log_capacity),
             tls,
+            modern,
         })
     }
 

@@ -64,8 +64,14 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    fn send(bytes: Bytes) -> Plan {
+    /// These bytes written; the connection goes on.
+    pub(crate) fn send(bytes: Bytes) -> Plan {
         Plan { bytes, pace: None, then: Then::Serve }
+    }
+
+    /// These bytes written; then the connection is closed.
+    pub(crate) fn send_then_close(bytes: Bytes) -> Plan {
+        Plan { bytes, pace: None, then: Then::Close }
     }
 
     fn answer(frame: Option<Bytes>) -> Plan {
