@@ -48,5 +48,9 @@ mod tests {
         assert!(matches!(err, Error::UnsupportedVersion { version: 2, max: 1, .. }), "{err}");
         assert!(decode_request(&header(ApiKey::ConsumerMetadata, 1), Bytes::from_static(&[0, 1, b'g', 0])).is_err());
         assert!(decode_request(&header(ApiKey::ConsumerMetadata, 0), Bytes::from_static(&[0, 1, b'g'])).is_ok());
+        // ApiVersions reads as a request, but 0.8.2 has no such API: refused (the broker closes)
+        assert!(AnyRequest::decode(&header(ApiKey::ApiVersions, 0), Bytes::new()).is_ok());
+        let err = decode_request(&header(ApiKey::ApiVersions, 0), Bytes::new()).unwrap_err();
+        assert!(matches!(err, Error::UnsupportedApiKey(18)), "{err}");
     }
 }

@@ -303,7 +303,9 @@ fn read_fetch(ctx: &BrokerCtx, version: i16, req: &FetchRequest) -> (FetchRespon
                         FetchResponsePartition::new(p.partition, 0, hw, gregor_protocol::MessageSet::from_bytes(set));
                     if modern {
                         out.last_stable_offset = hw;
-                        out.aborted_transactions = Some(Vec::new());
+                        // read_committed gets the (empty) list of aborted transactions,
+                        // read_uncommitted null, as Kafka answers
+                        out.aborted_transactions = (req.isolation_level == 1).then(Vec::new);
                         if version >= 5 {
                             out.log_start_offset = 0;
                         }
