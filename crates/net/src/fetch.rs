@@ -330,17 +330,23 @@ mod tests {
     fn codes_are_out_of_range_retried_or_failed() {
         let table: &[(i16, &str)] = &[
             (1, "out of range"),
-            (3, "retry"),  // UnknownTopicOrPartition
-            (5, "retry"),  // LeaderNotAvailable
-            (6, "retry"),  // NotLeaderForPartition
-            (7, "retry"),  // RequestTimedOut
-            (8, "retry"),  // BrokerNotAvailable
-            (9, "retry"),  // ReplicaNotAvailable
-            (2, "fail"),   // InvalidMessage
-            (4, "fail"),   // InvalidFetchSize
-            (10, "fail"),  // MessageSizeTooLarge
-            (-1, "fail"),  // Unknown
-            (999, "fail"), // a code this client does not know
+            (3, "retry"),   // UnknownTopicOrPartition
+            (5, "retry"),   // LeaderNotAvailable
+            (6, "retry"),   // NotLeaderForPartition
+            (7, "retry"),   // RequestTimedOut
+            (8, "retry"),   // BrokerNotAvailable
+            (9, "retry"),   // ReplicaNotAvailable
+            (2, "fail"),    // InvalidMessage
+            (4, "fail"),    // InvalidFetchSize
+            (10, "fail"),   // MessageSizeTooLarge
+            (-1, "fail"),   // Unknown
+            (56, "retry"),  // KafkaStorageError: another replica takes over
+            (74, "retry"),  // FencedLeaderEpoch: the client's metadata is older than the broker's
+            (75, "retry"),  // UnknownLeaderEpoch: the broker's is older than the client's
+            (100, "retry"), // UnknownTopicId
+            (103, "retry"), // OffsetNotAvailable: the new leader's high watermark catches up
+            (87, "fail"),   // InvalidRecord
+            (999, "fail"),  // a code this client does not know
         ];
         for &(code, want) in table {
             // the code wins over whatever set came with it

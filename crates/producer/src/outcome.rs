@@ -192,6 +192,12 @@ mod tests {
             (code(ErrorCode::UnknownTopicOrPartition), 1, retry, ForgetLeader, false),
             (code(ErrorCode::LeaderNotAvailable), 1, retry, ForgetLeader, false),
             (code(ErrorCode::BrokerNotAvailable), 3, out, ForgetLeader, false),
+            // today's brokers say the same with later codes: a failed log directory, a stale or
+            // newer leader epoch, a topic id the broker does not know (yet)
+            (code(ErrorCode::KafkaStorageError), 1, retry, ForgetLeader, false),
+            (code(ErrorCode::FencedLeaderEpoch), 1, retry, ForgetLeader, false),
+            (code(ErrorCode::UnknownLeaderEpoch), 2, retry, ForgetLeader, false),
+            (code(ErrorCode::UnknownTopicId), 3, out, ForgetLeader, false),
             // retriable on the same leader
             (code(ErrorCode::ReplicaNotAvailable), 1, retry, Keep, false),
             (code(ErrorCode::NotEnoughReplicas), 2, retry, Keep, false),
@@ -205,6 +211,9 @@ mod tests {
             (code(ErrorCode::InvalidMessage), 1, fatal, Keep, false),
             (code(ErrorCode::InvalidTopic), 2, fatal, Keep, false),
             (code(ErrorCode::Unknown(99)), 1, fatal, Keep, false),
+            (code(ErrorCode::InvalidRecord), 1, fatal, Keep, false),
+            (code(ErrorCode::UnsupportedCompressionType), 1, fatal, Keep, false),
+            (code(ErrorCode::TopicAuthorizationFailed), 1, fatal, Keep, false),
             // the partition missing from the response: refresh, retry
             (Answer::Missing, 1, retry, Refresh, false),
             (Answer::Missing, 3, out, Refresh, false),

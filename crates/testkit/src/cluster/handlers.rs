@@ -29,9 +29,6 @@ pub(crate) struct BrokerCtx {
 /// Kafka's answer to acks other than -1, 0 and 1 (a code past 0.8.2, which did not check).
 const INVALID_REQUIRED_ACKS: i16 = 21;
 
-/// Fetch v13+ naming a topic id the broker does not know (a code past 0.8.2).
-const UNKNOWN_TOPIC_ID: i16 = 100;
-
 /// What to do once a request is handled.
 #[derive(Debug)]
 pub(crate) enum Reply {
@@ -278,7 +275,7 @@ fn read_fetch(ctx: &BrokerCtx, version: i16, req: &FetchRequest) -> (FetchRespon
         let mut parts = Vec::with_capacity(t.partitions.len());
         for p in &t.partitions {
             let read = match &name {
-                None => Err(ErrorCode::Unknown(UNKNOWN_TOPIC_ID)),
+                None => Err(ErrorCode::UnknownTopicId),
                 Some(name) => leader_check(&st, ctx.id, name, p.partition).and_then(|()| {
                     let part = st.partition(name, p.partition).ok_or(ErrorCode::UnknownTopicOrPartition)?;
                     let log = part.leader_log().ok_or(ErrorCode::NotLeaderForPartition)?;
