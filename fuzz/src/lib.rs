@@ -274,3 +274,16 @@ where
         .unwrap_or_else(|e| panic!("{:?} v{version}: the re-encoded {resp:?} does not decode: {e}", R::KEY));
     assert_eq!(back, resp, "{:?} v{version} is not stable", R::KEY);
 }
+
+/// `body` decoded as an `R` request in `version` (what a broker reads after the header; bytes
+/// left over are allowed, as Kafka allows them): what decodes must re-encode and decode again to
+/// an equal value.
+pub fn request_stable<R: Request + Debug + PartialEq>(version: i16, body: &[u8]) {
+    let mut input = bytes(body);
+    let Ok(req) = R::decode(version, &mut input) else { return };
+    let mut out = BytesMut::new();
+    req.encode(version, &mut out).unwrap_or_else(|e| panic!("decoded {req:?} but re-encoding failed: {e}"));
+    let back = frame::decode_request_body::<R>(version, out.freeze())
+        .unwrap_or_else(|e| panic!("{:?} v{version}: the re-encoded {req:?} does not decode: {e}", R::KEY));
+    assert_eq!(back, req, "{:?} v{version} is not stable", R::KEY);
+}
