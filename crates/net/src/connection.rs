@@ -286,7 +286,9 @@ impl BrokerConnection {
                 }
             }
         };
-        let ours = ApiVersionsRequest::VERSIONS.max;
+        // v3, as librdkafka asks: Kafka 3.x answers v4 with error 35 and would cost a second
+        // round trip on every connection; v4 says nothing more
+        let ours = ApiVersionsRequest::VERSIONS.max.min(3);
         let mut answer = ask(ours).await?;
         if answer.error_code == UNSUPPORTED_VERSION {
             let theirs = answer.versions_of(ApiKey::ApiVersions).map_or(0, |(_, max)| max);

@@ -29,6 +29,11 @@ fn data_dir() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/kafka-3.7.0"))
 }
 
+/// Frames between independent clients and tansu 0.6.0 (`tests/capture_peer_frames.rs`).
+fn peers_dir() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/peers-tansu-0.6.0"))
+}
+
 struct Fixture {
     name: String,
     api_key: i16,
@@ -40,13 +45,17 @@ struct Fixture {
 }
 
 fn fixtures() -> Vec<Fixture> {
-    let index: Value = serde_json::from_str(&std::fs::read_to_string(data_dir().join("index.json")).unwrap()).unwrap();
+    fixtures_in(&data_dir())
+}
+
+fn fixtures_in(dir: &std::path::Path) -> Vec<Fixture> {
+    let index: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).unwrap()).unwrap();
     index["fixtures"]
         .as_array()
         .unwrap()
         .iter()
         .map(|row| {
-            let read = |key: &str| Bytes::from(std::fs::read(data_dir().join(row[key].as_str().unwrap())).unwrap());
+            let read = |key: &str| Bytes::from(std::fs::read(dir.join(row[key].as_str().unwrap())).unwrap());
             Fixture {
                 name: row["name"].as_str().unwrap().to_string(),
                 api_key: row["api_key"].as_i64().unwrap() as i16,
@@ -70,11 +79,17 @@ fn body_of(frame: &Bytes) -> Result<Bytes, String> {
     Ok(body)
 }
 
-/// What checking one fixture found: `Ok(trailing request bytes)` or a failure.
-fn check<R: Request + std::fmt::Debug>(fx: &Fixture) -> Result<usize, String> {
+/// What checking one fixture found: `Ok(trailing request bytes)` or a failure. With `exact`
+/// the response must re-encode byte for byte; without, a response that re-encodes to other
+/// bytes must decode from them to the same value (a broker that writes tagged fields holding
+/// their defaults, which Kafka and gregor leave out, cannot be reproduced byte for byte).
+fn check<R>(fx: &Fixture, exact: bool) -> Result<usize, String>
+where
+    R: Request + std::fmt::Debug,
+    R::Response: std::fmt::Debug + PartialEq,
+{
     // ApiVersions above v3: the broker did not know the version and answered in v0
-    let (body_version, response_version) =
-        if R::KEY == ApiKey::ApiVersions && fx.api_version > 3 { (3, 0) } else { (fx.api_version, fx.api_version) };
+    let (body_version, response_version) = versions_of::<R>(fx);
 
     let mut body = body_of(&fx.request)?;
     let header = RequestHeader::decode(&mut body).map_err(|e| format!("request header: {e}"))?;
@@ -108,7 +123,16 @@ fn check<R: Request + std::fmt::Debug>(fx: &Fixture) -> Result<usize, String> {
     frame::encode_response_for::<R>(rh.correlation_id, response_version, &response, &mut again)
         .map_err(|e| format!("response re-encode: {e}"))?;
     if again[..] != fx.response[..] {
-        return Err(format!("response re-encodes differently\n  want {}\n  got  {}", hex(&fx.response), hex(&again)));
+        let same_value = !exact
+            && frame::decode_response::<R>(response_version, again.clone().freeze().slice(4..))
+                .is_ok_and(|(_, back)| back == response);
+        if !same_value {
+            return Err(format!(
+                "response re-encodes differently\n  want {}\n  got  {}",
+                hex(&fx.response),
+                hex(&again)
+            ));
+        }
     }
     Ok(trailing)
 }
@@ -117,30 +141,43 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// The versions a fixture's request body and response body are read in. A broker that does not
+/// know the ApiVersions version asked answers error 35 in a v0 body; a request past the codec's
+/// ApiVersions (the capture's v9, a v3 body under a v9 header) is read as v3.
+fn versions_of<R: Request>(fx: &Fixture) -> (i16, i16) {
+    if R::KEY != ApiKey::ApiVersions {
+        return (fx.api_version, fx.api_version);
+    }
+    // after the size prefix and the correlation id: the error code
+    let error_35 = fx.response.get(8..10) == Some(&35i16.to_be_bytes()[..]);
+    let body = if fx.api_version > R::VERSIONS.max { 3 } else { fx.api_version };
+    (body, if error_35 { 0 } else { fx.api_version })
+}
+
 /// Checks a fixture with the request type of its API; `None` for an API without one here.
-fn check_any(fx: &Fixture) -> Option<Result<usize, String>> {
+fn check_any(fx: &Fixture, exact: bool) -> Option<Result<usize, String>> {
     Some(match ApiKey::from_i16(fx.api_key) {
-        ApiKey::ApiVersions => check::<ApiVersionsRequest>(fx),
-        ApiKey::CreateTopics => check::<CreateTopicsRequest>(fx),
-        ApiKey::DeleteTopics => check::<DeleteTopicsRequest>(fx),
-        ApiKey::DescribeConfigs => check::<DescribeConfigsRequest>(fx),
-        ApiKey::AlterConfigs => check::<AlterConfigsRequest>(fx),
-        ApiKey::IncrementalAlterConfigs => check::<IncrementalAlterConfigsRequest>(fx),
-        ApiKey::CreatePartitions => check::<CreatePartitionsRequest>(fx),
-        ApiKey::OffsetCommit => check::<OffsetCommitRequest>(fx),
-        ApiKey::OffsetFetch => check::<OffsetFetchRequest>(fx),
-        ApiKey::ConsumerMetadata => check::<FindCoordinatorRequest>(fx),
-        ApiKey::JoinGroup => check::<JoinGroupRequest>(fx),
-        ApiKey::Heartbeat => check::<HeartbeatRequest>(fx),
-        ApiKey::LeaveGroup => check::<LeaveGroupRequest>(fx),
-        ApiKey::SyncGroup => check::<SyncGroupRequest>(fx),
-        ApiKey::DescribeGroups => check::<DescribeGroupsRequest>(fx),
-        ApiKey::ListGroups => check::<ListGroupsRequest>(fx),
-        ApiKey::InitProducerId => check::<InitProducerIdRequest>(fx),
-        ApiKey::Produce => check::<ProduceRequest>(fx),
-        ApiKey::Fetch => check::<FetchRequest>(fx),
-        ApiKey::Offsets => check::<OffsetsRequest>(fx),
-        ApiKey::Metadata => check::<MetadataRequest>(fx),
+        ApiKey::ApiVersions => check::<ApiVersionsRequest>(fx, exact),
+        ApiKey::CreateTopics => check::<CreateTopicsRequest>(fx, exact),
+        ApiKey::DeleteTopics => check::<DeleteTopicsRequest>(fx, exact),
+        ApiKey::DescribeConfigs => check::<DescribeConfigsRequest>(fx, exact),
+        ApiKey::AlterConfigs => check::<AlterConfigsRequest>(fx, exact),
+        ApiKey::IncrementalAlterConfigs => check::<IncrementalAlterConfigsRequest>(fx, exact),
+        ApiKey::CreatePartitions => check::<CreatePartitionsRequest>(fx, exact),
+        ApiKey::OffsetCommit => check::<OffsetCommitRequest>(fx, exact),
+        ApiKey::OffsetFetch => check::<OffsetFetchRequest>(fx, exact),
+        ApiKey::ConsumerMetadata => check::<FindCoordinatorRequest>(fx, exact),
+        ApiKey::JoinGroup => check::<JoinGroupRequest>(fx, exact),
+        ApiKey::Heartbeat => check::<HeartbeatRequest>(fx, exact),
+        ApiKey::LeaveGroup => check::<LeaveGroupRequest>(fx, exact),
+        ApiKey::SyncGroup => check::<SyncGroupRequest>(fx, exact),
+        ApiKey::DescribeGroups => check::<DescribeGroupsRequest>(fx, exact),
+        ApiKey::ListGroups => check::<ListGroupsRequest>(fx, exact),
+        ApiKey::InitProducerId => check::<InitProducerIdRequest>(fx, exact),
+        ApiKey::Produce => check::<ProduceRequest>(fx, exact),
+        ApiKey::Fetch => check::<FetchRequest>(fx, exact),
+        ApiKey::Offsets => check::<OffsetsRequest>(fx, exact),
+        ApiKey::Metadata => check::<MetadataRequest>(fx, exact),
         _ => return None,
     })
 }
@@ -153,7 +190,7 @@ fn every_captured_frame_decodes_and_re_encodes_byte_for_byte() {
     let mut missing = Vec::new();
     let mut passed = 0;
     for fx in &all {
-        match check_any(fx) {
+        match check_any(fx, true) {
             None => missing.push(fx.name.clone()),
             Some(Err(e)) => failures.push(format!("{}: {e}", fx.name)),
             Some(Ok(trailing)) => {
@@ -170,6 +207,36 @@ fn every_captured_frame_decodes_and_re_encodes_byte_for_byte() {
     assert!(failures.is_empty(), "{} fixtures fail:\n{}", failures.len(), failures.join("\n"));
     // APIs are added one by one; this floor only rises, and ends at all 101
     assert!(passed >= 101, "{passed} fixtures pass; not yet implemented: {missing:?}");
+}
+
+/// Frames two independent parties exchanged — confluent-kafka and kafka-python with tansu, a
+/// broker gregor did not write — decode, and re-encode byte for byte; tansu's ApiVersions and
+/// Fetch v16 answers write tagged fields that hold their defaults (ApiVersions' feature tags,
+/// Fetch's empty node endpoints), which Kafka and gregor leave out: those re-encode shorter and
+/// must decode to the same value. GetTelemetrySubscriptions (API 71), which tansu offers and
+/// librdkafka uses, is left out of the capture: gregor does not speak it.
+#[test]
+fn every_frame_between_peers_and_tansu_decodes_and_re_encodes_byte_for_byte() {
+    let all = fixtures_in(&peers_dir());
+    assert!(all.len() >= 30, "{} fixtures in index.json", all.len());
+    let mut failures = Vec::new();
+    let mut apis = std::collections::BTreeSet::new();
+    for fx in &all {
+        match check_any(fx, false) {
+            None => failures.push(format!("{}: no request type for API {}", fx.name, fx.api_key)),
+            Some(Err(e)) => failures.push(format!("{}: {e}", fx.name)),
+            Some(Ok(0)) => {
+                apis.insert(fx.api_key);
+            }
+            Some(Ok(trailing)) => failures.push(format!("{}: {trailing} bytes after the request body", fx.name)),
+        }
+    }
+    assert!(failures.is_empty(), "{} fixtures fail:\n{}", failures.len(), failures.join("\n"));
+    // Produce, Fetch, ListOffsets, Metadata, FindCoordinator, ApiVersions, CreateTopics,
+    // InitProducerId at least
+    for api in [0, 1, 2, 3, 10, 18, 19, 22] {
+        assert!(apis.contains(&api), "API {api} captured: {apis:?}");
+    }
 }
 
 #[test]
@@ -381,8 +448,7 @@ where
     R: Request + std::fmt::Debug + PartialEq,
     R::Response: std::fmt::Debug + PartialEq,
 {
-    let (body_version, response_version) =
-        if R::KEY == ApiKey::ApiVersions && fx.api_version > 3 { (3, 0) } else { (fx.api_version, fx.api_version) };
+    let (body_version, response_version) = versions_of::<R>(fx);
     let mut decoded = 0;
     let positions = |len: usize, sweep: &mut Sweep| -> Vec<(usize, u8)> {
         let mut at: Vec<(usize, u8)> = (0..len.min(48)).flat_map(|i| [(i, 0x00), (i, 0xff), (i, 0x80)]).collect();

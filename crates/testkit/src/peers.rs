@@ -163,6 +163,18 @@ impl Tansu {
     }
 }
 
+/// One request a [`RequestTap`] relayed and the answer it got, as whole frames (size prefix
+/// included): what a capture keeps.
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    /// The connection it went over (numbered from 0 in accept order).
+    pub connection: usize,
+    /// The request frame.
+    pub request: Vec<u8>,
+    /// The answer frame; `None` when none came (acks=0, a closed connection, a lost answer).
+    pub response: Option<Vec<u8>>,
+}
+
 /// A port that was free a moment ago.
 pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
@@ -178,6 +190,9 @@ pub fn free_port() -> u16 {
 pub struct RequestTap {
     port: u16,
     seen: Arc<Mutex<Vec<(i16, i16)>>>,
+    /// Every request frame and the answer frame it got (size prefixes included), when
+    /// recording.
+    recorded: Arc<Mutex<Vec<Exchange>>>,
     cut: Arc<Mutex<Option<(i16, usize)>>>,
     accept: tokio::task::JoinHandle<()>,
 }
@@ -192,11 +207,16 @@ impl RequestTap {
         let listener = TcpListener::bind(("127.0.0.1", port)).await.expect("bind the tap's port");
         let port = listener.local_addr().expect("local addr").port();
         let seen = Arc::new(Mutex::new(Vec::new()));
+        let recorded: Arc<Mutex<Vec<Exchange>>> = Arc::default();
         let cut: Arc<Mutex<Option<(i16, usize)>>> = Arc::default();
-        let (noted, cutting) = (Arc::clone(&seen), Arc::clone(&cut));
+        let (noted, cutting, record) = (Arc::clone(&seen), Arc::clone(&cut), Arc::clone(&recorded));
         let accept = tokio::spawn(async move {
+            let mut connections = 0;
             while let Ok((client, _)) = listener.accept().await {
                 let (target, noted, cutting) = (target.clone(), Arc::clone(&noted), Arc::clone(&cutting));
+                let (record, answered) = (Arc::clone(&record), Arc::clone(&record));
+                let connection = connections;
+                connections += 1;
                 tokio::spawn(async move {
                     let Ok(server) = TcpStream::connect(&target).await else { return };
                     let (mut client_rx, mut client_tx) = client.into_split();
@@ -211,7 +231,23 @@ impl RequestTap {
                             if server_rx.read_exact(&mut frame).await.is_err() {
                                 break;
                             }
-                            if lose_rx.recv().await.unwrap_or(false) {
+                            let Some(lose) = lose_rx.recv().await else { break };
+                            // the answer goes with this connection's request of its correlation id
+                            // (an acks=0 Produce gets none, so order alone would pair wrongly)
+                            if let Some(correlation) = frame.first_chunk::<4>() {
+                                let mut answered = answered.lock().unwrap_or_else(|p| p.into_inner());
+                                let asked = answered.iter_mut().rev().find(|x| {
+                                    x.connection == connection
+                                        && x.response.is_none()
+                                        && x.request.get(8..12) == Some(&correlation[..])
+                                });
+                                if let Some(x) = asked {
+                                    let mut whole = size.to_vec();
+                                    whole.extend_from_slice(&frame);
+                                    x.response = Some(whole);
+                                }
+                            }
+                            if lose {
                                 break; // the client's side closes: it never sees this answer
                             }
                             if client_tx.write_all(&size).await.is_err() || client_tx.write_all(&frame).await.is_err() {
@@ -240,6 +276,12 @@ impl RequestTap {
                                 lose = true;
                             }
                         }
+                        {
+                            let mut whole = size.to_vec();
+                            whole.extend_from_slice(&frame);
+                            let exchange = Exchange { connection, request: whole, response: None };
+                            record.lock().unwrap_or_else(|p| p.into_inner()).push(exchange);
+                        }
                         let _ = lose_tx.send(lose);
                         if server_tx.write_all(&size).await.is_err() || server_tx.write_all(&frame).await.is_err() {
                             break;
@@ -249,7 +291,7 @@ impl RequestTap {
                 });
             }
         });
-        RequestTap { port, seen, cut, accept }
+        RequestTap { port, seen, recorded, cut, accept }
     }
 
     /// Loses the answer to the `nth` request (counting from 1, over every connection) with
@@ -273,6 +315,11 @@ impl RequestTap {
     /// The port it listens on.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// Every request relayed so far and its answer, in the order the requests came.
+    pub fn exchanges(&self) -> Vec<Exchange> {
+        self.recorded.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Every (API key, version) sent through it so far, in order per connection.

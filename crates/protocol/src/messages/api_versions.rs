@@ -1,4 +1,5 @@
-//! API key 18 — ApiVersions (KIP-35, Kafka 0.10+). Versions: v0-v3 (v3 flexible).
+//! API key 18 — ApiVersions (KIP-35, Kafka 0.10+). Versions: v0-v4 (v3+ flexible; v4, Kafka 3.9+,
+//! has v3's layout and only allows a supported feature's min version to be 0).
 //!
 //! ```text
 //! ApiVersionsRequest v3  => client_software_name compact_string, client_software_version compact_string, tags
@@ -83,7 +84,7 @@ message! {
     }
 }
 
-crate::top_level!(request ApiVersionsRequest: ApiKey::ApiVersions, versions 0..=3, flexible Some(3), response ApiVersionsResponse);
+crate::top_level!(request ApiVersionsRequest: ApiKey::ApiVersions, versions 0..=4, flexible Some(3), response ApiVersionsResponse);
 
 impl crate::Encode for ApiVersionsResponse {
     fn encode(&self, version: i16, buf: &mut bytes::BytesMut) -> crate::Result<()> {
