@@ -14,7 +14,7 @@
 //! that does not answer ApiVersions (Kafka 0.8/0.9) shows `fallback 0.8.2` and the fallback
 //! release's versions.
 
-use gregor_net::{BrokerVersions, VersionSource};
+use gregor_net::{BrokerVersions, NoCommonVersion, Pool, VersionSource};
 
 use gregor_protocol::frame::ApiKey;
 
@@ -42,12 +42,11 @@ async fn print(consumer: &gregor_simple_consumer::SimpleConsumer) -> Result<(), 
     brokers.sort_by_key(|b| b.id);
     let mut out = Out::stdout();
     for broker in brokers {
-        let text = match cache.pool().get(broker.id).await {
-            Ok(conn) => match conn.versions() {
-                Some(versions) => format_broker(&broker.addr(), broker.id, versions),
-                None => format!("{} (id: {}) -> versions unknown\n", broker.addr(), broker.id),
-            },
-            Err(e) => format!("{} (id: {}) -> unreachable: {e}\n", broker.addr(), broker.id),
+        let addr = broker.addr();
+        let text = match Reach::connect(cache.pool(), &addr).await {
+            Reach::Versions(versions) => format_broker(&addr, broker.id, &versions),
+            Reach::Unknown => format!("{addr} (id: {}) -> versions unknown\n", broker.id),
+            Reach::Unreachable(e) => format!("{addr} (id: {}) -> unreachable: {e}\n", broker.id),
         };
         if let Err(stop) = out.line(text.trim_end().as_bytes()).await {
             return quiet_if_closed(stop);
@@ -59,16 +58,58 @@ async fn print(consumer: &gregor_simple_consumer::SimpleConsumer) -> Result<(), 
     Ok(())
 }
 
+/// What connecting to one broker told of how gregor speaks to it (shared by `api-versions`
+/// and `brokers --bootstrap-server`, so both say the same of the same broker).
+#[derive(Debug)]
+pub(crate) enum Reach {
+    /// The versions it speaks: its ApiVersions answer, or the fallback release's.
+    Versions(BrokerVersions),
+    /// Connected, but the connection carries no versions (not negotiated).
+    Unknown,
+    /// The connection failed.
+    Unreachable(gregor_net::Error),
+}
+
+impl Reach {
+    /// Connects to `addr` through `pool` (negotiating as gregor's clients do: ApiVersions,
+    /// or the fallback release for a broker that closes the connection on it).
+    pub(crate) async fn connect(pool: &Pool, addr: &str) -> Reach {
+        match pool.get_addr(addr).await {
+            Ok(conn) => conn.versions().map_or(Reach::Unknown, |v| Reach::Versions(v.clone())),
+            Err(e) => Reach::Unreachable(e),
+        }
+    }
+}
+
+/// Where a broker's versions came from, in a word or two: `negotiated` (it answered
+/// ApiVersions) or `fallback 0.8.2` (it closed the connection on ApiVersions).
+pub(crate) fn source_name(source: VersionSource) -> String {
+    match source {
+        VersionSource::Negotiated => "negotiated".to_owned(),
+        VersionSource::Fallback(release) => format!("fallback {release}"),
+    }
+}
+
+/// The version of `api` gregor's clients send to a broker that speaks `versions`: the highest
+/// both gregor's clients ([`gregor_net::client_versions`]) and the broker speak.
+///
+/// # Errors
+///
+/// [`NoCommonVersion`] when gregor cannot speak the API to this broker.
+pub(crate) fn usable(versions: &BrokerVersions, api: ApiKey) -> Result<i16, NoCommonVersion> {
+    versions.pick(api, gregor_net::client_versions(api))
+}
+
 /// One broker's block (pure).
 fn format_broker(addr: &str, id: i32, versions: &BrokerVersions) -> String {
     let source = match versions.source() {
-        VersionSource::Negotiated => "negotiated (ApiVersions)".to_owned(),
-        VersionSource::Fallback(release) => format!("fallback {release} (no ApiVersions)"),
+        VersionSource::Negotiated => "(ApiVersions)",
+        VersionSource::Fallback(_) => "(no ApiVersions)",
     };
-    let mut text = format!("{addr} (id: {id}) -> {source} (\n");
+    let mut text = format!("{addr} (id: {id}) -> {} {source} (\n", source_name(versions.source()));
     for (api, min, max) in versions.apis() {
         let code = api.code();
-        let usable = match versions.pick(api, gregor_net::client_versions(api)) {
+        let usable = match usable(versions, api) {
             Ok(v) => format!("usable: {v}"),
             Err(e) => match e.ours {
                 Some((lo, hi)) => format!("unusable: gregor implements {lo} to {hi}"),

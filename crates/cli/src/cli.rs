@@ -54,7 +54,9 @@ pub(crate) enum Command {
     /// Create, list, describe, alter and delete topics (kafka-topics.sh)
     #[command(long_about = TOPICS_ABOUT)]
     Topics(TopicsArgs),
-    /// List the registered brokers and the controller
+    /// List the brokers and the controller, from ZooKeeper or (with how gregor speaks to each
+    /// broker) from a Metadata request
+    #[command(long_about = BROKERS_ABOUT)]
     Brokers(BrokersArgs),
     /// List consumer groups, show their offsets and lag, reset their offsets
     #[command(long_about = GROUPS_ABOUT)]
@@ -660,11 +662,52 @@ pub(crate) struct TopicsArgs {
     pub(crate) output: OutputFormat,
 }
 
-/// Flags of `gregor brokers`.
+const BROKERS_ABOUT: &str = "\
+List the brokers and the controller, from one of two sources (exactly one must be given):
+
+  --zookeeper         the brokers registered in ZooKeeper (/brokers/ids) and the controller
+                      (/controller), as Kafka 0.8.2's tools read them;
+  --bootstrap-server  the brokers a Metadata answer lists (the only way for a KRaft cluster,
+                      which has no ZooKeeper), with each one's rack, the controller (Metadata
+                      v1+ names it), and how gregor speaks to it: `negotiated` (it answered
+                      ApiVersions) or `fallback 0.8.2` (a Kafka 0.8/0.9 broker closes the
+                      connection on ApiVersions; see broker.version.fallback), and the Produce,
+                      Fetch and Metadata versions gregor sends it.";
+
+/// Flags of `gregor brokers`: ZooKeeper or a Metadata request as the source, exactly one.
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("source").required(true).args(["zookeeper", "broker_list"])))]
 pub(crate) struct BrokersArgs {
-    #[command(flatten)]
-    pub(crate) zk: ZkArgs,
+    /// ZooKeeper of the cluster, host:port[,host:port...] and an optional /chroot (Kafka's
+    /// zookeeper.connect): list the brokers registered there
+    #[arg(long, value_name = "HOST:PORT,...[/CHROOT]", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) zookeeper: Option<String>,
+
+    /// How long to wait for a ZooKeeper session (also its session timeout); with --zookeeper
+    /// only
+    #[arg(long, value_name = "MS", default_value_t = 6000, value_parser = value_parser!(u64).range(1500..), conflicts_with = "broker_list")]
+    pub(crate) zookeeper_timeout_ms: u64,
+
+    /// Brokers to bootstrap from, host:port[,host:port...]: list the brokers their Metadata
+    /// answer names, and connect to each to show how gregor speaks to it (for clusters without
+    /// ZooKeeper)
+    #[arg(
+        long,
+        visible_alias = "bootstrap-server",
+        value_name = "HOST:PORT,...",
+        value_parser = NonEmptyStringValueParser::new()
+    )]
+    pub(crate) broker_list: Option<String>,
+
+    /// A client property, repeatable (client.id, api.version.request, broker.version.fallback,
+    /// socket.timeout.ms, security settings, ...); with --bootstrap-server only
+    #[arg(long = "property", value_name = "KEY=VALUE", value_parser = parse_property, conflicts_with = "zookeeper")]
+    pub(crate) properties: Vec<(String, String)>,
+
+    /// A properties file (Kafka's format) with the security settings of the broker
+    /// connections (security.protocol, ssl.*, sasl.*), as Kafka's tools take --command-config
+    #[arg(long, value_name = "FILE")]
+    pub(crate) command_config: Option<std::path::PathBuf>,
 
     /// table or json
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Table)]

@@ -14,7 +14,8 @@
 //!   coordinated), one message value per line, committing on exit (kafka-console-consumer);
 //! * `gregor topics`, `brokers`, `groups`, `health`, `reassign`, `elect-leaders` — cluster
 //!   administration through ZooKeeper with [`Admin`], as Kafka 0.8.2's shell tools; tables for
-//!   people, `--output json` for scripts;
+//!   people, `--output json` for scripts; `brokers --bootstrap-server` lists the brokers from a
+//!   Metadata request instead (clusters without ZooKeeper), with how gregor speaks to each;
 //! * `gregor perf produce|consume` — throughput and latency with a closing summary;
 //! * `gregor audit` — produced against seen per topic and window, from the audit records of
 //!   producers with audit on (exit 1 when anything is missing).
@@ -45,6 +46,7 @@
 mod admin;
 mod api_versions;
 mod audit;
+mod brokers;
 mod cli;
 mod consume;
 mod error;
