@@ -63,7 +63,7 @@ pub mod tools;
 pub mod wire;
 pub mod zookeeper;
 
-pub use cluster::{BrokerConfig, FakeCluster, FakeClusterBuilder, LoggedRequest};
+pub use cluster::{BrokerConfig, FakeCluster, FakeClusterBuilder, LoggedRequest, Timing};
 
 /// Installs a `tracing` subscriber that prints to stderr, filtered by `RUST_LOG` (default
 /// `warn`). Safe to call more than once; for tests and the binary, never for libraries.

@@ -138,6 +138,7 @@ async fn serve_one(ctx: &BrokerCtx, mut frame: Bytes, muted: bool, sasl: &mut Sa
     let id = ctx.id;
     let far = tokio::time::Instant::now() + std::time::Duration::from_secs(86_400 * 365);
     ctx.shared.wait_until(far, |st| st.brokers.get(&id).is_none_or(|b| !b.paused)).await;
+    let frame_len = frame.len() + 4;
     let header = match RequestHeader::decode(&mut frame) {
         Ok(h) => h,
         Err(_) => return Plan::close(),
@@ -195,12 +196,55 @@ async fn serve_one(ctx: &BrokerCtx, mut frame: Bytes, muted: bool, sasl: &mut Sa
     if muted {
         return Plan::mute();
     }
-    fault::serve(fault.as_ref(), &header, request, |request| async {
+    let timing = ctx.shared.config.timing;
+    let arrived = tokio::time::Instant::now();
+    let due = if timing.is_instant() { None } else { Some(request_due(ctx, &timing, arrived, frame_len, &request)) };
+    let plan = fault::serve(fault.as_ref(), &header, request, |request| async {
         match handle(ctx, &header, request).await {
             Reply::Frame(out) => Handled::Frame(out.freeze()),
             Reply::Nothing => Handled::Nothing,
             Reply::Close => Handled::Close,
         }
     })
-    .await
+    .await;
+    if let Some(due) = due {
+        // what goes out takes its turn on the broker too (a Fetch's records)
+        let now = tokio::time::Instant::now();
+        let out = ctx.shared.clocks().broker(id, now, plan.bytes.len(), timing.broker_bytes_per_sec);
+        tokio::time::sleep_until(due.max(out)).await;
+    }
+    plan
+}
+
+/// When the answer to a request may go out under [`Timing`](super::config::Timing): after the
+/// service time, after its bytes have had their turn on the broker, and for a Produce after
+/// each partition's append has had its turn (plus the followers' fetch for acks=-1).
+fn request_due(
+    ctx: &BrokerCtx,
+    timing: &super::config::Timing,
+    arrived: tokio::time::Instant,
+    frame_len: usize,
+    request: &gregor_protocol::messages::AnyRequest,
+) -> tokio::time::Instant {
+    let mut clocks = ctx.shared.clocks();
+    let mut due =
+        clocks.broker(ctx.id, arrived, frame_len, timing.broker_bytes_per_sec).max(arrived + timing.request_service);
+    if let gregor_protocol::messages::AnyRequest::Produce(p) = request {
+        for t in &p.topics {
+            for part in &t.partitions {
+                let appended = clocks.append(
+                    &t.topic,
+                    part.partition,
+                    arrived,
+                    part.message_set.len(),
+                    timing.partition_append_bytes_per_sec,
+                );
+                due = due.max(appended);
+            }
+        }
+        if p.required_acks == -1 {
+            due += timing.replica_fetch_delay;
+        }
+    }
+    due
 }

@@ -158,6 +158,56 @@ pub(crate) struct Shared {
     pub(crate) tls: Option<ServerTls>,
     /// The modern mode's settings; `None` for a Kafka 0.8.2 cluster.
     pub(crate) modern: Option<super::modern::Modern>,
+    /// Where each broker's and partition's queue of work ends ([`super::config::Timing`]).
+    pub(crate) clocks: Mutex<Clocks>,
+}
+
+/// When the brokers' and the partitions' resources are next free (a virtual queue each): a
+/// request that needs one starts when it is free and holds it for its bytes' time.
+#[derive(Debug, Default)]
+pub(crate) struct Clocks {
+    brokers: HashMap<i32, tokio::time::Instant>,
+    partitions: HashMap<(String, i32), tokio::time::Instant>,
+}
+
+/// Holds a resource running at `rate` bytes/s, whose queue ends at `free`, for `bytes`: the
+/// moment they are through.
+fn reserve(
+    free: &mut tokio::time::Instant,
+    now: tokio::time::Instant,
+    bytes: usize,
+    rate: u64,
+) -> tokio::time::Instant {
+    let start = (*free).max(now);
+    let end = if rate == 0 { start } else { start + std::time::Duration::from_secs_f64(bytes as f64 / rate as f64) };
+    *free = end;
+    end
+}
+
+impl Clocks {
+    /// `bytes` through broker `id` (rate `rate`), from `now`.
+    pub(crate) fn broker(
+        &mut self,
+        id: i32,
+        now: tokio::time::Instant,
+        bytes: usize,
+        rate: u64,
+    ) -> tokio::time::Instant {
+        reserve(self.brokers.entry(id).or_insert(now), now, bytes, rate)
+    }
+
+    /// `bytes` appended to a partition's log (rate `rate`), from `now`.
+    pub(crate) fn append(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        now: tokio::time::Instant,
+        bytes: usize,
+        rate: u64,
+    ) -> tokio::time::Instant {
+        let free = self.partitions.entry((topic.to_owned(), partition)).or_insert(now);
+        reserve(free, now, bytes, rate)
+    }
 }
 
 impl Shared {
@@ -174,6 +224,7 @@ impl Shared {
             hooks: Hooks::new(request_log_capacity),
             tls,
             modern,
+            clocks: Mutex::new(Clocks::default()),
         })
     }
 
@@ -199,6 +250,10 @@ impl Shared {
                 return ready(&self.state());
             }
         }
+    }
+
+    pub(crate) fn clocks(&self) -> MutexGuard<'_, Clocks> {
+        self.clocks.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub(crate) fn notify(&self) {
