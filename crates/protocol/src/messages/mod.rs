@@ -150,7 +150,7 @@ impl<P> TopicPartitions<P> {
 }
 
 /// A client request of the APIs a fake broker serves (Kafka 0.8.2's seven, and the handshake,
-/// producer-id and topic-creation requests of later Kafka), for code that serves requests (a
+/// producer-id, group and admin requests of later Kafka), for code that serves requests (a
 /// broker, a proxy) and must dispatch on the header's API key.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -179,6 +179,28 @@ pub enum AnyRequest {
     InitProducerId(InitProducerIdRequest),
     /// API key 36.
     SaslAuthenticate(SaslAuthenticateRequest),
+    /// API key 11.
+    JoinGroup(JoinGroupRequest),
+    /// API key 12.
+    Heartbeat(HeartbeatRequest),
+    /// API key 13.
+    LeaveGroup(LeaveGroupRequest),
+    /// API key 14.
+    SyncGroup(SyncGroupRequest),
+    /// API key 15.
+    DescribeGroups(DescribeGroupsRequest),
+    /// API key 16.
+    ListGroups(ListGroupsRequest),
+    /// API key 20.
+    DeleteTopics(DeleteTopicsRequest),
+    /// API key 32.
+    DescribeConfigs(DescribeConfigsRequest),
+    /// API key 33.
+    AlterConfigs(AlterConfigsRequest),
+    /// API key 37.
+    CreatePartitions(CreatePartitionsRequest),
+    /// API key 44.
+    IncrementalAlterConfigs(IncrementalAlterConfigsRequest),
 }
 
 impl AnyRequest {
@@ -205,6 +227,17 @@ impl AnyRequest {
             ApiKey::CreateTopics => AnyRequest::CreateTopics(body_of(v, body)?),
             ApiKey::InitProducerId => AnyRequest::InitProducerId(body_of(v, body)?),
             ApiKey::SaslAuthenticate => AnyRequest::SaslAuthenticate(body_of(v, body)?),
+            ApiKey::JoinGroup => AnyRequest::JoinGroup(body_of(v, body)?),
+            ApiKey::Heartbeat => AnyRequest::Heartbeat(body_of(v, body)?),
+            ApiKey::LeaveGroup => AnyRequest::LeaveGroup(body_of(v, body)?),
+            ApiKey::SyncGroup => AnyRequest::SyncGroup(body_of(v, body)?),
+            ApiKey::DescribeGroups => AnyRequest::DescribeGroups(body_of(v, body)?),
+            ApiKey::ListGroups => AnyRequest::ListGroups(body_of(v, body)?),
+            ApiKey::DeleteTopics => AnyRequest::DeleteTopics(body_of(v, body)?),
+            ApiKey::DescribeConfigs => AnyRequest::DescribeConfigs(body_of(v, body)?),
+            ApiKey::AlterConfigs => AnyRequest::AlterConfigs(body_of(v, body)?),
+            ApiKey::CreatePartitions => AnyRequest::CreatePartitions(body_of(v, body)?),
+            ApiKey::IncrementalAlterConfigs => AnyRequest::IncrementalAlterConfigs(body_of(v, body)?),
             other => return Err(crate::Error::UnsupportedApiKey(other.code())),
         })
     }
@@ -224,6 +257,17 @@ impl AnyRequest {
             AnyRequest::CreateTopics(_) => CreateTopicsRequest::KEY,
             AnyRequest::InitProducerId(_) => InitProducerIdRequest::KEY,
             AnyRequest::SaslAuthenticate(_) => SaslAuthenticateRequest::KEY,
+            AnyRequest::JoinGroup(_) => JoinGroupRequest::KEY,
+            AnyRequest::Heartbeat(_) => HeartbeatRequest::KEY,
+            AnyRequest::LeaveGroup(_) => LeaveGroupRequest::KEY,
+            AnyRequest::SyncGroup(_) => SyncGroupRequest::KEY,
+            AnyRequest::DescribeGroups(_) => DescribeGroupsRequest::KEY,
+            AnyRequest::ListGroups(_) => ListGroupsRequest::KEY,
+            AnyRequest::DeleteTopics(_) => DeleteTopicsRequest::KEY,
+            AnyRequest::DescribeConfigs(_) => DescribeConfigsRequest::KEY,
+            AnyRequest::AlterConfigs(_) => AlterConfigsRequest::KEY,
+            AnyRequest::CreatePartitions(_) => CreatePartitionsRequest::KEY,
+            AnyRequest::IncrementalAlterConfigs(_) => IncrementalAlterConfigsRequest::KEY,
         }
     }
 }
@@ -243,6 +287,17 @@ impl Encode for AnyRequest {
             AnyRequest::CreateTopics(r) => r.encode(version, buf),
             AnyRequest::InitProducerId(r) => r.encode(version, buf),
             AnyRequest::SaslAuthenticate(r) => r.encode(version, buf),
+            AnyRequest::JoinGroup(r) => r.encode(version, buf),
+            AnyRequest::Heartbeat(r) => r.encode(version, buf),
+            AnyRequest::LeaveGroup(r) => r.encode(version, buf),
+            AnyRequest::SyncGroup(r) => r.encode(version, buf),
+            AnyRequest::DescribeGroups(r) => r.encode(version, buf),
+            AnyRequest::ListGroups(r) => r.encode(version, buf),
+            AnyRequest::DeleteTopics(r) => r.encode(version, buf),
+            AnyRequest::DescribeConfigs(r) => r.encode(version, buf),
+            AnyRequest::AlterConfigs(r) => r.encode(version, buf),
+            AnyRequest::CreatePartitions(r) => r.encode(version, buf),
+            AnyRequest::IncrementalAlterConfigs(r) => r.encode(version, buf),
         }
     }
 }

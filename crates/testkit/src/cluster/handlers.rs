@@ -69,6 +69,20 @@ pub(crate) async fn handle(ctx: &BrokerCtx, header: &RequestHeader, request: Any
             AnyRequest::InitProducerId(r) => {
                 modern::frame_for::<InitProducerIdRequest>(header, &modern::init_producer_id(ctx, &r))
             }
+            AnyRequest::ConsumerMetadata(_)
+            | AnyRequest::JoinGroup(_)
+            | AnyRequest::SyncGroup(_)
+            | AnyRequest::Heartbeat(_)
+            | AnyRequest::LeaveGroup(_)
+            | AnyRequest::OffsetCommit(_)
+            | AnyRequest::OffsetFetch(_)
+            | AnyRequest::DescribeGroups(_)
+            | AnyRequest::ListGroups(_) => super::groups::handle(ctx, header, request).await,
+            AnyRequest::DeleteTopics(_)
+            | AnyRequest::DescribeConfigs(_)
+            | AnyRequest::AlterConfigs(_)
+            | AnyRequest::IncrementalAlterConfigs(_)
+            | AnyRequest::CreatePartitions(_) => super::admin::handle(ctx, header, request).await,
             _ => Reply::Close,
         };
     }

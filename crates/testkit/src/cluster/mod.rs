@@ -21,8 +21,10 @@
 //! [`HostileBroker`](crate::hostile::HostileBroker) can send), [`FakeCluster::set_accept`], and
 //! a request log ([`FakeCluster::requests`]) that names the fault each request met.
 
+mod admin;
 mod config;
 mod controller;
+mod groups;
 mod handlers;
 mod hooks;
 mod kraft;

@@ -56,14 +56,14 @@ pub(crate) const SERVED: &[(ApiKey, i16, i16)] = &[
 
 const SASL_APIS: &[(ApiKey, i16, i16)] = &[(ApiKey::SaslHandshake, 1, 1), (ApiKey::SaslAuthenticate, 0, 2)];
 
-/// The versions this broker advertises, as ApiVersions lists them.
+/// The versions this broker advertises, as ApiVersions lists them: [`SERVED`], the group
+/// coordinator's ([`super::groups::SERVED`]) and the admin APIs' ([`super::admin::SERVED`]).
 pub(crate) fn advertised(modern: &Modern) -> Vec<(ApiKey, i16, i16)> {
     let sasl = if modern.sasl.is_some() { SASL_APIS } else { &[] };
-    SERVED
-        .iter()
-        .chain(sasl)
-        .map(|&(api, min, max)| (api, min, api.versions().map_or(max, |codec| max.min(codec.max))))
-        .collect()
+    let mut all: Vec<(ApiKey, i16, i16)> =
+        SERVED.iter().chain(super::groups::SERVED).chain(super::admin::SERVED).chain(sasl).copied().collect();
+    all.sort_by_key(|(api, _, _)| api.code());
+    all.into_iter().map(|(api, min, max)| (api, min, api.versions().map_or(max, |codec| max.min(codec.max)))).collect()
 }
 
 const UNSUPPORTED_VERSION: i16 = 35;
@@ -131,6 +131,20 @@ pub(crate) fn decode_request(modern: &Modern, header: &RequestHeader, mut body: 
         ApiKey::InitProducerId => read(v, b, AnyRequest::InitProducerId),
         ApiKey::SaslHandshake => read(v, b, AnyRequest::SaslHandshake),
         ApiKey::SaslAuthenticate => read(v, b, AnyRequest::SaslAuthenticate),
+        ApiKey::OffsetCommit => read(v, b, AnyRequest::OffsetCommit),
+        ApiKey::OffsetFetch => read(v, b, AnyRequest::OffsetFetch),
+        ApiKey::ConsumerMetadata => read(v, b, AnyRequest::ConsumerMetadata),
+        ApiKey::JoinGroup => read(v, b, AnyRequest::JoinGroup),
+        ApiKey::Heartbeat => read(v, b, AnyRequest::Heartbeat),
+        ApiKey::LeaveGroup => read(v, b, AnyRequest::LeaveGroup),
+        ApiKey::SyncGroup => read(v, b, AnyRequest::SyncGroup),
+        ApiKey::DescribeGroups => read(v, b, AnyRequest::DescribeGroups),
+        ApiKey::ListGroups => read(v, b, AnyRequest::ListGroups),
+        ApiKey::DeleteTopics => read(v, b, AnyRequest::DeleteTopics),
+        ApiKey::DescribeConfigs => read(v, b, AnyRequest::DescribeConfigs),
+        ApiKey::AlterConfigs => read(v, b, AnyRequest::AlterConfigs),
+        ApiKey::CreatePartitions => read(v, b, AnyRequest::CreatePartitions),
+        ApiKey::IncrementalAlterConfigs => read(v, b, AnyRequest::IncrementalAlterConfigs),
         _ => None,
     };
     request.map_or(Decoded::Close, Decoded::Request)
