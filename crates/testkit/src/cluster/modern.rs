@@ -272,10 +272,12 @@ pub(crate) fn metadata(ctx: &BrokerCtx, modern: &Modern, version: i16, req: &Met
                         }
                     })
                     .collect();
+                let internal = name == super::config::OFFSETS_TOPIC;
                 let mut t = TopicMetadata::new(name, 0, partitions);
                 if version >= 10 {
                     t.topic_id = topic.id;
                 }
+                t.is_internal = version >= 1 && internal;
                 t
             })
             .collect();

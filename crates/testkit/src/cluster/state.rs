@@ -101,6 +101,8 @@ pub(crate) struct State {
     /// The producer id InitProducerId hands out next (modern mode); the first is 0, as on a
     /// fresh Kafka 3.7 broker.
     pub(crate) next_producer_id: i64,
+    /// The modern mode's consumer groups (their coordinators' state).
+    pub(crate) groups: super::groups::Groups,
 }
 
 /// A random topic id (never the zero id, which means "none" on the wire).
