@@ -265,3 +265,127 @@ async fn peers_and_gregor_talk_sasl_over_tls_to_the_modern_fake() {
     round(&cluster, &python, "SASL_SSL", Mechanism::ScramSha512, Some((&ca_file, &ca_pem))).await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// argv: bootstrap, topic, group, count, seconds. A confluent-kafka consumer of `group`
+/// subscribed to `topic` reads until `count` records or the time is up, commits, and prints
+/// `partition offset value` lines, then `assigned p,p,...` for each assignment it was given.
+const CK_GROUP: &str = r#"
+import sys, time
+from confluent_kafka import Consumer
+bootstrap, topic, group, want, seconds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+assigned = []
+def on_assign(c, parts):
+    assigned.append(','.join(str(p) for p in sorted(p.partition for p in parts)))
+c = Consumer({'bootstrap.servers': bootstrap, 'group.id': group, 'auto.offset.reset': 'earliest',
+              'enable.auto.commit': False, 'session.timeout.ms': 6000, 'heartbeat.interval.ms': 500})
+c.subscribe([topic], on_assign=on_assign)
+got, deadline = 0, time.time() + seconds
+while got < want and time.time() < deadline:
+    m = c.poll(0.2)
+    if m is None or m.error():
+        continue
+    print('%d %d %s' % (m.partition(), m.offset(), m.value().decode()), flush=True)
+    got += 1
+try:
+    c.commit(asynchronous=False)
+except Exception as e:
+    if 'No offset stored' not in str(e):
+        raise
+c.close()
+for a in assigned:
+    print('assigned ' + a)
+"#;
+
+/// argv: bootstrap, topic, group, count. A kafka-python consumer of `group` reads `count`
+/// records from its committed offsets on and prints `partition offset value` lines.
+const KP_GROUP: &str = r#"
+import sys
+from kafka import KafkaConsumer
+bootstrap, topic, group, want = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset='earliest',
+                  enable_auto_commit=False, consumer_timeout_ms=20000)
+got = 0
+for m in c:
+    print('%d %d %s' % (m.partition, m.offset, m.value.decode()))
+    got += 1
+    if got == want:
+        break
+c.commit()
+c.close()
+"#;
+
+/// Consumer groups coordinated by the modern fake: two librdkafka consumers of one group split
+/// the topic's partitions between them (a rebalance when the second joins) and read every
+/// record once; their committed offsets carry over to a kafka-python member of the same group,
+/// which reads only what was written after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn peers_share_a_group_coordinated_by_the_modern_fake() {
+    let Some(python) = peers::python_or_skip() else { return };
+    let cluster = FakeCluster::modern().brokers(3).start().await.unwrap();
+    let bootstrap = cluster.bootstrap();
+    cluster.create_topic("grouped", 4, 2).await.unwrap();
+
+    // two members at once: each ends with two partitions, and between them every record, written
+    // once both are in the group (librdkafka rejoins within a heartbeat of the second's join)
+    let args = [bootstrap.as_str(), "grouped", "g1", "40", "15"];
+    let write = async {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        gregor_writes(&bootstrap, "grouped", 40, &[]).await;
+    };
+    let (a, b, ()) = tokio::join!(
+        peers::run_python(&python, CK_GROUP, &args, Duration::from_secs(60)),
+        peers::run_python(&python, CK_GROUP, &args, Duration::from_secs(60)),
+        write,
+    );
+    let mut read = Vec::new();
+    let mut assignments = Vec::new();
+    for run in [a, b] {
+        let out = String::from_utf8_lossy(&run.stdout).into_owned();
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        let mut mine = Vec::new();
+        for line in out.lines() {
+            match line.strip_prefix("assigned ") {
+                Some(parts) => mine.push(parts.to_owned()),
+                None => read.push(line.to_owned()),
+            }
+        }
+        assignments.push(mine);
+    }
+    read.sort();
+    read.dedup();
+    assert_eq!(read.len(), 40, "every record between the two members: {read:?}");
+    // at some point each member held half the partitions, the other half the other's (the
+    // first alone had all four; the last to leave ends with all four again)
+    let halves = |a: &str, b: &str| {
+        let mut both: Vec<&str> = a.split(',').chain(b.split(',')).collect();
+        both.sort_unstable();
+        a.split(',').count() == 2 && both == ["0", "1", "2", "3"]
+    };
+    let split = assignments[0].iter().any(|a| assignments[1].iter().any(|b| halves(a, b)));
+    assert!(split, "the partitions split between the members: {assignments:?}");
+
+    // their commits carry over to a member written by someone else
+    gregor_writes(&bootstrap, "grouped", 8, &[]).await;
+    let out = peers::python_ok(
+        &python,
+        "kafka-python group member",
+        KP_GROUP,
+        &[&bootstrap, "grouped", "g1", "8"],
+        Duration::from_secs(60),
+    )
+    .await;
+    let mut later: Vec<&str> = out.lines().collect();
+    later.sort_unstable();
+    assert_eq!(later.len(), 8, "{out}");
+    let earlier: std::collections::HashSet<(String, String)> = read
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f[0].to_owned(), f[1].to_owned())
+        })
+        .collect();
+    for line in &later {
+        let f: Vec<&str> = line.split(' ').collect();
+        assert!(!earlier.contains(&(f[0].to_owned(), f[1].to_owned())), "only what came after the commits: {line}");
+    }
+}

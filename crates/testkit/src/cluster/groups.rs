@@ -639,11 +639,13 @@ fn commit(ctx: &BrokerCtx, v: i16, req: &OffsetCommitRequest) -> OffsetCommitRes
             },
             None => Err(UNKNOWN_MEMBER_ID),
             Some(g) => {
-                member_check(Some(g), &req.consumer_id, req.group_generation_id)?;
-                if g.phase == Phase::CompletingRebalance || g.phase == Phase::PreparingRebalance {
+                // as Kafka's coordinator: a rebalance being prepared still takes the current
+                // generation's commits (the members commit before they rejoin); one being
+                // completed does not
+                if g.phase == Phase::CompletingRebalance {
                     return Err(REBALANCE_IN_PROGRESS);
                 }
-                Ok(())
+                member_check(Some(g), &req.consumer_id, req.group_generation_id)
             }
         }
     });
