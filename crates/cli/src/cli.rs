@@ -249,9 +249,13 @@ prints them: topic:partition:offset[,offset...] (newest first; nothing after the
 when the broker lists none).
 
 --time -1 (or latest) gives the log end offset, the offset of the next message; -2 (or \
-earliest) the oldest offset still kept; a time in milliseconds since the epoch gives the base \
-offsets of the log segments last written before that time (segment boundaries, not message \
-offsets). With --max above 1, -1 lists the log end and then the segment bases, newest first.";
+earliest) the oldest offset still kept. What a time in milliseconds since the epoch gives \
+depends on the broker. Kafka 0.8 to 0.10.0 (ListOffsets v0): the base offsets of the log \
+segments last written before that time (segment boundaries, not message offsets), and with \
+--max above 1, -1 lists the log end and then the segment bases, newest first. Kafka 0.10.1 and \
+later (ListOffsets v1+, every broker of today): the first offset whose message's timestamp is \
+at or after that time (nothing when every message is older), as kafka-get-offsets.sh gives it; \
+one offset per partition, whatever --max says.";
 
 /// `--compression`: Kafka's codecs (zstd from Kafka 2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -448,11 +452,12 @@ pub(crate) struct OffsetsArgs {
     pub(crate) partition: Vec<i32>,
 
     /// -1 (or `latest`): the log end offset; -2 (or `earliest`): the oldest offset kept; or
-    /// milliseconds since the epoch: the segment base offsets before that time
+    /// milliseconds since the epoch: the segment base offsets before that time (Kafka 0.8 to
+    /// 0.10.0), the first offset at or after it (Kafka 0.10.1 and later)
     #[arg(long, value_name = "-1|-2|MS", allow_negative_numbers = true, value_parser = parse_time)]
     pub(crate) time: i64,
 
-    /// The most offsets to list per partition
+    /// The most offsets to list per partition (Kafka 0.8 to 0.10.0; later brokers answer one)
     #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = 1, value_parser = value_parser!(i32).range(1..))]
     pub(crate) max: i32,
 

@@ -243,13 +243,20 @@ impl SimpleConsumer {
         }
     }
 
-    /// `getOffsetsBefore`: up to `max_number` offsets of the partition before `time`, newest
-    /// first, asked of its leader (Offsets v0).
+    /// `getOffsetsBefore`: offsets of the partition for `time`, asked of its leader in the
+    /// highest ListOffsets version both sides speak.
     ///
     /// `time` is [`LATEST_TIME`] (-1: the log end, the offset the next message gets),
-    /// [`EARLIEST_TIME`] (-2: the oldest offset kept) or milliseconds since the epoch: the base
-    /// offsets of the log segments last written before that time — segment boundaries, not the
-    /// offset of a message at that time (an empty list when every segment is newer).
+    /// [`EARLIEST_TIME`] (-2: the oldest offset kept) or milliseconds since the epoch. What a
+    /// time means, and how many offsets come back, depend on the broker:
+    ///
+    /// * Kafka 0.8 to 0.10.0 (ListOffsets v0): up to `max_number` offsets, newest first; for a
+    ///   time the base offsets of the log segments last written before it — segment
+    ///   boundaries, not the offset of a message at that time (an empty list when every
+    ///   segment is newer);
+    /// * Kafka 0.10.1 and later (v1+): one offset, whatever `max_number` says; for a time the
+    ///   first offset whose record's timestamp is at or after it (an empty list when every
+    ///   record is older), as [`SimpleConsumer::offset_for_time`] gives it.
     ///
     /// A follower answers NotLeaderForPartition and a broker without a replica
     /// UnknownTopicOrPartition: both are retried after a metadata refresh.
