@@ -6,10 +6,12 @@
 //! gregor-testkit [--brokers N] [--zookeeper HOST:PORT[/chroot]] [--port FIRST_PORT]
 //!                [--num-partitions N] [--default-replication-factor N]
 //!                [--offsets-topic-num-partitions N] [--delete-topic-enable]
+//!                [--timing instant|kafka-0.8.2]
 //!                [--request-log N]   (requests kept for inspection; default 1000, 0 = off)
 //!                [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]
 //! gregor-testkit --modern [--brokers N] [--port FIRST_PORT] [--num-partitions N]
-//!                [--default-replication-factor N] [--request-log N]
+//!                [--default-replication-factor N] [--offsets-topic-num-partitions N]
+//!                [--timing instant|kafka-0.8.2] [--request-log N]
 //!                [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]
 //!                [--sasl-user NAME:PASSWORD ... [--sasl-mechanisms PLAIN,SCRAM-SHA-256,SCRAM-SHA-512]]
 //! ```
@@ -23,11 +25,14 @@
 //! broker serves TLS only (`security.protocol=SSL` for clients); `--tls-client-ca` also
 //! requires client certificates signed by that CA.
 //!
+//! `--timing kafka-0.8.2` makes the brokers take the time a real broker under load takes
+//! (`Timing::kafka_0_8_2`: service time, throughput per broker and per partition, followers'
+//! fetch for acks=-1); the default `instant` answers at once.
+//!
 //! `--modern` starts `FakeCluster::modern()`: ApiVersions, Metadata, Produce, Fetch,
-//! ListOffsets, CreateTopics and InitProducerId at today's versions, topics kept in the
-//! cluster's own metadata. `--zookeeper`, `--offsets-topic-num-partitions` and
-//! `--delete-topic-enable` are refused with it: there is no ZooKeeper, and the modern mode
-//! serves no consumer groups and no DeleteTopics (yet). `--sasl-user` (repeatable; the password
+//! ListOffsets, CreateTopics, InitProducerId and the group coordinator's APIs at today's
+//! versions, topics kept in the cluster's own metadata. `--zookeeper` and `--delete-topic-enable` are refused with it: there
+//! is no ZooKeeper, and the modern mode serves no DeleteTopics (yet). `--sasl-user` (repeatable; the password
 //! is everything after the first colon) requires SASL on every connection
 //! (`security.protocol=SASL_PLAINTEXT`, or `SASL_SSL` with `--tls-cert`), with the mechanisms of
 //! `--sasl-mechanisms` (default: all three). Kafka 0.8.2 has no SASL: both need `--modern`.
@@ -50,6 +55,7 @@ use tokio::io::AsyncReadExt;
 
 const USAGE: &str = "usage: gregor-testkit [--brokers N] [--zookeeper HOST:PORT[/chroot]] [--port FIRST_PORT] \
 [--num-partitions N] [--default-replication-factor N] [--offsets-topic-num-partitions N] [--delete-topic-enable] \
+[--timing instant|kafka-0.8.2] \
 [--request-log N] [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]
        gregor-testkit --modern [--brokers N] [--port FIRST_PORT] [--num-partitions N] \
 [--default-replication-factor N] [--request-log N] [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] \
@@ -68,6 +74,8 @@ struct Args {
     replication_factor: Option<i32>,
     offsets_partitions: Option<i32>,
     delete_topic_enable: bool,
+    /// `--timing instant|kafka-0.8.2`.
+    timing: gregor_testkit::Timing,
     request_log: usize,
     tls_cert: Option<String>,
     tls_key: Option<String>,
@@ -97,6 +105,13 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                     Some(num(&value("--offsets-topic-num-partitions")?, "--offsets-topic-num-partitions")?)
             }
             "--delete-topic-enable" => args.delete_topic_enable = true,
+            "--timing" => {
+                args.timing = match value("--timing")?.as_str() {
+                    "instant" => gregor_testkit::Timing::instant(),
+                    "kafka-0.8.2" => gregor_testkit::Timing::kafka_0_8_2(),
+                    other => return Err(format!("--timing {other}: instant or kafka-0.8.2\n{USAGE}")),
+                }
+            }
             "--request-log" => args.request_log = num(&value("--request-log")?, "--request-log")?,
             "--tls-cert" => args.tls_cert = Some(value("--tls-cert")?),
             "--tls-key" => args.tls_key = Some(value("--tls-key")?),
@@ -122,11 +137,6 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     if args.modern {
         let refused = [
             (args.zookeeper.is_some(), "--zookeeper", "the modern mode (KRaft) runs without ZooKeeper"),
-            (
-                args.offsets_partitions.is_some(),
-                "--offsets-topic-num-partitions",
-                "the modern mode serves no consumer groups, so it has no __consumer_offsets",
-            ),
             (args.delete_topic_enable, "--delete-topic-enable", "the modern mode serves no DeleteTopics"),
         ];
         if let Some((_, flag, why)) = refused.iter().find(|(given, _, _)| *given) {
@@ -224,6 +234,7 @@ fn configure(mut builder: FakeClusterBuilder, args: &Args, tls: Option<ServerTls
             c.offsets_topic_num_partitions = n;
         }
         c.delete_topic_enable = args.delete_topic_enable;
+        c.timing = args.timing;
     })
 }
 
