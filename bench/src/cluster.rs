@@ -56,14 +56,15 @@ pub fn testkit_binary(given: Option<PathBuf>) -> Result<PathBuf, String> {
 }
 
 impl Cluster {
-    /// Starts `gregor-testkit --brokers N --delete-topic-enable` and waits for its ready line;
-    /// `threads`: its runtime's worker threads (`TOKIO_WORKER_THREADS`), tokio's default when
-    /// None.
-    pub async fn start(binary: &Path, brokers: usize, threads: Option<usize>) -> Result<Cluster, String> {
+    /// Starts `gregor-testkit --brokers N --delete-topic-enable --timing T` and waits for its
+    /// ready line; `threads`: its runtime's worker threads (`TOKIO_WORKER_THREADS`), tokio's
+    /// default when None; `timing`: the brokers' timing profile (`instant`: answers at once;
+    /// `kafka-0.8.2`: the time a real broker under load takes).
+    pub async fn start(binary: &Path, brokers: usize, threads: Option<usize>, timing: &str) -> Result<Cluster, String> {
         let log = std::env::temp_dir().join(format!("gregor-bench-testkit-{}.log", std::process::id()));
         let log_file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
         let mut child = Command::new(binary)
-            .args(["--brokers", &brokers.to_string(), "--delete-topic-enable"])
+            .args(["--brokers", &brokers.to_string(), "--delete-topic-enable", "--timing", timing])
             .envs(threads.map(|n| ("TOKIO_WORKER_THREADS", n.to_string())))
             .stdin(Stdio::piped()) // it runs until its stdin closes: it dies with us
             .stdout(Stdio::piped())

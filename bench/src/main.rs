@@ -74,6 +74,9 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec] [--out 
   --testkit PATH      a gregor-testkit binary (default: build the workspace's, release)
   --cluster-threads N worker threads of the FakeCluster's runtime (default: tokio's, one per
                       core); it shares the machine's cores with the client under test
+  --timing PROFILE    the brokers' timing: instant (default; answers at once) or kafka-0.8.2
+                      (service time, throughput per broker and partition, followers' fetch:
+                      gregor_testkit::Timing::kafka_0_8_2); run once with each to report both
   --wrap CMD          run each worker under CMD, e.g. --wrap 'perf record -g -o /tmp/w.data --'
                       (files are overwritten by each run: select one client and config)";
 
@@ -118,6 +121,8 @@ pub struct Args {
     pub testkit: Option<PathBuf>,
     /// Worker threads of the FakeCluster's tokio runtime (None: tokio's default, one per core).
     pub cluster_threads: Option<usize>,
+    /// The brokers' timing profile (`gregor-testkit --timing`): `instant` or `kafka-0.8.2`.
+    pub timing: String,
     pub wrap: Vec<String>,
     pub redo: usize,
     pub max_other: f64,
@@ -178,6 +183,7 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
         timeout: Duration::from_secs(900),
         testkit: None,
         cluster_threads: None,
+        timing: "instant".into(),
         wrap: Vec::new(),
         redo: if quick { 0 } else { 3 },
         max_other: 0.15,
@@ -243,6 +249,13 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
             }
             "--testkit" => a.testkit = Some(it.next().ok_or("--testkit needs a path")?.into()),
             "--cluster-threads" => a.cluster_threads = Some(num::<usize>(&flag, it.next())?.max(1)),
+            "--timing" => {
+                let t = it.next().ok_or("--timing needs instant or kafka-0.8.2")?;
+                if t != "instant" && t != "kafka-0.8.2" {
+                    return Err(format!("--timing {t}: instant or kafka-0.8.2"));
+                }
+                a.timing = t;
+            }
             "--librdkafka" => {
                 let kv = it.next().ok_or("--librdkafka needs KEY=VALUE")?;
                 let (k, v) = kv.split_once('=').ok_or_else(|| format!("--librdkafka: {kv:?} is not KEY=VALUE"))?;

@@ -151,10 +151,11 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
     let _ = writeln!(
         s,
         "| cluster | 3-broker FakeCluster + real ZooKeeper (`gregor-testkit`, a process of its own, {}); \
-         every topic replication factor {}{} |",
+         timing profile `{}`; every topic replication factor {}{} |",
         args.cluster_threads.map_or("its runtime with tokio's default worker threads, one per core".to_string(), |n| {
             format!("its runtime with {n} worker thread(s), `--cluster-threads`")
         }),
+        args.timing,
         args.rf,
         res.cluster_rss_kib.map_or(String::new(), |k| format!("; cluster RSS at the end {} MiB", mib(k)))
     );

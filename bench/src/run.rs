@@ -316,7 +316,7 @@ pub async fn coordinate(args: Args) -> Result<bool, String> {
     if args.suites.producer || args.suites.latency || args.suites.consumer {
         let binary = crate::cluster::testkit_binary(args.testkit.clone())?;
         let t = Instant::now();
-        let cluster = Cluster::start(&binary, BROKERS, args.cluster_threads).await?;
+        let cluster = Cluster::start(&binary, BROKERS, args.cluster_threads, &args.timing).await?;
         eprintln!(
             "cluster: {} (zookeeper {}, pid {}, log {}) up in {:.1?}",
             cluster.brokers,
