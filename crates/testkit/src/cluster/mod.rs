@@ -391,6 +391,9 @@ impl FakeCluster {
     pub fn modern() -> FakeClusterBuilder {
         let mut builder = FakeCluster::builder(String::new());
         builder.config.message_max_bytes = MODERN_MESSAGE_MAX_BYTES;
+        // Kafka 3.7's defaults where they differ from 0.8.2's
+        builder.config.delete_topic_enable = true;
+        builder.config.unclean_leader_election_enable = false;
         builder.modern = Some(modern::Modern { cluster_id: modern_cluster_id(), sasl: None });
         builder
     }
