@@ -378,6 +378,43 @@ async fn config_changes_are_checked_take_effect_and_are_described_with_their_sou
     assert_eq!(find("delete.topic.enable").value.as_deref(), Some("true"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_topics_checks_configs_and_lists_them_all_from_v5() {
+    let cluster = cluster(1, 1).await;
+    let mut c = conn(&cluster, 1).await;
+    let create = |name: &str, config: (&str, &str)| CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: name.into(),
+            num_partitions: 1,
+            replication_factor: 1,
+            configs: vec![CreatableTopicConfig {
+                name: config.0.into(),
+                value: Some(config.1.into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        timeout_ms: 5000,
+        ..Default::default()
+    };
+    for bad in [("no.such.config", "1"), ("retention.ms", "soon")] {
+        let answer = c.call(7, &create("bad", bad)).await;
+        assert_eq!(answer.topics[0].error_code, 40, "{bad:?}");
+        assert_eq!(cluster.topic_id("bad"), None);
+    }
+    let answer = c.call(7, &create("good", ("retention.ms", "1000"))).await;
+    let t = &answer.topics[0];
+    assert_eq!(t.error_code, 0);
+    let configs = t.configs.as_ref().unwrap();
+    assert_eq!(configs.len(), 31);
+    assert!(configs.windows(2).all(|w| w[0].name < w[1].name), "by name");
+    let find = |n: &str| configs.iter().find(|c| c.name == n).unwrap();
+    assert_eq!((find("retention.ms").value.as_deref(), find("retention.ms").config_source), (Some("1000"), 1));
+    assert_eq!(find("segment.bytes").config_source, 4);
+    assert_eq!(find("cleanup.policy").config_source, 5);
+    assert_eq!(cluster.topic_config("good"), own(&[("retention.ms", "1000")]));
+}
+
 /// confluent-kafka's AdminClient (librdkafka) against the fake: create, describe, alter
 /// (incrementally), add partitions, delete. Prints what it saw, one fact a line.
 const ADMIN_SCRIPT: &str = r#"
