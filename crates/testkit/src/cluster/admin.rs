@@ -403,13 +403,13 @@ fn alter_configs(ctx: &BrokerCtx, req: &AlterConfigsRequest) -> AlterConfigsResp
                 let mut new = BTreeMap::new();
                 for c in &r.configs {
                     match &c.value {
-                        Some(v) => topic_configs::check(&c.name, v).map_err(|e| (INVALID_CONFIG, e))?,
+                        Some(v) => {
+                            topic_configs::check(&c.name, v).map_err(|e| (INVALID_CONFIG, e))?;
+                            new.insert(c.name.clone(), v.clone());
+                        }
                         // a null value leaves the config at its default
-                        None if topic_configs::topic_config(&c.name).is_some() => continue,
+                        None if topic_configs::topic_config(&c.name).is_some() => {}
                         None => return Err((INVALID_CONFIG, format!("unknown topic config {}", c.name))),
-                    }
-                    if let Some(v) = &c.value {
-                        new.insert(c.name.clone(), v.clone());
                     }
                 }
                 if !req.validate_only {
