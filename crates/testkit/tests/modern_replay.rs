@@ -2,7 +2,8 @@
 //! a genuine Kafka 3.7.0 broker (gregor-protocol's `tests/data/kafka-3.7.0`, see its INDEX.md).
 //!
 //! Every captured request of an API the modern mode serves (ApiVersions, Metadata, Produce,
-//! Fetch, ListOffsets, CreateTopics, InitProducerId) is sent, in capture order, to a fresh fake
+//! Fetch, ListOffsets, CreateTopics, InitProducerId, DeleteTopics, DescribeConfigs,
+//! AlterConfigs, IncrementalAlterConfigs, CreatePartitions) is sent, in capture order, to a fresh fake
 //! set up as the genuine broker was (node 1, the same topics), and the fake's answer is compared
 //! field by field with the genuine one. What differs by nature is set aside: random ids (topic
 //! ids, which requests naming topics by id are rewritten for; the cluster id; fetch session
@@ -146,7 +147,7 @@ async fn every_served_capture_is_answered_as_the_genuine_broker_did() {
         let answer = ask(&mut socket, &request).await.expect("an ApiVersions answer");
         decode_answer::<ApiVersionsRequest>(3, answer).api_keys.iter().map(|a| a.api_key).collect()
     };
-    for api in [0, 1, 2, 3, 18, 19, 22] {
+    for api in [0, 1, 2, 3, 18, 19, 20, 22, 32, 33, 37, 44] {
         assert!(served.contains(&api), "API {api} served: {served:?}");
     }
     let mut replayed = Vec::new();
@@ -320,6 +321,35 @@ async fn every_served_capture_is_answered_as_the_genuine_broker_did() {
                 format!("{:?}", decode_answer::<ListGroupsRequest>(v, answer)),
                 format!("{:?}", decode_answer::<ListGroupsRequest>(v, genuine)),
             ),
+            ApiKey::DeleteTopics => {
+                // v6+ answers name each topic's id, random per run
+                let clear = |mut r: DeleteTopicsResponse| {
+                    for t in &mut r.responses {
+                        t.topic_id = Uuid::ZERO;
+                    }
+                    format!("{r:?}")
+                };
+                (
+                    clear(decode_answer::<DeleteTopicsRequest>(v, answer)),
+                    clear(decode_answer::<DeleteTopicsRequest>(v, genuine)),
+                )
+            }
+            ApiKey::DescribeConfigs => (
+                format!("{:?}", decode_answer::<DescribeConfigsRequest>(v, answer)),
+                format!("{:?}", decode_answer::<DescribeConfigsRequest>(v, genuine)),
+            ),
+            ApiKey::AlterConfigs => (
+                format!("{:?}", decode_answer::<AlterConfigsRequest>(v, answer)),
+                format!("{:?}", decode_answer::<AlterConfigsRequest>(v, genuine)),
+            ),
+            ApiKey::IncrementalAlterConfigs => (
+                format!("{:?}", decode_answer::<IncrementalAlterConfigsRequest>(v, answer)),
+                format!("{:?}", decode_answer::<IncrementalAlterConfigsRequest>(v, genuine)),
+            ),
+            ApiKey::CreatePartitions => (
+                format!("{:?}", decode_answer::<CreatePartitionsRequest>(v, answer)),
+                format!("{:?}", decode_answer::<CreatePartitionsRequest>(v, genuine)),
+            ),
             other => panic!("{}: {other:?} is not served", fx.name),
         };
         // the fake's member ids read as the genuine broker's
@@ -332,8 +362,8 @@ async fn every_served_capture_is_answered_as_the_genuine_broker_did() {
         }
         replayed.push(fx.name.clone());
     }
-    // every capture of the APIs served: the data path's, and the group coordinator's
-    assert!(replayed.len() >= 90, "replayed {}: {replayed:?}", replayed.len());
+    // every capture of the APIs served: the data path's, the group coordinator's and the admin APIs'
+    assert!(replayed.len() >= 100, "replayed {}: {replayed:?}", replayed.len());
     for api in [
         "join_group",
         "sync_group",
@@ -348,5 +378,14 @@ async fn every_served_capture_is_answered_as_the_genuine_broker_did() {
         assert!(replayed.iter().any(|n| n.starts_with(api)), "{api} replayed: {replayed:?}");
     }
     println!("replayed {} captures", replayed.len());
+    for admin in [
+        "describe_configs_v1_admin",
+        "alter_configs_v2_admin",
+        "incremental_alter_configs_v1_admin",
+        "create_partitions_v2_admin",
+        "delete_topics_v4_admin",
+    ] {
+        assert!(replayed.iter().any(|r| r == admin), "{admin} replayed");
+    }
     assert!(failures.is_empty(), "{} of {} answers differ:\n{}", failures.len(), replayed.len(), failures.join("\n"));
 }

@@ -35,6 +35,7 @@ mod records;
 mod replicator;
 mod server;
 mod state;
+mod topic_configs;
 mod topics;
 
 use std::collections::BTreeMap;
@@ -382,15 +383,23 @@ impl FakeCluster {
     /// Kafka 3.7's newest of Produce (v3-v10, one RecordBatch v2 per partition, idempotent
     /// producers' sequences checked), Fetch (v4-v16, topic ids from v13), ListOffsets (v1-v8,
     /// by time too), Metadata (v0-v12, topic ids), CreateTopics (v2-v7) and InitProducerId
-    /// (v0-v4), over plaintext, [TLS](FakeClusterBuilder::tls) and
-    /// [SASL](FakeClusterBuilder::sasl). Topics live in the cluster's own metadata: created by
-    /// [`FakeCluster::create_topic`], CreateTopics or auto-creation. Replication, ISRs, acks,
-    /// leader moves and broker kills work as in the 0.8.2 mode. Not served (yet): consumer
-    /// groups and offsets over Kafka APIs, transactions, admin APIs past CreateTopics; a client
-    /// asking for one finds it missing from ApiVersions.
+    /// (v0-v4), and the admin APIs DeleteTopics (v1-v6), DescribeConfigs (v1-v4, a Kafka 3.7
+    /// topic's 31 configs with sources and synonyms), AlterConfigs (v0-v2),
+    /// IncrementalAlterConfigs (v0-v1) and CreatePartitions (v0-v3), over plaintext,
+    /// [TLS](FakeClusterBuilder::tls) and [SASL](FakeClusterBuilder::sasl). Topics live in the
+    /// cluster's own metadata: created by [`FakeCluster::create_topic`], CreateTopics or
+    /// auto-creation. Replication, ISRs, acks, leader moves and broker kills work as in the 0.8.2
+    /// mode. Where Kafka 3.7's defaults differ from 0.8.2's, the builder starts from 3.7's:
+    /// `delete.topic.enable=true`, `unclean.leader.election.enable=false`,
+    /// `message.max.bytes=1048588`. Not served (yet): consumer groups and offsets over Kafka
+    /// APIs, transactions, other admin APIs; a client asking for one finds it missing from
+    /// ApiVersions.
     pub fn modern() -> FakeClusterBuilder {
         let mut builder = FakeCluster::builder(String::new());
         builder.config.message_max_bytes = MODERN_MESSAGE_MAX_BYTES;
+        // Kafka 3.7's defaults where they differ from 0.8.2's
+        builder.config.delete_topic_enable = true;
+        builder.config.unclean_leader_election_enable = false;
         builder.modern = Some(modern::Modern { cluster_id: modern_cluster_id(), sasl: None });
         builder
     }
@@ -536,6 +545,13 @@ impl FakeCluster {
     /// writes, as in Kafka.
     pub fn unclean_elections(&self) -> u64 {
         self.shared.state().unclean_elections
+    }
+
+    /// A topic's own config settings (what CreateTopics, AlterConfigs or
+    /// IncrementalAlterConfigs set; unset configs take the broker's values), or `None` when the
+    /// topic does not exist.
+    pub fn topic_config(&self, topic: &str) -> Option<BTreeMap<String, String>> {
+        self.shared.state().topics.get(topic).map(|t| t.config.clone())
     }
 
     /// The current controller's id.

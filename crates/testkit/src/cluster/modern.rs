@@ -23,6 +23,7 @@ use rand::Rng;
 use super::handlers::{BrokerCtx, Reply};
 use super::kraft::{self, NotCreated};
 use super::records;
+use super::topic_configs;
 use crate::sasl::{Mechanism, SaslServer, Step};
 
 /// The modern mode's settings (see [`crate::FakeClusterBuilder::modern`]).
@@ -74,6 +75,7 @@ const TOPIC_ALREADY_EXISTS: i16 = 36;
 const INVALID_PARTITIONS: i16 = 37;
 const INVALID_REPLICATION_FACTOR: i16 = 38;
 const INVALID_TOPIC: i16 = 17;
+const INVALID_CONFIG: i16 = 40;
 const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
 const SASL_AUTHENTICATION_FAILED: i16 = 58;
@@ -389,7 +391,9 @@ pub(crate) fn init_producer_id(ctx: &BrokerCtx, req: &InitProducerIdRequest) -> 
     InitProducerIdResponse { producer_id, producer_epoch, ..Default::default() }
 }
 
-/// CreateTopics, as a KRaft controller answers it (at once; `timeout_ms` is not waited).
+/// CreateTopics, as a KRaft controller answers it (at once; `timeout_ms` is not waited). A
+/// config Kafka 3.7 does not know, or a value it refuses, answers 40 INVALID_CONFIG; v5+ answers
+/// list every config of the new topic (by name) with its value and source.
 pub(crate) fn create_topics(ctx: &BrokerCtx, version: i16, req: &CreateTopicsRequest) -> CreateTopicsResponse {
     let cfg = &ctx.shared.config;
     let live = {
@@ -408,6 +412,7 @@ pub(crate) fn create_topics(ctx: &BrokerCtx, version: i16, req: &CreateTopicsReq
             let config: BTreeMap<String, String> =
                 t.configs.iter().filter_map(|c| c.value.clone().map(|v| (c.name.clone(), v))).collect();
             let exists = ctx.shared.state().topics.contains_key(&t.name);
+            let bad_config = config.iter().find_map(|(k, v)| topic_configs::check(k, v).err());
             let refused = if exists {
                 Some((TOPIC_ALREADY_EXISTS, format!("Topic '{}' already exists.", t.name)))
             } else if let Err(e) = gregor_zk::paths::validate_topic_name(&t.name) {
@@ -421,6 +426,8 @@ pub(crate) fn create_topics(ctx: &BrokerCtx, version: i16, req: &CreateTopicsReq
                         "Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be reached because only {live} broker(s) are registered."
                     ),
                 ))
+            } else if let Some(why) = bad_config {
+                Some((INVALID_CONFIG, why))
             } else if req.validate_only {
                 None
             } else {
@@ -445,13 +452,16 @@ pub(crate) fn create_topics(ctx: &BrokerCtx, version: i16, req: &CreateTopicsReq
                     out.replication_factor = topic
                         .and_then(|t| t.partitions.values().next())
                         .map_or(rf, |p| p.replicas.len() as i32) as i16;
+                    // every config of the topic, by name, as a KRaft controller lists them
+                    let mut all = topic_configs::describe_topic(cfg, &config);
+                    all.sort_by_key(|d| d.name);
                     out.configs = Some(
-                        config
-                            .iter()
-                            .map(|(k, v)| CreatableTopicConfigs {
-                                name: k.clone(),
-                                value: Some(v.clone()),
-                                config_source: 1,
+                        all.into_iter()
+                            .map(|d| CreatableTopicConfigs {
+                                name: d.name.to_owned(),
+                                value: Some(d.value),
+                                read_only: d.read_only,
+                                config_source: d.source,
                                 ..Default::default()
                             })
                             .collect(),
