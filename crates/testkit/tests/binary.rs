@@ -188,7 +188,6 @@ async fn flags_that_make_no_sense_in_a_mode_are_refused_with_the_reason() {
             "--zookeeper does not go with --modern: the modern mode (KRaft) runs without ZooKeeper",
         ),
         (&["--modern", "--timing", "slow"], "--timing slow: instant or kafka-0.8.2"),
-        (&["--modern", "--delete-topic-enable"], "--delete-topic-enable does not go with --modern"),
         (&["--sasl-user", "alice:secret"], "--sasl-user and --sasl-mechanisms need --modern: Kafka 0.8.2 has no SASL"),
         (&["--modern", "--sasl-mechanisms", "PLAIN"], "--sasl-mechanisms needs at least one --sasl-user"),
         (&["--modern", "--sasl-user", "alice"], "--sasl-user: no colon between NAME and PASSWORD"),

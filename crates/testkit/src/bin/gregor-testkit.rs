@@ -30,9 +30,10 @@
 //! fetch for acks=-1); the default `instant` answers at once.
 //!
 //! `--modern` starts `FakeCluster::modern()`: ApiVersions, Metadata, Produce, Fetch,
-//! ListOffsets, CreateTopics, InitProducerId and the group coordinator's APIs at today's
-//! versions, topics kept in the cluster's own metadata. `--zookeeper` and `--delete-topic-enable` are refused with it: there
-//! is no ZooKeeper, and the modern mode serves no DeleteTopics (yet). `--sasl-user` (repeatable; the password
+//! ListOffsets, CreateTopics, InitProducerId, the group coordinator's and the admin APIs at
+//! today's versions, topics kept in the cluster's own metadata. `--zookeeper` is refused with
+//! it (there is no ZooKeeper); topics can be deleted without `--delete-topic-enable`, as
+//! Kafka 3.x's default has it. `--sasl-user` (repeatable; the password
 //! is everything after the first colon) requires SASL on every connection
 //! (`security.protocol=SASL_PLAINTEXT`, or `SASL_SSL` with `--tls-cert`), with the mechanisms of
 //! `--sasl-mechanisms` (default: all three). Kafka 0.8.2 has no SASL: both need `--modern`.
@@ -135,10 +136,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         return Err("--tls-client-ca needs --tls-cert and --tls-key".to_owned());
     }
     if args.modern {
-        let refused = [
-            (args.zookeeper.is_some(), "--zookeeper", "the modern mode (KRaft) runs without ZooKeeper"),
-            (args.delete_topic_enable, "--delete-topic-enable", "the modern mode serves no DeleteTopics"),
-        ];
+        let refused = [(args.zookeeper.is_some(), "--zookeeper", "the modern mode (KRaft) runs without ZooKeeper")];
         if let Some((_, flag, why)) = refused.iter().find(|(given, _, _)| *given) {
             return Err(format!("{flag} does not go with --modern: {why}"));
         }
@@ -233,7 +231,8 @@ fn configure(mut builder: FakeClusterBuilder, args: &Args, tls: Option<ServerTls
         if let Some(n) = args.offsets_partitions {
             c.offsets_topic_num_partitions = n;
         }
-        c.delete_topic_enable = args.delete_topic_enable;
+        // Kafka 3.x deletes topics by default (the modern mode's default); 0.8.2 only when asked
+        c.delete_topic_enable |= args.delete_topic_enable;
         c.timing = args.timing;
     })
 }
