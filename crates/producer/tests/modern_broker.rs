@@ -176,3 +176,63 @@ async fn gregor_writes_librdkafka_reads(bootstrap: &str, python: &std::path::Pat
         assert_eq!(read, sent, "{topic}: librdkafka reads what gregor wrote, where the results said");
     }
 }
+
+/// KIP-360: when a numbered batch fails for good, the idempotent producer's next batches go
+/// under the same producer id at the next epoch (InitProducerId v3+ naming the last id and
+/// epoch), against the FakeCluster's modern mode, which bumps epochs as Kafka 2.5+ does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_failed_batch_the_idempotent_producer_bumps_its_epoch() {
+    use gregor_protocol::message::DecodeOptions;
+    use gregor_protocol::messages::AnyRequest;
+    use gregor_protocol::record::Batches;
+    use gregor_protocol::ErrorCode;
+    use gregor_testkit::fault::{Fault, Rule};
+
+    let cluster = gregor_testkit::FakeCluster::modern().brokers(1).start().await.unwrap();
+    cluster.create_topic("bump", 1, 1).await.unwrap();
+    let config = ProducerConfig::from_properties([
+        ("bootstrap.servers", cluster.bootstrap().as_str()),
+        ("enable.idempotence", "true"),
+        ("acks", "all"),
+        ("linger.ms", "1"),
+    ])
+    .unwrap();
+    let producer: AsyncProducer<Vec<u8>, Vec<u8>> = AsyncProducer::new(config, BytesEncoder, BytesEncoder).unwrap();
+    // the first batch meets a code that is final: its record fails
+    cluster.intercept(Rule::on(ApiKey::Produce, Fault::Error(ErrorCode::InvalidRecord)).once());
+    let first = producer.send(Record::new("bump", b"lost".to_vec())).await.unwrap();
+    let failed = tokio::time::timeout(Duration::from_secs(30), first).await.unwrap();
+    assert!(failed.is_err(), "{failed:?}");
+    for i in 0..3 {
+        let delivery = producer.send(Record::new("bump", format!("v{i}").into_bytes())).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(30), delivery).await.unwrap().unwrap();
+    }
+    assert!(producer.close(Duration::from_secs(5)).await.is_ok());
+
+    let log = cluster.requests();
+    let inits: Vec<(i64, i16)> = log
+        .iter()
+        .filter_map(|r| match &r.request {
+            AnyRequest::InitProducerId(i) => Some((i.producer_id, i.producer_epoch)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(inits, [(-1, -1), (0, 0)], "a new id, then the bump of its epoch");
+    // the batches after the failure: producer id 0 at epoch 1, numbered from 0 again
+    let after: Vec<(i64, i16, i32)> = log
+        .iter()
+        .filter(|r| r.fault == Fault::Answer)
+        .filter_map(|r| match &r.request {
+            AnyRequest::Produce(p) => Some(p.topics[0].partitions[0].message_set.as_bytes().clone()),
+            _ => None,
+        })
+        .flat_map(|bytes| Batches::new(bytes, &DecodeOptions::default()).collect::<Vec<_>>())
+        .map(|b| {
+            let h = *b.unwrap().header();
+            (h.producer_id, h.producer_epoch, h.base_sequence)
+        })
+        .collect();
+    assert!(!after.is_empty());
+    assert_eq!(after[0], (0, 1, 0), "{after:?}");
+    assert!(after.iter().all(|&(id, epoch, _)| (id, epoch) == (0, 1)), "{after:?}");
+}

@@ -8,9 +8,13 @@
 //!  round task ─► producer_id(generation): InitProducerId on the round's connection, once
 //!  answer 46 DUPLICATE_SEQUENCE_NUMBER ─► delivered, 45 OUT_OF_ORDER ─► retried
 //!                (crate::outcome decides, told the producer is idempotent)
-//!  a numbered batch that fails for good ─► reset: a new generation, a new producer id for the
-//!                next batches, every partition numbered from 0 (what the broker holds of the
-//!                failed batch is unknown, so the old numbering cannot go on)
+//!  a numbered batch that fails for good ─► reset: a new generation for the next batches, every
+//!                partition numbered from 0 (what the broker holds of the failed batch is
+//!                unknown, so the old numbering cannot go on). Its producer id: with
+//!                InitProducerId v3+ (Kafka 2.5+, KIP-360) the same id at the next epoch, asked
+//!                by naming the last generation's id and epoch (the broker then refuses the old
+//!                epoch's batches still in flight: 47 INVALID_PRODUCER_EPOCH); from an older
+//!                broker, or if the bump is refused, a new producer id
 //! ```
 //!
 //! Sequences wrap from `i32::MAX` to 0, as Kafka's do.
@@ -75,7 +79,28 @@ pub(super) async fn producer_id(
         return Ok(id);
     }
     let version = conn.client_version::<InitProducerIdRequest>()?;
-    let answer = conn.request(version, &InitProducerIdRequest::default()).await?;
+    // KIP-360: a later generation bumps the epoch of the last one's producer id
+    let last = ids
+        .ids
+        .iter()
+        .filter(|(g, _)| **g < generation)
+        .max_by_key(|(g, _)| **g)
+        .map(|(_, id)| *id)
+        .filter(|_| version >= 3);
+    let mut answer = None;
+    if let Some((producer_id, producer_epoch)) = last {
+        let bump = InitProducerIdRequest { producer_id, producer_epoch, ..Default::default() };
+        let bumped = conn.request(version, &bump).await?;
+        if bumped.error_code == 0 {
+            answer = Some(bumped);
+        } else {
+            tracing::debug!(code = bumped.error_code, "the epoch bump was refused: asking for a new producer id");
+        }
+    }
+    let answer = match answer {
+        Some(a) => a,
+        None => conn.request(version, &InitProducerIdRequest::default()).await?,
+    };
     if let Some(code) = ErrorCode::from_i16(answer.error_code) {
         return Err(gregor_net::Error::broker(code, format!("InitProducerId at {}", conn.addr())));
     }
