@@ -8,6 +8,7 @@
 //! | [`request_timeout`](ProducerConfigBuilder::request_timeout) | `request.timeout.ms` | `10000` ([`DEFAULT_REQUEST_TIMEOUT`]) |
 //! | [`queue_buffering_max`](ProducerConfigBuilder::queue_buffering_max) | `queue.buffering.max.ms` | `5000` ([`DEFAULT_QUEUE_BUFFERING_MAX`]) |
 //! | [`queue_buffering_max_messages`](ProducerConfigBuilder::queue_buffering_max_messages) | `queue.buffering.max.messages` | `10000` ([`DEFAULT_QUEUE_BUFFERING_MAX_MESSAGES`]) |
+//! | [`queue_buffering_max_bytes`](ProducerConfigBuilder::queue_buffering_max_bytes) | `queue.buffering.max.bytes` (not 0.8.2's; Java's `buffer.memory`, librdkafka's `queue.buffering.max.kbytes` in bytes) | `0` = none: only the message bound |
 //! | [`queue_enqueue_timeout`](ProducerConfigBuilder::queue_enqueue_timeout) | `queue.enqueue.timeout.ms` | `-1` = block ([`DEFAULT_QUEUE_ENQUEUE_TIMEOUT`]) |
 //! | [`batch_num_messages`](ProducerConfigBuilder::batch_num_messages) | `batch.num.messages` | `200` ([`DEFAULT_BATCH_NUM_MESSAGES`]) |
 //! | [`message_send_max_retries`](ProducerConfigBuilder::message_send_max_retries) | `message.send.max.retries` | `3` ([`DEFAULT_MESSAGE_SEND_MAX_RETRIES`]) |
@@ -104,6 +105,7 @@ pub const PROPERTIES: &[&str] = &[
     "request.timeout.ms",
     "queue.buffering.max.ms",
     "queue.buffering.max.messages",
+    "queue.buffering.max.bytes",
     "queue.enqueue.timeout.ms",
     "batch.num.messages",
     "message.send.max.retries",
@@ -136,6 +138,7 @@ pub const MODERN_NAMES: &[Alias] = &[
     Alias { modern: "retries", classic: "message.send.max.retries", translate: None },
     Alias { modern: "compression.type", classic: "compression.codec", translate: None },
     Alias { modern: "max.block.ms", classic: "queue.enqueue.timeout.ms", translate: None },
+    Alias { modern: "buffer.memory", classic: "queue.buffering.max.bytes", translate: None },
     Alias { modern: "metadata.max.age.ms", classic: "topic.metadata.refresh.interval.ms", translate: None },
 ];
 
@@ -148,7 +151,6 @@ fn acks_all(value: &str) -> Option<String> {
 /// as unknown.
 const NOT_YET: &[(&str, &str)] = &[
     ("batch.size", "bytes per partition batch are not supported yet: gregor batches by batch.num.messages"),
-    ("buffer.memory", "a byte bound on the queue is not supported yet: bound it with queue.buffering.max.messages"),
     ("delivery.timeout.ms", "not supported yet: a record fails after message.send.max.retries retries"),
 ];
 
@@ -268,6 +270,7 @@ pub struct ProducerConfig {
     queue_buffering_max: Duration,
     queue_buffering_max_messages: usize,
     queue_enqueue_timeout: EnqueueTimeout,
+    queue_buffering_max_bytes: Option<usize>,
     batch_num_messages: usize,
     message_send_max_retries: u32,
     retry_backoff: Duration,
@@ -298,6 +301,7 @@ impl Default for ProducerConfig {
             queue_buffering_max: DEFAULT_QUEUE_BUFFERING_MAX,
             queue_buffering_max_messages: DEFAULT_QUEUE_BUFFERING_MAX_MESSAGES,
             queue_enqueue_timeout: DEFAULT_QUEUE_ENQUEUE_TIMEOUT,
+            queue_buffering_max_bytes: None,
             batch_num_messages: DEFAULT_BATCH_NUM_MESSAGES,
             message_send_max_retries: DEFAULT_MESSAGE_SEND_MAX_RETRIES,
             retry_backoff: DEFAULT_RETRY_BACKOFF,
@@ -377,6 +381,10 @@ impl ProducerConfig {
                 "request.timeout.ms" => b.request_timeout(p.ms(1)?),
                 "queue.buffering.max.ms" => b.queue_buffering_max(p.ms(0)?),
                 "queue.buffering.max.messages" => b.queue_buffering_max_messages(p.int(1)?),
+                "queue.buffering.max.bytes" => {
+                    let n: usize = p.int(0)?;
+                    b.queue_buffering_max_bytes((n > 0).then_some(n))
+                }
                 "queue.enqueue.timeout.ms" => {
                     let n: i64 = value
                         .parse()
@@ -439,6 +447,7 @@ impl ProducerConfig {
             ("request.timeout.ms", ms(self.request_timeout)),
             ("queue.buffering.max.ms", ms(self.queue_buffering_max)),
             ("queue.buffering.max.messages", self.queue_buffering_max_messages.to_string()),
+            ("queue.buffering.max.bytes", self.queue_buffering_max_bytes.unwrap_or(0).to_string()),
             ("queue.enqueue.timeout.ms", self.queue_enqueue_timeout.as_ms().to_string()),
             ("batch.num.messages", self.batch_num_messages.to_string()),
             ("message.send.max.retries", self.message_send_max_retries.to_string()),
@@ -501,6 +510,11 @@ impl ProducerConfig {
     /// `queue.enqueue.timeout.ms`.
     pub fn queue_enqueue_timeout(&self) -> EnqueueTimeout {
         self.queue_enqueue_timeout
+    }
+
+    /// `queue.buffering.max.bytes`: the bytes the queue may hold, if bounded.
+    pub fn queue_buffering_max_bytes(&self) -> Option<usize> {
+        self.queue_buffering_max_bytes
     }
 
     /// `batch.num.messages`.
@@ -703,6 +717,27 @@ impl ProducerConfigBuilder {
         self
     }
 
+    /// `queue.buffering.max.bytes` (Java's `buffer.memory`; librdkafka's
+    /// `queue.buffering.max.kbytes`, in bytes): a second bound on the queue, the bytes its
+    /// records hold, counted as each weighs on the wire as Message v0 in a MessageSet (key +
+    /// value + 26 bytes) plus its headers' keys and values, from `send` to its result. Default:
+    /// none (`None`; `0` as a property): only `queue.buffering.max.messages` bounds the queue
+    /// (as a property at most 2147483647). With both, a send
+    /// needs a place and its bytes, and waits or fails for either as `queue.enqueue.timeout.ms`
+    /// says (the same [`crate::SendError::QueueFull`], the record given back); a record larger
+    /// than the byte bound is refused at once ([`crate::SendError::InvalidRecord`]). To weigh a
+    /// record before taking it, the producer encodes its value by reference (a copy for owned
+    /// `Vec`/`String` values) only when this bound is set.
+    ///
+    /// Which bound bites first: a queue of `queue.buffering.max.messages` records of `s` bytes
+    /// holds `messages × (s + 26)` bytes; below that, the byte bound caps it. The bound counts
+    /// the records' bytes, not the producer's bookkeeping per record (see
+    /// [`queue_buffering_max_messages`](Self::queue_buffering_max_messages)).
+    pub fn queue_buffering_max_bytes(mut self, bytes: Option<usize>) -> Self {
+        self.config.queue_buffering_max_bytes = bytes;
+        self
+    }
+
     /// `queue.enqueue.timeout.ms`: what a send does when the queue is full. Default: block
     /// (`-1`, [`DEFAULT_QUEUE_ENQUEUE_TIMEOUT`]). [`EnqueueTimeout::FailFast`] (`0`) returns
     /// [`crate::SendError::QueueFull`] at once with the record; [`EnqueueTimeout::Wait`] waits
@@ -854,6 +889,11 @@ impl ProducerConfigBuilder {
         check_ms("request.timeout.ms", c.request_timeout, 1)?;
         check_ms("queue.buffering.max.ms", c.queue_buffering_max, 0)?;
         check_count("queue.buffering.max.messages", c.queue_buffering_max_messages, 1)?;
+        if let Some(bytes) = c.queue_buffering_max_bytes {
+            if bytes < 1 {
+                return Err(ConfigError::invalid("queue.buffering.max.bytes", bytes, "must be at least 1"));
+            }
+        }
         if let EnqueueTimeout::Wait(d) = c.queue_enqueue_timeout {
             check_ms("queue.enqueue.timeout.ms", d, 0)?;
         }
@@ -1074,12 +1114,25 @@ mod tests {
         // errors name the property as given
         let e = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("acks", "most")]).unwrap_err();
         assert_eq!(e.property(), "acks");
+        // Java's buffer.memory is queue.buffering.max.bytes
+        let c = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("buffer.memory", "33554432")]).unwrap();
+        assert_eq!(c.queue_buffering_max_bytes(), Some(33_554_432));
+        assert!(c.to_properties().contains(&("queue.buffering.max.bytes", "33554432".to_owned())));
+        let e = ProducerConfig::from_properties([
+            ("bootstrap.servers", "a:1"),
+            ("buffer.memory", "1000"),
+            ("queue.buffering.max.bytes", "2000"),
+        ])
+        .unwrap_err();
+        assert!(matches!(e, ConfigError::Conflict { .. }), "{e}");
+        // 0: no byte bound (the default)
+        let c = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("queue.buffering.max.bytes", "0")])
+            .unwrap();
+        assert_eq!(c.queue_buffering_max_bytes(), None);
         // what is not done yet says so
-        for (name, value) in [("batch.size", "16384"), ("buffer.memory", "1")] {
-            let e = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), (name, value)]).unwrap_err();
-            assert_eq!(e.property(), name);
-            assert!(e.to_string().contains("not"), "{e}");
-        }
+        let e = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("batch.size", "16384")]).unwrap_err();
+        assert_eq!(e.property(), "batch.size");
+        assert!(e.to_string().contains("not"), "{e}");
     }
 
     #[test]

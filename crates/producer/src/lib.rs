@@ -114,6 +114,7 @@
 mod accumulator;
 mod arena;
 pub mod audit;
+mod bounds;
 pub mod config;
 mod delivery;
 mod engine;

@@ -9,11 +9,12 @@ use std::time::Duration;
 use gregor_net::{ConnectionConfig, MetadataCache, MetadataConfig, Pool};
 use gregor_protocol::Message;
 use gregor_serde::Encoder;
-use tokio::sync::{oneshot, Semaphore};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::audit::{AuditConfig, Auditor};
+use crate::bounds::{held_bytes, QueueBounds};
 use crate::config::{EnqueueTimeout, ProducerConfig};
 use crate::delivery::{Callback, CloseReport, DeliveryFuture, DeliveryHandler, DeliveryResult, FlushReport, Slot};
 use crate::engine::Engine;
@@ -31,7 +32,7 @@ const CLOSE_GRACE: Duration = Duration::from_secs(1);
 struct Shared {
     config: ProducerConfig,
     inbox: InboxSender,
-    permits: Arc<Semaphore>,
+    permits: Arc<QueueBounds>,
     closed: AtomicBool,
 }
 
@@ -167,7 +168,8 @@ where
                 gregor_net::Error::Config(c) => Error::Config(c),
                 other => Error::Internal { reason: other.to_string() },
             })?;
-        let permits = Arc::new(Semaphore::new(config.queue_buffering_max_messages()));
+        let permits =
+            Arc::new(QueueBounds::new(config.queue_buffering_max_messages(), config.queue_buffering_max_bytes()));
         let (tx, rx) = inbox(names.clone());
         let span = tracing::debug_span!("producer", client_id = %config.client_id());
         let engine = Engine::new(config.clone(), cache, rx, permits.clone(), observer, names);
@@ -311,7 +313,7 @@ where
         // itself: a loop of sends yields now and then and the background task keeps up (on a
         // current-thread runtime it would otherwise run only once the queue is full)
         tokio::task::coop::consume_budget().await;
-        let permits = &self.shared.permits;
+        let permits = &self.shared.permits.places;
         let capacity = self.shared.config.queue_buffering_max_messages();
         let permit = match self.shared.config.queue_enqueue_timeout() {
             // a place free now is taken without the future (and its waiter bookkeeping): the
@@ -344,23 +346,72 @@ where
         let Some(permit) = permit else {
             return Err(SendError::Closed { record });
         };
+        // queue.buffering.max.bytes: the record's bytes too, before its value is taken (so a
+        // refusal still gives it back whole); the value is encoded by reference to weigh it
+        let mut weighed = None;
+        let bytes_permit = match &self.shared.permits.bytes {
+            None => None,
+            Some((bytes, max)) => {
+                let value = match self.value_encoder.encode(&record.value) {
+                    Ok(v) => v,
+                    Err(e) => return Err(SendError::Encode { record, what: "value", source: Arc::new(e) }),
+                };
+                let extra = RecordExtra { timestamp: None, headers: record.headers.clone() };
+                let need = held_bytes(key.as_ref().map_or(0, |k| k.len()), value.len(), Some(&extra));
+                weighed = Some(value);
+                let Some(need32) = u32::try_from(need).ok().filter(|_| need <= *max) else {
+                    let reason = format!("the record weighs {need} bytes, more than queue.buffering.max.bytes ({max})");
+                    return Err(SendError::InvalidRecord { record, reason });
+                };
+                let full = |record| SendError::QueueFull { record, capacity, waited: Duration::ZERO };
+                let taken = match self.shared.config.queue_enqueue_timeout() {
+                    EnqueueTimeout::Block => match bytes.try_acquire_many(need32) {
+                        Ok(p) => Some(p),
+                        Err(tokio::sync::TryAcquireError::Closed) => None,
+                        Err(tokio::sync::TryAcquireError::NoPermits) => bytes.acquire_many(need32).await.ok(),
+                    },
+                    EnqueueTimeout::FailFast => match bytes.try_acquire_many(need32) {
+                        Ok(p) => Some(p),
+                        Err(tokio::sync::TryAcquireError::NoPermits) => return Err(full(record)),
+                        Err(tokio::sync::TryAcquireError::Closed) => None,
+                    },
+                    EnqueueTimeout::Wait(wait) => {
+                        let started = Instant::now();
+                        match tokio::time::timeout(wait, bytes.acquire_many(need32)).await {
+                            Ok(p) => p.ok(),
+                            Err(_) => return Err(SendError::QueueFull { record, capacity, waited: started.elapsed() }),
+                        }
+                    }
+                };
+                match taken {
+                    Some(p) => Some(p),
+                    None => return Err(SendError::Closed { record }),
+                }
+            }
+        };
         // the value last, taken (a Bytes or Vec value is handed over, not copied), once the
         // record has its place: a refusal above could still give the record back whole
         let Record { topic, key: k, value: v, partition, timestamp, headers } = record;
-        let value = match self.value_encoder.encode_owned(v) {
-            Ok(bytes) => bytes,
-            Err((value, e)) => {
-                let record = Record { topic, key: k, value, partition, timestamp, headers };
-                return Err(SendError::Encode { record, what: "value", source: Arc::new(e) });
-            }
+        let value = match weighed {
+            Some(value) => value,
+            None => match self.value_encoder.encode_owned(v) {
+                Ok(bytes) => bytes,
+                Err((value, e)) => {
+                    let record = Record { topic, key: k, value, partition, timestamp, headers };
+                    return Err(SendError::Encode { record, what: "value", source: Arc::new(e) });
+                }
+            },
         };
         let message = Message::new(key, Some(value));
         // a timestamp or headers travel boxed beside the message (nothing for a record without)
         let extra = (timestamp.is_some() || !headers.is_empty()).then(|| Box::new(RecordExtra { timestamp, headers }));
         match self.shared.inbox.send_record(topic, partition, &message, extra, slot) {
             Ok(()) => {
-                // the background task gives the place back with the record's result
+                // the background task gives the place (and bytes) back with the record's result
                 permit.forget();
+                if let Some(p) = bytes_permit {
+                    p.forget();
+                }
                 Ok(())
             }
             // refused after the value was taken, so the record cannot be given back: its one
@@ -395,10 +446,16 @@ impl<K, V> AsyncProducer<K, V> {
         &self.shared.config
     }
 
+    /// Bytes the records held right now weigh, as `queue.buffering.max.bytes` counts them (key
+    /// + value + 26 on the wire, plus headers), at most that bound; 0 when it is not set.
+    pub fn queued_bytes(&self) -> usize {
+        self.shared.permits.bytes_held()
+    }
+
     /// Records held right now (queued, in flight, waiting to retry), at most
     /// `queue.buffering.max.messages`.
     pub fn queued(&self) -> usize {
-        self.shared.config.queue_buffering_max_messages().saturating_sub(self.shared.permits.available_permits())
+        self.shared.config.queue_buffering_max_messages().saturating_sub(self.shared.permits.places.available_permits())
     }
 
     /// Sends everything queued now, without waiting for the linger, and waits until every

@@ -236,3 +236,52 @@ async fn after_a_failed_batch_the_idempotent_producer_bumps_its_epoch() {
     assert_eq!(after[0], (0, 1, 0), "{after:?}");
     assert!(after.iter().all(|&(id, epoch, _)| (id, epoch) == (0, 1)), "{after:?}");
 }
+
+/// `queue.buffering.max.bytes`: records hold their wire size (value + 26 here) from `send` to
+/// their result; a send that finds no room fails at once with the record back (fail-fast),
+/// one heavier than the whole bound is refused, and the bytes come back with the results.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_queue_holds_no_more_bytes_than_its_byte_bound() {
+    use gregor_producer::{EnqueueTimeout, SendError};
+
+    let cluster = gregor_testkit::FakeCluster::modern().brokers(1).start().await.unwrap();
+    cluster.create_topic("bytes", 1, 1).await.unwrap();
+    let config = ProducerConfig::builder()
+        .metadata_broker_list(cluster.bootstrap())
+        .request_required_acks(1)
+        .queue_buffering_max(Duration::from_millis(1))
+        .queue_buffering_max_messages(1000)
+        .queue_buffering_max_bytes(Some(10 * 126))
+        .queue_enqueue_timeout(EnqueueTimeout::FailFast)
+        .build()
+        .unwrap();
+    let producer: AsyncProducer<Vec<u8>, Vec<u8>> = AsyncProducer::new(config, BytesEncoder, BytesEncoder).unwrap();
+    // warm up (metadata, connection) with one record, then hold the broker
+    let first = producer.send(Record::new("bytes", vec![b'w'; 100])).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(30), first).await.unwrap().unwrap();
+    assert_eq!(producer.queued_bytes(), 0, "given back with the result");
+    cluster.pause_broker(0);
+    let mut pending = Vec::new();
+    for i in 0..10u8 {
+        pending.push(producer.send(Record::new("bytes", vec![i; 100])).await.unwrap());
+    }
+    assert_eq!(producer.queued_bytes(), 1260);
+    match producer.send(Record::new("bytes", vec![b'x'; 100])).await {
+        Err(SendError::QueueFull { record, .. }) => assert_eq!(record.value, vec![b'x'; 100], "given back whole"),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    match producer.send(Record::new("bytes", vec![b'y'; 2000])).await {
+        Err(SendError::InvalidRecord { reason, .. }) => {
+            assert!(reason.contains("queue.buffering.max.bytes"), "{reason}")
+        }
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    cluster.resume_broker(0);
+    for delivery in pending {
+        tokio::time::timeout(Duration::from_secs(30), delivery).await.unwrap().unwrap();
+    }
+    assert_eq!(producer.queued_bytes(), 0, "every byte given back");
+    let again = producer.send(Record::new("bytes", vec![b'z'; 100])).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(30), again).await.unwrap().unwrap();
+    assert!(producer.close(Duration::from_secs(5)).await.is_ok());
+}

@@ -5,12 +5,13 @@
 
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::rounds::InFlight;
 use super::Engine;
 use crate::accumulator::{Batch, Released};
+use crate::bounds::QueueBounds;
 use crate::delivery::{CloseReport, DeliveryResult, FlushReport, Pending};
 use crate::error::{DeliveryError, Error};
 use crate::inbox::{Command, Incoming};
@@ -36,7 +37,7 @@ pub(super) struct Closing {
 
 /// Where the engine's results go, and the flushes and close waiting for them.
 pub(super) struct Outbox {
-    pub(super) permits: Arc<Semaphore>,
+    pub(super) permits: Arc<QueueBounds>,
     /// Where results go: the delivery task (see [`deliver_loop`]) once `run` started it;
     /// handed out right here before that (the hand-driven tests).
     pub(super) deliveries: Option<mpsc::UnboundedSender<Delivery>>,
@@ -47,7 +48,7 @@ pub(super) struct Outbox {
 }
 
 impl Outbox {
-    pub(super) fn new(permits: Arc<Semaphore>, observer: Option<Box<dyn Observer>>) -> Outbox {
+    pub(super) fn new(permits: Arc<QueueBounds>, observer: Option<Box<dyn Observer>>) -> Outbox {
         Outbox { permits, deliveries: None, flushes: Vec::new(), closing: None, observer }
     }
 
@@ -222,7 +223,7 @@ pub(super) enum Delivery {
 /// gone and everything is handed out.
 pub(super) async fn deliver_loop(
     rx: mpsc::UnboundedReceiver<Delivery>,
-    permits: Arc<Semaphore>,
+    permits: Arc<QueueBounds>,
     names: Arc<TopicNames>,
 ) {
     // dropped field by field in this order, also when the runtime drops the task: the records
@@ -230,7 +231,7 @@ pub(super) async fn deliver_loop(
     // producer's names
     struct Task {
         rx: mpsc::UnboundedReceiver<Delivery>,
-        permits: Arc<Semaphore>,
+        permits: Arc<QueueBounds>,
         _names: Arc<TopicNames>,
     }
     let mut task = Task { rx, permits, _names: names };
@@ -255,10 +256,10 @@ fn offset_of(base_offset: i64, i: usize) -> i64 {
 /// One delivery: queue places back first (one semaphore update per batch, and an application
 /// that sends again from a callback finds room), then each record its result. Every record
 /// with a delivery slot holds a place (the observer's own have neither).
-fn deliver_now(delivery: Delivery, permits: &Semaphore) {
+fn deliver_now(delivery: Delivery, permits: &QueueBounds) {
     match delivery {
         Delivery::Acked { topic, partition, base_offset, records } => {
-            permits.add_permits(records.iter().filter(|p| p.slot.is_some()).count());
+            permits.release(records.iter());
             // each result gets a clone of the engine's copy of the name for results: made and
             // dropped on this side (the engine changes its count once per batch)
             for (i, mut pending) in records.into_iter().enumerate() {
@@ -270,7 +271,7 @@ fn deliver_now(delivery: Delivery, permits: &Semaphore) {
             }
         }
         Delivery::Results(results) => {
-            permits.add_permits(results.iter().filter(|(p, _)| p.slot.is_some()).count());
+            permits.release(results.iter().map(|(p, _)| p));
             for (mut pending, result) in results {
                 let topic = match &result {
                     Ok(m) => m.topic.clone(),

@@ -42,12 +42,13 @@ use std::time::Duration;
 use gregor_net::MetadataCache;
 use gregor_protocol::messages::ProduceResponse;
 use gregor_protocol::{Compression, MessageSet};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::mpsc;
 use tokio::task::{Id, JoinError, JoinSet};
 use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::accumulator::{Accumulator, AccumulatorConfig};
+use crate::bounds::QueueBounds;
 use crate::config::ProducerConfig;
 use crate::delivery::{CloseReport, FlushReport, Pending};
 use crate::error::Error;
@@ -118,7 +119,7 @@ impl Engine {
         config: ProducerConfig,
         cache: MetadataCache,
         inbox: InboxReceiver,
-        permits: Arc<Semaphore>,
+        permits: Arc<QueueBounds>,
         observer: Option<Box<dyn Observer>>,
         names: Arc<TopicNames>,
     ) -> Engine {
@@ -349,7 +350,8 @@ pub(super) mod testing {
         let cache = MetadataCache::new(config.metadata_broker_list(), Pool::new(ConnectionConfig::default())).unwrap();
         let names = TopicNames::new();
         let (_tx, rx) = crate::inbox::inbox(names.clone());
-        let permits = Arc::new(Semaphore::new(config.queue_buffering_max_messages()));
+        let permits =
+            Arc::new(QueueBounds::new(config.queue_buffering_max_messages(), config.queue_buffering_max_bytes()));
         Engine::new(config, cache, rx, permits, observer, names)
     }
 
