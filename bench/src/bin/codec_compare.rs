@@ -1107,8 +1107,25 @@ fn main() {
         hostile_child(&args[2], args[3].parse().expect("start"));
         return;
     }
+    if args.len() >= 3 && args[1] == "--loop-records" {
+        // for a profiler: walk the records of the synthetic Fetch for 3 s with one codec
+        let frames = synthetic(&fixtures());
+        let f = &frames[1];
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(3) {
+            let mut t = Tally::default();
+            if args[2] == "gregor" {
+                gregor_decode(f.api, f.version, &f.body, Some(&mut t)).expect("decode");
+            } else {
+                kp_decode(f.api, f.version, &f.body, Some(&mut t)).expect("decode");
+            }
+            black_box(t);
+        }
+        return;
+    }
     let quick = args.iter().any(|a| a == "--quick");
     let skip_hostile = args.iter().any(|a| a == "--no-hostile");
+    let only_hostile = args.iter().any(|a| a == "--only-hostile");
     let timing = if quick {
         Timing { samples: 3, sample: Duration::from_millis(5) }
     } else {
@@ -1136,8 +1153,71 @@ fn main() {
         timing.sample.as_millis()
     );
 
+    if !only_hostile {
+        speed_report(&timed, timing);
+        partial_batch_report();
+        kafka_0_8_report();
+    }
+    if !skip_hostile {
+        hostile_report(&frames);
+    }
+}
+
+/// A Fetch's records may end in part of a batch (the broker cuts at the partition's max bytes):
+/// what each codec makes of two whole batches followed by half of a third.
+fn partial_batch_report() {
+    let batch = |base: i64| {
+        let mut b = RecordBatchBuilder::new(GCompression::None).base_offset(base);
+        for i in 0..3 {
+            b.append(1_700_000_000_000 + i, Some(b"k"), Some(b"value")).expect("append");
+        }
+        b.finish().expect("finish")
+    };
+    let third = batch(6);
+    let mut blob = BytesMut::new();
+    blob.extend_from_slice(&batch(0));
+    blob.extend_from_slice(&batch(3));
+    blob.extend_from_slice(&third[..third.len() / 2]);
+    let blob = blob.freeze();
+    let show = |r: Res<()>, t: Tally| match r {
+        Ok(()) => format!("Ok, {} records", t.records),
+        Err(e) => format!("Err ({}), {} records", e.trim(), t.records),
+    };
+    let mut g = Tally::default();
+    let gr = gregor_records(&blob, &mut g);
+    let mut k = Tally::default();
+    let kr = kp_records(&blob, &mut k);
+    println!("\n## Records ending in a partial batch\n");
+    println!("Two whole batches of 3 records and the first half of a third ({} bytes):\n", blob.len());
+    println!("* gregor (`Batches`): {}", show(gr, g));
+    println!("* kafka-protocol (`RecordBatchDecoder::decode_all`): {}", show(kr, k));
+}
+
+/// Kafka 0.8.2's own frames (captured from a 0.8.2.2 broker): a Produce v0 request and a Fetch
+/// v0 response, each with its message set, decoded by both codecs.
+fn kafka_0_8_report() {
+    let dir = data_dir().join("../kafka-0.8.2.2");
+    println!("\n## Kafka 0.8.2 frames\n");
+    for (file, api) in
+        [("produce_v0_gzip_set1.req.bin", Api::ProduceRequest), ("fetch_v0_gzip.resp.bin", Api::FetchResponse)]
+    {
+        let raw = std::fs::read(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let body = Bytes::from(raw).slice(4..);
+        let show = |r: Res<()>, t: Tally| match r {
+            Ok(()) => format!("Ok, {} records", t.records),
+            Err(e) => format!("Err ({})", e.trim()),
+        };
+        let mut g = Tally::default();
+        let gr = gregor_decode(api, 0, &body, Some(&mut g)).map(|_| ());
+        let mut k = Tally::default();
+        let kr = kp_decode(api, 0, &body, Some(&mut k)).map(|_| ());
+        println!("* `{file}` (v0): gregor {}; kafka-protocol {}", show(gr, g), show(kr, k));
+    }
+}
+
+fn speed_report(timed: &[Frame], timing: Timing) {
     eprintln!("speed and allocations (gregor / kafka-protocol):");
-    let results = speed(&timed, timing);
+    let results = speed(timed, timing);
     println!("## Decode and encode, ns per frame (gregor / kafka-protocol)\n");
     println!("| frame | bytes | records | decode body | ratio | body + records | ratio | encode | ratio | re-encodes same bytes |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
@@ -1191,11 +1271,10 @@ fn main() {
             k.bytes
         );
     }
+}
 
-    if skip_hostile {
-        return;
-    }
-    let targets = targets(&frames);
+fn hostile_report(frames: &[Frame]) {
+    let targets = targets(frames);
     let groups: Vec<String> = targets.iter().map(group_of).collect();
     let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
     let list: Vec<(usize, Mutation)> =
