@@ -16,7 +16,9 @@
 //!    Rust then aborts the process, so the hostile decodes run in child processes of this
 //!    binary, and a child that dies is restarted after the mutation that killed it.
 //!
-//! `cargo run --release --bin codec_compare [-- --quick]` (from `bench/`) prints Markdown.
+//! `cargo run --release --bin codec_compare` (from `bench/`) prints Markdown
+//! (benchmarks/CODEC.md). Options: `--quick` (short samples), `--no-hostile` (timings only),
+//! `--only-hostile`, `--loop-records gregor|kp` (walk a 1000-record Fetch for 3 s, for perf).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
