@@ -287,3 +287,23 @@ pub fn request_stable<R: Request + Debug + PartialEq>(version: i16, body: &[u8])
         .unwrap_or_else(|e| panic!("{:?} v{version}: the re-encoded {req:?} does not decode: {e}", R::KEY));
     assert_eq!(back, req, "{:?} v{version} is not stable", R::KEY);
 }
+
+/// The version `selector` picks of `R`'s range.
+pub fn pick<R: Request>(selector: u8) -> i16 {
+    let span = (R::VERSIONS.max - R::VERSIONS.min + 1) as u8;
+    R::VERSIONS.min + (selector % span) as i16
+}
+
+/// Calls `$check::<R>(pick::<R>($version), $body)` (`$check` a function in scope) for the request
+/// type `R` of the modern API that `$api` picks (modulo their number): the one list of the
+/// `*_any` targets.
+#[macro_export]
+macro_rules! any_modern_api {
+    ($check:ident, $api:expr, $version:expr, $body:expr) => {
+        $crate::any_modern_api!(@list $check, $api, $version, $body; ProduceRequest, FetchRequest, OffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, FindCoordinatorRequest, JoinGroupRequest, HeartbeatRequest, LeaveGroupRequest, SyncGroupRequest, DescribeGroupsRequest, ListGroupsRequest, SaslHandshakeRequest, ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, InitProducerIdRequest, DescribeConfigsRequest, AlterConfigsRequest, SaslAuthenticateRequest, CreatePartitionsRequest, DeleteGroupsRequest, ElectLeadersRequest, IncrementalAlterConfigsRequest, AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest, OffsetDeleteRequest, DescribeClusterRequest, DeleteRecordsRequest)
+    };
+    (@list $check:ident, $api:expr, $version:expr, $body:expr; $($r:ty),+) => {{
+        let apis: &[fn(u8, &[u8])] = &[$(|v, b| $check::<$r>($crate::pick::<$r>(v), b)),+];
+        apis[$api as usize % apis.len()]($version, $body)
+    }};
+}

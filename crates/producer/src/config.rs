@@ -724,7 +724,7 @@ impl ProducerConfigBuilder {
     /// none (`None`; `0` as a property): only `queue.buffering.max.messages` bounds the queue
     /// (as a property at most 2147483647). With both, a send
     /// needs a place and its bytes, and waits or fails for either as `queue.enqueue.timeout.ms`
-    /// says (the same [`crate::SendError::QueueFull`], the record given back); a record larger
+    /// says ([`crate::SendError::QueueBytesFull`] for the bytes, the record given back); a record larger
     /// than the byte bound is refused at once ([`crate::SendError::InvalidRecord`]). To weigh a
     /// record before taking it, the producer encodes its value by reference (a copy for owned
     /// `Vec`/`String` values) only when this bound is set.

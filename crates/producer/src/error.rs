@@ -206,6 +206,17 @@ pub enum SendError<K, V> {
         /// How long the send waited for room.
         waited: Duration,
     },
+    /// Returned when the queue held `queue.buffering.max.bytes` bytes with no room for this
+    /// record and `queue.enqueue.timeout.ms` ran out (at once for 0). Back off, or raise the
+    /// bound.
+    QueueBytesFull {
+        /// The record.
+        record: Record<K, V>,
+        /// `queue.buffering.max.bytes`.
+        max_bytes: usize,
+        /// How long the send waited for room.
+        waited: Duration,
+    },
     /// Returned when [`close`](crate::AsyncProducer::close) was called before the record was
     /// queued (also to sends that were waiting for room).
     Closed {
@@ -236,6 +247,7 @@ impl<K, V> SendError<K, V> {
     pub fn record(&self) -> &Record<K, V> {
         match self {
             SendError::QueueFull { record, .. }
+            | SendError::QueueBytesFull { record, .. }
             | SendError::Closed { record }
             | SendError::Encode { record, .. }
             | SendError::InvalidRecord { record, .. } => record,
@@ -246,15 +258,17 @@ impl<K, V> SendError<K, V> {
     pub fn into_record(self) -> Record<K, V> {
         match self {
             SendError::QueueFull { record, .. }
+            | SendError::QueueBytesFull { record, .. }
             | SendError::Closed { record }
             | SendError::Encode { record, .. }
             | SendError::InvalidRecord { record, .. } => record,
         }
     }
 
-    /// True for [`SendError::QueueFull`].
+    /// True for [`SendError::QueueFull`] and [`SendError::QueueBytesFull`]: no room, whichever
+    /// bound.
     pub fn is_queue_full(&self) -> bool {
-        matches!(self, SendError::QueueFull { .. })
+        matches!(self, SendError::QueueFull { .. } | SendError::QueueBytesFull { .. })
     }
 }
 
@@ -265,6 +279,12 @@ impl<K, V> fmt::Display for SendError<K, V> {
                 f,
                 "queue full ({capacity} records, queue.buffering.max.messages) after waiting {waited:?}; \
                  record for {} not sent",
+                record.topic
+            ),
+            SendError::QueueBytesFull { record, max_bytes, waited } => write!(
+                f,
+                "queue full ({max_bytes} bytes, queue.buffering.max.bytes) after waiting {waited:?}; record for {} \
+                 not sent",
                 record.topic
             ),
             SendError::Closed { record } => write!(f, "producer is closed; record for {} not sent", record.topic),
@@ -282,6 +302,7 @@ impl<K, V> fmt::Debug for SendError<K, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (kind, topic) = match self {
             SendError::QueueFull { record, .. } => ("QueueFull", &record.topic),
+            SendError::QueueBytesFull { record, .. } => ("QueueBytesFull", &record.topic),
             SendError::Closed { record } => ("Closed", &record.topic),
             SendError::Encode { record, .. } => ("Encode", &record.topic),
             SendError::InvalidRecord { record, .. } => ("InvalidRecord", &record.topic),

@@ -9,7 +9,7 @@ use std::time::Duration;
 use gregor_net::{ConnectionConfig, MetadataCache, MetadataConfig, Pool};
 use gregor_protocol::Message;
 use gregor_serde::Encoder;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, Semaphore};
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -313,38 +313,12 @@ where
         // itself: a loop of sends yields now and then and the background task keeps up (on a
         // current-thread runtime it would otherwise run only once the queue is full)
         tokio::task::coop::consume_budget().await;
-        let permits = &self.shared.permits.places;
         let capacity = self.shared.config.queue_buffering_max_messages();
-        let permit = match self.shared.config.queue_enqueue_timeout() {
-            // a place free now is taken without the future (and its waiter bookkeeping): the
-            // common case costs one compare-and-swap; only a full queue waits in line (tokio
-            // gives released places to waiters first, so a free one means none is waiting)
-            EnqueueTimeout::Block => match permits.try_acquire() {
-                Ok(p) => Some(p),
-                Err(tokio::sync::TryAcquireError::Closed) => None,
-                Err(tokio::sync::TryAcquireError::NoPermits) => permits.acquire().await.ok(),
-            },
-            EnqueueTimeout::FailFast => match permits.try_acquire() {
-                Ok(p) => Some(p),
-                Err(tokio::sync::TryAcquireError::NoPermits) => {
-                    return Err(SendError::QueueFull { record, capacity, waited: Duration::ZERO });
-                }
-                Err(tokio::sync::TryAcquireError::Closed) => None,
-            },
-            EnqueueTimeout::Wait(wait) => match permits.try_acquire() {
-                Ok(p) => Some(p),
-                Err(tokio::sync::TryAcquireError::Closed) => None,
-                Err(tokio::sync::TryAcquireError::NoPermits) => {
-                    let started = Instant::now();
-                    match tokio::time::timeout(wait, permits.acquire()).await {
-                        Ok(p) => p.ok(),
-                        Err(_) => return Err(SendError::QueueFull { record, capacity, waited: started.elapsed() }),
-                    }
-                }
-            },
-        };
-        let Some(permit) = permit else {
-            return Err(SendError::Closed { record });
+        let timeout = self.shared.config.queue_enqueue_timeout();
+        let permit = match take(&self.shared.permits.places, 1, timeout).await {
+            Take::Got(p) => p,
+            Take::Full(waited) => return Err(SendError::QueueFull { record, capacity, waited }),
+            Take::Closed => return Err(SendError::Closed { record }),
         };
         // queue.buffering.max.bytes: the record's bytes too, before its value is taken (so a
         // refusal still gives it back whole); the value is encoded by reference to weigh it
@@ -359,33 +333,14 @@ where
                 let extra = RecordExtra { timestamp: None, headers: record.headers.clone() };
                 let need = held_bytes(key.as_ref().map_or(0, |k| k.len()), value.len(), Some(&extra));
                 weighed = Some(value);
-                let Some(need32) = u32::try_from(need).ok().filter(|_| need <= *max) else {
+                let Some(need) = u32::try_from(need).ok().filter(|n| (*n as usize) <= *max) else {
                     let reason = format!("the record weighs {need} bytes, more than queue.buffering.max.bytes ({max})");
                     return Err(SendError::InvalidRecord { record, reason });
                 };
-                let full = |record| SendError::QueueFull { record, capacity, waited: Duration::ZERO };
-                let taken = match self.shared.config.queue_enqueue_timeout() {
-                    EnqueueTimeout::Block => match bytes.try_acquire_many(need32) {
-                        Ok(p) => Some(p),
-                        Err(tokio::sync::TryAcquireError::Closed) => None,
-                        Err(tokio::sync::TryAcquireError::NoPermits) => bytes.acquire_many(need32).await.ok(),
-                    },
-                    EnqueueTimeout::FailFast => match bytes.try_acquire_many(need32) {
-                        Ok(p) => Some(p),
-                        Err(tokio::sync::TryAcquireError::NoPermits) => return Err(full(record)),
-                        Err(tokio::sync::TryAcquireError::Closed) => None,
-                    },
-                    EnqueueTimeout::Wait(wait) => {
-                        let started = Instant::now();
-                        match tokio::time::timeout(wait, bytes.acquire_many(need32)).await {
-                            Ok(p) => p.ok(),
-                            Err(_) => return Err(SendError::QueueFull { record, capacity, waited: started.elapsed() }),
-                        }
-                    }
-                };
-                match taken {
-                    Some(p) => Some(p),
-                    None => return Err(SendError::Closed { record }),
+                match take(bytes, need, timeout).await {
+                    Take::Got(p) => Some(p),
+                    Take::Full(waited) => return Err(SendError::QueueBytesFull { record, max_bytes: *max, waited }),
+                    Take::Closed => return Err(SendError::Closed { record }),
                 }
             }
         };
@@ -438,6 +393,40 @@ where
             }
         }
     }
+}
+
+/// What waiting for room in the queue came to.
+enum Take<'a> {
+    Got(tokio::sync::SemaphorePermit<'a>),
+    /// No room, after waiting this long (zero: fail-fast).
+    Full(Duration),
+    /// The producer closed.
+    Closed,
+}
+
+/// `n` places (or bytes) of `sem`, as `queue.enqueue.timeout.ms` says: blocking, failing at
+/// once or after a wait. Room free now is taken without the future (and its waiter
+/// bookkeeping): the common case costs one compare-and-swap; only a full queue waits in line
+/// (tokio gives released permits to waiters first, so free room means none is waiting).
+async fn take(sem: &Semaphore, n: u32, timeout: EnqueueTimeout) -> Take<'_> {
+    use tokio::sync::TryAcquireError;
+    match sem.try_acquire_many(n) {
+        Ok(p) => return Take::Got(p),
+        Err(TryAcquireError::Closed) => return Take::Closed,
+        Err(TryAcquireError::NoPermits) => {}
+    }
+    let waited = match timeout {
+        EnqueueTimeout::FailFast => return Take::Full(Duration::ZERO),
+        EnqueueTimeout::Block => sem.acquire_many(n).await,
+        EnqueueTimeout::Wait(wait) => {
+            let started = Instant::now();
+            match tokio::time::timeout(wait, sem.acquire_many(n)).await {
+                Ok(p) => p,
+                Err(_) => return Take::Full(started.elapsed()),
+            }
+        }
+    };
+    waited.map_or(Take::Closed, Take::Got)
 }
 
 impl<K, V> AsyncProducer<K, V> {

@@ -267,7 +267,10 @@ async fn the_queue_holds_no_more_bytes_than_its_byte_bound() {
     }
     assert_eq!(producer.queued_bytes(), 1260);
     match producer.send(Record::new("bytes", vec![b'x'; 100])).await {
-        Err(SendError::QueueFull { record, .. }) => assert_eq!(record.value, vec![b'x'; 100], "given back whole"),
+        Err(e @ SendError::QueueBytesFull { .. }) => {
+            assert!(e.is_queue_full() && e.to_string().contains("1260 bytes, queue.buffering.max.bytes"), "{e}");
+            assert_eq!(e.into_record().value, vec![b'x'; 100], "given back whole");
+        }
         other => panic!("{:?}", other.map(|_| ())),
     }
     match producer.send(Record::new("bytes", vec![b'y'; 2000])).await {
