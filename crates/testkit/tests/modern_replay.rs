@@ -85,6 +85,14 @@ where
     frame::decode_response::<R>(version, frame).unwrap().1
 }
 
+/// The fake's and the genuine answer, decoded, as Debug text to compare.
+fn pair<R: Request>(v: i16, ours: Bytes, theirs: Bytes) -> (String, String)
+where
+    R::Response: std::fmt::Debug,
+{
+    (format!("{:?}", decode_answer::<R>(v, ours)), format!("{:?}", decode_answer::<R>(v, theirs)))
+}
+
 /// Topic names by the genuine broker's topic ids, from every captured Metadata answer.
 fn genuine_topic_names(all: &[Fixture]) -> HashMap<Uuid, String> {
     let mut names = HashMap::new();
@@ -232,14 +240,8 @@ async fn every_served_capture_is_answered_as_the_genuine_broker_did() {
                     normalize_fetch(decode_answer::<FetchRequest>(v, genuine), &genuine_names),
                 )
             }
-            ApiKey::Produce => (
-                format!("{:?}", decode_answer::<ProduceRequest>(v, answer)),
-                format!("{:?}", decode_answer::<ProduceRequest>(v, genuine)),
-            ),
-            ApiKey::Offsets => (
-                format!("{:?}", decode_answer::<OffsetsRequest>(v, answer)),
-                format!("{:?}", decode_answer::<OffsetsRequest>(v, genuine)),
-            ),
+            ApiKey::Produce => pair::<ProduceRequest>(v, answer, genuine),
+            ApiKey::Offsets => pair::<OffsetsRequest>(v, answer, genuine),
             ApiKey::CreateTopics => {
                 let clear = |mut r: CreateTopicsResponse| {
                     for t in &mut r.topics {
@@ -252,10 +254,7 @@ async fn every_served_capture_is_answered_as_the_genuine_broker_did() {
                     clear(decode_answer::<CreateTopicsRequest>(v, genuine)),
                 )
             }
-            ApiKey::InitProducerId => (
-                format!("{:?}", decode_answer::<InitProducerIdRequest>(v, answer)),
-                format!("{:?}", decode_answer::<InitProducerIdRequest>(v, genuine)),
-            ),
+            ApiKey::InitProducerId => pair::<InitProducerIdRequest>(v, answer, genuine),
             ApiKey::ConsumerMetadata => {
                 let clear = |mut r: FindCoordinatorResponse| {
                     r.port = 0;
@@ -277,18 +276,9 @@ async fn every_served_capture_is_answered_as_the_genuine_broker_did() {
                 }
                 (format!("{ours:?}"), format!("{theirs:?}"))
             }
-            ApiKey::SyncGroup => (
-                format!("{:?}", decode_answer::<SyncGroupRequest>(v, answer)),
-                format!("{:?}", decode_answer::<SyncGroupRequest>(v, genuine)),
-            ),
-            ApiKey::Heartbeat => (
-                format!("{:?}", decode_answer::<HeartbeatRequest>(v, answer)),
-                format!("{:?}", decode_answer::<HeartbeatRequest>(v, genuine)),
-            ),
-            ApiKey::LeaveGroup => (
-                format!("{:?}", decode_answer::<LeaveGroupRequest>(v, answer)),
-                format!("{:?}", decode_answer::<LeaveGroupRequest>(v, genuine)),
-            ),
+            ApiKey::SyncGroup => pair::<SyncGroupRequest>(v, answer, genuine),
+            ApiKey::Heartbeat => pair::<HeartbeatRequest>(v, answer, genuine),
+            ApiKey::LeaveGroup => pair::<LeaveGroupRequest>(v, answer, genuine),
             ApiKey::OffsetCommit => {
                 // the broker answers topics in its own order (INDEX.md): compared sorted
                 let sorted = |mut r: OffsetCommitResponse| {
@@ -313,14 +303,8 @@ async fn every_served_capture_is_answered_as_the_genuine_broker_did() {
                     sorted(decode_answer::<OffsetFetchRequest>(v, genuine)),
                 )
             }
-            ApiKey::DescribeGroups => (
-                format!("{:?}", decode_answer::<DescribeGroupsRequest>(v, answer)),
-                format!("{:?}", decode_answer::<DescribeGroupsRequest>(v, genuine)),
-            ),
-            ApiKey::ListGroups => (
-                format!("{:?}", decode_answer::<ListGroupsRequest>(v, answer)),
-                format!("{:?}", decode_answer::<ListGroupsRequest>(v, genuine)),
-            ),
+            ApiKey::DescribeGroups => pair::<DescribeGroupsRequest>(v, answer, genuine),
+            ApiKey::ListGroups => pair::<ListGroupsRequest>(v, answer, genuine),
             ApiKey::DeleteTopics => {
                 // v6+ answers name each topic's id, random per run
                 let clear = |mut r: DeleteTopicsResponse| {
@@ -334,22 +318,10 @@ async fn every_served_capture_is_answered_as_the_genuine_broker_did() {
                     clear(decode_answer::<DeleteTopicsRequest>(v, genuine)),
                 )
             }
-            ApiKey::DescribeConfigs => (
-                format!("{:?}", decode_answer::<DescribeConfigsRequest>(v, answer)),
-                format!("{:?}", decode_answer::<DescribeConfigsRequest>(v, genuine)),
-            ),
-            ApiKey::AlterConfigs => (
-                format!("{:?}", decode_answer::<AlterConfigsRequest>(v, answer)),
-                format!("{:?}", decode_answer::<AlterConfigsRequest>(v, genuine)),
-            ),
-            ApiKey::IncrementalAlterConfigs => (
-                format!("{:?}", decode_answer::<IncrementalAlterConfigsRequest>(v, answer)),
-                format!("{:?}", decode_answer::<IncrementalAlterConfigsRequest>(v, genuine)),
-            ),
-            ApiKey::CreatePartitions => (
-                format!("{:?}", decode_answer::<CreatePartitionsRequest>(v, answer)),
-                format!("{:?}", decode_answer::<CreatePartitionsRequest>(v, genuine)),
-            ),
+            ApiKey::DescribeConfigs => pair::<DescribeConfigsRequest>(v, answer, genuine),
+            ApiKey::AlterConfigs => pair::<AlterConfigsRequest>(v, answer, genuine),
+            ApiKey::IncrementalAlterConfigs => pair::<IncrementalAlterConfigsRequest>(v, answer, genuine),
+            ApiKey::CreatePartitions => pair::<CreatePartitionsRequest>(v, answer, genuine),
             other => panic!("{}: {other:?} is not served", fx.name),
         };
         // the fake's member ids read as the genuine broker's
