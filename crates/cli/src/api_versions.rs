@@ -135,24 +135,13 @@ fn name(api: ApiKey) -> String {
 #[cfg(test)]
 mod tests {
     use gregor_net::BrokerVersionFallback;
-    use gregor_protocol::messages::{ApiVersion, ApiVersionsResponse};
+    use gregor_protocol::messages::ApiVersionsResponse;
 
     use super::*;
 
     #[test]
     fn a_block_lists_each_api_with_the_version_gregor_uses() {
-        let answer = ApiVersionsResponse {
-            api_keys: [(0, 3, 11), (1, 4, 17), (55, 0, 2)]
-                .into_iter()
-                .map(|(api_key, min_version, max_version)| ApiVersion {
-                    api_key,
-                    min_version,
-                    max_version,
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        };
+        let answer = ApiVersionsResponse::listing([(0, 3, 11), (1, 4, 17), (55, 0, 2)]);
         let text = format_broker("b:9092", 3, &BrokerVersions::negotiated(&answer));
         assert_eq!(
             text,

@@ -235,24 +235,12 @@ impl Listing {
 #[cfg(test)]
 mod tests {
     use gregor_net::BrokerVersionFallback;
-    use gregor_protocol::messages::{ApiVersion, ApiVersionsResponse};
+    use gregor_protocol::messages::ApiVersionsResponse;
 
     use super::*;
 
     fn negotiated() -> BrokerVersions {
-        let answer = ApiVersionsResponse {
-            api_keys: [(0, 3, 11), (1, 4, 17), (3, 0, 12)]
-                .into_iter()
-                .map(|(api_key, min_version, max_version)| ApiVersion {
-                    api_key,
-                    min_version,
-                    max_version,
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        };
-        BrokerVersions::negotiated(&answer)
+        BrokerVersions::negotiated(&ApiVersionsResponse::listing([(0, 3, 11), (1, 4, 17), (3, 0, 12)]))
     }
 
     fn row(id: i32, rack: Option<&str>, reach: Reach) -> Row {

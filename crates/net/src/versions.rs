@@ -259,23 +259,10 @@ impl BrokerVersions {
 
 #[cfg(test)]
 mod tests {
-    use gregor_protocol::messages::ApiVersion;
-
     use super::*;
 
     fn answer(apis: &[(i16, i16, i16)]) -> ApiVersionsResponse {
-        ApiVersionsResponse {
-            api_keys: apis
-                .iter()
-                .map(|&(api_key, min_version, max_version)| ApiVersion {
-                    api_key,
-                    min_version,
-                    max_version,
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        }
+        ApiVersionsResponse::listing(apis.iter().copied())
     }
 
     #[test]

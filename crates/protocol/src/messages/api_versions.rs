@@ -109,6 +109,21 @@ impl crate::Decode for ApiVersionsResponse {
 const UNSUPPORTED_VERSION: i16 = 35;
 
 impl ApiVersionsResponse {
+    /// An answer without error listing `(api key, min version, max version)` of each API, in
+    /// the order given (what a broker, a fake or a test sends).
+    pub fn listing(ranges: impl IntoIterator<Item = (i16, i16, i16)>) -> ApiVersionsResponse {
+        let api_keys = ranges
+            .into_iter()
+            .map(|(api_key, min_version, max_version)| ApiVersion {
+                api_key,
+                min_version,
+                max_version,
+                ..Default::default()
+            })
+            .collect();
+        ApiVersionsResponse { api_keys, ..Default::default() }
+    }
+
     /// The versions the broker speaks of `api`, if it speaks it.
     pub fn versions_of(&self, api: ApiKey) -> Option<(i16, i16)> {
         self.api_keys.iter().find(|k| k.api_key == api.code()).map(|k| (k.min_version, k.max_version))

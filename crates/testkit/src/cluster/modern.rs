@@ -102,13 +102,7 @@ pub(crate) fn decode_request(modern: &Modern, header: &RequestHeader, mut body: 
     if header.api_key == ApiKey::ApiVersions && v > max {
         let body = ApiVersionsResponse {
             error_code: UNSUPPORTED_VERSION,
-            api_keys: vec![ApiVersion {
-                api_key: ApiKey::ApiVersions.code(),
-                min_version: min,
-                max_version: max,
-                ..Default::default()
-            }],
-            ..Default::default()
+            ..ApiVersionsResponse::listing([(ApiKey::ApiVersions.code(), min, max)])
         };
         let mut out = BytesMut::new();
         return match encode_response_for::<ApiVersionsRequest>(header.correlation_id, 0, &body, &mut out) {
@@ -166,16 +160,8 @@ pub(crate) fn frame_for<R: Request>(header: &RequestHeader, body: &R::Response) 
 
 /// ApiVersions: the served versions, and Kafka 3.7's `metadata.version` feature.
 pub(crate) fn api_versions(modern: &Modern, header: &RequestHeader) -> Reply {
-    let api_keys = advertised(modern)
-        .into_iter()
-        .map(|(api, min, max)| ApiVersion {
-            api_key: api.code(),
-            min_version: min,
-            max_version: max,
-            ..Default::default()
-        })
-        .collect();
-    let mut body = ApiVersionsResponse { api_keys, ..Default::default() };
+    let mut body =
+        ApiVersionsResponse::listing(advertised(modern).into_iter().map(|(api, min, max)| (api.code(), min, max)));
     if header.api_version >= 3 {
         body.supported_features = vec![SupportedFeatureKey {
             name: "metadata.version".into(),
