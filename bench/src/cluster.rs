@@ -1,27 +1,67 @@
-//! The cluster under the clients: the workspace's `gregor-testkit` binary (a real ZooKeeper
-//! and a 3-broker FakeCluster) in a process of its own, so the brokers' CPU is never counted
-//! against a client. Topics are created the way Kafka 0.8.2's admin tool does it (the
-//! assignment written to /brokers/topics/T in ZooKeeper; the cluster's controller does the
-//! rest) and verified with gregor's simple consumer (the sum of the high watermarks).
+//! The cluster under the clients: by default the workspace's `gregor-testkit` binary (a real
+//! ZooKeeper and a 3-broker FakeCluster) in a process of its own, so the brokers' CPU is never
+//! counted against a client; or an external cluster (`--brokers`/`--zookeeper`, or
+//! `GREGOR_BROKERS`/`GREGOR_ZOOKEEPER`) that the bench connects to and never starts or stops.
+//! Topics are created the way Kafka 0.8.2's admin tool does it (the assignment written to
+//! /brokers/topics/T in ZooKeeper; the cluster's controller does the rest: on an external
+//! cluster through gregor-admin, as `kafka-topics.sh --create --replica-assignment`) and
+//! verified with gregor's simple consumer (the sum of the high watermarks).
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use gregor_admin::Admin;
 use gregor_simple_consumer::{SimpleConsumer, SimpleConsumerConfig};
 use gregor_zk::payloads::TopicAssignment;
 use gregor_zk::{paths, CreateMode, ZkClient};
 
-pub struct Cluster {
+/// A cluster the bench uses but does not start: `--brokers`/`--zookeeper`, or the
+/// `GREGOR_BROKERS`/`GREGOR_ZOOKEEPER` pair the examples and end-to-end tests honour.
+#[derive(Debug, Clone)]
+pub struct External {
+    /// `metadata.broker.list`: `host:port[,host:port...]`
+    pub brokers: String,
+    /// `zookeeper.connect`: `host:port[,host:port...][/chroot]`
+    pub zookeeper: String,
+    /// Where they were named, for messages and the report.
+    pub source: &'static str,
+}
+
+/// The `gregor-testkit` process the bench started.
+struct Process {
     child: Child,
-    pub pid: u32,
+    pid: u32,
+    log: PathBuf,
+}
+
+pub struct Cluster {
+    /// The testkit process, `None` for an external cluster (nothing of it runs here).
+    process: Option<Process>,
     pub brokers: String,
     pub zookeeper: String,
     pub broker_ids: Vec<i32>,
-    pub log: PathBuf,
     zk: ZkClient,
+    /// On an external cluster, topics are created and deleted through gregor-admin.
+    admin: Option<Admin>,
+    /// On an external cluster: why deletions are no longer waited for (a topic outlived its
+    /// deletion request: the brokers probably run without `delete.topic.enable=true`).
+    deletion_off: RefCell<Option<String>>,
+}
+
+/// An error and its sources, `a: b: c` (gregor's errors do not repeat their sources).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(inner) = source {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    s
 }
 
 /// The `gregor-testkit` binary: the one given, or the workspace's release build (built now,
@@ -108,19 +148,133 @@ impl Cluster {
         if broker_ids.len() != brokers {
             return Err(format!("{} brokers registered, wanted {brokers}", broker_ids.len()));
         }
-        Ok(Cluster { child, pid, brokers: brokers_s, zookeeper, broker_ids, log, zk })
+        Ok(Cluster {
+            process: Some(Process { child, pid, log }),
+            brokers: brokers_s,
+            zookeeper,
+            broker_ids,
+            zk,
+            admin: None,
+            deletion_off: RefCell::new(None),
+        })
+    }
+
+    /// Connects to an external cluster: its ZooKeeper (the broker ids registered at
+    /// `/brokers/ids`) and its brokers (a Metadata request, whose brokers must be the ones
+    /// ZooKeeper has registered: the two options name one cluster). Starts nothing.
+    pub async fn connect(external: &External, rf: usize) -> Result<Cluster, String> {
+        let (brokers, zookeeper, source) = (&external.brokers, &external.zookeeper, external.source);
+        let zk = ZkClient::connect(zookeeper, Duration::from_secs(10))
+            .await
+            .map_err(|e| format!("cannot reach ZooKeeper at {zookeeper} ({source}): {}", chain(&e)))?;
+        let admin = Admin::new(zk.clone());
+        let registered = admin
+            .list_brokers()
+            .await
+            .map_err(|e| format!("reading /brokers/ids from ZooKeeper at {zookeeper}: {}", chain(&e)))?;
+        let broker_ids: Vec<i32> = registered.brokers.iter().map(|b| b.id).collect();
+        if broker_ids.is_empty() {
+            let _ = admin.close().await;
+            return Err(format!(
+                "ZooKeeper at {zookeeper} ({source}) has no broker registered at /brokers/ids: \
+                 is it the cluster's zookeeper.connect, chroot included?"
+            ));
+        }
+        let cluster = Cluster {
+            process: None,
+            brokers: brokers.clone(),
+            zookeeper: zookeeper.clone(),
+            broker_ids,
+            zk,
+            admin: Some(admin),
+            deletion_off: RefCell::new(None),
+        };
+        if let Err(e) = cluster.check_brokers(source, rf).await {
+            cluster.close_sessions().await;
+            return Err(e);
+        }
+        Ok(cluster)
+    }
+
+    /// The brokers answer a Metadata request with the broker ids ZooKeeper has registered, and
+    /// there are enough of them for the replication factor.
+    async fn check_brokers(&self, source: &str, rf: usize) -> Result<(), String> {
+        let (brokers, zookeeper) = (&self.brokers, &self.zookeeper);
+        let consumer = self.consumer()?;
+        let answered = consumer.metadata().refresh(&[]).await;
+        let mut metadata_ids: Vec<i32> = consumer.metadata().snapshot().brokers().map(|b| b.id).collect();
+        consumer.close().await;
+        answered
+            .map_err(|e| format!("no broker of {brokers} ({source}) answered a Metadata request: {}", chain(&e)))?;
+        metadata_ids.sort_unstable();
+        if metadata_ids != self.broker_ids {
+            return Err(format!(
+                "the brokers at {brokers} report broker ids {metadata_ids:?} but ZooKeeper at {zookeeper} has \
+                 {:?} registered: do the two name the same cluster?",
+                self.broker_ids
+            ));
+        }
+        if rf > self.broker_ids.len() {
+            return Err(format!(
+                "--replication-factor {rf} needs {rf} brokers; the cluster has {} ({:?})",
+                self.broker_ids.len(),
+                self.broker_ids
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether the bench started this cluster (the FakeCluster) or uses an external one.
+    pub fn is_external(&self) -> bool {
+        self.process.is_none()
+    }
+
+    /// One line for the log: where the cluster is and what it is.
+    pub fn describe(&self) -> String {
+        match &self.process {
+            Some(p) => {
+                format!("{} (zookeeper {}, pid {}, log {})", self.brokers, self.zookeeper, p.pid, p.log.display())
+            }
+            None => {
+                format!("external, {} (zookeeper {}, broker ids {:?})", self.brokers, self.zookeeper, self.broker_ids)
+            }
+        }
+    }
+
+    /// On an external cluster whose topics outlived their deletion: what the report should say.
+    pub fn deletion_note(&self) -> Option<String> {
+        self.deletion_off.borrow().clone()
     }
 
     /// Creates `topic` with `partitions` partitions of `rf` replicas spread round robin over
     /// the brokers (as kafka-topics.sh does) and waits until each has a leader.
+    /// On an external cluster the same assignment is written through gregor-admin
+    /// (`create_topic_with_assignment`, as `kafka-topics.sh --create --replica-assignment`:
+    /// `/config/topics/T`, then `/brokers/topics/T`), so leaders are spread as on the
+    /// FakeCluster, not from a random start broker.
     pub async fn create_topic(&self, topic: &str, partitions: i32, rf: usize) -> Result<(), String> {
         let n = self.broker_ids.len();
         let assignment: BTreeMap<i32, Vec<i32>> =
             (0..partitions).map(|p| (p, (0..rf).map(|r| self.broker_ids[(p as usize + r) % n]).collect())).collect();
-        self.zk
-            .create_all(&paths::topic(topic), &TopicAssignment::new(assignment).to_json(), CreateMode::Persistent)
-            .await
-            .map_err(|e| format!("create {topic}: {e}"))?;
+        match &self.admin {
+            Some(admin) => {
+                let replicas: Vec<Vec<i32>> = assignment.into_values().collect();
+                admin
+                    .create_topic_with_assignment(topic, &replicas, [] as [(&str, &str); 0])
+                    .await
+                    .map_err(|e| format!("create {topic} on {}: {}", self.zookeeper, chain(&e)))?;
+            }
+            None => {
+                self.zk
+                    .create_all(
+                        &paths::topic(topic),
+                        &TopicAssignment::new(assignment).to_json(),
+                        CreateMode::Persistent,
+                    )
+                    .await
+                    .map_err(|e| format!("create {topic}: {e}"))?;
+            }
+        }
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             match self.leaders(topic, partitions).await {
@@ -170,10 +324,25 @@ impl Cluster {
     /// during the next client's run. On a loaded machine the controller now and then does not
     /// act on a deletion request (seen twice in ~100 runs); a request still there after 2 s is
     /// made again (its znode deleted and recreated, a new child event).
+    ///
+    /// On an external cluster the deletion is asked for through gregor-admin (`delete_topic`, as
+    /// `kafka-topics.sh --delete`). Whether the brokers act on it (`delete.topic.enable`) is not
+    /// in ZooKeeper: the first topic still there after 10 s turns the waiting off for the rest
+    /// of the run (later topics are still marked; every run has a topic name of its own), and
+    /// the report says so.
     pub async fn delete_topic(&self, topic: &str) {
         let request = paths::delete_topic(topic);
-        if let Err(e) = self.zk.create_all(&request, b"", CreateMode::Persistent).await {
+        let marked = match &self.admin {
+            Some(admin) => admin.delete_topic(topic).await.map(drop).map_err(|e| chain(&e)),
+            None => {
+                self.zk.create_all(&request, b"", CreateMode::Persistent).await.map(drop).map_err(|e| e.to_string())
+            }
+        };
+        if let Err(e) = marked {
             eprintln!("warning: delete {topic}: {e}");
+            return;
+        }
+        if self.deletion_off.borrow().is_some() {
             return;
         }
         let start = Instant::now();
@@ -195,11 +364,22 @@ impl Cluster {
             }
         }
         eprintln!("warning: topic {topic} still exists 10 s after its deletion was asked for");
+        if self.is_external() {
+            let note = format!(
+                "topic {topic} still existed 10 s after it was marked for deletion (does the external \
+                 cluster run with delete.topic.enable=true?): later topics were marked for deletion but \
+                 not waited for, and each run wrote a topic of its own (bench-STAMP-SEQ-...), which may \
+                 still be on the cluster"
+            );
+            eprintln!("note: {note}");
+            *self.deletion_off.borrow_mut() = Some(note);
+        }
     }
 
-    /// CPU seconds (user + system) the cluster process has used so far.
+    /// CPU seconds (user + system) the cluster process has used so far; `None` for an external
+    /// cluster (not a process of ours: it may not even run on this machine).
     pub fn cpu_seconds(&self) -> Option<f64> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.process.as_ref()?.pid)).ok()?;
         // fields after the ")" closing the command name; utime and stime are fields 14 and 15
         let rest = &stat[stat.rfind(')')? + 2..];
         let fields: Vec<&str> = rest.split_whitespace().collect();
@@ -210,26 +390,40 @@ impl Cluster {
         Some((utime + stime) / hz)
     }
 
-    /// The cluster's resident set size now, in KiB.
+    /// The cluster's resident set size now, in KiB; `None` for an external cluster.
     pub fn rss_kib(&self) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.process.as_ref()?.pid)).ok()?;
         status
             .lines()
             .find_map(|l| l.strip_prefix("VmRSS:"))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
     }
 
+    async fn close_sessions(&self) {
+        match &self.admin {
+            Some(admin) => {
+                let _ = admin.close().await;
+            }
+            None => {
+                let _ = self.zk.close().await;
+            }
+        }
+    }
+
+    /// Closes the ZooKeeper session; stops the testkit process if the bench started it (an
+    /// external cluster is left running).
     pub async fn stop(mut self) {
-        let _ = self.zk.close().await;
-        drop(self.child.stdin.take()); // the testkit shuts down when its stdin closes
+        self.close_sessions().await;
+        let Some(mut process) = self.process.take() else { return };
+        drop(process.child.stdin.take()); // the testkit shuts down when its stdin closes
         let deadline = Instant::now() + Duration::from_secs(15);
         while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
+            if let Ok(Some(_)) = process.child.try_wait() {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = process.child.kill();
+        let _ = process.child.wait();
     }
 }

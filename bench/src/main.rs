@@ -25,6 +25,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use cluster::External;
 use spec::{Client, Codec, ConsumerClient, WorkerSpec};
 
 const USAGE: &str = "\
@@ -37,8 +38,9 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec] [--out 
                     [--batch N] [--linger-ms MS] [--queue N] [--message-size BYTES]
                     [--replication-factor N] [--streams N] [--fetch-max-bytes B] [--fetch-wait-ms MS]
                     [--codec-samples N] [--codec-sample-ms MS]
-                    [--redo N] [--max-other-cpu F] [--timeout-s S] [--testkit PATH] [--wrap CMD]
-                    [--librdkafka KEY=VALUE]...
+                    [--redo N] [--max-other-cpu F] [--timeout-s S] [--wrap CMD] [--librdkafka KEY=VALUE]...
+                    [--testkit PATH] [--cluster-threads N] [--timing instant|kafka-0.8.2]
+                    [--brokers HOST:PORT[,...] --zookeeper HOST:PORT[,...][/chroot]]
 
   (no option)         the whole benchmark (~20-25 min on 2 cores), report to benchmarks/RESULTS.md
   --quick             smoke run (~2 min): 100000 messages, 1 run per cell, 1 s latency runs,
@@ -77,6 +79,12 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec] [--out 
   --timing PROFILE    the brokers' timing: instant (default; answers at once) or kafka-0.8.2
                       (service time, throughput per broker and partition, followers' fetch:
                       gregor_testkit::Timing::kafka_0_8_2); run once with each to report both
+  --brokers LIST      use the external cluster at these brokers (metadata.broker.list) instead of
+  --zookeeper CONNECT starting gregor-testkit's FakeCluster; both or neither (without them, the
+                      GREGOR_BROKERS and GREGOR_ZOOKEEPER environment variables, both or
+                      neither). Topics are created and deleted with gregor-admin; the cluster's
+                      CPU and memory are not measured (cluster CPU s, other CPU s: -; no redo);
+                      --testkit, --cluster-threads and --timing do not apply (an error)
   --wrap CMD          run each worker under CMD, e.g. --wrap 'perf record -g -o /tmp/w.data --'
                       (files are overwritten by each run: select one client and config)";
 
@@ -123,6 +131,8 @@ pub struct Args {
     pub cluster_threads: Option<usize>,
     /// The brokers' timing profile (`gregor-testkit --timing`): `instant` or `kafka-0.8.2`.
     pub timing: String,
+    /// An existing cluster to use instead of starting the FakeCluster.
+    pub external: Option<External>,
     pub wrap: Vec<String>,
     pub redo: usize,
     pub max_other: f64,
@@ -184,6 +194,7 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
         testkit: None,
         cluster_threads: None,
         timing: "instant".into(),
+        external: None,
         wrap: Vec::new(),
         redo: if quick { 0 } else { 3 },
         max_other: 0.15,
@@ -193,6 +204,9 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
         let v = v.ok_or_else(|| format!("{flag} needs a value"))?;
         v.replace('_', "").parse().map_err(|_| format!("{flag}: {v:?} is not a number"))
     }
+    // options that configure the FakeCluster the bench starts, given explicitly
+    let mut fake_only: Vec<&'static str> = Vec::new();
+    let (mut brokers, mut zookeeper): (Option<String>, Option<String>) = (None, None);
     let mut it = args.into_iter();
     while let Some(flag) = it.next() {
         match flag.as_str() {
@@ -247,9 +261,18 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
             "--wrap" => {
                 a.wrap = it.next().ok_or("--wrap needs a command")?.split_whitespace().map(str::to_owned).collect()
             }
-            "--testkit" => a.testkit = Some(it.next().ok_or("--testkit needs a path")?.into()),
-            "--cluster-threads" => a.cluster_threads = Some(num::<usize>(&flag, it.next())?.max(1)),
+            "--testkit" => {
+                fake_only.push("--testkit");
+                a.testkit = Some(it.next().ok_or("--testkit needs a path")?.into())
+            }
+            "--cluster-threads" => {
+                fake_only.push("--cluster-threads");
+                a.cluster_threads = Some(num::<usize>(&flag, it.next())?.max(1))
+            }
+            "--brokers" => brokers = Some(it.next().ok_or("--brokers needs HOST:PORT[,HOST:PORT...]")?),
+            "--zookeeper" => zookeeper = Some(it.next().ok_or("--zookeeper needs HOST:PORT[/chroot]")?),
             "--timing" => {
+                fake_only.push("--timing");
                 let t = it.next().ok_or("--timing needs instant or kafka-0.8.2")?;
                 if t != "instant" && t != "kafka-0.8.2" {
                     return Err(format!("--timing {t}: instant or kafka-0.8.2"));
@@ -265,6 +288,15 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
     }
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    a.external = external(brokers, zookeeper, env(gregor_testkit::BROKERS_ENV), env(gregor_testkit::ZOOKEEPER_ENV))?;
+    if let (Some(ext), Some(flag)) = (&a.external, fake_only.first()) {
+        return Err(format!(
+            "{flag} configures the FakeCluster the bench starts; with an external cluster ({}) \
+             there is none: drop {flag}",
+            ext.source
+        ));
+    }
     if a.messages == 0 || a.batch == 0 || a.queue == 0 || a.message_size == 0 || a.fetch_max_bytes <= 0 {
         return Err("--messages, --batch, --queue, --message-size and --fetch-max-bytes must be positive".into());
     }
@@ -277,6 +309,47 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
             .into());
     }
     Ok(a)
+}
+
+/// The external cluster named by `--brokers` and `--zookeeper` (both or neither), else by
+/// `GREGOR_BROKERS` and `GREGOR_ZOOKEEPER` (both or neither; the testkit's
+/// [`gregor_testkit::external_cluster`] convention, but one without the other is an error here:
+/// a benchmark of the FakeCluster when a real cluster was meant would look like a result).
+fn external(
+    brokers: Option<String>,
+    zookeeper: Option<String>,
+    env_brokers: Option<String>,
+    env_zookeeper: Option<String>,
+) -> Result<Option<External>, String> {
+    let (b_env, z_env) = (gregor_testkit::BROKERS_ENV, gregor_testkit::ZOOKEEPER_ENV);
+    let (brokers, zookeeper, source) = match (brokers, zookeeper) {
+        (Some(b), Some(z)) => (b, z, "--brokers/--zookeeper"),
+        (Some(_), None) => {
+            return Err("--brokers needs --zookeeper too: the bench creates topics and the group consumer \
+                        coordinates through the cluster's ZooKeeper"
+                .into())
+        }
+        (None, Some(_)) => return Err("--zookeeper needs --brokers too (the cluster's metadata.broker.list)".into()),
+        (None, None) => match (env_brokers, env_zookeeper) {
+            (Some(b), Some(z)) => (b, z, "GREGOR_BROKERS/GREGOR_ZOOKEEPER"),
+            (Some(_), None) => {
+                return Err(format!(
+                "{b_env} is set but {z_env} is not: set both to use an external cluster, neither for the FakeCluster"
+            ))
+            }
+            (None, Some(_)) => {
+                return Err(format!(
+                "{z_env} is set but {b_env} is not: set both to use an external cluster, neither for the FakeCluster"
+            ))
+            }
+            (None, None) => return Ok(None),
+        },
+    };
+    gregor_net::parse_broker_list(&brokers).map_err(|e| format!("{source}: brokers {brokers:?}: {e}"))?;
+    if zookeeper.trim().is_empty() {
+        return Err(format!("{source}: an empty ZooKeeper connect string"));
+    }
+    Ok(Some(External { brokers, zookeeper, source }))
 }
 
 fn main() -> ExitCode {
@@ -333,6 +406,48 @@ fn worker_main(spec: Option<String>) -> ExitCode {
             eprintln!("worker error: {e}");
             println!("ERROR {}", serde_json::to_string(&e).unwrap());
             ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &str) -> Option<String> {
+        Some(v.to_owned())
+    }
+
+    #[test]
+    fn an_external_cluster_is_named_by_both_options_or_both_variables() {
+        assert!(external(None, None, None, None).unwrap().is_none(), "neither: the FakeCluster");
+        let e = external(s("h:9092,h:9093"), s("h:2181/kafka"), None, None).unwrap().unwrap();
+        assert_eq!(
+            (e.brokers.as_str(), e.zookeeper.as_str(), e.source),
+            ("h:9092,h:9093", "h:2181/kafka", "--brokers/--zookeeper")
+        );
+        let e = external(None, None, s("e:9092"), s("e:2181")).unwrap().unwrap();
+        assert_eq!((e.brokers.as_str(), e.source), ("e:9092", "GREGOR_BROKERS/GREGOR_ZOOKEEPER"));
+        let e = external(s("o:9092"), s("o:2181"), s("e:9092"), s("e:2181")).unwrap().unwrap();
+        assert_eq!(e.brokers, "o:9092", "the options win over the variables");
+    }
+
+    #[test]
+    fn half_an_external_cluster_is_an_error() {
+        assert!(external(s("h:9092"), None, None, s("e:2181")).unwrap_err().contains("--brokers needs --zookeeper"));
+        assert!(external(None, s("h:2181"), None, None).unwrap_err().contains("--zookeeper needs --brokers"));
+        assert!(external(None, None, s("e:9092"), None).unwrap_err().contains("GREGOR_ZOOKEEPER is not"));
+        assert!(external(None, None, None, s("e:2181")).unwrap_err().contains("GREGOR_BROKERS is not"));
+        assert!(external(s("nope"), s("h:2181"), None, None).unwrap_err().contains("nope is not host:port"));
+    }
+
+    #[test]
+    fn fake_cluster_options_are_refused_with_an_external_cluster() {
+        let args = |v: &[&str]| v.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        for flag in [["--timing", "kafka-0.8.2"], ["--cluster-threads", "2"], ["--testkit", "/bin/true"]] {
+            let err =
+                parse_args(args(&["--brokers", "h:9092", "--zookeeper", "h:2181", flag[0], flag[1]])).unwrap_err();
+            assert!(err.starts_with(flag[0]) && err.contains("external cluster"), "{err}");
         }
     }
 }

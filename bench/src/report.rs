@@ -148,17 +148,39 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
         if overrides.is_empty() { String::new() } else { format!("; set with --librdkafka: {}", overrides.join(", ")) }
     );
     let _ = writeln!(s, "| compiler | {} (release, `debug = 1`) |", m.rustc);
-    let _ = writeln!(
-        s,
-        "| cluster | 3-broker FakeCluster + real ZooKeeper (`gregor-testkit`, a process of its own, {}); \
-         timing profile `{}`; every topic replication factor {}{} |",
-        args.cluster_threads.map_or("its runtime with tokio's default worker threads, one per core".to_string(), |n| {
-            format!("its runtime with {n} worker thread(s), `--cluster-threads`")
-        }),
-        args.timing,
-        args.rf,
-        res.cluster_rss_kib.map_or(String::new(), |k| format!("; cluster RSS at the end {} MiB", mib(k)))
-    );
+    match &args.external {
+        Some(ext) => {
+            let _ = writeln!(
+                s,
+                "| cluster | **external**: brokers `{}`, ZooKeeper `{}` (given by {}){}; not started by the \
+                 bench, its CPU and memory not measured; topics created and deleted with gregor-admin; \
+                 every topic replication factor {} |",
+                ext.brokers,
+                ext.zookeeper,
+                ext.source,
+                if res.broker_ids.is_empty() {
+                    String::new()
+                } else {
+                    format!("; broker ids {:?} registered", res.broker_ids)
+                },
+                args.rf
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "| cluster | 3-broker FakeCluster + real ZooKeeper (`gregor-testkit`, a process of its own, {}); \
+                 timing profile `{}`; every topic replication factor {}{} |",
+                args.cluster_threads
+                    .map_or("its runtime with tokio's default worker threads, one per core".to_string(), |n| {
+                        format!("its runtime with {n} worker thread(s), `--cluster-threads`")
+                    }),
+                args.timing,
+                args.rf,
+                res.cluster_rss_kib.map_or(String::new(), |k| format!("; cluster RSS at the end {} MiB", mib(k)))
+            );
+        }
+    }
     let _ = writeln!(
         s,
         "| load average | at the start {}; at the end {} |\n",
@@ -729,6 +751,16 @@ fn notes_section(s: &mut String, args: &Args, res: &Results) {
              wrapper of a partition's data and drops the rest of it (`protocol/fetch.rs`), so it reads \
              one compressed message set per partition per Fetch."
         );
+    }
+    if args.external.is_some() {
+        let _ = writeln!(
+            s,
+            "* cluster CPU s and other CPU s: not available with an external cluster (shown as -): its \
+             brokers are not a process of the bench's, and may or may not run on this machine, so neither \
+             their CPU nor the rest of the machine's can be told apart from the client's. No run was done \
+             again for other work on the machine (`--redo` needs other CPU s).\n"
+        );
+        return;
     }
     let _ = writeln!(
         s,

@@ -1,4 +1,4 @@
-//! The coordinator: starts the cluster, runs every worker (one process per run), redoes runs
+//! The coordinator: starts the cluster (or connects to an external one), runs every worker (one process per run), redoes runs
 //! other work on the machine disturbed, takes medians, and writes the report as it goes.
 //!
 //! Order, per partition count and codec: the producer cells of each acks (every client,
@@ -73,6 +73,8 @@ pub struct Results {
     /// Things the report should say (a latency cell skipped, a fill that failed).
     pub notes: Vec<String>,
     pub cluster_rss_kib: Option<u64>,
+    /// The cluster's broker ids (registered in ZooKeeper), once it is up.
+    pub broker_ids: Vec<i32>,
     pub load_start: String,
     pub load_end: String,
     pub elapsed: Duration,
@@ -314,17 +316,24 @@ pub async fn coordinate(args: Args) -> Result<bool, String> {
     }
 
     if args.suites.producer || args.suites.latency || args.suites.consumer {
-        let binary = crate::cluster::testkit_binary(args.testkit.clone())?;
         let t = Instant::now();
-        let cluster = Cluster::start(&binary, BROKERS, args.cluster_threads, &args.timing).await?;
-        eprintln!(
-            "cluster: {} (zookeeper {}, pid {}, log {}) up in {:.1?}",
-            cluster.brokers,
-            cluster.zookeeper,
-            cluster.pid,
-            cluster.log.display(),
-            t.elapsed()
-        );
+        let cluster = match &args.external {
+            Some(external) => Cluster::connect(external, args.rf).await?,
+            None => {
+                let binary = crate::cluster::testkit_binary(args.testkit.clone())?;
+                Cluster::start(&binary, BROKERS, args.cluster_threads, &args.timing).await?
+            }
+        };
+        let how = if cluster.is_external() { "connected to" } else { "started" };
+        eprintln!("cluster: {how} {} in {:.1?}", cluster.describe(), t.elapsed());
+        results.broker_ids = cluster.broker_ids.clone();
+        if cluster.is_external() {
+            eprintln!(
+                "note: the external cluster is not started or stopped here, and neither its brokers' CPU \
+                 (cluster CPU s) nor other work on this machine (other CPU s) is measured, so no run is \
+                 redone (--redo)"
+            );
+        }
         let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
         let mut co = Coordinator { args: args.clone(), cluster, stamp, seq: 0, json: std::mem::take(&mut json) };
         if args.suites.producer || args.suites.latency {
@@ -338,6 +347,7 @@ pub async fn coordinate(args: Args) -> Result<bool, String> {
             }
         }
         results.cluster_rss_kib = co.cluster.rss_kib();
+        results.notes.extend(co.cluster.deletion_note());
         json = std::mem::take(&mut co.json);
         co.cluster.stop().await;
     }
@@ -380,7 +390,8 @@ impl Coordinator {
             linger_ms: self.args.linger_ms,
             queue: self.args.queue,
             rate,
-            partitions_per_broker: (partitions as usize).div_ceil(BROKERS),
+            // the partitions' leaders are spread round robin over the brokers
+            partitions_per_broker: (partitions as usize).div_ceil(self.cluster.broker_ids.len()),
             librdkafka: self.args.librdkafka.clone(),
         }
     }
@@ -629,7 +640,9 @@ async fn spawn_worker(spec: &WorkerSpec, timeout: Duration, wrap: &[String]) -> 
         .unwrap_or_else(|| format!("worker exited with {}", output.status)))
 }
 
-/// A worker run with the cluster's CPU and the machine's busy CPU measured around it.
+/// A worker run with the cluster's CPU and the machine's busy CPU measured around it. With an
+/// external cluster the cluster's CPU is unknown, and so is the other work's (the brokers may
+/// run on this machine or not): both are `None`, and no run is redone.
 struct Measurement {
     json: Result<String, String>,
     cluster_cpu_s: Option<f64>,
