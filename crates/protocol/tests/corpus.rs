@@ -108,17 +108,17 @@ fn response_api(stem: &str) -> Option<Api> {
     PREFIXES.iter().find(|(p, _)| stem.starts_with(p)).map(|(_, api)| *api)
 }
 
-/// Every `.bin` under `tests/data/*/` but `kafka-3.7.0/` (the two folders named below must be
-/// there and full).
+/// Every `.bin` under `tests/data/*/` but the modern ones, `kafka-3.7.0/` and
+/// `peers-tansu-0.6.0/` (the two folders named below must be there and full).
 fn fixtures() -> Vec<Fixture> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let mut folders: Vec<PathBuf> = std::fs::read_dir(&root)
         .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
         .map(|e| e.expect("dir entry").path())
         .filter(|p| p.is_dir())
-        // Kafka 3.7.0's frames (modern versions the 0.8.2 decoders here do not read) are
-        // replayed by tests/modern_fixtures.rs and tests/record_fixtures.rs
-        .filter(|p| !p.ends_with("kafka-3.7.0"))
+        // modern frames (versions the 0.8.2 decoders here do not read) are replayed, and
+        // mutated, by tests/modern_fixtures.rs (and tests/record_fixtures.rs)
+        .filter(|p| !p.ends_with("kafka-3.7.0") && !p.ends_with("peers-tansu-0.6.0"))
         .collect();
     folders.sort();
     let mut out = Vec::new();

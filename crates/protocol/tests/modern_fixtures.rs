@@ -489,7 +489,9 @@ where
 fn mutated_frames_decode_without_panicking_and_what_decodes_is_stable() {
     let mut sweep = Sweep(0x9e37_79b9_7f4a_7c15);
     let (mut tried, mut decoded) = (0, 0);
-    for fx in &fixtures() {
+    // the genuine broker's frames and those between the independent peers and tansu
+    let all: Vec<Fixture> = fixtures().into_iter().chain(fixtures_in(&peers_dir())).collect();
+    for fx in &all {
         let n = match ApiKey::from_i16(fx.api_key) {
             ApiKey::ApiVersions => mutate::<ApiVersionsRequest>(fx, &mut sweep),
             ApiKey::CreateTopics => mutate::<CreateTopicsRequest>(fx, &mut sweep),
