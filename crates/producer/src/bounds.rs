@@ -11,7 +11,7 @@
 use tokio::sync::Semaphore;
 
 use crate::delivery::Pending;
-use crate::record::RecordExtra;
+use crate::record::Header;
 
 /// A MessageSet entry's offset and size, and a Message v0's CRC, magic, attributes and two
 /// length fields.
@@ -19,16 +19,16 @@ const OVERHEAD: usize = 12 + 14;
 
 /// The bytes a record holds in the queue: its message on the wire (`key` and `value` bytes; a
 /// null key or value counts 0) and its headers.
-pub(crate) fn held_bytes(key: usize, value: usize, extra: Option<&RecordExtra>) -> usize {
-    let headers =
-        extra.map_or(0, |e| e.headers.iter().map(|h| h.key.len() + h.value.as_ref().map_or(0, |v| v.len())).sum());
+pub(crate) fn held_bytes(key: usize, value: usize, headers: &[Header]) -> usize {
+    let headers: usize = headers.iter().map(|h| h.key.len() + h.value.as_ref().map_or(0, |v| v.len())).sum();
     OVERHEAD + key + value + headers
 }
 
 /// What a queued record weighs (its encoded message already holds the key and value).
 fn held_by(pending: &Pending) -> usize {
     // the encoded message is a Message v0: 14 bytes around the key and value
-    held_bytes(0, pending.message.len().saturating_sub(14), pending.extra.as_deref())
+    let headers = pending.extra.as_deref().map_or(&[][..], |e| &e.headers[..]);
+    held_bytes(0, pending.message.len().saturating_sub(14), headers)
 }
 
 /// The places and (if bounded) the bytes of the queue.
@@ -84,14 +84,14 @@ mod tests {
     use gregor_protocol::{EncodedMessage, Message};
 
     use super::*;
-    use crate::record::Header;
+    use crate::record::RecordExtra;
 
     #[test]
     fn a_record_weighs_its_wire_size_and_headers_when_taken_and_when_given_back() {
         let key = Bytes::from_static(b"k1");
         let value = Bytes::from(vec![b'v'; 100]);
         // 100-byte value, 2-byte key: 128 bytes on the wire as Message v0 in a MessageSet
-        assert_eq!(held_bytes(2, 100, None), 128);
+        assert_eq!(held_bytes(2, 100, &[]), 128);
         let message = EncodedMessage::encode(&Message::new(Some(key), Some(value))).unwrap();
         assert_eq!(message.len() + 12, 128, "the wire size");
         let extra = RecordExtra {
@@ -107,8 +107,8 @@ mod tests {
             extra: extra.map(Box::new),
         };
         assert_eq!(held_by(&pending(None)), 128);
-        assert_eq!(held_by(&pending(Some(extra.clone()))), held_bytes(2, 100, Some(&extra)));
-        assert_eq!(held_bytes(2, 100, Some(&extra)), 128 + 8);
+        assert_eq!(held_by(&pending(Some(extra.clone()))), held_bytes(2, 100, &extra.headers));
+        assert_eq!(held_bytes(2, 100, &extra.headers), 128 + 8);
     }
 
     #[test]

@@ -330,8 +330,7 @@ where
                     Ok(v) => v,
                     Err(e) => return Err(SendError::Encode { record, what: "value", source: Arc::new(e) }),
                 };
-                let extra = RecordExtra { timestamp: None, headers: record.headers.clone() };
-                let need = held_bytes(key.as_ref().map_or(0, |k| k.len()), value.len(), Some(&extra));
+                let need = held_bytes(key.as_ref().map_or(0, |k| k.len()), value.len(), &record.headers);
                 weighed = Some(value);
                 let Some(need) = u32::try_from(need).ok().filter(|n| (*n as usize) <= *max) else {
                     let reason = format!("the record weighs {need} bytes, more than queue.buffering.max.bytes ({max})");
