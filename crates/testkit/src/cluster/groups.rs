@@ -226,6 +226,15 @@ pub(crate) struct Groups {
     groups: BTreeMap<String, Group>,
 }
 
+impl Groups {
+    /// Group `id`, its members whose session ran out dropped first.
+    fn live(&mut self, id: &str) -> Option<&mut Group> {
+        let group = self.groups.get_mut(id)?;
+        group.expire(Instant::now());
+        Some(group)
+    }
+}
+
 /// The broker coordinating `group`, if `__consumer_offsets` exists and that partition has a
 /// live leader.
 fn coordinator(st: &State, group: &str) -> Option<i32> {
@@ -468,8 +477,8 @@ async fn join(ctx: &BrokerCtx, header: &RequestHeader, req: &JoinGroupRequest) -
     }
 }
 
-/// Where a member's request stands against its group.
-fn member_check(group: Option<&Group>, member: &str, generation: i32) -> Result<(), i16> {
+/// The group of a member's request, if the member is in it at `generation`.
+fn member_check<G: std::ops::Deref<Target = Group>>(group: Option<G>, member: &str, generation: i32) -> Result<G, i16> {
     let group = group.ok_or(UNKNOWN_MEMBER_ID)?;
     if !group.members.contains_key(member) {
         return Err(UNKNOWN_MEMBER_ID);
@@ -477,7 +486,7 @@ fn member_check(group: Option<&Group>, member: &str, generation: i32) -> Result<
     if generation != group.generation {
         return Err(ILLEGAL_GENERATION);
     }
-    Ok(())
+    Ok(group)
 }
 
 async fn sync(ctx: &BrokerCtx, v: i16, req: &SyncGroupRequest) -> SyncGroupResponse {
@@ -487,15 +496,10 @@ async fn sync(ctx: &BrokerCtx, v: i16, req: &SyncGroupRequest) -> SyncGroupRespo
         if let Err(code) = check_coordinator(ctx, &st, &req.group_id) {
             return error(code);
         }
-        let group = st.groups.groups.get_mut(&req.group_id);
-        if let Some(g) = group {
-            g.expire(Instant::now());
-        }
-        let group = st.groups.groups.get_mut(&req.group_id);
-        if let Err(code) = member_check(group.as_deref(), &req.member_id, req.generation_id) {
-            return error(code);
-        }
-        let group = group.expect("checked");
+        let group = match member_check(st.groups.live(&req.group_id), &req.member_id, req.generation_id) {
+            Ok(g) => g,
+            Err(code) => return error(code),
+        };
         if group.phase == Phase::PreparingRebalance {
             return error(REBALANCE_IN_PROGRESS);
         }
@@ -525,17 +529,14 @@ async fn sync(ctx: &BrokerCtx, v: i16, req: &SyncGroupRequest) -> SyncGroupRespo
             })
             .await;
         let mut st = ctx.shared.state();
-        let group = st.groups.groups.get_mut(&req.group_id);
         if !settled {
-            if let Some(g) = group {
-                g.expire(Instant::now());
-            }
+            st.groups.live(&req.group_id);
             continue;
         }
-        if let Err(code) = member_check(group.as_deref(), &req.member_id, req.generation_id) {
-            return error(code);
-        }
-        let group = group.expect("checked");
+        let group = match member_check(st.groups.groups.get_mut(&req.group_id), &req.member_id, req.generation_id) {
+            Ok(g) => g,
+            Err(code) => return error(code),
+        };
         if group.phase != Phase::Stable {
             return error(REBALANCE_IN_PROGRESS);
         }
@@ -551,13 +552,7 @@ async fn sync(ctx: &BrokerCtx, v: i16, req: &SyncGroupRequest) -> SyncGroupRespo
 fn heartbeat(ctx: &BrokerCtx, req: &HeartbeatRequest) -> HeartbeatResponse {
     let mut st = ctx.shared.state();
     let code = check_coordinator(ctx, &st, &req.group_id).and_then(|()| {
-        let group = st.groups.groups.get_mut(&req.group_id);
-        if let Some(g) = group {
-            g.expire(Instant::now());
-        }
-        let group = st.groups.groups.get_mut(&req.group_id);
-        member_check(group.as_deref(), &req.member_id, req.generation_id)?;
-        let group = group.expect("checked");
+        let group = member_check(st.groups.live(&req.group_id), &req.member_id, req.generation_id)?;
         if let Some(m) = group.members.get_mut(&req.member_id) {
             m.last_seen = Instant::now();
         }
@@ -625,11 +620,7 @@ fn commit(ctx: &BrokerCtx, v: i16, req: &OffsetCommitRequest) -> OffsetCommitRes
     let mut st = ctx.shared.state();
     // the whole request's verdict: coordinator, member and generation
     let verdict = check_coordinator(ctx, &st, &req.group_id).and_then(|()| {
-        let group = st.groups.groups.get_mut(&req.group_id);
-        if let Some(g) = group {
-            g.expire(Instant::now());
-        }
-        let group = st.groups.groups.get(&req.group_id);
+        let group = st.groups.live(&req.group_id).map(|g| &*g);
         let simple = req.group_generation_id < 0 && req.consumer_id.is_empty();
         match group {
             // a commit outside group management: only while the group has no members
@@ -645,7 +636,7 @@ fn commit(ctx: &BrokerCtx, v: i16, req: &OffsetCommitRequest) -> OffsetCommitRes
                 if g.phase == Phase::CompletingRebalance {
                     return Err(REBALANCE_IN_PROGRESS);
                 }
-                member_check(Some(g), &req.consumer_id, req.group_generation_id)
+                member_check(Some(g), &req.consumer_id, req.group_generation_id).map(drop)
             }
         }
     });
