@@ -216,15 +216,16 @@ pub(crate) fn metadata(ctx: &BrokerCtx, modern: &Modern, version: i16, req: &Met
                 let Some((name, topic)) = name.as_ref().and_then(|n| st.topics.get(n).map(|t| (n.clone(), t))) else {
                     let unknown =
                         if name.is_none() { UNKNOWN_TOPIC_ID } else { ErrorCode::UnknownTopicOrPartition.code() };
-                    let name = name.filter(|n| {
-                        let creatable = auto_create && gregor_zk::paths::validate_topic_name(n).is_ok();
-                        if creatable {
+                    // KRaft: the first answer says 3 while the controller creates the topic
+                    if let Some(n) = &name {
+                        if auto_create && gregor_zk::paths::validate_topic_name(n).is_ok() {
                             to_create.push(n.clone());
                         }
-                        true
-                    });
-                    let mut t = TopicMetadata::new(name.unwrap_or_default(), unknown, vec![]);
-                    if version >= 12 && t.topic.as_deref() == Some("") {
+                    }
+                    // a topic asked for by an id nobody knows has no name (null from v12)
+                    let name = name.unwrap_or_default();
+                    let mut t = TopicMetadata::new(name.clone(), unknown, vec![]);
+                    if version >= 12 && name.is_empty() {
                         t.topic = None;
                     }
                     if version >= 10 {
