@@ -36,6 +36,7 @@ use gregor_protocol::frame::{ApiKey, RequestHeader};
 use gregor_protocol::messages::*;
 use gregor_protocol::schema::Uuid;
 
+use super::codes::*;
 use super::handlers::{BrokerCtx, Reply};
 use super::modern::frame_for;
 use super::placement::assign_replicas;
@@ -51,17 +52,6 @@ pub(crate) const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
 ];
-
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-const INVALID_TOPIC: i16 = 17;
-const INVALID_PARTITIONS: i16 = 37;
-const INVALID_REPLICATION_FACTOR: i16 = 38;
-const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
-const INVALID_CONFIG: i16 = 40;
-const INVALID_REQUEST: i16 = 42;
-const POLICY_VIOLATION: i16 = 44;
-const TOPIC_DELETION_DISABLED: i16 = 73;
-const UNKNOWN_TOPIC_ID: i16 = 100;
 
 /// The most partitions one CreatePartitions may add to a topic (Kafka's controller refuses a
 /// larger batch).

@@ -32,6 +32,7 @@ use gregor_protocol::messages::*;
 use gregor_protocol::ErrorCode;
 use tokio::time::Instant;
 
+use super::codes::*;
 use super::config::OFFSETS_TOPIC;
 use super::handlers::{BrokerCtx, Reply};
 use super::kraft;
@@ -52,15 +53,6 @@ pub(crate) const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::ListGroups, 0, 4),
 ];
-
-const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-const NOT_COORDINATOR: i16 = 16;
-const ILLEGAL_GENERATION: i16 = 22;
-const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
-const UNKNOWN_MEMBER_ID: i16 = 25;
-const INVALID_SESSION_TIMEOUT: i16 = 26;
-const REBALANCE_IN_PROGRESS: i16 = 27;
-const MEMBER_ID_REQUIRED: i16 = 79;
 
 /// Kafka's `group.min.session.timeout.ms` and `group.max.session.timeout.ms` defaults.
 const MIN_SESSION_TIMEOUT_MS: i32 = 6_000;

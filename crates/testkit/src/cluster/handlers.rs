@@ -9,6 +9,7 @@ use gregor_protocol::messages::*;
 use gregor_protocol::{Encode, ErrorCode};
 use gregor_zk::{paths, payloads, ZkClient};
 
+use super::codes::*;
 use super::config::OFFSETS_TOPIC;
 use super::log::validate_and_assign;
 use super::modern;
@@ -25,9 +26,6 @@ pub(crate) struct BrokerCtx {
     /// The broker's ZooKeeper session (none in the modern mode).
     pub(crate) zk: Option<ZkClient>,
 }
-
-/// Kafka's answer to acks other than -1, 0 and 1 (a code past 0.8.2, which did not check).
-const INVALID_REQUIRED_ACKS: i16 = 21;
 
 /// What to do once a request is handled.
 #[derive(Debug)]

@@ -20,6 +20,7 @@ use gregor_protocol::schema::{RedactedBytes, Uuid};
 use gregor_protocol::ErrorCode;
 use rand::Rng;
 
+use super::codes::*;
 use super::handlers::{BrokerCtx, Reply};
 use super::kraft::{self, NotCreated};
 use super::records;
@@ -66,19 +67,6 @@ pub(crate) fn advertised(modern: &Modern) -> Vec<(ApiKey, i16, i16)> {
     all.sort_by_key(|(api, _, _)| api.code());
     all.into_iter().map(|(api, min, max)| (api, min, api.versions().map_or(max, |codec| max.min(codec.max)))).collect()
 }
-
-const UNSUPPORTED_VERSION: i16 = 35;
-const UNKNOWN_TOPIC_ID: i16 = 100;
-const FENCED_LEADER_EPOCH: i16 = 74;
-const UNKNOWN_LEADER_EPOCH: i16 = 75;
-const TOPIC_ALREADY_EXISTS: i16 = 36;
-const INVALID_PARTITIONS: i16 = 37;
-const INVALID_REPLICATION_FACTOR: i16 = 38;
-const INVALID_TOPIC: i16 = 17;
-const INVALID_CONFIG: i16 = 40;
-const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
-const SASL_AUTHENTICATION_FAILED: i16 = 58;
 
 /// What the modern mode makes of a request frame before serving it.
 #[derive(Debug)]

@@ -18,24 +18,9 @@ use bytes::{Bytes, BytesMut};
 use gregor_protocol::message::DecodeOptions;
 use gregor_protocol::record::{Batches, MAGIC_V2};
 
+use super::codes as code;
 use super::log::ValidatedSet;
 use super::state::ProducerBatches;
-
-/// Kafka's error codes past 0.8.2 that the append path answers.
-pub(crate) mod code {
-    /// The batch's CRC or records are broken.
-    pub(crate) const CORRUPT_MESSAGE: i16 = 2;
-    /// The batch is larger than `max.message.bytes`.
-    pub(crate) const MESSAGE_TOO_LARGE: i16 = 10;
-    /// A gap in the producer's sequence.
-    pub(crate) const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
-    /// An epoch older than the producer's current one.
-    pub(crate) const INVALID_PRODUCER_EPOCH: i16 = 47;
-    /// A transactional batch outside a transaction.
-    pub(crate) const INVALID_TXN_STATE: i16 = 48;
-    /// Not exactly one RecordBatch v2.
-    pub(crate) const INVALID_RECORD: i16 = 87;
-}
 
 /// How many batches per producer a partition remembers for duplicate detection (Kafka's
 /// `ProducerStateEntry.NUM_BATCHES_TO_RETAIN`).
