@@ -171,16 +171,10 @@ async fn read_each_other(bootstrap: String, python: &std::path::Path) {
         )
         .await;
         let mut read = BTreeMap::new();
-        for line in out.lines() {
-            let f: Vec<&str> = line.split('\t').collect();
-            assert_eq!(f.len(), 6, "{line:?}");
-            let (kind, ts): (i32, i64) = (f[4].parse().unwrap(), f[5].parse().unwrap());
-            assert_eq!(kind, 0, "{topic}: {line:?}: kafka-python's CreateTime is 0");
-            assert!((started - 1..=finished + 1).contains(&ts), "{topic}: {line:?}");
-            read.insert(
-                (f[0].parse::<i32>().unwrap(), f[1].parse::<i64>().unwrap()),
-                (f[2].to_owned(), f[3].to_owned()),
-            );
+        for r in peers::printed_records(&out) {
+            assert_eq!(r.timestamp_type, 0, "{topic}: {r:?}: kafka-python's CreateTime is 0");
+            assert!((started - 1..=finished + 1).contains(&r.timestamp), "{topic}: {r:?}");
+            read.insert((r.partition, r.offset), (r.key, r.value));
         }
         assert_eq!(read, sent, "{topic}: kafka-python reads what gregor wrote, where the results said");
     }

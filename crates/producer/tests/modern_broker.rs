@@ -164,14 +164,10 @@ async fn gregor_writes_librdkafka_reads(bootstrap: &str, python: &std::path::Pat
         )
         .await;
         let mut read = BTreeMap::new();
-        for line in out.lines() {
-            let f: Vec<&str> = line.split('\t').collect();
-            assert_eq!(f.len(), 6, "{line:?}");
-            let (p, o, kind, ts): (i32, i64, i32, i64) =
-                (f[0].parse().unwrap(), f[1].parse().unwrap(), f[4].parse().unwrap(), f[5].parse().unwrap());
-            assert_eq!(kind, 1, "{topic}: {line:?}: CreateTime (librdkafka's TIMESTAMP_CREATE_TIME)");
-            assert!((started - 1..=finished + 1).contains(&ts), "{topic}: {line:?}: stamped while sending");
-            read.insert((p, o), (f[2].to_owned(), f[3].to_owned()));
+        for r in peers::printed_records(&out) {
+            assert_eq!(r.timestamp_type, 1, "{topic}: {r:?}: CreateTime (librdkafka's TIMESTAMP_CREATE_TIME)");
+            assert!((started - 1..=finished + 1).contains(&r.timestamp), "{topic}: {r:?}: stamped while sending");
+            read.insert((r.partition, r.offset), (r.key, r.value));
         }
         assert_eq!(read, sent, "{topic}: librdkafka reads what gregor wrote, where the results said");
     }

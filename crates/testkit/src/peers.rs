@@ -101,6 +101,47 @@ pub async fn python_ok(python: &Path, what: &str, script: &str, args: &[&str], l
     String::from_utf8_lossy(&run.stdout).into_owned()
 }
 
+/// A record as the peers' consume scripts print it: one line of `partition offset key value
+/// timestamp_type timestamp`, tab-separated (`-` for a null key).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Printed {
+    /// The partition.
+    pub partition: i32,
+    /// The offset.
+    pub offset: i64,
+    /// The key (`-` for none).
+    pub key: String,
+    /// The value.
+    pub value: String,
+    /// The timestamp type as the peer numbers it (kafka-python: 0 CreateTime; librdkafka: 1).
+    pub timestamp_type: i32,
+    /// The timestamp.
+    pub timestamp: i64,
+}
+
+/// Every line of a consume script's output as a [`Printed`] record.
+///
+/// # Panics
+///
+/// On a line that is not six tab-separated fields of those types (a test's failure).
+pub fn printed_records(out: &str) -> Vec<Printed> {
+    out.lines()
+        .map(|line| {
+            let f: Vec<&str> = line.split('\t').collect();
+            assert_eq!(f.len(), 6, "{line:?}");
+            let number = |i: usize| f[i].parse::<i64>().unwrap_or_else(|e| panic!("{line:?}: field {i}: {e}"));
+            Printed {
+                partition: number(0) as i32,
+                offset: number(1),
+                key: f[2].to_owned(),
+                value: f[3].to_owned(),
+                timestamp_type: number(4) as i32,
+                timestamp: number(5),
+            }
+        })
+        .collect()
+}
+
 /// A tansu broker in memory on a free loopback port, killed when dropped.
 #[derive(Debug)]
 pub struct Tansu {
