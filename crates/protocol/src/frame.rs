@@ -549,9 +549,27 @@ pub fn encode_response_for<R: Request>(
     buf: &mut BytesMut,
 ) -> Result<()> {
     check_version::<R>(version)?;
+    encode_response_of(R::KEY, correlation_id, version, body, buf)
+}
+
+/// Writes a whole response frame of `api`: size prefix, response header (v0, or v1 with a
+/// tagged-field section for a flexible version of `api`), body in `version`. For code that
+/// holds the API as a value (a broker answering any request); [`encode_response_for`] when the
+/// request type is known.
+///
+/// # Errors
+///
+/// Whatever encoding the body returns.
+pub fn encode_response_of<B: Encode>(
+    api: ApiKey,
+    correlation_id: i32,
+    version: i16,
+    body: &B,
+    buf: &mut BytesMut,
+) -> Result<()> {
     let at = wire::begin_size(buf);
     buf.put_i32(correlation_id);
-    if R::KEY.response_header_is_flexible(version) {
+    if api.response_header_is_flexible(version) {
         buf.put_u8(0);
     }
     body.encode(version, buf)?;

@@ -2,7 +2,7 @@
 //! request names.
 
 use bytes::{Bytes, BytesMut};
-use gregor_protocol::frame::{encode_response, RequestHeader};
+use gregor_protocol::frame::{encode_response_of, RequestHeader};
 use gregor_protocol::messages::{
     AnyRequest, ConsumerMetadataResponse, FetchResponse, FetchResponsePartition, FetchResponseTopic, MetadataResponse,
     OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic, OffsetFetchResponse,
@@ -119,16 +119,7 @@ pub(super) fn error_response(header: &RequestHeader, request: &AnyRequest, code:
 
 fn frame<B: Encode>(header: &RequestHeader, body: &B) -> Option<Bytes> {
     let mut buf = BytesMut::new();
-    let written = if header.api_key.response_header_is_flexible(header.api_version) {
-        // response header v1: the correlation id and an empty tagged-field section
-        let at = gregor_protocol::wire::begin_size(&mut buf);
-        buf.extend_from_slice(&header.correlation_id.to_be_bytes());
-        buf.extend_from_slice(&[0]);
-        body.encode(header.api_version, &mut buf)
-            .and_then(|()| gregor_protocol::wire::finish_size(&mut buf, at, "response frame"))
-    } else {
-        encode_response(header.correlation_id, header.api_version, body, &mut buf)
-    };
+    let written = encode_response_of(header.api_key, header.correlation_id, header.api_version, body, &mut buf);
     match written {
         Ok(()) => Some(buf.freeze()),
         Err(e) => {
