@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use gregor_protocol::frame::{encode_response, RequestHeader};
+use gregor_protocol::frame::{encode_response_of, RequestHeader};
 use gregor_protocol::messages::*;
 use gregor_protocol::{Encode, ErrorCode};
 use gregor_zk::{paths, payloads, ZkClient};
@@ -38,9 +38,10 @@ pub(crate) enum Reply {
     Close,
 }
 
+/// The response frame to `header`'s request: header v0, or v1 for a flexible version.
 fn frame<B: Encode>(header: &RequestHeader, body: &B) -> Reply {
     let mut buf = BytesMut::new();
-    match encode_response(header.correlation_id, header.api_version, body, &mut buf) {
+    match encode_response_of(header.api_key, header.correlation_id, header.api_version, body, &mut buf) {
         Ok(()) => Reply::Frame(buf),
         Err(e) => {
             tracing::error!(error = %e, "fake broker could not encode its response");
@@ -119,10 +120,7 @@ async fn produce(ctx: &BrokerCtx, header: &RequestHeader, req: ProduceRequest) -
                 t.partitions.iter().map(|p| ProduceResponsePartition::new(p.partition, INVALID_REQUIRED_ACKS, -1));
             ProduceResponseTopic::new(t.topic.clone(), parts.collect())
         });
-        return modern::frame_for::<ProduceRequest>(
-            header,
-            &ProduceResponse { topics: topics.collect(), ..Default::default() },
-        );
+        return frame(header, &ProduceResponse { topics: topics.collect(), ..Default::default() });
     }
     let mut failed = false;
     let mut waits: Vec<(String, i32, i64)> = Vec::new();
@@ -187,11 +185,7 @@ async fn produce(ctx: &BrokerCtx, header: &RequestHeader, req: ProduceRequest) -
             }
         }
     }
-    let response = ProduceResponse { topics: topics_out, ..Default::default() };
-    if modern {
-        return modern::frame_for::<ProduceRequest>(header, &response);
-    }
-    frame(header, &response)
+    frame(header, &ProduceResponse { topics: topics_out, ..Default::default() })
 }
 
 /// Appends one partition's set on the leader; returns (first offset, offset after the set), or
@@ -242,14 +236,7 @@ fn append(
 
 async fn fetch(ctx: &BrokerCtx, header: &RequestHeader, req: FetchRequest) -> Reply {
     let deadline = tokio::time::Instant::now() + Duration::from_millis(req.max_wait_time.max(0) as u64);
-    let modern = ctx.shared.modern.is_some();
-    let answer = |response: &FetchResponse| {
-        if modern {
-            modern::frame_for::<FetchRequest>(header, response)
-        } else {
-            frame(header, response)
-        }
-    };
+    let answer = |response: &FetchResponse| frame(header, response);
     loop {
         let notified = ctx.shared.changed.notified();
         tokio::pin!(notified);
