@@ -39,11 +39,11 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gregor_protocol::MessageSet;
+use gregor_protocol::{EncodedMessage, MessageSet};
 use tokio::time::Instant;
 
-use crate::arena::Arena;
 use crate::growth::reserve_one;
+use crate::log::{self, Log};
 
 /// A broker id.
 pub(crate) type BrokerId = i32;
@@ -52,7 +52,7 @@ pub(crate) type BrokerId = i32;
 /// it holds less than an eighth of it.
 const SHRINK_ABOVE: usize = 4096;
 
-/// Counts a record just queued (its bytes: what the arena took in since `before`) towards its
+/// Counts a record just queued (its bytes: what the log took in since `before`) towards its
 /// partition's next chunk, and lists the partition once it has `chunk_bytes`.
 fn count_loose<T>(
     q: &mut PartitionQueue<T>,
@@ -61,7 +61,7 @@ fn count_loose<T>(
     tp: &PartitionKey,
     due: &mut Vec<PartitionKey>,
 ) {
-    let added = q.arena.used().saturating_sub(before);
+    let added = q.log.used().saturating_sub(before);
     q.loose += 1;
     let was = q.loose_bytes;
     q.loose_bytes += if added == 0 { LARGE_WEIGHT } else { added };
@@ -168,8 +168,15 @@ pub(crate) struct Batch<T> {
     pub(crate) records: Vec<T>,
     /// How many times it has been sent, counting the send it was drained for.
     pub(crate) attempts: u32,
+    /// Its records' bytes as its partition's log gave them (uncompressed Message v0 entries,
+    /// offsets 0 to n-1; `None` when they came without bytes, as in the tests): what the
+    /// caller builds the set it sends from, and reads a record's message from (for its
+    /// error, or the observer). Kept until its results, so a record holds no bytes of its own.
+    pub(crate) plain: Option<MessageSet>,
     /// The encoded message set, kept by the caller across retries so a batch is encoded once.
     pub(crate) encoded: Option<MessageSet>,
+    /// What its records weigh in `queue.buffering.max.bytes` (the caller's business).
+    pub(crate) held: usize,
     /// With `enable.idempotence`: the producer-id generation it was numbered for and its first
     /// record's sequence, given when it is first built (the caller's business).
     pub(crate) sequence: Option<(u64, i32)>,
@@ -196,6 +203,9 @@ pub(crate) struct Released<T> {
     pub(crate) attempts: u32,
     /// The record.
     pub(crate) record: T,
+    /// Its message, when its bytes were in its partition's log or its batch (`None`: it kept
+    /// them itself).
+    pub(crate) message: Option<EncodedMessage>,
 }
 
 #[derive(Debug)]
@@ -217,9 +227,9 @@ struct PartitionQueue<T> {
     /// Batches in flight.
     in_flight: usize,
     leaderless_rounds: u32,
-    /// Where the caller keeps the queued records' bytes ([`Accumulator::try_append_with`]);
-    /// let go whenever the queue is emptied.
-    arena: Arena,
+    /// The queued records' bytes, one entry each, in order ([`Accumulator::try_append_with`]);
+    /// its blocks are let go whenever the queue is emptied.
+    log: Log,
     /// The last `loose` queued records came after the last chunk ([`Accumulator::take_loose`]),
     /// with about `loose_bytes` bytes.
     loose: usize,
@@ -235,7 +245,7 @@ impl<T> PartitionQueue<T> {
             retry: VecDeque::new(),
             in_flight: 0,
             leaderless_rounds: 0,
-            arena: Arena::default(),
+            log: Log::default(),
             loose: 0,
             loose_bytes: 0,
         }
@@ -256,10 +266,11 @@ impl<T> PartitionQueue<T> {
         self.stamps.front().map(|(at, _)| *at)
     }
 
-    /// Takes the `n` oldest queued records (`n` at most `queued.len()`). A queue that grew
-    /// in a burst gives most of its room back once it holds far less.
-    fn take(&mut self, n: usize) -> Vec<T> {
+    /// Takes the `n` oldest queued records (`n` at most `queued.len()`) and their bytes. A
+    /// queue that grew in a burst gives most of its room back once it holds far less.
+    fn take(&mut self, n: usize) -> (Vec<T>, Option<MessageSet>) {
         let records: Vec<T> = self.queued.drain(..n).collect();
+        let plain = self.log.take(n);
         if self.loose > self.queued.len() {
             // the batch took loose records: what is left of them stays loose
             self.loose_bytes = self.loose_bytes * self.queued.len() / self.loose;
@@ -281,9 +292,9 @@ impl<T> PartitionQueue<T> {
             self.queued.shrink_to((self.queued.len() * 2).max(SHRINK_ABOVE / 2));
         }
         if self.queued.is_empty() {
-            self.arena.release();
+            self.log.release();
         }
-        records
+        (records, plain)
     }
 
     fn has_data(&self) -> bool {
@@ -424,14 +435,14 @@ impl<T> Accumulator<T> {
     }
 
     /// Queues a record for a partition (its leader unknown until [`Accumulator::set_leader`]),
-    /// letting `prepare` move the record's bytes into the partition's [`Arena`] first.
+    /// letting `prepare` append the record's bytes to the partition's [`Log`] first.
     /// `enqueued_at` starts its linger.
     pub(crate) fn append_with(
         &mut self,
         tp: &PartitionKey,
         record: T,
         enqueued_at: Instant,
-        prepare: impl FnOnce(&mut T, &mut Arena),
+        prepare: impl FnOnce(&mut T, &mut Log),
     ) {
         if !self.partitions.contains_key(tp) {
             self.partitions.insert(tp.clone(), PartitionQueue::new(None));
@@ -442,7 +453,7 @@ impl<T> Accumulator<T> {
     }
 
     /// Queues a record for a partition that has a queue (it was appended to or given a
-    /// leader), letting `prepare` move the record's bytes into the partition's [`Arena`]
+    /// leader), letting `prepare` append the record's bytes to the partition's [`Log`]
     /// first; gives it back otherwise. One lookup where "has it a queue?" then "append" take
     /// two.
     ///
@@ -454,12 +465,12 @@ impl<T> Accumulator<T> {
         tp: &PartitionKey,
         mut record: T,
         enqueued_at: Instant,
-        prepare: impl FnOnce(&mut T, &mut Arena),
+        prepare: impl FnOnce(&mut T, &mut Log),
     ) -> Result<(), T> {
         match self.partitions.get_mut(tp) {
             Some(q) => {
-                let before = q.arena.used();
-                prepare(&mut record, &mut q.arena);
+                let before = q.log.used();
+                prepare(&mut record, &mut q.log);
                 q.push(record, enqueued_at, self.config.capacity);
                 self.len += 1;
                 if self.config.chunk_bytes > 0 {
@@ -478,8 +489,13 @@ impl<T> Accumulator<T> {
     }
 
     /// The partition's queued records since its last chunk, oldest first (they are the next
-    /// chunk: the count starts again); `None` when there are none.
-    pub(crate) fn take_loose(&mut self, tp: &PartitionKey) -> Option<std::collections::vec_deque::Iter<'_, T>> {
+    /// chunk: the count starts again), and a copy of their bytes as one uncompressed set
+    /// (`None` when they came without bytes); `None` when there are none.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn take_loose(
+        &mut self,
+        tp: &PartitionKey,
+    ) -> Option<(std::collections::vec_deque::Iter<'_, T>, Option<MessageSet>)> {
         let q = self.partitions.get_mut(tp)?;
         let n = q.loose.min(q.queued.len());
         q.loose = 0;
@@ -487,7 +503,8 @@ impl<T> Accumulator<T> {
         if n == 0 {
             return None;
         }
-        Some(q.queued.range(q.queued.len() - n..))
+        let plain = if q.log.len() == q.queued.len() { q.log.tail(n) } else { None };
+        Some((q.queued.range(q.queued.len() - n..), plain))
     }
 
     /// The partition's queued records, oldest first (not those in flight or waiting to be
@@ -584,13 +601,22 @@ impl<T> Accumulator<T> {
                     batches.push(batch);
                 } else {
                     let n = budget.min(q.queued.len());
-                    let records = q.take(n);
+                    let (records, plain) = q.take(n);
                     budget -= n;
                     q.in_flight += 1;
                     self.in_flight_records += n;
                     let id = self.next_batch_id;
                     self.next_batch_id += 1;
-                    batches.push(Batch { id, tp: tp.clone(), records, attempts: 1, encoded: None, sequence: None });
+                    batches.push(Batch {
+                        id,
+                        tp: tp.clone(),
+                        records,
+                        attempts: 1,
+                        plain,
+                        encoded: None,
+                        held: 0,
+                        sequence: None,
+                    });
                 }
             }
             if let Some(first) = batches.first() {
@@ -715,6 +741,7 @@ impl<T> Accumulator<T> {
                     partition: None,
                     attempts: 0,
                     record,
+                    message: None,
                 }));
             }
         }
@@ -745,6 +772,7 @@ impl<T> Accumulator<T> {
                 partition: None,
                 attempts: 0,
                 record,
+                message: None,
             }));
         }
         for (tp, q) in self.partitions.iter_mut() {
@@ -754,25 +782,26 @@ impl<T> Accumulator<T> {
     }
 }
 
-/// Moves a partition's retry batch and queued records to `out`; returns how many.
+/// Moves a partition's retry batch and queued records to `out`, each with its message when
+/// its bytes were in the log or its batch; returns how many.
 fn release_queue<T>(tp: &PartitionKey, q: &mut PartitionQueue<T>, out: &mut Vec<Released<T>>) -> usize {
     let before = out.len();
-    for retry in q.retry.drain(..) {
-        let attempts = retry.batch.attempts;
-        out.extend(retry.batch.records.into_iter().map(|record| Released {
+    let mut release = |records: Vec<T>, plain: Option<MessageSet>, attempts: u32| {
+        let mut messages = plain.as_ref().map(log::messages).unwrap_or_default().into_iter();
+        out.extend(records.into_iter().map(|record| Released {
             topic: tp.topic.clone(),
             partition: Some(tp.partition),
             attempts,
             record,
+            message: messages.next(),
         }));
+    };
+    for retry in q.retry.drain(..) {
+        release(retry.batch.records, retry.batch.plain, retry.batch.attempts);
     }
     let n = q.queued.len();
-    out.extend(q.take(n).into_iter().map(|record| Released {
-        topic: tp.topic.clone(),
-        partition: Some(tp.partition),
-        attempts: 0,
-        record,
-    }));
+    let (records, plain) = q.take(n);
+    release(records, plain, 0);
     out.len() - before
 }
 
@@ -868,7 +897,7 @@ mod tests {
         a.append(&tp(0), 3, t0);
         a.append(&tp(0), 4, t0);
         assert_eq!(a.take_due_chunks(), [tp(0)], "listed once, at the third record");
-        assert_eq!(a.take_loose(&tp(0)).unwrap().copied().collect::<Vec<_>>(), [1, 2, 3, 4]);
+        assert_eq!(a.take_loose(&tp(0)).unwrap().0.copied().collect::<Vec<_>>(), [1, 2, 3, 4]);
         assert!(a.take_loose(&tp(0)).is_none(), "the count starts again");
         for r in 5..=6 {
             a.append(&tp(0), r, t0);
@@ -881,8 +910,8 @@ mod tests {
         a.append(&tp(0), 7, t0);
         a.append(&tp(1), 103, t0);
         assert_eq!(a.take_due_chunks(), [tp(0)]);
-        assert_eq!(a.take_loose(&tp(0)).unwrap().copied().collect::<Vec<_>>(), [5, 6, 7]);
-        assert_eq!(a.take_loose(&tp(1)).unwrap().copied().collect::<Vec<_>>(), [103]);
+        assert_eq!(a.take_loose(&tp(0)).unwrap().0.copied().collect::<Vec<_>>(), [5, 6, 7]);
+        assert_eq!(a.take_loose(&tp(1)).unwrap().0.copied().collect::<Vec<_>>(), [103]);
         // without chunk_bytes nothing is counted
         let mut plain = acc(config());
         for r in 1..=9 {

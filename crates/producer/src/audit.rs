@@ -410,7 +410,7 @@ impl Auditor {
         if record.slot.is_some() || self.in_flight.is_empty() {
             return None;
         }
-        let own = self.in_flight.iter().position(|o| o.sent.as_ref() == Some(&record.message))?;
+        let own = self.in_flight.iter().position(|o| o.sent.as_ref() == Some(record.message()))?;
         Some(self.in_flight.swap_remove(own))
     }
 
@@ -550,7 +550,7 @@ impl Observer for Auditor {
             }
             return own;
         }
-        self.topic_counts(topic).partition(partition).add(offset, message_fingerprint(&record.message));
+        self.topic_counts(topic).partition(partition).add(offset, message_fingerprint(record.message()));
         false
     }
 
@@ -593,7 +593,7 @@ impl Observer for Auditor {
                 }
             };
             o.sent = Some(message.clone());
-            due.push(Pending { seq: 0, topic: self.topic_id, partition: None, message, slot: None, extra: None });
+            due.push(Pending::new(self.topic_id, None, message, None, None));
             self.in_flight.push(o);
         }
         due
@@ -632,27 +632,16 @@ mod tests {
 
     /// An application's record (its topic given to the hooks apart).
     fn pending(value: &str) -> Pending {
-        Pending {
-            seq: 0,
-            topic: TopicId::UNREGISTERED,
-            partition: None,
-            message: EncodedMessage::encode(&Message::new(None, Some(Bytes::from(value.to_owned())))).unwrap(),
-            slot: None,
-            extra: None,
-        }
+        let message = EncodedMessage::encode(&Message::new(None, Some(Bytes::from(value.to_owned())))).unwrap();
+        Pending::new(TopicId::UNREGISTERED, None, message, None, None)
     }
 
     /// A record as the engine holds it when its result comes: its message copied into its
     /// partition's blocks.
     fn as_queued(p: &Pending) -> Pending {
-        Pending {
-            seq: p.seq,
-            topic: p.topic,
-            partition: p.partition,
-            message: p.message.detached(),
-            slot: None,
-            extra: None,
-        }
+        let mut q = Pending::new(p.topic, p.partition(), p.message().detached(), None, None);
+        q.seq = p.seq;
+        q
     }
 
     fn ack(a: &mut Auditor, topic: &str, partition: i32, offset: i64, value: &str) {
@@ -672,7 +661,7 @@ mod tests {
     }
 
     fn json(p: &Pending) -> String {
-        String::from_utf8(p.message.to_message().value.unwrap().to_vec()).unwrap()
+        String::from_utf8(p.message().to_message().value.unwrap().to_vec()).unwrap()
     }
 
     fn fp(value: &str) -> u64 {
@@ -713,7 +702,7 @@ mod tests {
         let due = a.on_tick(end, false);
         assert_eq!(due.len(), 2);
         assert!(due.iter().all(|p| p.topic.name().as_deref() == Some(DEFAULT_AUDIT_TOPIC) && p.slot.is_none()));
-        assert_eq!(due[0].message.key(), Some(&b"p\"1"[..]));
+        assert_eq!(due[0].message().key(), Some(&b"p\"1"[..]));
         let t = json(&due[0]);
         assert_eq!(
             t,

@@ -10,6 +10,7 @@
 
 use tokio::sync::Semaphore;
 
+use crate::accumulator::Batch;
 use crate::delivery::Pending;
 use crate::record::Header;
 
@@ -26,9 +27,29 @@ pub(crate) fn held_bytes(key: usize, value: usize, headers: &[Header]) -> usize 
 
 /// What a queued record weighs (its encoded message already holds the key and value).
 fn held_by(pending: &Pending) -> usize {
+    held_by_message(pending, pending.message().len())
+}
+
+/// What a record whose message is `len` bytes weighs.
+fn held_by_message(pending: &Pending, len: usize) -> usize {
     // the encoded message is a Message v0: 14 bytes around the key and value
-    let headers = pending.extra.as_deref().map_or(&[][..], |e| &e.headers[..]);
-    held_bytes(0, pending.message.len().saturating_sub(14), headers)
+    let headers = pending.extra().map_or(&[][..], |e| &e.headers[..]);
+    held_bytes(0, len.saturating_sub(14), headers)
+}
+
+/// What the records of a batch that have a delivery slot weigh (their messages in the batch's
+/// bytes, or their own when it has none).
+pub(crate) fn held_by_batch(batch: &Batch<Pending>) -> usize {
+    match &batch.plain {
+        Some(plain) => batch
+            .records
+            .iter()
+            .zip(crate::log::messages(plain))
+            .filter(|(p, _)| p.slot.is_some())
+            .map(|(p, m)| held_by_message(p, m.len()))
+            .sum(),
+        None => batch.records.iter().filter(|p| p.slot.is_some()).map(held_by).sum(),
+    }
 }
 
 /// The places and (if bounded) the bytes of the queue.
@@ -58,6 +79,15 @@ impl QueueBounds {
                 bytes += held_by(p);
             }
         }
+        self.places.add_permits(places);
+        if let Some((sem, _)) = &self.bytes {
+            sem.add_permits(bytes);
+        }
+    }
+
+    /// Gives back `places` places and `bytes` bytes (a batch's records with a delivery slot,
+    /// weighed when it was built).
+    pub(crate) fn release_counted(&self, places: usize, bytes: usize) {
         self.places.add_permits(places);
         if let Some((sem, _)) = &self.bytes {
             sem.add_permits(bytes);
@@ -98,13 +128,8 @@ mod tests {
             timestamp: None,
             headers: vec![Header { key: "trace".into(), value: Some(Bytes::from_static(b"abc")) }],
         };
-        let pending = |extra: Option<RecordExtra>| Pending {
-            seq: 0,
-            topic: crate::topic::TopicId::UNREGISTERED,
-            partition: None,
-            message: message.clone(),
-            slot: None,
-            extra: extra.map(Box::new),
+        let pending = |extra: Option<RecordExtra>| {
+            Pending::new(crate::topic::TopicId::UNREGISTERED, None, message.clone(), None, extra)
         };
         assert_eq!(held_by(&pending(None)), 128);
         assert_eq!(held_by(&pending(Some(extra.clone()))), held_bytes(2, 100, &extra.headers));
@@ -120,14 +145,7 @@ mod tests {
         assert_eq!(bounds.bytes_held(), 500);
         // records without a slot (the observer's) took nothing and give nothing back
         let message = EncodedMessage::encode(&Message::new(None, Some(Bytes::from_static(b"x")))).unwrap();
-        let pending = Pending {
-            seq: 0,
-            topic: crate::topic::TopicId::UNREGISTERED,
-            partition: None,
-            message,
-            slot: None,
-            extra: None,
-        };
+        let pending = Pending::new(crate::topic::TopicId::UNREGISTERED, None, message, None, None);
         bounds.release([&pending].into_iter());
         assert_eq!(bounds.bytes_held(), 500);
         assert_eq!(bounds.places.available_permits(), 10);

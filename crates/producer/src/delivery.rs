@@ -111,11 +111,58 @@ pub(crate) struct Pending {
     /// Its topic, as its producer numbers it (see `crate::topic`).
     pub(crate) topic: TopicId,
     /// The partition the application asked for.
-    pub(crate) partition: Option<i32>,
-    pub(crate) message: EncodedMessage,
+    partition: Option<i32>,
+    /// Its message, while its bytes are not in a log or batch (on its way in, held for
+    /// metadata, or failed); the placeholder otherwise.
+    message: EncodedMessage,
     pub(crate) slot: Option<Slot>,
     /// A timestamp or headers the application gave (RecordBatch v2 only).
-    pub(crate) extra: Option<Box<crate::record::RecordExtra>>,
+    extra: Option<Box<crate::record::RecordExtra>>,
+}
+
+impl Pending {
+    /// A record of `topic` (numbered 0: the background task numbers it).
+    pub(crate) fn new(
+        topic: TopicId,
+        partition: Option<i32>,
+        message: EncodedMessage,
+        slot: Option<Slot>,
+        extra: Option<crate::record::RecordExtra>,
+    ) -> Pending {
+        Pending { seq: 0, topic, partition, message, slot, extra: extra.map(Box::new) }
+    }
+
+    /// A record of `topic` whose message is elsewhere (in the inbox's block), with no partition
+    /// asked for.
+    pub(crate) fn bare(seq: u64, topic: TopicId, slot: Option<Slot>) -> Pending {
+        Pending { seq, topic, partition: None, message: crate::message::placeholder(), slot, extra: None }
+    }
+
+    /// The partition the application asked for.
+    pub(crate) fn partition(&self) -> Option<i32> {
+        self.partition
+    }
+
+    /// Its message: the placeholder while its bytes are in a log or batch.
+    pub(crate) fn message(&self) -> &EncodedMessage {
+        &self.message
+    }
+
+    /// Gives it its message (its bytes are no longer in a log or batch).
+    pub(crate) fn set_message(&mut self, message: EncodedMessage) {
+        self.message = message;
+    }
+
+    /// Its timestamp or headers, if the application gave any.
+    pub(crate) fn extra(&self) -> Option<&crate::record::RecordExtra> {
+        self.extra.as_deref()
+    }
+
+    /// Its bytes went to its partition's log: it keeps only what the log does not hold.
+    pub(crate) fn shed(&mut self) {
+        self.partition = None;
+        self.message = crate::message::placeholder();
+    }
 }
 
 impl std::fmt::Debug for Pending {
@@ -123,7 +170,7 @@ impl std::fmt::Debug for Pending {
         f.debug_struct("Pending")
             .field("seq", &self.seq)
             .field("topic", &self.topic)
-            .field("partition", &self.partition)
+            .field("partition", &self.partition())
             .finish_non_exhaustive()
     }
 }
@@ -137,8 +184,8 @@ impl Pending {
         attempts: u32,
         error: Error,
     ) -> Box<DeliveryError> {
-        let Message { key, value, .. } = self.message.to_message();
-        Box::new(DeliveryError { topic, partition: partition.or(self.partition), attempts, error, key, value })
+        let Message { key, value, .. } = self.message().to_message();
+        Box::new(DeliveryError { topic, partition: partition.or(self.partition()), attempts, error, key, value })
     }
 
     /// Hands the result to the future, callback or handler (a panicking callback is caught

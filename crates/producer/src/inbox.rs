@@ -24,9 +24,9 @@
 //! a handle on a shared buffer cost a count raised by the sending thread and lowered by the
 //! task's, whose cache line moved between cores twice per record on a multi-thread runtime.
 //!
-//! The background task copies each small record out when it queues it: into its partition's
-//! blocks (`crate::arena`), or into an allocation of its own (`crate::message::detach`) while it waits for
-//! its topic's metadata; so a record that waits long (a retry, a partition without a leader)
+//! The background task copies each small record out when it queues it: to the end of its
+//! partition's log (`crate::log`), or into an allocation of its own (`crate::message::detach`)
+//! while it waits for its topic's metadata; so a record that waits long (a retry, a partition without a leader)
 //! never keeps a whole block of the stream alive.
 
 use std::collections::VecDeque;
@@ -85,8 +85,8 @@ struct Packed {
 }
 
 /// A queued command. Boxed, so the queue's slots are the size of a packed record (56 bytes:
-/// its topic is a number) rather than of a command (88): flushes, closes and large records
-/// are the rare ones.
+/// its topic is a number) whatever a command's size: flushes, closes and large records are
+/// the rare ones.
 enum Queued {
     Command(Box<Command>),
     Packed(Packed),
@@ -218,7 +218,7 @@ impl Incoming {
             Next::Record(PackedRecord { topic, partition, slot }, bytes) => {
                 let message = EncodedMessage::from_bytes(Bytes::copy_from_slice(bytes))
                     .expect("the stream holds what Message::encode wrote");
-                Some(Command::Record(Pending { seq: 0, topic, partition, message, slot: Some(slot), extra: None }))
+                Some(Command::Record(Pending::new(topic, partition, message, Some(slot), None)))
             }
         }
     }
@@ -358,7 +358,7 @@ impl InboxSender {
             return Err(Refused::Closed(topic, slot));
         }
         // the background task numbers the records it takes
-        let pending = Pending { seq: 0, topic: state.topics.id(&topic), partition, message, slot: Some(slot), extra };
+        let pending = Pending::new(state.topics.id(&topic), partition, message, Some(slot), extra.map(|e| *e));
         self.push(state, Queued::Command(Box::new(Command::Record(pending))));
         Ok(())
     }
@@ -440,7 +440,7 @@ mod tests {
 
     fn value(command: &Command) -> Vec<u8> {
         let Command::Record(p) = command else { panic!("a record was queued") };
-        p.message.to_message().value.unwrap().to_vec()
+        p.message().to_message().value.unwrap().to_vec()
     }
 
     fn record(tx: &InboxSender, value: &[u8]) -> tokio::sync::oneshot::Receiver<DeliveryResult> {
@@ -453,7 +453,6 @@ mod tests {
     #[test]
     fn a_queued_record_takes_a_slot_of_56_bytes() {
         assert_eq!(std::mem::size_of::<Queued>(), 56);
-        assert!(std::mem::size_of::<Command>() > 56);
     }
 
     #[tokio::test]
@@ -658,8 +657,8 @@ mod tests {
         let mut next = [0usize; THREADS];
         for command in got {
             let Command::Record(p) = command else { panic!("only records were sent") };
-            let t = p.partition.unwrap() as usize;
-            let value = p.message.to_message().value.unwrap();
+            let t = p.partition().unwrap() as usize;
+            let value = p.message().to_message().value.unwrap();
             assert_eq!(
                 value,
                 format!("thread {t} record {}", next[t]).as_bytes(),

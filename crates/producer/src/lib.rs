@@ -112,7 +112,6 @@
 //! timeouts. No subscriber is installed.
 
 mod accumulator;
-mod arena;
 pub mod audit;
 mod bounds;
 pub mod config;
@@ -121,6 +120,7 @@ mod engine;
 mod error;
 mod growth;
 mod inbox;
+mod log;
 mod message;
 mod observer;
 mod outcome;

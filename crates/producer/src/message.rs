@@ -1,14 +1,15 @@
 //! A record's encoded message on its way through the producer: a small one (at most
-//! [`SHARED_MAX`] bytes) shares buffers with other records (the inbox's byte stream, then its
-//! partition's arena), a large one keeps an allocation of its own from the sending thread to
-//! its result.
+//! [`SHARED_MAX`] bytes) shares buffers with other records (the inbox's byte stream), a large
+//! one has an allocation of its own from the sending thread; once its partition is known,
+//! either is copied to the end of its partition's log (`crate::log`), where its batch takes
+//! it from.
 
 use bytes::Bytes;
 use gregor_protocol::EncodedMessage;
 
 /// Records whose message is at most this long go through the inbox's byte stream and are
-/// copied into their partition's arena; longer ones get an allocation of their own (and the
-/// background task keeps it as it is).
+/// copied from it to their partition's log; longer ones get an allocation of their own until
+/// then.
 pub(crate) const SHARED_MAX: usize = 8 * 1024;
 
 /// The message in an allocation of its own when it sits in a shared buffer; as it is
@@ -26,8 +27,9 @@ pub(crate) fn own_copy(raw: &[u8]) -> EncodedMessage {
     EncodedMessage::from_bytes(Bytes::copy_from_slice(raw)).expect("the inbox holds what Message::encode wrote")
 }
 
-/// A message no record sends (null key, null value), held by a small record between the inbox
-/// and its partition's arena; static, so a clone costs no reference count.
+/// A message no record sends (null key, null value), held by a record whose bytes are
+/// elsewhere (in the inbox's block, its partition's log or its batch's set); static, so a clone
+/// costs no reference count.
 static PLACEHOLDER: [u8; 14] = [0xa7, 0xec, 0x68, 0x03, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
 
 /// The placeholder message (see [`PLACEHOLDER`]).

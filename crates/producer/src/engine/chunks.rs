@@ -84,13 +84,18 @@ impl Engine {
                 self.chunks.waiting.push(tp);
                 continue;
             }
-            let Some(records) = self.acc.take_loose(&tp) else { continue };
+            let Some((records, plain)) = self.acc.take_loose(&tp) else { continue };
             if codec == Compression::None || busy {
                 continue;
             }
             let (Some(first), Some(last)) = (records.clone().next(), records.clone().next_back()) else { continue };
             let (first, last, count) = (first.seq, last.seq, records.len());
-            let set = match MessageSet::from_encoded(records.map(|p| &p.message), Compression::None) {
+            let plain = match plain {
+                Some(plain) => Ok(plain),
+                // records that kept their own bytes (appended without the log: tests)
+                None => MessageSet::from_encoded(records.map(Pending::message), Compression::None),
+            };
+            let set = match plain {
                 Ok(plain) => match (&self.rounds.compressing, tokio::runtime::Handle::try_current()) {
                     // current-thread: gzip on the blocking pool, within the rounds' budget of
                     // threads (more threads there cost: the pool then hands each job to a cold
@@ -286,10 +291,10 @@ mod tests {
         for codec in [Compression::Gzip, Compression::Snappy, Compression::Lz4] {
             let records: Vec<Pending> = (0..7).map(|i| pending(i, &format!("value {i}"))).collect();
             let wrap = |r: &[Pending]| {
-                MessageSet::from_encoded(r.iter().map(|p| &p.message), Compression::None).unwrap().compress(codec)
+                MessageSet::from_encoded(r.iter().map(Pending::message), Compression::None).unwrap().compress(codec)
             };
             let chunks = vec![ChunkSet::Done(wrap(&records[..3])), ChunkSet::Done(wrap(&records[3..5]))];
-            let rest = MessageSet::from_encoded(records[5..].iter().map(|p| &p.message), Compression::None).unwrap();
+            let rest = MessageSet::from_encoded(records[5..].iter().map(Pending::message), Compression::None).unwrap();
             let set = join_chunks(chunks, Some(rest), codec).unwrap();
             let top: Vec<_> = set.entries().map(|e| e.unwrap().message).collect();
             assert_eq!(top.len(), 3, "{codec:?}: three wrappers");

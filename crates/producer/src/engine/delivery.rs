@@ -71,8 +71,12 @@ impl Engine {
     /// (when there are any), then handed to the delivery task as a whole (the observer's own
     /// records go with it: they have no slot and hold no queue place, so nothing is delivered
     /// for them).
-    pub(super) fn succeed(&mut self, batch: Batch<Pending>, base_offset: i64) {
-        let (topic, partition) = (self.result_topic(&batch.tp.topic), batch.tp.partition);
+    pub(super) fn succeed(&mut self, mut batch: Batch<Pending>, base_offset: i64) {
+        let (topic, partition, held) = (self.result_topic(&batch.tp.topic), batch.tp.partition, batch.held);
+        if self.out.observer.is_some() {
+            // the observer reads the records' messages
+            restore_messages(&mut batch);
+        }
         let records = self.acc.done(batch);
         if !self.out.flushes.is_empty() || self.out.observer.is_some() {
             for (i, pending) in records.iter().enumerate() {
@@ -82,11 +86,13 @@ impl Engine {
                 self.out.count_for_flushes(pending.seq, None);
             }
         }
-        self.hand_out(Delivery::Acked { topic, partition, base_offset, records });
+        self.hand_out(Delivery::Acked { topic, partition, base_offset, records, held });
     }
 
-    pub(super) fn fail_batch(&mut self, batch: Batch<Pending>, error: Error) {
+    pub(super) fn fail_batch(&mut self, mut batch: Batch<Pending>, error: Error) {
         let (topic, partition, attempts) = (self.result_topic(&batch.tp.topic), batch.tp.partition, batch.attempts);
+        // each record's error carries its key and value
+        restore_messages(&mut batch);
         for pending in self.acc.done(batch) {
             self.fail(pending, topic.clone(), Some(partition), attempts, error.clone());
         }
@@ -94,7 +100,11 @@ impl Engine {
 
     pub(super) fn fail_released(&mut self, released: Released<Pending>, error: Error) {
         let topic = self.result_topic(&released.topic);
-        self.fail(released.record, topic, released.partition, released.attempts, error);
+        let mut record = released.record;
+        if let Some(message) = released.message {
+            record.set_message(message);
+        }
+        self.fail(record, topic, released.partition, released.attempts, error);
     }
 
     /// A record's one result is a failure: shown to the observer, counted for the flushes and
@@ -205,8 +215,9 @@ impl Engine {
 /// What the engine hands to the delivery task, in the order it decided it.
 pub(super) enum Delivery {
     /// A batch of `topic`/`partition` acknowledged, none of its records counted yet: offsets
-    /// from `base_offset` (-1: unknown, acks=0).
-    Acked { topic: Topic, partition: i32, base_offset: i64, records: Vec<Pending> },
+    /// from `base_offset` (-1: unknown, acks=0); `held`: what its records with a delivery
+    /// slot weigh in `queue.buffering.max.bytes`.
+    Acked { topic: Topic, partition: i32, base_offset: i64, records: Vec<Pending>, held: usize },
     /// Results already counted for flushes and close.
     Results(Vec<(Pending, DeliveryResult)>),
     /// A flush's report: after the results of every record queued before it.
@@ -243,6 +254,16 @@ pub(super) async fn deliver_loop(
     }
 }
 
+/// Gives a batch's records their messages back from its bytes (they hold a placeholder while
+/// their bytes are the batch's), for their errors and the observer.
+fn restore_messages(batch: &mut Batch<Pending>) {
+    if let Some(plain) = &batch.plain {
+        for (pending, message) in batch.records.iter_mut().zip(crate::log::messages(plain)) {
+            pending.set_message(message);
+        }
+    }
+}
+
 /// The offset of the `i`th record of a batch acknowledged at `base_offset` (-1: unknown,
 /// acks=0).
 fn offset_of(base_offset: i64, i: usize) -> i64 {
@@ -258,8 +279,8 @@ fn offset_of(base_offset: i64, i: usize) -> i64 {
 /// with a delivery slot holds a place (the observer's own have neither).
 fn deliver_now(delivery: Delivery, permits: &QueueBounds) {
     match delivery {
-        Delivery::Acked { topic, partition, base_offset, records } => {
-            permits.release(records.iter());
+        Delivery::Acked { topic, partition, base_offset, records, held } => {
+            permits.release_counted(records.iter().filter(|p| p.slot.is_some()).count(), held);
             // each result gets a clone of the engine's copy of the name for results: made and
             // dropped on this side (the engine changes its count once per batch)
             for (i, mut pending) in records.into_iter().enumerate() {
@@ -343,7 +364,7 @@ mod tests {
     fn record(topic: TopicId, value: &str, slot: Option<Slot>) -> Command {
         let message =
             EncodedMessage::encode(&Message::new(None, Some(bytes::Bytes::copy_from_slice(value.as_bytes()))));
-        Command::Record(Pending { seq: 0, topic, partition: Some(0), message: message.unwrap(), slot, extra: None })
+        Command::Record(Pending::new(topic, Some(0), message.unwrap(), slot, None))
     }
 
     /// Sends `values` (`None`: the observer's own record) to t/0, and drains them as one

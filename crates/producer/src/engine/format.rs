@@ -2,7 +2,7 @@
 //! sets of Message v0 up to Produce v2 (Kafka 0.8-0.10), RecordBatch v2 from v3 (Kafka 0.11
 //! on; Kafka 4 has nothing older).
 //!
-//! Records are queued as Message v0 (the arena's encoding); a batch for a leader that speaks
+//! Records are queued as Message v0 (their partition's log's entries); a batch for a leader that speaks
 //! v3 or later is laid out as one RecordBatch v2 from them when its round is built,
 //! compressed once with the topic's codec, every record stamped with the round's wall-clock
 //! time (CreateTime). That is a second copy of each record's bytes at send time; encoding

@@ -197,14 +197,8 @@ mod tests {
 
     fn send(e: &mut Engine, partition: Option<i32>) -> oneshot::Receiver<DeliveryResult> {
         let (tx, rx) = oneshot::channel();
-        let pending = Pending {
-            seq: 0,
-            topic: e.names.register("t").0,
-            partition,
-            message: EncodedMessage::encode(&Message::new(None, Some(bytes::Bytes::from_static(b"v")))).unwrap(),
-            slot: Some(Slot::Future(tx)),
-            extra: None,
-        };
+        let message = EncodedMessage::encode(&Message::new(None, Some(bytes::Bytes::from_static(b"v")))).unwrap();
+        let pending = Pending::new(e.names.register("t").0, partition, message, Some(Slot::Future(tx)), None);
         e.on_command(Command::Record(pending), Instant::now());
         rx
     }

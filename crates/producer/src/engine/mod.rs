@@ -358,14 +358,10 @@ pub(super) mod testing {
     /// A record (of a topic never read: it has no slot) numbered `seq`, partition 0, with
     /// `value`.
     pub(crate) fn pending(seq: u64, value: &str) -> Pending {
-        Pending {
-            seq,
-            topic: TopicId::UNREGISTERED,
-            partition: Some(0),
-            message: EncodedMessage::encode(&Message::new(None, Some(bytes::Bytes::copy_from_slice(value.as_bytes()))))
-                .unwrap(),
-            slot: None,
-            extra: None,
-        }
+        let message =
+            EncodedMessage::encode(&Message::new(None, Some(bytes::Bytes::copy_from_slice(value.as_bytes())))).unwrap();
+        let mut pending = Pending::new(TopicId::UNREGISTERED, Some(0), message, None, None);
+        pending.seq = seq;
+        pending
     }
 }

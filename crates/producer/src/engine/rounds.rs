@@ -19,6 +19,7 @@ use super::format::{magic_of, to_message_set, to_record_batch, FIRST_RECORD_BATC
 use super::idempotence::{producer_id, Idempotence};
 use super::{Completion, Engine, TaskKind};
 use crate::accumulator::{Batch, PartitionKey, Round};
+use crate::bounds::held_by_batch;
 use crate::delivery::Pending;
 use crate::error::Error;
 use crate::outcome::{self, Action, Answer, MetadataAction, RetryPolicy, Verdict};
@@ -126,7 +127,7 @@ impl Engine {
                     .records
                     .iter()
                     .enumerate()
-                    .filter_map(|(i, p)| p.extra.as_deref().map(|extra| (i, extra.clone())))
+                    .filter_map(|(i, p)| p.extra().map(|extra| (i, extra.clone())))
                     .collect(),
             })
             .collect();
@@ -147,10 +148,19 @@ impl Engine {
                         self.take_chunks(&batch.tp, &batch.records)
                     };
                     let rest = &batch.records[covered..];
-                    let plain = if rest.is_empty() {
-                        Ok(None)
-                    } else {
-                        MessageSet::from_encoded(rest.iter().map(|p| &p.message), Compression::None).map(Some)
+                    let plain = match &batch.plain {
+                        _ if rest.is_empty() => Ok(None),
+                        // the log's bytes, as they are
+                        Some(plain) if covered == 0 => Ok(Some(plain.clone())),
+                        // the records after the chunks, numbered from 0 (a copy: compressed next)
+                        Some(plain) => {
+                            let messages = crate::log::messages(plain);
+                            MessageSet::from_encoded(&messages[covered..], Compression::None).map(Some)
+                        }
+                        // records that kept their own bytes (appended without the log: tests)
+                        None => {
+                            MessageSet::from_encoded(rest.iter().map(Pending::message), Compression::None).map(Some)
+                        }
                     };
                     match plain {
                         Ok(plain) => {
@@ -175,6 +185,13 @@ impl Engine {
             self.rounds.full.insert(broker);
         } else {
             self.rounds.full.remove(&broker);
+        }
+        if self.out.permits.bytes.is_some() {
+            // what the batches built now weigh in queue.buffering.max.bytes, given back with
+            // their results
+            for batch in round.batches.iter_mut().filter(|b| b.encoded.is_none()) {
+                batch.held = held_by_batch(batch);
+            }
         }
         let batches = round.batches;
         let acks = self.config.request_required_acks();

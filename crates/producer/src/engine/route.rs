@@ -1,6 +1,6 @@
 //! Records in: each record's topic (the engine's own allocation of its name), its partition
 //! (explicit, the partitioner's choice, or held until the topic's metadata comes) and its
-//! queue in the accumulator, its message copied once into its partition's arena.
+//! queue in the accumulator, its message copied once to the end of its partition's log.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,11 +11,11 @@ use tokio::time::Instant;
 use super::metadata::TopicParts;
 use super::Engine;
 use crate::accumulator::{Accumulator, PartitionKey};
-use crate::arena::Arena;
 use crate::delivery::Pending;
 use crate::error::Error;
 use crate::inbox::{InboxReceiver, Incoming, PackedRecord};
-use crate::message::{detach, own_copy, placeholder};
+use crate::log::Log;
+use crate::message::{detach, own_copy};
 use crate::partitioner::{Choice, PartitionerState};
 use crate::refresh::RefreshSchedule;
 use crate::topic::{Topic, TopicId};
@@ -36,8 +36,6 @@ pub(super) struct Inbound {
     /// The engine's own allocation of each topic its records came with (the known topics'),
     /// by the producer's number for it.
     pub(super) names: HashMap<TopicId, Arc<str>>,
-    /// See `crate::message::placeholder`.
-    pub(super) placeholder: EncodedMessage,
 }
 
 impl Inbound {
@@ -49,7 +47,6 @@ impl Inbound {
             next_seq: 0,
             last_topic: None,
             names: HashMap::new(),
-            placeholder: placeholder(),
         }
     }
 }
@@ -101,18 +98,11 @@ impl Engine {
     }
 
     /// A small record from the inbox, its message's bytes still in the inbox's block: placed
-    /// as [`Engine::route`] places a record, its message copied once, from the block into its
-    /// partition's arena (or into an allocation of its own, when it waits or fails).
+    /// as [`Engine::route`] places a record, its message copied once, from the block to its
+    /// partition's log (or into an allocation of its own, when it waits or fails).
     pub(super) fn on_packed(&mut self, record: PackedRecord, message: &[u8], now: Instant) {
         let PackedRecord { topic: id, partition, slot } = record;
-        let mut pending = Pending {
-            seq: self.input.next_seq,
-            topic: id,
-            partition,
-            message: self.input.placeholder.clone(),
-            slot: Some(slot),
-            extra: None,
-        };
+        let mut pending = Pending::bare(self.input.next_seq, id, Some(slot));
         self.input.next_seq += 1;
         if !matches!(&self.input.last_topic, Some((last, _)) if *last == id) {
             // learns the topic (a new one: its metadata asked for) and makes it the last one
@@ -134,8 +124,8 @@ impl Engine {
             // the common case: the partition has a queue (see `put`); the key is the last
             // topic's, its partition set. Its linger starts when the task takes it.
             tp.partition = p;
-            let into_arena = |r: &mut Pending, arena: &mut Arena| into_arena(r, arena, Some(message));
-            match self.acc.try_append_with(tp, pending, now, into_arena) {
+            let into_log = |r: &mut Pending, log: &mut Log| into_log(r, log, Some(message));
+            match self.acc.try_append_with(tp, pending, now, into_log) {
                 Ok(()) => return,
                 Err(back) => pending = back,
             }
@@ -153,8 +143,8 @@ impl Engine {
             &mut self.partitioner,
             &mut self.meta.schedule,
             &topic,
-            pending.partition,
-            || pending.message.key(),
+            pending.partition(),
+            || pending.message().key(),
             now,
         );
         self.put(topic, pending, placement, None, enqueued_at);
@@ -173,16 +163,17 @@ impl Engine {
         let partition = match placement {
             Placement::Partition(p) => p,
             Placement::Hold => {
-                pending.message = match raw {
+                let message = match raw {
                     Some(raw) => own_copy(raw),
-                    None => detach(&pending.message),
+                    None => detach(pending.message()),
                 };
+                pending.set_message(message);
                 self.acc.hold(&topic, pending, enqueued_at);
                 return;
             }
             Placement::Invalid(p) => {
                 if let Some(raw) = raw {
-                    pending.message = own_copy(raw);
+                    pending.set_message(own_copy(raw));
                 }
                 let partitions = self.meta.parts.get(&*topic).map_or(0, |parts| parts.all.len());
                 let error = Error::InvalidPartition { topic: topic.to_string(), partition: p, partitions };
@@ -193,12 +184,12 @@ impl Engine {
         let tp = PartitionKey { topic, partition };
         // the common case: the partition has a queue, so it was checked when the queue was made
         // (and a refresh that finds it gone removes the queue)
-        let into_arena = |p: &mut Pending, arena: &mut Arena| into_arena(p, arena, raw);
-        let Err(mut pending) = self.acc.try_append_with(&tp, pending, enqueued_at, into_arena) else { return };
+        let into_log = |p: &mut Pending, log: &mut Log| into_log(p, log, raw);
+        let Err(mut pending) = self.acc.try_append_with(&tp, pending, enqueued_at, into_log) else { return };
         if let Some(parts) = self.meta.parts.get(&*tp.topic) {
             if parts.error.is_none() && !parts.all.is_empty() && !parts.all.contains(&partition) {
                 if let Some(raw) = raw {
-                    pending.message = own_copy(raw);
+                    pending.set_message(own_copy(raw));
                 }
                 let error =
                     Error::InvalidPartition { topic: tp.topic.to_string(), partition, partitions: parts.all.len() };
@@ -208,7 +199,7 @@ impl Engine {
             }
         }
         self.acc.set_leader(&tp, self.meta.snapshot.leader(&tp.topic, partition));
-        self.acc.append_with(&tp, pending, enqueued_at, into_arena);
+        self.acc.append_with(&tp, pending, enqueued_at, into_log);
     }
 }
 
@@ -245,13 +236,15 @@ fn place<'k>(
     }
 }
 
-/// Moves a record's message into its partition's arena: from `raw`, its bytes in the inbox's
-/// block, when given; else from its own message.
-fn into_arena(pending: &mut Pending, arena: &mut Arena, raw: Option<&[u8]>) {
-    pending.message = match raw {
-        Some(raw) => arena.copy_slice(raw).expect("the inbox holds what Message::encode wrote"),
-        None => arena.copy(&pending.message),
-    };
+/// Appends a record's message to its partition's log: from `raw`, its bytes in the inbox's
+/// block, when given; else from its own message, which it then lets go (the placeholder:
+/// the record's bytes are the log's from now on).
+fn into_log(pending: &mut Pending, log: &mut Log, raw: Option<&[u8]>) {
+    match raw {
+        Some(raw) => log.push(raw),
+        None => log.push(pending.message().as_bytes()),
+    }
+    pending.shed();
 }
 
 /// Where [`place`] puts a record.

@@ -1,0 +1,365 @@
+//! A partition's queued records as the bytes they are sent as: each record's message is copied
+//! once, when its partition is known, to the end of the partition's log as a message set entry
+//! (offset, size, message); a batch is then the log's first entries, taken as one
+//! [`MessageSet`] — the same bytes, not a copy, when they lie in one block. A queued record
+//! keeps no handle on its bytes (a `Bytes` is 32 bytes, a quarter of a 100-byte record's
+//! wire size), and a batch in flight holds its records' bytes once.
+//!
+//! The log is made of blocks that records share, so a record costs no allocation of its own.
+//! A block is sized after the partition's last batch (1 KiB to 64 KiB): a busy partition fills
+//! big blocks, a quiet one holds little. An entry never spans two blocks. When the partition's
+//! queue is emptied the log lets its blocks go (the batches in flight keep theirs alive until
+//! their results), so an idle partition holds nothing.
+//!
+//! While the queue is not emptied, a block that was taken whole is kept (its empty remainder,
+//! which shares the allocation) and used again once every batch made of it is gone: the
+//! oldest kept block is checked when a new one is needed. Why: with a full queue, blocks were
+//! allocated on the worker thread that ran the background task at that moment and freed on
+//! the one that delivered their records; on a multi-thread runtime each worker's allocator
+//! arena then kept its own peak of blocks. Reused blocks stay with the partition.
+
+use std::collections::VecDeque;
+
+use bytes::{Buf, BufMut, BytesMut};
+use gregor_protocol::{EncodedMessage, MessageSet};
+
+/// Bytes before each message in a set: its offset (8) and size (4).
+const ENTRY_HEADER: usize = 12;
+
+const MIN_BLOCK: usize = 1024;
+const MAX_BLOCK: usize = 64 * 1024;
+
+/// Spent blocks a log keeps for its next blocks, besides the one it takes.
+const KEEP_FREE: usize = 32;
+
+/// A block of a [`Log`].
+#[derive(Debug)]
+struct Block {
+    /// The entries not taken yet, and the room after them.
+    bytes: BytesMut,
+    /// How many entries.
+    count: usize,
+    /// The size of its allocation.
+    had: usize,
+}
+
+/// One partition's queued records' bytes (see the module docs).
+#[derive(Debug)]
+pub(crate) struct Log {
+    /// Blocks holding entries, oldest first; the last is the one appended to.
+    blocks: VecDeque<Block>,
+    /// Entries in all blocks.
+    entries: usize,
+    /// Bytes appended since the last [`Log::release`].
+    used: usize,
+    /// The size of the next block.
+    next: usize,
+    /// Blocks taken whole whose batches may still be alive, oldest first: the empty remainder
+    /// of each and its allocation's size.
+    spent: VecDeque<(BytesMut, usize)>,
+}
+
+impl Default for Log {
+    fn default() -> Self {
+        Log { blocks: VecDeque::new(), entries: 0, used: 0, next: MIN_BLOCK, spent: VecDeque::new() }
+    }
+}
+
+impl Log {
+    /// Appends `message` (one Message v0, as `Message::encode` lays it out) as an entry.
+    pub(crate) fn push(&mut self, message: &[u8]) {
+        let len = ENTRY_HEADER + message.len();
+        let room = self.blocks.back().map_or(0, |b| b.bytes.capacity() - b.bytes.len());
+        if room < len {
+            // grows with what the partition takes in while a batch builds up
+            let size = self.next.max(self.used.next_power_of_two()).clamp(MIN_BLOCK, MAX_BLOCK).max(len);
+            self.new_block(size);
+        }
+        self.used += len;
+        let block = self.blocks.back_mut().expect("a block with room");
+        block.bytes.put_i64(0);
+        block.bytes.put_i32(i32::try_from(message.len()).expect("a message encoded is under i32::MAX bytes"));
+        block.bytes.extend_from_slice(message);
+        block.count += 1;
+        self.entries += 1;
+    }
+
+    /// Entries in the log.
+    pub(crate) fn len(&self) -> usize {
+        self.entries
+    }
+
+    /// Bytes appended since the last [`Log::release`].
+    pub(crate) fn used(&self) -> usize {
+        self.used
+    }
+
+    /// The first `n` entries (at most the log's) as one uncompressed set, offsets 0 to n-1:
+    /// the log's bytes when they lie in one block, else a copy; `None` for none.
+    pub(crate) fn take(&mut self, n: usize) -> Option<MessageSet> {
+        let n = n.min(self.entries);
+        if n == 0 {
+            return None;
+        }
+        self.entries -= n;
+        let front = self.blocks.front_mut().expect("entries are in blocks");
+        if n <= front.count {
+            // in the front block: those bytes, numbered
+            let end = number(&mut front.bytes, 0, n);
+            front.count -= n;
+            let set = front.bytes.split_to(end).freeze();
+            self.pop_spent();
+            return Some(MessageSet::from_bytes(set));
+        }
+        // across blocks: copied into one set, of their exact size
+        let mut total = 0;
+        let mut left = n;
+        for block in &self.blocks {
+            let k = left.min(block.count);
+            total += span(&block.bytes, k);
+            left -= k;
+            if left == 0 {
+                break;
+            }
+        }
+        let mut set = BytesMut::with_capacity(total);
+        let mut left = n;
+        let mut first = 0;
+        while left > 0 {
+            let block = self.blocks.front_mut().expect("entries are in blocks");
+            let k = left.min(block.count);
+            let end = number(&mut block.bytes, first, k);
+            set.extend_from_slice(&block.bytes[..end]);
+            block.bytes.advance(end);
+            block.count -= k;
+            left -= k;
+            first += k;
+            self.pop_spent();
+        }
+        Some(MessageSet::from_bytes(set.freeze()))
+    }
+
+    /// Moves the front block to the spent ones when all its entries were taken and it is not
+    /// the block appended to.
+    fn pop_spent(&mut self) {
+        if self.blocks.len() > 1 && self.blocks.front().is_some_and(|b| b.count == 0) {
+            let Block { bytes, had, .. } = self.blocks.pop_front().expect("the front");
+            self.spent.push_back((bytes, had));
+        }
+    }
+
+    /// A copy of the last `n` entries (at most the log's) as one uncompressed set, offsets 0
+    /// to n-1; `None` for none. The log keeps them.
+    pub(crate) fn tail(&self, n: usize) -> Option<MessageSet> {
+        let n = n.min(self.entries);
+        if n == 0 {
+            return None;
+        }
+        // the block holding the first of them, and how many of its entries come before it
+        let mut skip = self.entries - n;
+        let mut at = 0;
+        while skip >= self.blocks[at].count {
+            skip -= self.blocks[at].count;
+            at += 1;
+        }
+        let mut set = BytesMut::new();
+        let mut index: i64 = 0;
+        for block in self.blocks.iter().skip(at) {
+            let block = &block.bytes;
+            let mut pos = 0;
+            while pos < block.len() {
+                let size = entry_size(block, pos);
+                if skip > 0 {
+                    skip -= 1;
+                } else {
+                    set.put_i64(index);
+                    set.extend_from_slice(&block[pos + 8..pos + ENTRY_HEADER + size]);
+                    index += 1;
+                }
+                pos += ENTRY_HEADER + size;
+            }
+        }
+        Some(MessageSet::from_bytes(set.freeze()))
+    }
+
+    /// The partition's queue was emptied: the blocks are let go (batches still holding them
+    /// keep them alive), and the next one is sized after what this batch used.
+    pub(crate) fn release(&mut self) {
+        debug_assert_eq!(self.entries, 0, "released with entries left");
+        self.next = self.used.next_power_of_two().clamp(MIN_BLOCK, MAX_BLOCK);
+        self.used = 0;
+        self.entries = 0;
+        self.blocks = VecDeque::new();
+        self.spent = VecDeque::new();
+    }
+
+    /// Makes a new block of at least `size` bytes the last one: the oldest spent one when no
+    /// batch of it is left, else a new allocation. Of the other oldest spent blocks found
+    /// free, up to [`KEEP_FREE`] stay for the next blocks and the rest are let go, and so are
+    /// blocks smaller than `size` (the batches grew).
+    fn new_block(&mut self, size: usize) {
+        let mut free = 0;
+        while let Some((block, had)) = self.spent.get_mut(free) {
+            if *had < size {
+                // too small for the batches now: never used again
+                self.spent.remove(free);
+                continue;
+            }
+            // `try_reclaim` succeeds when the log holds the only handle left: the whole
+            // allocation is free again
+            if !block.try_reclaim(*had) {
+                break;
+            }
+            free += 1;
+            if free > 1 + KEEP_FREE {
+                self.spent.remove(free - 1);
+                free -= 1;
+            }
+        }
+        let reused = if free > 0 { self.spent.pop_front() } else { None };
+        let (bytes, had) = reused.unwrap_or_else(|| (BytesMut::with_capacity(size), size));
+        self.blocks.push_back(Block { bytes, count: 0, had });
+    }
+}
+
+/// The size of the message of the entry at `pos` of `block` (laid out by [`Log::push`]).
+fn entry_size(block: &[u8], pos: usize) -> usize {
+    let size = i32::from_be_bytes(block[pos + 8..pos + ENTRY_HEADER].try_into().expect("4 bytes"));
+    size as usize
+}
+
+/// Where the first `k` entries of `block` end.
+fn span(block: &[u8], k: usize) -> usize {
+    (0..k).fold(0, |pos, _| pos + ENTRY_HEADER + entry_size(block, pos))
+}
+
+/// Numbers the `k` entries at the start of `block` `first` to `first + k - 1`; returns where
+/// they end.
+fn number(block: &mut BytesMut, first: usize, k: usize) -> usize {
+    let mut pos = 0;
+    for i in 0..k {
+        let size = entry_size(block, pos);
+        block[pos..pos + 8].copy_from_slice(&((first + i) as i64).to_be_bytes());
+        pos += ENTRY_HEADER + size;
+    }
+    pos
+}
+
+/// The messages of an uncompressed set of Message v0 entries (as [`Log::take`] makes them),
+/// sharing its bytes; stops at anything else.
+pub(crate) fn messages(set: &MessageSet) -> Vec<EncodedMessage> {
+    let bytes = set.as_bytes();
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos + ENTRY_HEADER <= bytes.len() {
+        let Ok(size) = usize::try_from(i32::from_be_bytes(bytes[pos + 8..pos + ENTRY_HEADER].try_into().expect("4")))
+        else {
+            break;
+        };
+        let Some(end) = (pos + ENTRY_HEADER).checked_add(size).filter(|end| *end <= bytes.len()) else { break };
+        match EncodedMessage::from_bytes(bytes.slice(pos + ENTRY_HEADER..end)) {
+            Some(message) => out.push(message),
+            None => break,
+        }
+        pos = end;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use gregor_protocol::Message;
+
+    use super::*;
+
+    fn message(len: usize, tag: u8) -> EncodedMessage {
+        EncodedMessage::encode(&Message::new(None, Some(Bytes::from(vec![tag; len])))).unwrap()
+    }
+
+    /// What `MessageSet::from_encoded` makes of `messages`: the bytes a batch must have.
+    fn expected(messages: &[EncodedMessage]) -> Bytes {
+        MessageSet::from_encoded(messages, gregor_protocol::Compression::None).unwrap().into_bytes()
+    }
+
+    #[test]
+    fn a_batch_is_its_records_entries_numbered_from_zero_without_a_copy_in_one_block() {
+        let mut log = Log::default();
+        let ms: Vec<EncodedMessage> = (0..10).map(|i| message(20, i)).collect();
+        for m in &ms {
+            log.push(m.as_bytes());
+        }
+        assert_eq!(log.len(), 10);
+        let block = log.blocks[0].bytes.as_ptr();
+        let first = log.take(4).unwrap();
+        assert_eq!(first.as_bytes(), &expected(&ms[..4]));
+        assert_eq!(first.as_bytes().as_ptr(), block, "the log's own bytes");
+        let second = log.take(6).unwrap();
+        assert_eq!(second.as_bytes(), &expected(&ms[4..]), "numbered from 0 again");
+        assert_eq!(messages(&second), ms[4..]);
+        assert_eq!(log.len(), 0);
+        assert!(log.take(1).is_none());
+        log.release();
+        assert_eq!(log.next, MIN_BLOCK.max((10 * (ENTRY_HEADER + ms[0].len())).next_power_of_two()));
+        assert!(log.blocks.is_empty() && log.spent.is_empty(), "released: the log holds no block");
+    }
+
+    #[test]
+    fn a_batch_across_blocks_is_one_exact_copy_and_the_tail_a_copy_of_the_last_entries() {
+        let mut log = Log { next: MIN_BLOCK, ..Log::default() };
+        // 412 bytes each: two to a 1 KiB block
+        let ms: Vec<EncodedMessage> = (0..7).map(|i| message(386, i)).collect();
+        for m in &ms {
+            log.push(m.as_bytes());
+        }
+        assert!(log.blocks.len() >= 3, "{} blocks", log.blocks.len());
+        assert_eq!(log.tail(3).unwrap().as_bytes(), &expected(&ms[4..]));
+        assert_eq!(log.tail(7).unwrap().as_bytes(), &expected(&ms));
+        assert_eq!(log.len(), 7, "the tail is a copy");
+        let batch = log.take(5).unwrap();
+        assert_eq!(batch.as_bytes(), &expected(&ms[..5]));
+        assert_eq!(batch.len(), batch.as_bytes().len());
+        assert_eq!(log.tail(2).unwrap().as_bytes(), &expected(&ms[5..]));
+        assert_eq!(log.take(9).unwrap().as_bytes(), &expected(&ms[5..]), "at most what it holds");
+    }
+
+    #[test]
+    fn a_spent_block_is_used_again_once_its_batches_are_gone() {
+        let mut log = Log { next: MAX_BLOCK, ..Log::default() };
+        let m = message(8000, b'x'); // 8,026 bytes: 8 to a block
+        for _ in 0..8 {
+            log.push(m.as_bytes());
+        }
+        let first_block = log.blocks[0].bytes.as_ptr();
+        log.push(m.as_bytes()); // the 9th starts a second block
+        let batch = log.take(8).unwrap();
+        assert_eq!(batch.as_bytes().as_ptr(), first_block);
+        assert_eq!(log.spent.len(), 1, "the first block is spent, its batch alive");
+        for _ in 0..7 {
+            log.push(m.as_bytes());
+        }
+        // a third block while the first block's batch lives: a new one
+        log.push(m.as_bytes());
+        assert_ne!(log.blocks.back().unwrap().bytes.as_ptr(), first_block);
+        drop(batch);
+        let _second = log.take(8).unwrap();
+        for _ in 0..8 {
+            log.push(m.as_bytes());
+        }
+        // the fourth block is the first one again: its batch is gone
+        assert_eq!(log.blocks.back().unwrap().bytes.as_ptr(), first_block);
+        assert_eq!(log.len(), 9);
+        let all = log.take(9).unwrap();
+        assert_eq!(messages(&all), vec![m; 9]);
+    }
+
+    #[test]
+    fn messages_stop_at_anything_that_is_not_an_entry() {
+        let ms: Vec<EncodedMessage> = (0..3).map(|i| message(5, i)).collect();
+        let set = expected(&ms);
+        assert_eq!(messages(&MessageSet::from_bytes(set.slice(..set.len() - 1))), ms[..2]);
+        let mut negative = set.to_vec();
+        negative[8..12].copy_from_slice(&(-1i32).to_be_bytes());
+        assert!(messages(&MessageSet::from_bytes(negative.into())).is_empty());
+    }
+}
