@@ -105,20 +105,33 @@ pub(crate) enum Slot {
 
 /// A record on its way: encoded, with its delivery slot. Dropping it undelivered delivers
 /// [`Error::Closed`], so every record gets one result.
+///
+/// 56 bytes: a queued record is this and its message's bytes in its partition's log (see
+/// `crate::log`); what only some records carry (a message of their own while they are not
+/// in a log, the partition the application asked for, a timestamp or headers) is boxed in
+/// [`More`].
 pub(crate) struct Pending {
     /// Order of arrival at the background task (set there).
     pub(crate) seq: u64,
     /// Its topic, as its producer numbers it (see `crate::topic`).
     pub(crate) topic: TopicId,
+    pub(crate) slot: Option<Slot>,
+    more: Option<Box<More>>,
+}
+
+/// What a [`Pending`] carries only at times, or only some records carry.
+struct More {
     /// The partition the application asked for.
     partition: Option<i32>,
     /// Its message, while its bytes are not in a log or batch (on its way in, held for
     /// metadata, or failed); the placeholder otherwise.
     message: EncodedMessage,
-    pub(crate) slot: Option<Slot>,
     /// A timestamp or headers the application gave (RecordBatch v2 only).
-    extra: Option<Box<crate::record::RecordExtra>>,
+    extra: Option<crate::record::RecordExtra>,
 }
+
+/// The message of a record whose bytes are elsewhere (see `crate::message::placeholder`).
+static PLACEHOLDER: std::sync::LazyLock<EncodedMessage> = std::sync::LazyLock::new(crate::message::placeholder);
 
 impl Pending {
     /// A record of `topic` (numbered 0: the background task numbers it).
@@ -129,39 +142,48 @@ impl Pending {
         slot: Option<Slot>,
         extra: Option<crate::record::RecordExtra>,
     ) -> Pending {
-        Pending { seq: 0, topic, partition, message, slot, extra: extra.map(Box::new) }
+        Pending { seq: 0, topic, slot, more: Some(Box::new(More { partition, message, extra })) }
     }
 
     /// A record of `topic` whose message is elsewhere (in the inbox's block), with no partition
-    /// asked for.
+    /// asked for and nothing else boxed.
     pub(crate) fn bare(seq: u64, topic: TopicId, slot: Option<Slot>) -> Pending {
-        Pending { seq, topic, partition: None, message: crate::message::placeholder(), slot, extra: None }
+        Pending { seq, topic, slot, more: None }
     }
 
     /// The partition the application asked for.
     pub(crate) fn partition(&self) -> Option<i32> {
-        self.partition
+        self.more.as_ref().and_then(|m| m.partition)
     }
 
     /// Its message: the placeholder while its bytes are in a log or batch.
     pub(crate) fn message(&self) -> &EncodedMessage {
-        &self.message
+        self.more.as_ref().map_or(&PLACEHOLDER, |m| &m.message)
     }
 
     /// Gives it its message (its bytes are no longer in a log or batch).
     pub(crate) fn set_message(&mut self, message: EncodedMessage) {
-        self.message = message;
+        match &mut self.more {
+            Some(more) => more.message = message,
+            None => self.more = Some(Box::new(More { partition: None, message, extra: None })),
+        }
     }
 
     /// Its timestamp or headers, if the application gave any.
     pub(crate) fn extra(&self) -> Option<&crate::record::RecordExtra> {
-        self.extra.as_deref()
+        self.more.as_ref().and_then(|m| m.extra.as_ref())
     }
 
-    /// Its bytes went to its partition's log: it keeps only what the log does not hold.
+    /// Its bytes went to its partition's log: it keeps only what the log does not hold (its
+    /// timestamp and headers, if any).
     pub(crate) fn shed(&mut self) {
-        self.partition = None;
-        self.message = crate::message::placeholder();
+        match self.more.as_mut() {
+            Some(more) if more.extra.is_some() => {
+                more.partition = None;
+                more.message = PLACEHOLDER.clone();
+            }
+            _ => self.more = None,
+        }
     }
 }
 

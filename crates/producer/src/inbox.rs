@@ -453,6 +453,8 @@ mod tests {
     #[test]
     fn a_queued_record_takes_a_slot_of_56_bytes() {
         assert_eq!(std::mem::size_of::<Queued>(), 56);
+        // and as the engine queues it, its bytes in its partition's log
+        assert_eq!(std::mem::size_of::<Pending>(), 56);
     }
 
     #[tokio::test]
