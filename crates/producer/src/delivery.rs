@@ -95,18 +95,104 @@ where
     }
 }
 
-/// Where a record's result goes.
+/// Where a record's result goes: 16 bytes, as every queued record has one. A static handler is
+/// named by its place in the process's table of them ([`StaticHandlers`]); a callback's box
+/// and an `Arc` handler with its opaque are boxed once more (a callback allocates anyway; an
+/// `Arc` handler costs a 24-byte allocation per record, where a static one costs none).
 pub(crate) enum Slot {
     Future(oneshot::Sender<DeliveryResult>),
-    Callback(Callback),
-    Handler(Arc<dyn DeliveryHandler>, u64),
-    StaticHandler(&'static dyn DeliveryHandler, u64),
+    Callback(Box<Callback>),
+    Handler(Box<(Arc<dyn DeliveryHandler>, u64)>),
+    /// A handler of [`StaticHandlers`] by its index, and the record's opaque.
+    StaticHandler(u32, u64),
+}
+
+impl Slot {
+    /// The slot of a record whose result goes to `callback`.
+    pub(crate) fn callback(callback: Callback) -> Slot {
+        Slot::Callback(Box::new(callback))
+    }
+
+    /// The slot of a record whose result goes to `handler` with `opaque`.
+    pub(crate) fn handler(handler: Arc<dyn DeliveryHandler>, opaque: u64) -> Slot {
+        Slot::Handler(Box::new((handler, opaque)))
+    }
+
+    /// The slot of a record whose result goes to the static `handler` with `opaque`: by its
+    /// index in the process's table, or (past the table's [`STATIC_HANDLERS`] handlers) as an
+    /// `Arc` handler forwarding to it.
+    pub(crate) fn static_handler(handler: &'static dyn DeliveryHandler, opaque: u64) -> Slot {
+        match StaticHandlers::index_of(handler) {
+            Some(index) => Slot::StaticHandler(index, opaque),
+            None => Slot::handler(Arc::new(Forward(handler)), opaque),
+        }
+    }
+}
+
+/// How many distinct static handlers a process's table holds.
+const STATIC_HANDLERS: usize = 256;
+
+/// The static handlers records were sent with, by index: a record names its handler with 4
+/// bytes instead of a 16-byte reference. Filled once per handler, never emptied (the handlers
+/// live as long as the process anyway); read without a lock.
+pub(crate) struct StaticHandlers;
+
+static TABLE: [std::sync::OnceLock<&'static dyn DeliveryHandler>; STATIC_HANDLERS] =
+    [const { std::sync::OnceLock::new() }; STATIC_HANDLERS];
+
+/// How many entries of [`TABLE`] are taken; held while one is added.
+static TAKEN: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+
+thread_local! {
+    /// The handler this thread sent with last, and its index.
+    static LAST: std::cell::Cell<Option<(&'static dyn DeliveryHandler, u32)>> = const { std::cell::Cell::new(None) };
+}
+
+impl StaticHandlers {
+    /// `handler`'s index, added to the table the first time; `None` when the table is full.
+    fn index_of(handler: &'static dyn DeliveryHandler) -> Option<u32> {
+        // the same object and vtable (two zero-sized handlers may share an address)
+        let same = |a: &'static dyn DeliveryHandler| std::ptr::eq(a, handler);
+        if let Some((last, index)) = LAST.get() {
+            if same(last) {
+                return Some(index);
+            }
+        }
+        let mut taken = TAKEN.lock().unwrap_or_else(|p| p.into_inner());
+        let found = (0..*taken).find(|&i| TABLE[i].get().is_some_and(|h| same(*h)));
+        let index = match found {
+            Some(i) => i,
+            None if *taken < STATIC_HANDLERS => {
+                let _ = TABLE[*taken].set(handler);
+                *taken += 1;
+                *taken - 1
+            }
+            None => return None,
+        };
+        let index = index as u32;
+        LAST.set(Some((handler, index)));
+        Some(index)
+    }
+
+    /// The handler at `index`.
+    fn get(index: u32) -> Option<&'static dyn DeliveryHandler> {
+        TABLE.get(index as usize).and_then(|h| h.get().copied())
+    }
+}
+
+/// A static handler past the table's size, as an `Arc` handler.
+struct Forward(&'static dyn DeliveryHandler);
+
+impl DeliveryHandler for Forward {
+    fn on_delivery(&self, opaque: u64, result: DeliveryResult) {
+        self.0.on_delivery(opaque, result);
+    }
 }
 
 /// A record on its way: encoded, with its delivery slot. Dropping it undelivered delivers
 /// [`Error::Closed`], so every record gets one result.
 ///
-/// 56 bytes: a queued record is this and its message's bytes in its partition's log (see
+/// 40 bytes: a queued record is this and its message's bytes in its partition's log (see
 /// `crate::log`); what only some records carry (a message of their own while they are not
 /// in a log, the partition the application asked for, a timestamp or headers) is boxed in
 /// [`More`].
@@ -232,8 +318,11 @@ impl Slot {
                     tracing::error!(topic, "a delivery callback panicked");
                 }
             }
-            Slot::Handler(handler, opaque) => call_handler(&*handler, opaque, result, topic),
-            Slot::StaticHandler(handler, opaque) => call_handler(handler, opaque, result, topic),
+            Slot::Handler(handler) => call_handler(&*handler.0, handler.1, result, topic),
+            Slot::StaticHandler(index, opaque) => match StaticHandlers::get(index) {
+                Some(handler) => call_handler(handler, opaque, result, topic),
+                None => tracing::error!(topic, index, "a record named a static handler not in the table"),
+            },
         }
     }
 }
@@ -285,5 +374,52 @@ impl CloseReport {
     /// True when everything was delivered.
     pub fn is_ok(&self) -> bool {
         self.undelivered.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+    use crate::record::RecordMetadata;
+
+    /// Two handlers of no size: they may share an address, never an index.
+    struct First;
+    struct Second;
+
+    static FIRST_GOT: AtomicU64 = AtomicU64::new(0);
+    static SECOND_GOT: AtomicU64 = AtomicU64::new(0);
+
+    impl DeliveryHandler for First {
+        fn on_delivery(&self, opaque: u64, _: DeliveryResult) {
+            FIRST_GOT.fetch_add(opaque, Ordering::Relaxed);
+        }
+    }
+
+    impl DeliveryHandler for Second {
+        fn on_delivery(&self, opaque: u64, _: DeliveryResult) {
+            SECOND_GOT.fetch_add(opaque, Ordering::Relaxed);
+        }
+    }
+
+    static FIRST: First = First;
+    static SECOND: Second = Second;
+
+    fn ok() -> DeliveryResult {
+        Ok(RecordMetadata { topic: Topic::from("t"), partition: 0, offset: 0 })
+    }
+
+    #[test]
+    fn a_static_handler_is_named_by_its_index_and_gets_its_own_results() {
+        assert_eq!(std::mem::size_of::<Slot>(), 16);
+        let (a, b) = (Slot::static_handler(&FIRST, 1), Slot::static_handler(&SECOND, 10));
+        let (Slot::StaticHandler(i, 1), Slot::StaticHandler(j, 10)) = (&a, &b) else { panic!("by index") };
+        assert_ne!(i, j, "distinct handlers, distinct indexes");
+        let Slot::StaticHandler(again, 2) = Slot::static_handler(&FIRST, 2) else { panic!("by index") };
+        assert_eq!(again, *i, "the same handler, the same index");
+        a.deliver(ok(), "t");
+        b.deliver(ok(), "t");
+        assert_eq!((FIRST_GOT.load(Ordering::Relaxed), SECOND_GOT.load(Ordering::Relaxed)), (1, 10));
     }
 }

@@ -84,9 +84,9 @@ struct Packed {
     slot: Slot,
 }
 
-/// A queued command. Boxed, so the queue's slots are the size of a packed record (56 bytes:
-/// its topic is a number) whatever a command's size: flushes, closes and large records are
-/// the rare ones.
+/// A queued command. Boxed, so the queue's slots are the size of a packed record (40 bytes:
+/// its topic is a number, its slot 16 bytes) whatever a command's size: flushes, closes and
+/// large records are the rare ones.
 enum Queued {
     Command(Box<Command>),
     Packed(Packed),
@@ -451,10 +451,11 @@ mod tests {
     }
 
     #[test]
-    fn a_queued_record_takes_a_slot_of_56_bytes() {
-        assert_eq!(std::mem::size_of::<Queued>(), 56);
+    fn a_queued_record_takes_a_slot_of_40_bytes() {
+        assert_eq!(std::mem::size_of::<Queued>(), 40);
         // and as the engine queues it, its bytes in its partition's log
-        assert_eq!(std::mem::size_of::<Pending>(), 56);
+        assert_eq!(std::mem::size_of::<Pending>(), 40);
+        assert_eq!(std::mem::size_of::<Option<Slot>>(), 16);
     }
 
     #[tokio::test]

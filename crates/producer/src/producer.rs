@@ -217,14 +217,15 @@ where
         F: FnOnce(DeliveryResult) + Send + 'static,
     {
         let callback: Callback = Box::new(callback);
-        self.enqueue(record, Slot::Callback(callback)).await
+        self.enqueue(record, Slot::callback(callback)).await
     }
 
     /// Queues `record`; `handler` gets its delivery result with `opaque` (an index, a
     /// sequence number, whatever identifies the record to the application), on the producer's
-    /// background task. The way to send at the highest rate with a result per record: one
-    /// handler serves every record, so a send allocates nothing for its result (a callback is
-    /// boxed, a future allocates a channel).
+    /// background task. One handler serves every record: a send allocates 24 bytes for its
+    /// result (the handler's count and the opaque; a callback is boxed, a future allocates a
+    /// channel). [`send_with_static_handler`](AsyncProducer::send_with_static_handler)
+    /// allocates nothing.
     ///
     /// ```no_run
     /// # async fn run(producer: gregor_producer::AsyncProducer<(), String>) {
@@ -255,7 +256,7 @@ where
         handler: &Arc<dyn DeliveryHandler>,
         opaque: u64,
     ) -> Result<(), SendError<K, V>> {
-        self.enqueue(record, Slot::Handler(handler.clone(), opaque)).await
+        self.enqueue(record, Slot::handler(handler.clone(), opaque)).await
     }
 
     /// As [`send_with_handler`](AsyncProducer::send_with_handler), with a handler that lives as
@@ -288,7 +289,7 @@ where
         handler: &'static dyn DeliveryHandler,
         opaque: u64,
     ) -> Result<(), SendError<K, V>> {
-        self.enqueue(record, Slot::StaticHandler(handler, opaque)).await
+        self.enqueue(record, Slot::static_handler(handler, opaque)).await
     }
 
     async fn enqueue(&self, record: Record<K, V>, slot: Slot) -> Result<(), SendError<K, V>> {
