@@ -811,6 +811,40 @@ async fn close_while_the_cluster_is_paused_reports_every_undelivered_record() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_shut_down_with_records_queued_gives_each_its_record_back() {
+    let c = cluster_or_skip!("runtime-shutdown");
+    c.create_topic("t", 2, 1).await.unwrap();
+    let cfg = config(&c).queue_buffering_max(Duration::from_secs(10));
+    // the producer on a runtime of its own, shut down while its records wait for their linger
+    // (their bytes in their partitions' logs)
+    let thread = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let (p, deliveries) = rt.block_on(async move {
+            let p = producer(cfg);
+            warm(&p, "t").await;
+            let mut deliveries = Vec::new();
+            for i in 0..10 {
+                deliveries.push(p.send(rec("t", i).with_key(format!("k{i}"))).await.unwrap());
+            }
+            // taken by the producer's task, which queues them
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            (p, deliveries)
+        });
+        rt.shutdown_background();
+        drop(p);
+        deliveries
+    });
+    let deliveries = tokio::task::spawn_blocking(move || thread.join().unwrap()).await.unwrap();
+    let text = |b: &Option<bytes::Bytes>| String::from_utf8(b.as_ref().expect("not null").to_vec()).unwrap();
+    for (i, d) in deliveries.into_iter().enumerate() {
+        let e = d.bounded().await.unwrap_err();
+        assert!(matches!(e.error, Error::Closed { in_flight: false }), "{e:?}");
+        assert_eq!(&*e.topic, "t");
+        assert_eq!((text(&e.key), text(&e.value)), (format!("k{i}"), i.to_string()), "the record comes back");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_delivers_what_is_queued_and_dropping_the_producer_loses_nothing() {
     let c = cluster_or_skip!("close-drop");
     c.create_topic("t", 3, 1).await.unwrap();

@@ -212,6 +212,26 @@ impl Engine {
     }
 }
 
+impl Drop for Engine {
+    /// The task was dropped with records still held (its runtime is shutting down): each gets
+    /// its [`Error::Closed`] here, with its topic, key and value (a record whose bytes are in
+    /// its partition's log or its batch's set would have neither, dropped on its own).
+    fn drop(&mut self) {
+        if self.acc.is_empty() && self.rounds.in_flight.is_empty() {
+            return;
+        }
+        let rounds: Vec<InFlight> = self.rounds.in_flight.drain().map(|(_, r)| r).collect();
+        for round in rounds {
+            for batch in round.batches {
+                self.fail_batch(batch, Error::Closed { in_flight: true });
+            }
+        }
+        for r in self.acc.drain_all() {
+            self.fail_released(r, Error::Closed { in_flight: false });
+        }
+    }
+}
+
 /// What the engine hands to the delivery task, in the order it decided it.
 pub(super) enum Delivery {
     /// A batch of `topic`/`partition` acknowledged, none of its records counted yet: offsets
