@@ -639,7 +639,7 @@ mod tests {
     /// A record as the engine holds it when its result comes: its message copied into its
     /// partition's blocks.
     fn as_queued(p: &Pending) -> Pending {
-        let mut q = Pending::new(p.topic, p.partition(), p.message().detached(), None, None);
+        let mut q = Pending::new(p.topic().unwrap(), p.partition(), p.message().detached(), None, None);
         q.seq = p.seq;
         q
     }
@@ -701,7 +701,9 @@ mod tests {
         assert!(a.on_tick(t0 + Duration::from_millis(900), false).is_empty(), "not yet");
         let due = a.on_tick(end, false);
         assert_eq!(due.len(), 2);
-        assert!(due.iter().all(|p| p.topic.name().as_deref() == Some(DEFAULT_AUDIT_TOPIC) && p.slot.is_none()));
+        assert!(due
+            .iter()
+            .all(|p| p.topic().and_then(|t| t.name()).as_deref() == Some(DEFAULT_AUDIT_TOPIC) && p.slot.is_none()));
         assert_eq!(due[0].message().key(), Some(&b"p\"1"[..]));
         let t = json(&due[0]);
         assert_eq!(

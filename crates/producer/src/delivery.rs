@@ -192,21 +192,22 @@ impl DeliveryHandler for Forward {
 /// A record on its way: encoded, with its delivery slot. Dropping it undelivered delivers
 /// [`Error::Closed`], so every record gets one result.
 ///
-/// 40 bytes: a queued record is this and its message's bytes in its partition's log (see
-/// `crate::log`); what only some records carry (a message of their own while they are not
-/// in a log, the partition the application asked for, a timestamp or headers) is boxed in
-/// [`More`].
+/// 32 bytes: a queued record is this and its message's bytes in its partition's log (see
+/// `crate::log`); what only some records carry (a topic number and a message of their own while
+/// they are not in a log, the partition the application asked for, a timestamp or headers) is
+/// boxed in [`More`].
 pub(crate) struct Pending {
     /// Order of arrival at the background task (set there).
     pub(crate) seq: u64,
-    /// Its topic, as its producer numbers it (see `crate::topic`).
-    pub(crate) topic: TopicId,
     pub(crate) slot: Option<Slot>,
     more: Option<Box<More>>,
 }
 
 /// What a [`Pending`] carries only at times, or only some records carry.
 struct More {
+    /// Its topic, as its producer numbers it (see `crate::topic`), on its way in (a queued
+    /// record's is its partition's).
+    topic: Option<TopicId>,
     /// The partition the application asked for.
     partition: Option<i32>,
     /// Its message, while its bytes are not in a log or batch (on its way in, held for
@@ -228,13 +229,19 @@ impl Pending {
         slot: Option<Slot>,
         extra: Option<crate::record::RecordExtra>,
     ) -> Pending {
-        Pending { seq: 0, topic, slot, more: Some(Box::new(More { partition, message, extra })) }
+        Pending { seq: 0, slot, more: Some(Box::new(More { topic: Some(topic), partition, message, extra })) }
     }
 
-    /// A record of `topic` whose message is elsewhere (in the inbox's block), with no partition
-    /// asked for and nothing else boxed.
-    pub(crate) fn bare(seq: u64, topic: TopicId, slot: Option<Slot>) -> Pending {
-        Pending { seq, topic, slot, more: None }
+    /// A record whose message is elsewhere (in the inbox's block), with no partition asked for
+    /// and nothing else boxed (its topic is its caller's business).
+    pub(crate) fn bare(seq: u64, slot: Option<Slot>) -> Pending {
+        Pending { seq, slot, more: None }
+    }
+
+    /// Its topic, as its producer numbers it, while it is on its way in, held or failed (a
+    /// queued record's topic is its partition's).
+    pub(crate) fn topic(&self) -> Option<TopicId> {
+        self.more.as_ref().and_then(|m| m.topic)
     }
 
     /// The partition the application asked for.
@@ -247,11 +254,22 @@ impl Pending {
         self.more.as_ref().map_or(&PLACEHOLDER, |m| &m.message)
     }
 
+    /// Gives it its topic's number (it is no longer one of its partition's queued records).
+    pub(crate) fn set_topic(&mut self, topic: TopicId) {
+        match &mut self.more {
+            Some(more) => more.topic = Some(topic),
+            None => {
+                let message = PLACEHOLDER.clone();
+                self.more = Some(Box::new(More { topic: Some(topic), partition: None, message, extra: None }));
+            }
+        }
+    }
+
     /// Gives it its message (its bytes are no longer in a log or batch).
     pub(crate) fn set_message(&mut self, message: EncodedMessage) {
         match &mut self.more {
             Some(more) => more.message = message,
-            None => self.more = Some(Box::new(More { partition: None, message, extra: None })),
+            None => self.more = Some(Box::new(More { topic: None, partition: None, message, extra: None })),
         }
     }
 
@@ -265,6 +283,7 @@ impl Pending {
     pub(crate) fn shed(&mut self) {
         match self.more.as_mut() {
             Some(more) if more.extra.is_some() => {
+                more.topic = None;
                 more.partition = None;
                 more.message = PLACEHOLDER.clone();
             }
@@ -277,7 +296,7 @@ impl std::fmt::Debug for Pending {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pending")
             .field("seq", &self.seq)
-            .field("topic", &self.topic)
+            .field("topic", &self.topic())
             .field("partition", &self.partition())
             .finish_non_exhaustive()
     }
@@ -338,7 +357,7 @@ impl Drop for Pending {
     fn drop(&mut self) {
         if self.slot.is_some() {
             // the rare path: the name read from the producer's names (which outlive its records)
-            let topic = self.topic.name().map_or_else(Topic::unknown, Topic::from);
+            let topic = self.topic().and_then(|id| id.name()).map_or_else(Topic::unknown, Topic::from);
             let error = self.error(topic.clone(), None, 0, Error::Closed { in_flight: false });
             self.deliver(Err(error), &topic);
         }

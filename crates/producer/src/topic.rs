@@ -217,7 +217,6 @@ pub(crate) struct TopicId {
 
 impl TopicId {
     /// A number no name has (the tests' records whose topic is never read).
-    #[cfg(test)]
     pub(crate) const UNREGISTERED: TopicId = TopicId { index: u32::MAX, generation: u32::MAX };
 
     /// The name, while its producer lives (the rare path: a record that is dropped

@@ -191,7 +191,7 @@ impl Engine {
                 Command::Record(mut pending) => {
                     pending.seq = self.input.next_seq;
                     self.input.next_seq += 1;
-                    let topic = self.topic_of(pending.topic);
+                    let topic = pending.topic().map_or_else(Topic::unknown, |id| self.topic_of(id));
                     self.fail(pending, topic, None, 0, Error::Closed { in_flight: false });
                 }
                 Command::Flush { reply } => self.hand_out(Delivery::Flush(reply, FlushReport::default())),
@@ -264,6 +264,16 @@ pub(super) async fn deliver_loop(
         rx: mpsc::UnboundedReceiver<Delivery>,
         permits: Arc<QueueBounds>,
         _names: Arc<TopicNames>,
+    }
+    impl Drop for Task {
+        /// The runtime dropped the task (it is shutting down): the results the engine handed
+        /// out are handed on here, rather than each record's Closed.
+        fn drop(&mut self) {
+            self.rx.close();
+            while let Ok(delivery) = self.rx.try_recv() {
+                deliver_now(delivery, &self.permits);
+            }
+        }
     }
     let mut task = Task { rx, permits, _names: names };
     let mut buf = Vec::with_capacity(64);

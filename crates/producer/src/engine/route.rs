@@ -102,7 +102,7 @@ impl Engine {
     /// partition's log (or into an allocation of its own, when it waits or fails).
     pub(super) fn on_packed(&mut self, record: PackedRecord, message: &[u8], now: Instant) {
         let PackedRecord { topic: id, partition, slot } = record;
-        let mut pending = Pending::bare(self.input.next_seq, id, Some(slot));
+        let mut pending = Pending::bare(self.input.next_seq, Some(slot));
         self.input.next_seq += 1;
         if !matches!(&self.input.last_topic, Some((last, _)) if *last == id) {
             // learns the topic (a new one: its metadata asked for) and makes it the last one
@@ -131,12 +131,15 @@ impl Engine {
             }
         }
         let topic = self.own_topic(id, now);
+        // held, or failed, it names its topic itself
+        pending.set_topic(id);
         self.put(topic, pending, placement, Some(message), now);
     }
 
     /// Puts a record in its partition's queue, or holds it until its topic's metadata comes.
     pub(super) fn route(&mut self, pending: Pending, enqueued_at: Instant, now: Instant) {
-        let topic = self.own_topic(pending.topic, now);
+        // a record that comes whole names its topic
+        let topic = self.own_topic(pending.topic().unwrap_or(TopicId::UNREGISTERED), now);
         let placement = place(
             &self.acc,
             &self.meta.parts,
