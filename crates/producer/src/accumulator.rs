@@ -42,15 +42,11 @@ use std::time::Duration;
 use gregor_protocol::{EncodedMessage, MessageSet};
 use tokio::time::Instant;
 
-use crate::growth::reserve_one;
+use crate::blocks::Blocks;
 use crate::log::{self, Log};
 
 /// A broker id.
 pub(crate) type BrokerId = i32;
-
-/// A partition's queue with room for more than this many records gives most of it back once
-/// it holds less than an eighth of it.
-const SHRINK_ABOVE: usize = 4096;
 
 /// Counts a record just queued (its bytes: what the log took in since `before`) towards its
 /// partition's next chunk, and lists the partition once it has `chunk_bytes`.
@@ -217,7 +213,7 @@ struct Retry<T> {
 #[derive(Debug)]
 struct PartitionQueue<T> {
     leader: Option<BrokerId>,
-    queued: VecDeque<T>,
+    queued: Blocks<T>,
     /// When the queued records arrived, as runs (a time and how many records in a row have
     /// it: the engine stamps a whole burst with one clock reading), oldest first; the counts
     /// add up to `queued.len()`. 16 bytes per run instead of per record.
@@ -240,7 +236,7 @@ impl<T> PartitionQueue<T> {
     fn new(leader: Option<BrokerId>) -> Self {
         PartitionQueue {
             leader,
-            queued: VecDeque::new(),
+            queued: Blocks::default(),
             stamps: VecDeque::new(),
             retry: VecDeque::new(),
             in_flight: 0,
@@ -251,9 +247,8 @@ impl<T> PartitionQueue<T> {
         }
     }
 
-    /// Queues a record; `limit`: the most records the accumulator holds.
-    fn push(&mut self, record: T, enqueued_at: Instant, limit: usize) {
-        reserve_one(&mut self.queued, limit);
+    /// Queues a record.
+    fn push(&mut self, record: T, enqueued_at: Instant) {
         self.queued.push_back(record);
         match self.stamps.back_mut() {
             Some((at, n)) if *at == enqueued_at => *n += 1,
@@ -266,10 +261,9 @@ impl<T> PartitionQueue<T> {
         self.stamps.front().map(|(at, _)| *at)
     }
 
-    /// Takes the `n` oldest queued records (`n` at most `queued.len()`) and their bytes. A
-    /// queue that grew in a burst gives most of its room back once it holds far less.
+    /// Takes the `n` oldest queued records (`n` at most `queued.len()`) and their bytes.
     fn take(&mut self, n: usize) -> (Vec<T>, Option<MessageSet>) {
-        let records: Vec<T> = self.queued.drain(..n).collect();
+        let records = self.queued.take_front(n);
         let plain = self.log.take(n);
         if self.loose > self.queued.len() {
             // the batch took loose records: what is left of them stays loose
@@ -288,9 +282,6 @@ impl<T> PartitionQueue<T> {
             }
         }
         debug_assert_eq!(self.stamps.iter().map(|(_, n)| n).sum::<usize>(), self.queued.len());
-        if self.queued.capacity() > SHRINK_ABOVE && self.queued.len() < self.queued.capacity() / 8 {
-            self.queued.shrink_to((self.queued.len() * 2).max(SHRINK_ABOVE / 2));
-        }
         if self.queued.is_empty() {
             self.log.release();
         }
@@ -471,7 +462,7 @@ impl<T> Accumulator<T> {
             Some(q) => {
                 let before = q.log.used();
                 prepare(&mut record, &mut q.log);
-                q.push(record, enqueued_at, self.config.capacity);
+                q.push(record, enqueued_at);
                 self.len += 1;
                 if self.config.chunk_bytes > 0 {
                     count_loose(q, before, self.config.chunk_bytes, tp, &mut self.due_chunks);
@@ -492,10 +483,7 @@ impl<T> Accumulator<T> {
     /// chunk: the count starts again), and a copy of their bytes as one uncompressed set
     /// (`None` when they came without bytes); `None` when there are none.
     #[allow(clippy::type_complexity)]
-    pub(crate) fn take_loose(
-        &mut self,
-        tp: &PartitionKey,
-    ) -> Option<(std::collections::vec_deque::Iter<'_, T>, Option<MessageSet>)> {
+    pub(crate) fn take_loose(&mut self, tp: &PartitionKey) -> Option<(Vec<&T>, Option<MessageSet>)> {
         let q = self.partitions.get_mut(tp)?;
         let n = q.loose.min(q.queued.len());
         q.loose = 0;
@@ -504,13 +492,19 @@ impl<T> Accumulator<T> {
             return None;
         }
         let plain = if q.log.len() == q.queued.len() { q.log.tail(n) } else { None };
-        Some((q.queued.range(q.queued.len() - n..), plain))
+        Some((q.queued.newest(n), plain))
     }
 
     /// The partition's queued records, oldest first (not those in flight or waiting to be
     /// retried); `None` when it has no queue.
-    pub(crate) fn queued(&self, tp: &PartitionKey) -> Option<std::collections::vec_deque::Iter<'_, T>> {
+    pub(crate) fn queued(&self, tp: &PartitionKey) -> Option<impl DoubleEndedIterator<Item = &T> + Clone> {
         self.partitions.get(tp).map(|q| q.queued.iter())
+    }
+
+    /// How many records the partition has queued (not those in flight or waiting to be
+    /// retried).
+    pub(crate) fn queued_len(&self, tp: &PartitionKey) -> usize {
+        self.partitions.get(tp).map_or(0, |q| q.queued.len())
     }
 
     /// The partition's batches in flight (0 when it has no queue).
@@ -897,7 +891,7 @@ mod tests {
         a.append(&tp(0), 3, t0);
         a.append(&tp(0), 4, t0);
         assert_eq!(a.take_due_chunks(), [tp(0)], "listed once, at the third record");
-        assert_eq!(a.take_loose(&tp(0)).unwrap().0.copied().collect::<Vec<_>>(), [1, 2, 3, 4]);
+        assert_eq!(a.take_loose(&tp(0)).unwrap().0.into_iter().copied().collect::<Vec<_>>(), [1, 2, 3, 4]);
         assert!(a.take_loose(&tp(0)).is_none(), "the count starts again");
         for r in 5..=6 {
             a.append(&tp(0), r, t0);
@@ -910,8 +904,8 @@ mod tests {
         a.append(&tp(0), 7, t0);
         a.append(&tp(1), 103, t0);
         assert_eq!(a.take_due_chunks(), [tp(0)]);
-        assert_eq!(a.take_loose(&tp(0)).unwrap().0.copied().collect::<Vec<_>>(), [5, 6, 7]);
-        assert_eq!(a.take_loose(&tp(1)).unwrap().0.copied().collect::<Vec<_>>(), [103]);
+        assert_eq!(a.take_loose(&tp(0)).unwrap().0.into_iter().copied().collect::<Vec<_>>(), [5, 6, 7]);
+        assert_eq!(a.take_loose(&tp(1)).unwrap().0.into_iter().copied().collect::<Vec<_>>(), [103]);
         // without chunk_bytes nothing is counted
         let mut plain = acc(config());
         for r in 1..=9 {
@@ -984,7 +978,7 @@ mod tests {
             a.append(&tp(0), r, t0);
         }
         let big = a.partitions[&tp(0)].queued.capacity();
-        assert!(big >= 20_000);
+        assert!((20_000..20_000 + crate::blocks::BLOCK).contains(&big), "{big}: a block more than the records at most");
         let rounds = a.drain(t0);
         assert_eq!(rounds[0].batches[0].records.len(), 19_990);
         let q = &a.partitions[&tp(0)];

@@ -113,6 +113,7 @@
 
 mod accumulator;
 pub mod audit;
+mod blocks;
 mod bounds;
 pub mod config;
 mod delivery;

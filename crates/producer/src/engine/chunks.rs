@@ -71,7 +71,7 @@ impl Engine {
             // are let go for chunking
             let busy = !self.input.incoming.is_empty()
                 || self.acc.leader(&tp).is_some_and(|b| self.rounds.full.contains(&b))
-                || self.acc.queued(&tp).is_some_and(|q| q.len() >= self.config.batch_num_messages())
+                || self.acc.queued_len(&tp) >= self.config.batch_num_messages()
                 // a leader that takes RecordBatch v2 gets one batch compressed whole: chunks
                 // are message v0 wrappers
                 || self.acc.leader(&tp).is_some_and(|b| self.leader_takes_record_batches(b));
@@ -88,12 +88,12 @@ impl Engine {
             if codec == Compression::None || busy {
                 continue;
             }
-            let (Some(first), Some(last)) = (records.clone().next(), records.clone().next_back()) else { continue };
+            let (Some(first), Some(last)) = (records.first(), records.last()) else { continue };
             let (first, last, count) = (first.seq, last.seq, records.len());
             let plain = match plain {
                 Some(plain) => Ok(plain),
                 // records that kept their own bytes (appended without the log: tests)
-                None => MessageSet::from_encoded(records.map(Pending::message), Compression::None),
+                None => MessageSet::from_encoded(records.iter().map(|p| p.message()), Compression::None),
             };
             let set = match plain {
                 Ok(plain) => match (&self.rounds.compressing, tokio::runtime::Handle::try_current()) {
