@@ -407,7 +407,7 @@ impl Auditor {
         // the auditor's own records have no delivery slot (an application's record keeps its
         // slot until its result is handed out, after this); the engine holds a copy of the
         // message (in its partition's blocks), so the bytes tell which one it is
-        if record.slot.is_some() || self.in_flight.is_empty() {
+        if record.has_slot() || self.in_flight.is_empty() {
             return None;
         }
         let own = self.in_flight.iter().position(|o| o.sent.as_ref() == Some(record.message()))?;
@@ -703,7 +703,7 @@ mod tests {
         assert_eq!(due.len(), 2);
         assert!(due
             .iter()
-            .all(|p| p.topic().and_then(|t| t.name()).as_deref() == Some(DEFAULT_AUDIT_TOPIC) && p.slot.is_none()));
+            .all(|p| p.topic().and_then(|t| t.name()).as_deref() == Some(DEFAULT_AUDIT_TOPIC) && !p.has_slot()));
         assert_eq!(due[0].message().key(), Some(&b"p\"1"[..]));
         let t = json(&due[0]);
         assert_eq!(

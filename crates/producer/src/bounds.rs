@@ -45,10 +45,10 @@ pub(crate) fn held_by_batch(batch: &Batch<Pending>) -> usize {
             .records
             .iter()
             .zip(crate::log::messages(plain))
-            .filter(|(p, _)| p.slot.is_some())
+            .filter(|(p, _)| p.has_slot())
             .map(|(p, m)| held_by_message(p, m.len()))
             .sum(),
-        None => batch.records.iter().filter(|p| p.slot.is_some()).map(held_by).sum(),
+        None => batch.records.iter().filter(|p| p.has_slot()).map(held_by).sum(),
     }
 }
 
@@ -73,7 +73,7 @@ impl QueueBounds {
     /// delivery slot: the observer's own records took neither).
     pub(crate) fn release<'a>(&self, records: impl Iterator<Item = &'a Pending>) {
         let (mut places, mut bytes) = (0, 0);
-        for p in records.filter(|p| p.slot.is_some()) {
+        for p in records.filter(|p| p.has_slot()) {
             places += 1;
             if self.bytes.is_some() {
                 bytes += held_by(p);

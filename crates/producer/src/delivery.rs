@@ -192,19 +192,30 @@ impl DeliveryHandler for Forward {
 /// A record on its way: encoded, with its delivery slot. Dropping it undelivered delivers
 /// [`Error::Closed`], so every record gets one result.
 ///
-/// 32 bytes: a queued record is this and its message's bytes in its partition's log (see
-/// `crate::log`); what only some records carry (a topic number and a message of their own while
-/// they are not in a log, the partition the application asked for, a timestamp or headers) is
-/// boxed in [`More`].
+/// 24 bytes: a queued record sent with a static handler is this and its message's bytes in its
+/// partition's log (see `crate::log`). Any other record keeps a box ([`Full`]): its slot (a
+/// future, a callback, an `Arc` handler), and what records carry only at times (a topic number
+/// and a message of their own while they are not in a log, the partition the application asked
+/// for, a timestamp or headers).
 pub(crate) struct Pending {
     /// Order of arrival at the background task (set there).
     pub(crate) seq: u64,
-    pub(crate) slot: Option<Slot>,
-    more: Option<Box<More>>,
+    what: What,
 }
 
-/// What a [`Pending`] carries only at times, or only some records carry.
-struct More {
+/// What a [`Pending`] holds besides its number.
+enum What {
+    /// Nothing but its result's place: a static handler's index and the record's opaque.
+    Static(u32, u64),
+    /// Nothing at all (a record of the observer's, queued).
+    Bare,
+    /// Anything else.
+    Full(Box<Full>),
+}
+
+/// A [`Pending`] that holds more than a static handler's place.
+struct Full {
+    slot: Option<Slot>,
     /// Its topic, as its producer numbers it (see `crate::topic`), on its way in (a queued
     /// record's is its partition's).
     topic: Option<TopicId>,
@@ -229,66 +240,115 @@ impl Pending {
         slot: Option<Slot>,
         extra: Option<crate::record::RecordExtra>,
     ) -> Pending {
-        Pending { seq: 0, slot, more: Some(Box::new(More { topic: Some(topic), partition, message, extra })) }
+        let full = Full { slot, topic: Some(topic), partition, message, extra };
+        Pending { seq: 0, what: What::Full(Box::new(full)) }
     }
 
     /// A record whose message is elsewhere (in the inbox's block), with no partition asked for
-    /// and nothing else boxed (its topic is its caller's business).
+    /// (its topic is its caller's business): boxed only for a slot other than a static
+    /// handler's.
     pub(crate) fn bare(seq: u64, slot: Option<Slot>) -> Pending {
-        Pending { seq, slot, more: None }
+        let what = match slot {
+            Some(Slot::StaticHandler(index, opaque)) => What::Static(index, opaque),
+            None => What::Bare,
+            Some(slot) => What::Full(Box::new(Full::of(Some(slot)))),
+        };
+        Pending { seq, what }
+    }
+
+    fn full(&self) -> Option<&Full> {
+        match &self.what {
+            What::Full(full) => Some(full),
+            _ => None,
+        }
+    }
+
+    /// Its box, made when it has none (its slot moved into it).
+    fn full_mut(&mut self) -> &mut Full {
+        if !matches!(self.what, What::Full(_)) {
+            let slot = self.take_slot();
+            self.what = What::Full(Box::new(Full::of(slot)));
+        }
+        match &mut self.what {
+            What::Full(full) => full,
+            _ => unreachable!("made above"),
+        }
+    }
+
+    /// True while its result has a place to go (the observer's own records have none).
+    pub(crate) fn has_slot(&self) -> bool {
+        match &self.what {
+            What::Static(..) => true,
+            What::Bare => false,
+            What::Full(full) => full.slot.is_some(),
+        }
+    }
+
+    /// Takes its result's place.
+    fn take_slot(&mut self) -> Option<Slot> {
+        match std::mem::replace(&mut self.what, What::Bare) {
+            What::Static(index, opaque) => Some(Slot::StaticHandler(index, opaque)),
+            What::Bare => None,
+            What::Full(mut full) => {
+                let slot = full.slot.take();
+                self.what = What::Full(full);
+                slot
+            }
+        }
     }
 
     /// Its topic, as its producer numbers it, while it is on its way in, held or failed (a
     /// queued record's topic is its partition's).
     pub(crate) fn topic(&self) -> Option<TopicId> {
-        self.more.as_ref().and_then(|m| m.topic)
+        self.full().and_then(|f| f.topic)
     }
 
     /// The partition the application asked for.
     pub(crate) fn partition(&self) -> Option<i32> {
-        self.more.as_ref().and_then(|m| m.partition)
+        self.full().and_then(|f| f.partition)
     }
 
     /// Its message: the placeholder while its bytes are in a log or batch.
     pub(crate) fn message(&self) -> &EncodedMessage {
-        self.more.as_ref().map_or(&PLACEHOLDER, |m| &m.message)
+        self.full().map_or(&PLACEHOLDER, |f| &f.message)
     }
 
     /// Gives it its topic's number (it is no longer one of its partition's queued records).
     pub(crate) fn set_topic(&mut self, topic: TopicId) {
-        match &mut self.more {
-            Some(more) => more.topic = Some(topic),
-            None => {
-                let message = PLACEHOLDER.clone();
-                self.more = Some(Box::new(More { topic: Some(topic), partition: None, message, extra: None }));
-            }
-        }
+        self.full_mut().topic = Some(topic);
     }
 
     /// Gives it its message (its bytes are no longer in a log or batch).
     pub(crate) fn set_message(&mut self, message: EncodedMessage) {
-        match &mut self.more {
-            Some(more) => more.message = message,
-            None => self.more = Some(Box::new(More { topic: None, partition: None, message, extra: None })),
-        }
+        self.full_mut().message = message;
     }
 
     /// Its timestamp or headers, if the application gave any.
     pub(crate) fn extra(&self) -> Option<&crate::record::RecordExtra> {
-        self.more.as_ref().and_then(|m| m.extra.as_ref())
+        self.full().and_then(|f| f.extra.as_ref())
     }
 
     /// Its bytes went to its partition's log: it keeps only what the log does not hold (its
-    /// timestamp and headers, if any).
+    /// slot, its timestamp and headers), unboxed when that is a static handler's place or
+    /// nothing.
     pub(crate) fn shed(&mut self) {
-        match self.more.as_mut() {
-            Some(more) if more.extra.is_some() => {
-                more.topic = None;
-                more.partition = None;
-                more.message = PLACEHOLDER.clone();
-            }
-            _ => self.more = None,
+        let What::Full(full) = &mut self.what else { return };
+        full.topic = None;
+        full.partition = None;
+        full.message = PLACEHOLDER.clone();
+        if full.extra.is_none() && matches!(full.slot, None | Some(Slot::StaticHandler(..))) {
+            self.what = match full.slot.take() {
+                Some(Slot::StaticHandler(index, opaque)) => What::Static(index, opaque),
+                _ => What::Bare,
+            };
         }
+    }
+}
+
+impl Full {
+    /// A box holding `slot` and nothing else.
+    fn of(slot: Option<Slot>) -> Full {
+        Full { slot, topic: None, partition: None, message: PLACEHOLDER.clone(), extra: None }
     }
 }
 
@@ -318,7 +378,7 @@ impl Pending {
     /// Hands the result to the future, callback or handler (a panicking callback is caught
     /// and logged with `topic`, so it cannot take the producer down).
     pub(crate) fn deliver(&mut self, result: DeliveryResult, topic: &str) {
-        if let Some(slot) = self.slot.take() {
+        if let Some(slot) = self.take_slot() {
             slot.deliver(result, topic);
         }
     }
@@ -355,7 +415,7 @@ fn call_handler(handler: &dyn DeliveryHandler, opaque: u64, result: DeliveryResu
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        if self.slot.is_some() {
+        if self.has_slot() {
             // the rare path: the name read from the producer's names (which outlive its records)
             let topic = self.topic().and_then(|id| id.name()).map_or_else(Topic::unknown, Topic::from);
             let error = self.error(topic.clone(), None, 0, Error::Closed { in_flight: false });

@@ -454,7 +454,7 @@ mod tests {
     fn a_queued_record_takes_a_slot_of_40_bytes() {
         assert_eq!(std::mem::size_of::<Queued>(), 40);
         // and as the engine queues it, its bytes in its partition's log
-        assert_eq!(std::mem::size_of::<Pending>(), 32);
+        assert_eq!(std::mem::size_of::<Pending>(), 24);
         assert_eq!(std::mem::size_of::<Option<Slot>>(), 16);
     }
 

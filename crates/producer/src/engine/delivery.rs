@@ -310,11 +310,11 @@ fn offset_of(base_offset: i64, i: usize) -> i64 {
 fn deliver_now(delivery: Delivery, permits: &QueueBounds) {
     match delivery {
         Delivery::Acked { topic, partition, base_offset, records, held } => {
-            permits.release_counted(records.iter().filter(|p| p.slot.is_some()).count(), held);
+            permits.release_counted(records.iter().filter(|p| p.has_slot()).count(), held);
             // each result gets a clone of the engine's copy of the name for results: made and
             // dropped on this side (the engine changes its count once per batch)
             for (i, mut pending) in records.into_iter().enumerate() {
-                if pending.slot.is_some() {
+                if pending.has_slot() {
                     let offset = offset_of(base_offset, i);
                     let metadata = RecordMetadata { topic: topic.clone(), partition, offset };
                     pending.deliver(Ok(metadata), &topic);
@@ -371,13 +371,13 @@ mod tests {
 
     impl Observer for Fake {
         fn on_acknowledged(&mut self, topic: &str, partition: i32, offset: i64, record: &Pending) -> bool {
-            let own = record.slot.is_none();
+            let own = !record.has_slot();
             self.0.lock().unwrap().acked.push((topic.to_owned(), partition, offset, own));
             own
         }
 
         fn on_failed(&mut self, topic: &str, record: &Pending, _error: &DeliveryError) -> bool {
-            let own = record.slot.is_none();
+            let own = !record.has_slot();
             self.0.lock().unwrap().failed.push((topic.to_owned(), own));
             own
         }
