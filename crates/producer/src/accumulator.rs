@@ -143,14 +143,14 @@ pub(crate) struct AccumulatorConfig {
     /// more pipelines requests, and a retried batch may then land after a later one.
     pub(crate) max_in_flight: usize,
     /// Eager compression: once a partition has taken in this many bytes since its last chunk
-    /// (as its arena counts them; a message with an allocation of its own counts as
+    /// (as its log counts them; a record appended without bytes, in the tests, counts as
     /// [`LARGE_WEIGHT`]), [`Accumulator::take_due_chunks`] lists it, and
     /// [`Accumulator::take_loose`] gives its records since then. 0: never.
     pub(crate) chunk_bytes: usize,
 }
 
-/// What a message that the arena does not copy (one with an allocation of its own, over 8 KiB)
-/// counts towards [`AccumulatorConfig::chunk_bytes`].
+/// What a record appended without bytes in the log (the tests') counts towards
+/// [`AccumulatorConfig::chunk_bytes`].
 pub(crate) const LARGE_WEIGHT: usize = 8 * 1024;
 
 /// Records of one partition sent together: one entry of a Produce request.
@@ -871,7 +871,7 @@ mod tests {
 
     /// With `chunk_bytes`, a partition is listed once its records since its last chunk reach
     /// it (here every record counts as [`LARGE_WEIGHT`]: the test's records have no bytes in
-    /// the arena), and `take_loose` gives those records; a batch that takes some of them
+    /// the log), and `take_loose` gives those records; a batch that takes some of them
     /// leaves the rest loose.
     #[test]
     fn partitions_are_listed_for_a_chunk_once_their_loose_records_reach_the_size() {

@@ -1,4 +1,5 @@
-//! How the producer's long queues grow (a partition's queue, the inbox): see [`reserve_one`].
+//! How the producer's inbox grows: see [`reserve_one`] (a partition's queue is in blocks,
+//! `crate::blocks`).
 
 use std::collections::VecDeque;
 
