@@ -73,6 +73,11 @@ impl Log {
         if room < len {
             // grows with what the partition takes in while a batch builds up
             let size = self.next.max(self.used.next_power_of_two()).clamp(MIN_BLOCK, MAX_BLOCK).max(len);
+            if self.blocks.back().is_some_and(|b| b.count == 0) {
+                // every entry of the last block was taken: it is spent
+                let Block { bytes, had, .. } = self.blocks.pop_back().expect("the last");
+                self.spent.push_back((bytes, had));
+            }
             self.new_block(size);
         }
         self.used += len;
@@ -351,6 +356,21 @@ mod tests {
         assert_eq!(log.len(), 9);
         let all = log.take(9).unwrap();
         assert_eq!(messages(&all), vec![m; 9]);
+    }
+
+    #[test]
+    fn a_block_a_batch_emptied_is_spent_when_the_next_entry_needs_a_new_one() {
+        let mut log = Log::default();
+        let m = message(386, 1); // 412 bytes each: two to a 1 KiB block
+        log.push(m.as_bytes());
+        log.push(m.as_bytes());
+        let first = log.take(2).unwrap();
+        log.push(m.as_bytes());
+        assert_eq!((log.blocks.len(), log.spent.len()), (1, 1), "the emptied block is spent");
+        let second = log.take(1).unwrap();
+        assert_eq!(second.as_bytes().as_ptr(), log.blocks[0].bytes.as_ptr().wrapping_sub(second.len()));
+        assert_eq!(messages(&first), vec![m.clone(), m.clone()]);
+        assert_eq!(messages(&second), vec![m]);
     }
 
     #[test]
