@@ -193,10 +193,10 @@ impl DeliveryHandler for Forward {
 /// [`Error::Closed`], so every record gets one result.
 ///
 /// 24 bytes: a queued record sent with a static handler is this and its message's bytes in its
-/// partition's log (see `crate::log`). Any other record keeps a box ([`Full`]): its slot (a
-/// future, a callback, an `Arc` handler), and what records carry only at times (a topic number
-/// and a message of their own while they are not in a log, the partition the application asked
-/// for, a timestamp or headers).
+/// partition's log (see `crate::log`); one sent with a future, a callback or an `Arc` handler
+/// keeps its slot in a 16-byte box. A record that carries more keeps it in a box ([`Full`]):
+/// a topic number and a message of its own while it is not in a log (on its way in, held for
+/// metadata, failed), the partition the application asked for, a timestamp or headers.
 pub(crate) struct Pending {
     /// Order of arrival at the background task (set there).
     pub(crate) seq: u64,
@@ -209,6 +209,9 @@ enum What {
     Static(u32, u64),
     /// Nothing at all (a record of the observer's, queued).
     Bare,
+    /// Nothing but its result's place, a future, a callback or an `Arc` handler (16 bytes
+    /// boxed).
+    Slot(Box<Slot>),
     /// Anything else.
     Full(Box<Full>),
 }
@@ -251,7 +254,7 @@ impl Pending {
         let what = match slot {
             Some(Slot::StaticHandler(index, opaque)) => What::Static(index, opaque),
             None => What::Bare,
-            Some(slot) => What::Full(Box::new(Full::of(Some(slot)))),
+            Some(slot) => What::Slot(Box::new(slot)),
         };
         Pending { seq, what }
     }
@@ -278,7 +281,7 @@ impl Pending {
     /// True while its result has a place to go (the observer's own records have none).
     pub(crate) fn has_slot(&self) -> bool {
         match &self.what {
-            What::Static(..) => true,
+            What::Static(..) | What::Slot(_) => true,
             What::Bare => false,
             What::Full(full) => full.slot.is_some(),
         }
@@ -289,6 +292,7 @@ impl Pending {
         match std::mem::replace(&mut self.what, What::Bare) {
             What::Static(index, opaque) => Some(Slot::StaticHandler(index, opaque)),
             What::Bare => None,
+            What::Slot(slot) => Some(*slot),
             What::Full(mut full) => {
                 let slot = full.slot.take();
                 self.what = What::Full(full);
@@ -329,17 +333,17 @@ impl Pending {
     }
 
     /// Its bytes went to its partition's log: it keeps only what the log does not hold (its
-    /// slot, its timestamp and headers), unboxed when that is a static handler's place or
-    /// nothing.
+    /// slot, its timestamp and headers), in the smallest form that holds them.
     pub(crate) fn shed(&mut self) {
         let What::Full(full) = &mut self.what else { return };
         full.topic = None;
         full.partition = None;
         full.message = PLACEHOLDER.clone();
-        if full.extra.is_none() && matches!(full.slot, None | Some(Slot::StaticHandler(..))) {
+        if full.extra.is_none() {
             self.what = match full.slot.take() {
                 Some(Slot::StaticHandler(index, opaque)) => What::Static(index, opaque),
-                _ => What::Bare,
+                Some(slot) => What::Slot(Box::new(slot)),
+                None => What::Bare,
             };
         }
     }
