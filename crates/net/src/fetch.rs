@@ -225,7 +225,11 @@ pub fn classify_fetch_lazy(
     for batch in batches.by_ref() {
         match batch {
             Ok(batch) => {
-                next_offset = Some(batch.next_offset());
+                // a wrapper below the fetch offset (only from a broker that wrote it below its
+                // inner messages) does not move the next offset back
+                if batch.header().last_offset() >= fetch_offset {
+                    next_offset = Some(batch.next_offset());
+                }
                 kept.push(batch);
             }
             Err(source) => return FetchClass::Corrupt(source),

@@ -2,11 +2,17 @@
 //! a bounded window of its output instead of all of it (the high-level consumer expands a
 //! fetched wrapper or batch as the application iterates it).
 //!
-//! [`Decompressor::read_into`] appends the next piece of output to a buffer: at most
-//! [`STEP`] bytes for gzip and zstd, one block for snappy's xerial framing (32 KiB as Java
-//! writes them) and for lz4 (the frame's block maximum, 64 KiB as Kafka writes them). Two
-//! cases cannot be cut finer: a raw snappy block (no xerial framing: librdkafka's v2 batches)
-//! is one block, and an uncompressed value is handed on whole.
+//! [`Decompressor::read_into`] appends the next piece of output to a buffer: about [`STEP`]
+//! bytes for gzip, zstd and a raw snappy block (no xerial framing: librdkafka's v2 batches),
+//! one block for snappy's xerial framing (32 KiB as Java writes them) and for lz4 (the
+//! frame's block maximum, 64 KiB as Kafka writes them); an uncompressed value is handed on
+//! whole.
+//!
+//! A raw snappy block is decoded here element by element, keeping the last 64 KiB of output
+//! for its copies to reach back into: every snappy encoder (Google's, the `snap` crate's,
+//! librdkafka's) compresses in 64 KiB fragments whose copies stay inside them, so a copy from
+//! further back, valid for the format but written by none, is refused
+//! ([`snap::Error::Offset`]).
 //!
 //! The checks and errors are the whole-value decoders' ([`super::decompress`]): the same
 //! `max_output` bound over all the output (checked before a block is allocated), the same
@@ -53,7 +59,7 @@ enum State {
     Plain(Bytes),
     Gzip(Box<MultiGzDecoder<bytes::buf::Reader<Bytes>>>, bool),
     Xerial { input: Bytes, started: bool, decoder: Decoder },
-    RawSnappy(Bytes),
+    RawSnappy(Box<RawSnappy>),
     Lz4(Box<Lz4Stream>),
     Zstd(Box<ZstdStream>),
 }
@@ -71,7 +77,9 @@ impl Decompressor {
             Compression::Snappy if input.starts_with(&XERIAL_MAGIC) => {
                 State::Xerial { input, started: false, decoder: Decoder::new() }
             }
-            Compression::Snappy => State::RawSnappy(input),
+            Compression::Snappy => {
+                State::RawSnappy(Box::new(RawSnappy { input, declared: None, total: 0, history: Vec::new() }))
+            }
             Compression::Lz4 => {
                 State::Lz4(Box::new(Lz4Stream { input, started: false, frame: None, dict: Vec::new() }))
             }
@@ -95,6 +103,7 @@ impl Decompressor {
     pub fn held_bytes(&self) -> usize {
         match &self.state {
             State::Lz4(s) => s.dict.capacity(),
+            State::RawSnappy(s) => s.history.capacity(),
             _ => 0,
         }
     }
@@ -124,10 +133,7 @@ impl Decompressor {
                 State::Xerial { input, started, decoder } => {
                     xerial_step(input, started, decoder, room, self.max_output, out, &mut self.done)
                 }
-                State::RawSnappy(input) => {
-                    self.done = true;
-                    snappy_block(&mut Decoder::new(), input, room, self.max_output, out)
-                }
+                State::RawSnappy(s) => s.step(room, self.max_output, out, &mut self.done),
                 State::Lz4(s) => s.step(room, self.max_output, out, &mut self.done),
                 State::Zstd(s) => s.step(room, self.max_output, out, &mut self.done),
             };
@@ -230,6 +236,115 @@ fn snappy_block(
     let written = decoder.decompress(block, &mut out[at..]).map_err(CompressionError::Snappy)?;
     out.truncate(at + written);
     Ok(())
+}
+
+/// A raw snappy block decoded element by element (see the module docs).
+struct RawSnappy {
+    input: Bytes,
+    /// The length its header declares, once read.
+    declared: Option<usize>,
+    /// Bytes produced so far.
+    total: usize,
+    /// The output of the last step and at least the 64 KiB before it.
+    history: Vec<u8>,
+}
+
+/// How far back a raw snappy copy may reach (the encoders' fragment size).
+const SNAPPY_WINDOW: usize = 64 * 1024;
+
+impl RawSnappy {
+    fn step(&mut self, room: usize, max_output: usize, out: &mut BytesMut, done: &mut bool) -> Result<(), CompressionError> {
+        let snappy = |e| Err(CompressionError::Snappy(e));
+        let declared = match self.declared {
+            Some(n) => n,
+            None => {
+                if self.input.is_empty() {
+                    return snappy(snap::Error::Empty);
+                }
+                // as the whole-block decoder: the declared length checked before anything
+                let len = decompress_len(&self.input).map_err(CompressionError::Snappy)?;
+                if len > room {
+                    return Err(CompressionError::TooLarge { limit: max_output });
+                }
+                let most = self.input.len().saturating_mul(super::snappy::MAX_EXPANSION);
+                if len > most {
+                    return snappy(snap::Error::TooBig { given: len as u64, max: most as u64 });
+                }
+                let header = self.input.iter().position(|b| b & 0x80 == 0).map_or(self.input.len(), |i| i + 1);
+                self.input.advance(header);
+                self.declared = Some(len);
+                len
+            }
+        };
+        let start = self.history.len();
+        while !self.input.is_empty() && self.history.len() - start < STEP {
+            let src = &self.input[..];
+            let tag = src[0];
+            let (len, used, offset) = match tag & 3 {
+                0 => {
+                    let (len, header) = match tag >> 2 {
+                        n @ 0..=59 => (usize::from(n) + 1, 1),
+                        n => {
+                            let bytes = usize::from(n) - 59;
+                            let Some(le) = src.get(1..1 + bytes) else {
+                                return snappy(snap::Error::Literal { len: bytes as u64, src_len: src.len() as u64 - 1, dst_len: (declared - self.total) as u64 });
+                            };
+                            let len = le.iter().rev().fold(0usize, |v, &b| (v << 8) | usize::from(b)) + 1;
+                            (len, 1 + bytes)
+                        }
+                    };
+                    if src.len() - header < len || declared - self.total < len {
+                        return snappy(snap::Error::Literal {
+                            len: len as u64,
+                            src_len: (src.len() - header) as u64,
+                            dst_len: (declared - self.total) as u64,
+                        });
+                    }
+                    self.history.extend_from_slice(&src[header..header + len]);
+                    self.total += len;
+                    self.input.advance(header + len);
+                    continue;
+                }
+                1 if src.len() >= 2 => {
+                    (4 + usize::from((tag >> 2) & 7), 2, (usize::from(tag & 0xe0) << 3) | usize::from(src[1]))
+                }
+                2 if src.len() >= 3 => (1 + usize::from(tag >> 2), 3, usize::from(u16::from_le_bytes([src[1], src[2]]))),
+                3 if src.len() >= 5 => {
+                    let offset = u32::from_le_bytes([src[1], src[2], src[3], src[4]]);
+                    (1 + usize::from(tag >> 2), 5, usize::try_from(offset).unwrap_or(usize::MAX))
+                }
+                _ => return snappy(snap::Error::CopyRead { len: 1 << (tag & 3), src_len: src.len() as u64 - 1 }),
+            };
+            if offset == 0 || offset > self.total || offset > self.history.len() {
+                return snappy(snap::Error::Offset { offset: offset as u64, dst_pos: self.total as u64 });
+            }
+            if declared - self.total < len {
+                return snappy(snap::Error::CopyWrite { len: len as u64, dst_len: (declared - self.total) as u64 });
+            }
+            let from = self.history.len() - offset;
+            if offset >= len {
+                self.history.extend_from_within(from..from + len);
+            } else {
+                for i in 0..len {
+                    let b = self.history[from + i];
+                    self.history.push(b);
+                }
+            }
+            self.total += len;
+            self.input.advance(used);
+        }
+        out.extend_from_slice(&self.history[start..]);
+        if self.history.len() > 2 * SNAPPY_WINDOW {
+            self.history.drain(..self.history.len() - SNAPPY_WINDOW);
+        }
+        if self.input.is_empty() {
+            if self.total != declared {
+                return snappy(snap::Error::HeaderMismatch { expected_len: declared as u64, got_len: self.total as u64 });
+            }
+            *done = true;
+        }
+        Ok(())
+    }
 }
 
 /// An lz4 input read frame by frame and block by block.
@@ -400,5 +515,132 @@ impl ZstdStream {
             return Err(CompressionError::Truncated { what: "zstd frame", needed: hint, available: 0 });
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::mixed_data;
+    use super::super::{compress, decompress, snappy};
+    use super::*;
+
+    const ALL: [Compression; 5] =
+        [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd];
+
+    /// Every piece the decompressor hands out, or its error.
+    fn pieces(codec: Compression, input: &[u8], max_output: usize) -> Result<Vec<usize>, (Vec<u8>, CompressionError)> {
+        let mut d = Decompressor::new(codec, Bytes::copy_from_slice(input), max_output);
+        let (mut out, mut sizes) = (BytesMut::new(), Vec::new());
+        loop {
+            let before = out.len();
+            match d.read_into(&mut out) {
+                Ok(true) => sizes.push(out.len() - before),
+                Ok(false) => return Ok(sizes),
+                Err(e) => return Err((out.to_vec(), e)),
+            }
+        }
+    }
+
+    fn whole(codec: Compression, input: &[u8], max_output: usize) -> Result<Vec<u8>, CompressionError> {
+        let mut out = Vec::new();
+        decompress(codec, input, max_output, &mut out).map(|()| out)
+    }
+
+    fn streamed(codec: Compression, input: &[u8], max_output: usize) -> Result<Vec<u8>, CompressionError> {
+        let mut d = Decompressor::new(codec, Bytes::copy_from_slice(input), max_output);
+        let mut out = BytesMut::new();
+        while d.read_into(&mut out)? {}
+        Ok(out.to_vec())
+    }
+
+    /// Compressed forms of `data`: every codec, and snappy also as one raw block.
+    fn packed(data: &[u8]) -> Vec<(Compression, Vec<u8>)> {
+        let mut all: Vec<_> = ALL
+            .iter()
+            .map(|&codec| {
+                let mut p = Vec::new();
+                compress(codec, data, &mut p).unwrap();
+                (codec, p)
+            })
+            .collect();
+        let mut raw = Vec::new();
+        snappy::compress_raw(data, &mut raw).unwrap();
+        all.push((Compression::Snappy, raw));
+        all
+    }
+
+    #[test]
+    fn output_comes_in_bounded_steps_and_equals_the_whole_value() {
+        let mut data = mixed_data(300 * 1024);
+        data.extend(std::iter::repeat_n(7u8, 4 << 20)); // expands a thousandfold
+        for (codec, p) in packed(&data) {
+            let sizes = pieces(codec, &p, data.len()).unwrap_or_else(|(_, e)| panic!("{codec}: {e}"));
+            assert_eq!(sizes.iter().sum::<usize>(), data.len(), "{codec}");
+            if codec != Compression::None {
+                // a step's worth, or one block of 64 KiB; a raw snappy step ends after the
+                // element that reaches STEP (a copy is at most 64 bytes, a literal as long as
+                // it was in the input)
+                let most = sizes.iter().max().copied().unwrap_or(0);
+                assert!(most <= 64 * 1024 + 64, "{codec}: a piece of {most} bytes");
+            }
+            assert_eq!(streamed(codec, &p, data.len()).unwrap(), data, "{codec}");
+        }
+    }
+
+    #[test]
+    fn errors_and_bounds_are_the_whole_decoders() {
+        let data = mixed_data(100 * 1024);
+        for (codec, p) in packed(&data) {
+            for max in [0, 1, data.len() - 1, data.len()] {
+                let (w, s) = (whole(codec, &p, max), streamed(codec, &p, max));
+                assert_eq!(w.is_ok(), s.is_ok(), "{codec} max {max}: {w:?} / {s:?}");
+                if let (Err(CompressionError::TooLarge { limit: a }), Err(e)) = (&w, &s) {
+                    assert!(matches!(e, CompressionError::TooLarge { limit } if limit == a), "{codec}: {e}");
+                }
+            }
+            let step = (p.len() / 97).max(1);
+            for cut in (0..p.len()).step_by(step) {
+                let (w, s) = (whole(codec, &p[..cut], 1 << 20), streamed(codec, &p[..cut], 1 << 20));
+                assert_eq!(w.is_ok(), s.is_ok(), "{codec} cut at {cut}: {w:?} / {s:?}");
+                let mut flipped = p.clone();
+                flipped[cut] ^= 0x21;
+                let (w, s) = (whole(codec, &flipped, 1 << 20), streamed(codec, &flipped, 1 << 20));
+                match (w, s) {
+                    (Ok(a), Ok(b)) => assert_eq!(a, b, "{codec} flip at {cut}"),
+                    (Err(_), Err(_)) => {}
+                    (w, s) => panic!("{codec} flip at {cut}: whole {:?} streamed {:?}", w.map(|v| v.len()), s.map(|v| v.len())),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_raw_snappy_copy_beyond_the_window_is_refused() {
+        // a literal of `literal` bytes, then a copy of 4 bytes from `back` bytes back (copy4)
+        let block = |literal: u32, back: u32| {
+            let mut block = Vec::new();
+            let mut v = literal + 4;
+            while v >= 0x80 {
+                block.push((v as u8) | 0x80);
+                v >>= 7;
+            }
+            block.push(v as u8);
+            block.push(62 << 2); // literal, length - 1 in the next 3 bytes
+            block.extend_from_slice(&(literal - 1).to_le_bytes()[..3]);
+            block.extend(mixed_data(literal as usize));
+            block.push((3 << 2) | 3);
+            block.extend_from_slice(&back.to_le_bytes());
+            block
+        };
+        // the literal is the step before the copy: its last 64 KiB at least stay in reach
+        let near = block(140_000, 65_536);
+        assert_eq!(streamed(Compression::Snappy, &near, 1 << 20).unwrap(), whole(Compression::Snappy, &near, 1 << 20).unwrap());
+        // valid for the format, written by no encoder (they copy within 64 KiB fragments)
+        let far = block(140_000, 100_000);
+        assert_eq!(whole(Compression::Snappy, &far, 1 << 20).unwrap().len(), 140_004);
+        match streamed(Compression::Snappy, &far, 1 << 20) {
+            Err(CompressionError::Snappy(snap::Error::Offset { offset: 100_000, .. })) => {}
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -20,11 +20,10 @@
 //! Bounds: all the output of one [`LazyRecords`] counts against `max_decompressed_bytes`, as
 //! for the whole-set readers; the window holds at most one step of output (32 KiB for gzip
 //! and zstd, one block for snappy's xerial framing and lz4) plus the record being read, whose
-//! bytes are allocated as they are decompressed, never from its length prefix. Two cases are
-//! not cut finer: a raw snappy block without xerial framing (librdkafka's v2 batches) comes
-//! out whole, and a compressed message v1 wrapper is decompressed twice (once to learn its
-//! last inner offset, which its relative offsets need, as Kafka's own reader does by holding
-//! every inner record).
+//! bytes are allocated as they are decompressed, never from its length prefix. A compressed
+//! message v1 wrapper is decompressed twice, in the same window: once to learn its last inner
+//! offset, which its relative offsets need (Kafka's own reader holds every inner record for
+//! it).
 
 use std::sync::Arc;
 
@@ -56,7 +55,7 @@ pub const WINDOW_CAPACITY: usize = 64 * 1024;
 /// [`LazyBatches::new`] reads any magic as [`super::Batches`] does (entries ending below
 /// `min_offset` skipped before their CRC is checked); [`LazyBatches::message_v0`] reads a
 /// Fetch v0/v1 answer as [`crate::MessageSet::decode`] does (Message v0 only, every entry's
-/// CRC checked). A partial entry at the end is dropped and counted; after an error the
+/// CRC checked, wrappers kept whatever their offset). A partial entry at the end is dropped and counted; after an error the
 /// iteration ends.
 #[derive(Debug)]
 pub struct LazyBatches {
@@ -74,9 +73,9 @@ impl LazyBatches {
         LazyBatches { rest: records, options: Arc::new(options.clone()), v0: false, partial: 0, whole: 0, failed: false }
     }
 
-    /// The entries of a Fetch v0/v1 answer: Message v0 only, as Kafka 0.8.2 reads them. A
-    /// compressed wrapper below `min_offset` is skipped without being decompressed (its
-    /// offset is its last inner message's, as a broker writes it).
+    /// The entries of a Fetch v0/v1 answer: Message v0 only, read as
+    /// [`crate::MessageSet::decode`] reads them (a wrapper is kept whatever its own offset, its
+    /// inner messages below `min_offset` left out as they are read).
     pub fn message_v0(records: Bytes, options: &DecodeOptions) -> LazyBatches {
         LazyBatches { v0: true, ..LazyBatches::new(records, options) }
     }
@@ -129,7 +128,9 @@ impl LazyBatches {
         self.whole += 1;
         if self.v0 {
             let message = LegacyMessage::parse(raw.slice(LOG_OVERHEAD..), || self.location(offset), &[0])?;
-            if offset < self.options.min_offset {
+            // a wrapper is read whatever its own offset, as MessageSet::decode does: its inner
+            // messages below min_offset are left out as they are read
+            if offset < self.options.min_offset && message.attributes & Compression::ATTRIBUTE_MASK == 0 {
                 return Ok(Some(None));
             }
             return self.legacy(offset, raw, message).map(|b| Some(Some(b)));
