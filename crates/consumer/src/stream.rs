@@ -36,6 +36,9 @@ pub(crate) struct PartitionState {
     /// decoded (a corrupt compressed body): the chunks fetched before are stale, and the
     /// fetcher fetches again from `consumed`, after `refresh.leader.backoff.ms`.
     pub(crate) epoch: AtomicU64,
+    /// The offset the stream last found unreadable (-1: none), so that a partition stuck on it
+    /// logs it once.
+    unreadable_at: AtomicI64,
 }
 
 impl PartitionState {
@@ -48,6 +51,7 @@ impl PartitionState {
             committed: AtomicI64::new(offset),
             high_watermark: AtomicI64::new(-1),
             epoch: AtomicU64::new(0),
+            unreadable_at: AtomicI64::new(-1),
         }
     }
 
@@ -308,7 +312,9 @@ impl<T: Send + 'static, K: Send + 'static> KafkaStream<T, K> {
                     // from the next one (and the error comes again while it cannot be read)
                     let offset = part.consumed.load(Ordering::Acquire);
                     let error = Error::Fetch { topic: part.topic.clone(), partition: part.partition, offset, source };
-                    tracing::error!(%error, "this partition is stuck at this offset (the others go on): the error is repeated on its stream until the message can be read");
+                    if part.unreadable_at.swap(offset, Ordering::AcqRel) != offset {
+                        tracing::error!(%error, "this partition is stuck at this offset (the others go on): the error is repeated on its stream until the message can be read");
+                    }
                     part.epoch.fetch_add(1, Ordering::AcqRel);
                     self.current = None; // after the epoch: the fetchers woken see it
                     return Some(Err(error));
