@@ -494,9 +494,8 @@ mod tests {
 
     /// Values `m<offset>` at `offsets`, compressed with `codec` (or not), as fetched.
     fn records(offsets: std::ops::Range<i64>, codec: Compression) -> LazyRecords {
-        let messages: Vec<MessageAndOffset> = offsets
-            .map(|o| MessageAndOffset::new(o, Message::new(None, Some(Bytes::from(format!("m{o}"))))))
-            .collect();
+        let messages: Vec<MessageAndOffset> =
+            offsets.map(|o| MessageAndOffset::new(o, Message::new(None, Some(Bytes::from(format!("m{o}")))))).collect();
         let set = match codec {
             Compression::None => MessageSet::encode(&messages).unwrap(),
             codec => MessageSet::encode(&[MessageSet::wrap(&messages, codec).unwrap()]).unwrap(),

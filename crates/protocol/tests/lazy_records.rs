@@ -188,11 +188,7 @@ fn kv() -> impl Strategy<Value = Kv> {
 
 fn input() -> impl Strategy<Value = (Era, Compression, Vec<Vec<Kv>>)> {
     prop_oneof![Just(Era::V0), Just(Era::V1), Just(Era::V2)].prop_flat_map(|era| {
-        (
-            Just(era),
-            prop::sample::select(codecs(era)),
-            prop::collection::vec(prop::collection::vec(kv(), 1..16), 1..4),
-        )
+        (Just(era), prop::sample::select(codecs(era)), prop::collection::vec(prop::collection::vec(kv(), 1..16), 1..4))
     })
 }
 

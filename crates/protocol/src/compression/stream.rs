@@ -253,7 +253,13 @@ struct RawSnappy {
 const SNAPPY_WINDOW: usize = 64 * 1024;
 
 impl RawSnappy {
-    fn step(&mut self, room: usize, max_output: usize, out: &mut BytesMut, done: &mut bool) -> Result<(), CompressionError> {
+    fn step(
+        &mut self,
+        room: usize,
+        max_output: usize,
+        out: &mut BytesMut,
+        done: &mut bool,
+    ) -> Result<(), CompressionError> {
         let snappy = |e| Err(CompressionError::Snappy(e));
         let declared = match self.declared {
             Some(n) => n,
@@ -287,7 +293,11 @@ impl RawSnappy {
                         n => {
                             let bytes = usize::from(n) - 59;
                             let Some(le) = src.get(1..1 + bytes) else {
-                                return snappy(snap::Error::Literal { len: bytes as u64, src_len: src.len() as u64 - 1, dst_len: (declared - self.total) as u64 });
+                                return snappy(snap::Error::Literal {
+                                    len: bytes as u64,
+                                    src_len: src.len() as u64 - 1,
+                                    dst_len: (declared - self.total) as u64,
+                                });
                             };
                             let len = le.iter().rev().fold(0usize, |v, &b| (v << 8) | usize::from(b)) + 1;
                             (len, 1 + bytes)
@@ -308,7 +318,9 @@ impl RawSnappy {
                 1 if src.len() >= 2 => {
                     (4 + usize::from((tag >> 2) & 7), 2, (usize::from(tag & 0xe0) << 3) | usize::from(src[1]))
                 }
-                2 if src.len() >= 3 => (1 + usize::from(tag >> 2), 3, usize::from(u16::from_le_bytes([src[1], src[2]]))),
+                2 if src.len() >= 3 => {
+                    (1 + usize::from(tag >> 2), 3, usize::from(u16::from_le_bytes([src[1], src[2]])))
+                }
                 3 if src.len() >= 5 => {
                     let offset = u32::from_le_bytes([src[1], src[2], src[3], src[4]]);
                     (1 + usize::from(tag >> 2), 5, usize::try_from(offset).unwrap_or(usize::MAX))
@@ -339,7 +351,10 @@ impl RawSnappy {
         }
         if self.input.is_empty() {
             if self.total != declared {
-                return snappy(snap::Error::HeaderMismatch { expected_len: declared as u64, got_len: self.total as u64 });
+                return snappy(snap::Error::HeaderMismatch {
+                    expected_len: declared as u64,
+                    got_len: self.total as u64,
+                });
             }
             *done = true;
         }
@@ -364,7 +379,13 @@ struct Lz4Frame {
 
 impl Lz4Stream {
     /// Reads frame headers and skippable frames until a block is decoded (or the end).
-    fn step(&mut self, room: usize, max_output: usize, out: &mut BytesMut, done: &mut bool) -> Result<(), CompressionError> {
+    fn step(
+        &mut self,
+        room: usize,
+        max_output: usize,
+        out: &mut BytesMut,
+        done: &mut bool,
+    ) -> Result<(), CompressionError> {
         let exceeded = || CompressionError::TooLarge { limit: max_output };
         loop {
             let mut input = Input::new(&self.input);
@@ -488,7 +509,13 @@ impl ZstdStream {
     }
 
     /// As [`zstd_codec::decompress`]'s loop, one turn per call.
-    fn step(&mut self, room: usize, max_output: usize, out: &mut BytesMut, done: &mut bool) -> Result<(), CompressionError> {
+    fn step(
+        &mut self,
+        room: usize,
+        max_output: usize,
+        out: &mut BytesMut,
+        done: &mut bool,
+    ) -> Result<(), CompressionError> {
         let dctx = self.dctx.as_mut().map_err(|e| std::mem::replace(e, CompressionError::Zstd("failed before")))?;
         if self.frame_done && self.input.is_empty() {
             *done = true;
@@ -608,7 +635,11 @@ mod tests {
                 match (w, s) {
                     (Ok(a), Ok(b)) => assert_eq!(a, b, "{codec} flip at {cut}"),
                     (Err(_), Err(_)) => {}
-                    (w, s) => panic!("{codec} flip at {cut}: whole {:?} streamed {:?}", w.map(|v| v.len()), s.map(|v| v.len())),
+                    (w, s) => panic!(
+                        "{codec} flip at {cut}: whole {:?} streamed {:?}",
+                        w.map(|v| v.len()),
+                        s.map(|v| v.len())
+                    ),
                 }
             }
         }
@@ -634,7 +665,10 @@ mod tests {
         };
         // the literal is the step before the copy: its last 64 KiB at least stay in reach
         let near = block(140_000, 65_536);
-        assert_eq!(streamed(Compression::Snappy, &near, 1 << 20).unwrap(), whole(Compression::Snappy, &near, 1 << 20).unwrap());
+        assert_eq!(
+            streamed(Compression::Snappy, &near, 1 << 20).unwrap(),
+            whole(Compression::Snappy, &near, 1 << 20).unwrap()
+        );
         // valid for the format, written by no encoder (they copy within 64 KiB fragments)
         let far = block(140_000, 100_000);
         assert_eq!(whole(Compression::Snappy, &far, 1 << 20).unwrap().len(), 140_004);

@@ -31,7 +31,9 @@ use bytes::{Buf, Bytes, BytesMut};
 
 use super::batch::{BatchHeader, ATTRIBUTES_AT, BATCH_HEADER_SIZE, LENGTH_AT, LOG_OVERHEAD, MAGIC_AT};
 use super::reader::{v2_record, Inner};
-use super::{Headers, Record, TimestampType, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE};
+use super::{
+    Headers, Record, TimestampType, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE,
+};
 use crate::compression::stream::Decompressor;
 use crate::compression::Compression;
 use crate::error::{Error, MessageLocation, Result};
@@ -70,7 +72,14 @@ pub struct LazyBatches {
 impl LazyBatches {
     /// The entries of `records` of any magic (a Fetch v2+ answer).
     pub fn new(records: Bytes, options: &DecodeOptions) -> LazyBatches {
-        LazyBatches { rest: records, options: Arc::new(options.clone()), v0: false, partial: 0, whole: 0, failed: false }
+        LazyBatches {
+            rest: records,
+            options: Arc::new(options.clone()),
+            v0: false,
+            partial: 0,
+            whole: 0,
+            failed: false,
+        }
     }
 
     /// The entries of a Fetch v0/v1 answer: Message v0 only, read as
@@ -198,12 +207,20 @@ impl LazyBatches {
             record_count: 1,
         };
         let body = if codec == Compression::None {
-            Body::Message { key: message.key, value: message.value }
+            Body::Message(Record {
+                offset,
+                timestamp: header.base_timestamp,
+                timestamp_type: header.timestamp_type(),
+                key: message.key,
+                value: message.value,
+                headers: Headers::default(),
+            })
         } else {
             let Some(value) = message.value else {
                 return Err(self.malformed(offset, format!("{codec} wrapper has a null value")));
             };
-            let log_append_time = (message.magic >= MAGIC_V1 && header.timestamp_type() == TimestampType::LogAppendTime)
+            let log_append_time = (message.magic >= MAGIC_V1
+                && header.timestamp_type() == TimestampType::LogAppendTime)
                 .then_some(message.timestamp);
             Body::Wrapper { codec, value, magic: message.magic, log_append_time, empty_ok: self.v0 }
         };
@@ -238,8 +255,8 @@ impl Iterator for LazyBatches {
 enum Body {
     /// A v2 batch's records section, compressed with `codec` (or not).
     V2 { codec: Compression, records: Bytes },
-    /// One uncompressed message v0/v1.
-    Message { key: Option<Bytes>, value: Option<Bytes> },
+    /// One uncompressed message v0/v1, read.
+    Message(Record),
     /// A compressed message v0/v1: its value is the compressed inner set.
     Wrapper {
         codec: Compression,
@@ -302,17 +319,7 @@ impl LazyBatch {
                 window: Window::new(*codec, records.clone(), max_decompressed, location),
                 left: self.header.record_count,
             },
-            Body::Message { key, value } => {
-                let h = &self.header;
-                Source::One(Some(Record {
-                    offset: h.base_offset,
-                    timestamp: h.base_timestamp,
-                    timestamp_type: h.timestamp_type(),
-                    key: key.clone(),
-                    value: value.clone(),
-                    headers: Headers::default(),
-                }))
-            }
+            Body::Message(record) => Source::One(Some(record.clone())),
             Body::Wrapper { codec, value, magic, log_append_time, empty_ok } => Source::Inner {
                 window: Window::new(*codec, value.clone(), max_decompressed, location),
                 inner: Inner { base: 0, magic: *magic, log_append_time: *log_append_time },
@@ -433,7 +440,8 @@ impl StreamedRecords {
                     if rest.is_empty() {
                         return None;
                     }
-                    let reason = format!("{} bytes after the last of {} records", rest.len(), batch.header.record_count);
+                    let reason =
+                        format!("{} bytes after the last of {} records", rest.len(), batch.header.record_count);
                     return Some(Err(malformed(&reason)));
                 }
                 *left -= 1;
@@ -451,9 +459,7 @@ impl StreamedRecords {
                 let result = v2_next(window, left, &batch.header, options);
                 match result {
                     Ok(None) => None,
-                    Ok(Some(body)) => {
-                        Some(v2_record(&batch.header, body).map_err(|reason| malformed(&reason)))
-                    }
+                    Ok(Some(body)) => Some(v2_record(&batch.header, body).map_err(|reason| malformed(&reason))),
                     Err(Err(e)) => Some(Err(e)),
                     Err(Ok(reason)) => Some(Err(malformed(&reason))),
                 }
@@ -630,26 +636,39 @@ impl Iterator for StreamedRecords {
 /// error.
 #[derive(Debug)]
 pub struct LazyRecords {
-    batches: std::vec::IntoIter<LazyBatch>,
-    current: Option<StreamedRecords>,
+    items: std::vec::IntoIter<Item>,
+    /// The batch being read (boxed: a chunk waits in queues, small, until it is read).
+    current: Option<Box<StreamedRecords>>,
     budget: usize,
     failed: bool,
+}
+
+/// One entry of a [`LazyRecords`]: an uncompressed message is kept read (it takes no more
+/// than its wire bytes, which its key and value share), anything else as it came.
+#[derive(Debug)]
+enum Item {
+    Record(Record),
+    Batch(LazyBatch),
 }
 
 impl LazyRecords {
     /// The records of `batches`, with at most `max_decompressed_bytes` decompressed in all.
     pub fn new(batches: Vec<LazyBatch>, max_decompressed_bytes: usize) -> LazyRecords {
-        LazyRecords { batches: batches.into_iter(), current: None, budget: max_decompressed_bytes, failed: false }
+        let min_offset = batches.first().map_or(0, |b| b.options.min_offset);
+        let items: Vec<Item> = batches
+            .into_iter()
+            .filter_map(|b| match b.body {
+                Body::Message(record) if record.offset < min_offset => None,
+                Body::Message(record) => Some(Item::Record(record)),
+                _ => Some(Item::Batch(b)),
+            })
+            .collect();
+        LazyRecords { items: items.into_iter(), current: None, budget: max_decompressed_bytes, failed: false }
     }
 
     /// Bytes of decompressed output held now (see [`StreamedRecords::buffered_bytes`]).
     pub fn buffered_bytes(&self) -> usize {
-        self.current.as_ref().map_or(0, StreamedRecords::buffered_bytes)
-    }
-
-    /// The batches not started yet.
-    pub fn remaining_batches(&self) -> &[LazyBatch] {
-        self.batches.as_slice()
+        self.current.as_deref().map_or(0, StreamedRecords::buffered_bytes)
     }
 }
 
@@ -675,7 +694,10 @@ impl Iterator for LazyRecords {
                     }
                 }
             }
-            self.current = Some(self.batches.next()?.into_records(self.budget));
+            match self.items.next()? {
+                Item::Record(record) => return Some(Ok(record)),
+                Item::Batch(batch) => self.current = Some(Box::new(batch.into_records(self.budget))),
+            }
         }
     }
 }
