@@ -400,8 +400,11 @@ impl ConsumerConnector {
     /// waiting in its fetchers for room (see [`ConnectorStats::queued_bytes`] and
     /// [`ConnectorStats::held_bytes`]). Bounded by
     /// `(streams x queued.max.message.chunks + owned partitions) x fetch.message.max.bytes`,
-    /// whatever the app's pace (compressed sets are held decompressed, which can take more
-    /// memory than these wire bytes).
+    /// whatever the app's pace and the compression ratio: the sets are held as they came
+    /// (compressed), and each stream decompresses the chunk it is handing out a window at a
+    /// time (32 KiB of gzip or zstd output, one snappy or lz4 block) plus the message being
+    /// read, never a whole expanded set. Besides these, each fetcher holds the answer to its
+    /// one Fetch request in flight while it is read.
     pub fn buffered_bytes(&self) -> u64 {
         let p = &self.prefetch;
         p.queued_bytes.load(Ordering::Acquire) + p.held_bytes.load(Ordering::Acquire)

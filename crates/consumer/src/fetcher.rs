@@ -20,7 +20,12 @@
 //! the other partitions of the broker keep flowing (Java's fetcher thread would block on the
 //! full queue and stall them all). So a connector holds at most
 //! `(streams x queued.max.message.chunks + owned partitions) x fetch.message.max.bytes` of
-//! message sets — the same as Java, whose blocked fetcher holds its whole last response.
+//! message sets — the same as Java, whose blocked fetcher holds its whole last response —
+//! and that is their memory whatever the compression ratio: a chunk keeps its set as it came
+//! ([`classify_fetch_lazy`] checks it without decompressing), and the stream decompresses it
+//! as the app iterates, a window at a time. On top of it, each broker task holds the answer
+//! to its one request in flight (at most its partitions x `fetch.message.max.bytes`) while it
+//! copies each partition's set out of it.
 //! While a partition waits, the fetch requests still name it with `max_bytes` 0, so its high
 //! watermark (and the connector's `lag()`) stays current; when nothing can be fetched at all,
 //! such a probe goes out every `fetch.wait.max.ms`.
@@ -32,7 +37,12 @@
 //! be read (a connector with a larger `fetch.message.max.bytes`) or is gone (retention: offset
 //! out of range, `auto.offset.reset`). Nothing is skipped and the other partitions keep flowing.
 //! (Java's fetcher enqueues the oversized chunk on every round, its iterator throws
-//! `MessageSizeTooLargeException` for each, and then stays in a failed state.)
+//! `MessageSizeTooLargeException` for each, and then stays in a failed state.) A set whose
+//! compressed body turns out unreadable only when the stream decodes it (its CRC holds, its
+//! deflate stream or inner messages do not) ends the same way: the stream hands out the
+//! messages before it, then the error, and moves the partition's epoch on; the broker task
+//! drops what it fetched since and fetches again from the next offset the app gets, after
+//! `refresh.leader.backoff.ms`.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -40,11 +50,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use gregor_net::{classify_fetch_at, FetchClass, FetchRead, MetadataCache};
+use gregor_net::{classify_fetch_lazy, FetchClass, FetchRead, MetadataCache};
 use gregor_protocol::messages::{
     FetchPartition, FetchRequest, FetchResponsePartition, FetchTopic, OffsetsPartition, OffsetsRequest, OffsetsTopic,
     CONSUMER_REPLICA_ID, EARLIEST_TIME, LATEST_TIME,
 };
+use gregor_protocol::record::LazyRecords;
 use gregor_protocol::{ErrorCode, MessageSet};
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
@@ -70,6 +81,8 @@ pub(crate) struct FetchTarget {
     stuck: Option<Stuck>,
     /// The stream is gone (the app dropped it): not fetched any more.
     closed: bool,
+    /// The partition's epoch this fetcher fetches for (see [`PartitionState::epoch`]).
+    epoch: u64,
 }
 
 /// What becomes of a partition after its answer (see [`FetchTarget::absorb`]).
@@ -94,12 +107,30 @@ struct Stuck {
 
 impl FetchTarget {
     pub(crate) fn new(part: Arc<PartitionState>, offset: i64, queue: StreamQueue) -> FetchTarget {
-        FetchTarget { part, offset, queue, pending: None, stuck: None, closed: false }
+        let epoch = part.epoch.load(Ordering::Acquire);
+        FetchTarget { part, offset, queue, pending: None, stuck: None, closed: false, epoch }
+    }
+
+    /// Follows the stream when it found a chunk of the partition unreadable as it decoded it
+    /// (the epoch moved on): drops the pending chunk, fetches again from the next offset the
+    /// app gets, as a stuck partition whose error was taken now. True if so (an answer to a
+    /// request sent before is then stale).
+    fn catch_up(&mut self, now: Instant) -> bool {
+        let epoch = self.part.epoch.load(Ordering::Acquire);
+        if epoch == self.epoch {
+            return false;
+        }
+        self.epoch = epoch;
+        self.pending = None;
+        self.offset = self.part.consumed.load(Ordering::Acquire);
+        self.stuck = Some(Stuck { token: Arc::new(()), taken: Some(now) });
+        true
     }
 
     /// When the partition may be fetched for data: now, later (a stuck partition whose error
     /// was taken), or not until something changes (`None`).
     fn fetchable_at(&mut self, now: Instant, backoff: Duration) -> Option<Instant> {
+        self.catch_up(now);
         if self.closed || self.pending.is_some() {
             return None;
         }
@@ -112,17 +143,21 @@ impl FetchTarget {
     }
 
     /// Takes the partition's answer to a data fetch (not a probe), classified by
-    /// [`classify_fetch`]: records the high watermark, makes the pending chunk (the messages,
-    /// or the error of a partition stuck on a set it cannot read) and moves the offset on.
-    /// `set_bytes` is the wire size of the set (what the chunk is charged).
+    /// [`classify_fetch_lazy`]: records the high watermark, makes the pending chunk (the
+    /// messages, or the error of a partition stuck on a set it cannot read) and moves the
+    /// offset on. `set_bytes` is the wire size of the set (what the chunk is charged, and what
+    /// it holds).
     fn absorb(
         &mut self,
-        class: FetchClass,
+        class: FetchClass<LazyRecords>,
         high_watermark: i64,
         set_bytes: usize,
         generation: u64,
         prefetch: &Arc<Prefetch>,
     ) -> After {
+        if self.catch_up(Instant::now()) {
+            return After::Keep; // asked at an offset the stream has since taken back
+        }
         let (topic, partition) = (&self.part.topic, self.part.partition);
         let source = match class {
             FetchClass::OffsetOutOfRange => {
@@ -143,6 +178,7 @@ impl FetchTarget {
                 let Some(next) = next_offset else { return After::Keep };
                 self.pending = Some(Chunk::Messages {
                     generation,
+                    epoch: self.epoch,
                     part: Arc::clone(&self.part),
                     messages,
                     charge: Charge::held(prefetch, set_bytes, None),
@@ -169,6 +205,7 @@ impl FetchTarget {
 
     /// Queues the pending chunk if its stream has room.
     fn flush(&mut self) {
+        self.catch_up(Instant::now());
         let Some(mut chunk) = self.pending.take() else { return };
         if let Some(charge) = chunk.charge_mut() {
             if !charge.is_queued() {
@@ -412,7 +449,7 @@ async fn broker_fetcher(
                     message_set: MessageSet::from_bytes(Bytes::copy_from_slice(rp.message_set.as_bytes())),
                     ..rp.clone()
                 };
-                let class = classify_fetch_at(&rt.topic, &owned, t.offset, read);
+                let class = classify_fetch_lazy(&rt.topic, &owned, t.offset, read);
                 match t.absorb(class, owned.high_watermark, owned.message_set.len(), ctx.generation, &ctx.prefetch) {
                     After::Keep => {}
                     After::Reset => keep[i] = false,
@@ -515,7 +552,7 @@ mod tests {
             message_set: set,
             ..Default::default()
         };
-        let class = gregor_net::classify_fetch("t", &p, t.offset);
+        let class = gregor_net::classify_fetch_lazy("t", &p, t.offset, FetchRead::V0);
         t.absorb(class, hw, p.message_set.len(), 7, prefetch)
     }
 
@@ -535,7 +572,7 @@ mod tests {
         assert_eq!(prefetch.queued_bytes.load(Ordering::Acquire), bytes);
         match rx.try_recv() {
             Ok(Chunk::Messages { generation: 7, messages, .. }) => {
-                assert_eq!(messages.iter().map(|m| m.offset).collect::<Vec<_>>(), [5, 6])
+                assert_eq!(messages.map(|m| m.unwrap().offset).collect::<Vec<_>>(), [5, 6])
             }
             other => panic!("{other:?}"),
         }
@@ -592,6 +629,30 @@ mod tests {
         answer(&mut t, 0, 5, full, &prefetch);
         assert!(t.stuck.is_none());
         assert_eq!(t.offset, 5);
+    }
+
+    #[test]
+    fn a_chunk_the_stream_found_unreadable_is_fetched_again_from_what_the_app_got() {
+        let prefetch = Arc::new(Prefetch::default());
+        let (mut t, _rx) = target(0, 4);
+        answer(&mut t, 0, 9, set(0, &["a", "b", "c"]), &prefetch);
+        assert_eq!(t.offset, 3);
+        // the stream handed out 0 and found 1 unreadable
+        t.part.consumed.store(1, Ordering::Release);
+        t.part.epoch.fetch_add(1, Ordering::AcqRel);
+        let now = Instant::now();
+        assert_eq!(t.fetchable_at(now, BACKOFF), Some(now + BACKOFF), "again after the backoff");
+        assert!(t.pending.is_none(), "the chunk fetched before is dropped");
+        assert_eq!(t.offset, 1);
+        // an answer to a request sent before the error is dropped too
+        t.part.epoch.fetch_add(1, Ordering::AcqRel);
+        assert_eq!(answer(&mut t, 0, 9, set(1, &["b", "c"]), &prefetch), After::Keep);
+        assert!(t.pending.is_none());
+        assert_eq!(t.offset, 1);
+        // readable data frees it
+        answer(&mut t, 0, 9, set(1, &["b", "c"]), &prefetch);
+        assert!(t.stuck.is_none() && t.pending.is_some());
+        assert_eq!(t.offset, 3);
     }
 
     #[test]

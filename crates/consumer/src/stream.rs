@@ -1,7 +1,6 @@
 //! [`KafkaStream`]: one consumer stream, a [`Stream`] (also `next().await` without a trait in
 //! scope) and blocking (`into_iter()`).
 
-use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -11,7 +10,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_core::Stream;
-use gregor_protocol::record::{Headers, Record, TimestampType};
+use gregor_protocol::record::{Headers, LazyRecords, TimestampType};
 use gregor_serde::Decoder;
 use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Sleep;
@@ -33,6 +32,13 @@ pub(crate) struct PartitionState {
     pub(crate) committed: AtomicI64,
     /// The high watermark of the last fetch (-1: unknown).
     pub(crate) high_watermark: AtomicI64,
+    /// Moved on by the stream when a chunk of the partition turns out unreadable as it is
+    /// decoded (a corrupt compressed body): the chunks fetched before are stale, and the
+    /// fetcher fetches again from `consumed`, after `refresh.leader.backoff.ms`.
+    pub(crate) epoch: AtomicU64,
+    /// The offset the stream last found unreadable (-1: none), so that a partition stuck on it
+    /// logs it once.
+    unreadable_at: AtomicI64,
 }
 
 impl PartitionState {
@@ -44,6 +50,8 @@ impl PartitionState {
             committable: AtomicI64::new(offset),
             committed: AtomicI64::new(offset),
             high_watermark: AtomicI64::new(-1),
+            epoch: AtomicU64::new(0),
+            unreadable_at: AtomicI64::new(-1),
         }
     }
 
@@ -69,11 +77,12 @@ impl PartitionState {
 
 /// The prefetch accounting of one connector, shared by its fetchers and its streams.
 ///
-/// Every chunk of fetched data is counted from the moment it is decoded until the stream has
-/// handed out its last message (or dropped it as stale): first as *held* (decoded, waiting in
-/// a fetcher for room in its stream's queue), then as *queued* (in the queue, or the stream's
-/// current chunk). Bytes are the wire bytes of the partition's message set, which
-/// `fetch.message.max.bytes` bounds.
+/// Every chunk of fetched data is counted from the moment it is fetched until the stream has
+/// handed out its last message (or dropped it as stale): first as *held* (waiting in a fetcher
+/// for room in its stream's queue), then as *queued* (in the queue, or the stream's current
+/// chunk). Bytes are the wire bytes of the partition's message set, which
+/// `fetch.message.max.bytes` bounds, and what the chunk holds: its records stay as they came
+/// (compressed) until the stream decodes them, a window at a time.
 #[derive(Debug, Default)]
 pub(crate) struct Prefetch {
     /// Woken (all waiters) whenever a stream frees room or takes an error.
@@ -156,9 +165,10 @@ impl Drop for Charge {
 /// What fetchers put into a stream's queue.
 #[derive(Debug)]
 pub(crate) enum Chunk {
-    /// Messages of one partition from one fetch, holding one permit of the stream's room
-    /// (`queued.max.message.chunks`) until the stream has handed them all out.
-    Messages { generation: u64, part: Arc<PartitionState>, messages: Vec<Record>, charge: Charge },
+    /// Messages of one partition from one fetch, as they came (decoded as the stream hands
+    /// them out), holding one permit of the stream's room (`queued.max.message.chunks`) until
+    /// the stream has handed them all out. `epoch`: the partition's when it was fetched.
+    Messages { generation: u64, epoch: u64, part: Arc<PartitionState>, messages: LazyRecords, charge: Charge },
     /// An error for the app. A fetch error (a message larger than `fetch.message.max.bytes`)
     /// carries the generation it belongs to (dropped when stale) and its charge, so that it
     /// takes a place in the queue as Java's empty chunk does, and its partition is fetched
@@ -206,6 +216,17 @@ pub struct MessageAndMetadata<T, K = Bytes> {
     pub headers: Headers,
 }
 
+/// The chunk a stream is handing out.
+#[derive(Debug)]
+struct Current {
+    generation: u64,
+    epoch: u64,
+    part: Arc<PartitionState>,
+    messages: LazyRecords,
+    /// Released (and the fetchers woken) when the chunk is dropped.
+    _charge: Charge,
+}
+
 /// One consumer stream (a thread id `<consumerId>-<n>` of Kafka's connector).
 ///
 /// A [`Stream`](futures_core::Stream) of messages: read it with `StreamExt::next` (futures or
@@ -225,7 +246,7 @@ pub struct MessageAndMetadata<T, K = Bytes> {
 /// other streams.
 pub struct KafkaStream<T, K = Bytes> {
     rx: mpsc::Receiver<Chunk>,
-    current: Option<(u64, Arc<PartitionState>, VecDeque<Record>, Charge)>,
+    current: Option<Current>,
     generation: Arc<AtomicU64>,
     decoder: Arc<dyn Decoder<T>>,
     key_decoder: Arc<dyn Decoder<K>>,
@@ -275,14 +296,33 @@ impl<T: Send + 'static, K: Send + 'static> KafkaStream<T, K> {
     /// The next message of the current chunk, if any (dropping a stale chunk).
     fn take_from_current(&mut self) -> Option<Result<MessageAndMetadata<T, K>>> {
         loop {
-            let (generation, part, messages, _) = self.current.as_mut()?;
+            let Current { generation, epoch, part, messages, .. } = self.current.as_mut()?;
             if *generation != self.generation.load(Ordering::Acquire) {
                 self.current = None; // a rebalance happened: the chunk is stale
                 return None;
             }
-            let Some(m) = messages.pop_front() else {
-                self.current = None; // releases the permit (its charge)
+            if *epoch != part.epoch.load(Ordering::Acquire) {
+                self.current = None; // fetched before an unreadable chunk of its partition
                 return None;
+            }
+            let m = match messages.next() {
+                Some(Ok(m)) => m,
+                Some(Err(source)) => {
+                    // the records before it were handed out: the partition is fetched again
+                    // from the next one (and the error comes again while it cannot be read)
+                    let offset = part.consumed.load(Ordering::Acquire);
+                    let error = Error::Fetch { topic: part.topic.clone(), partition: part.partition, offset, source };
+                    if part.unreadable_at.swap(offset, Ordering::AcqRel) != offset {
+                        tracing::error!(%error, "this partition is stuck at this offset (the others go on): the error is repeated on its stream until the message can be read");
+                    }
+                    part.epoch.fetch_add(1, Ordering::AcqRel);
+                    self.current = None; // after the epoch: the fetchers woken see it
+                    return Some(Err(error));
+                }
+                None => {
+                    self.current = None; // releases the permit (its charge)
+                    return None;
+                }
             };
             // atomically: a chunk of an older generation still being handed out by another
             // stream of this member cannot deliver the same offset twice
@@ -347,8 +387,8 @@ impl<T: Send + 'static, K: Send + 'static> KafkaStream<T, K> {
                     }
                     return Poll::Ready(Some(Err(error)));
                 }
-                Some(Chunk::Messages { generation, part, messages, charge }) => {
-                    self.current = Some((generation, part, messages.into(), charge));
+                Some(Chunk::Messages { generation, epoch, part, messages, charge }) => {
+                    self.current = Some(Current { generation, epoch, part, messages, _charge: charge });
                 }
             }
         }
@@ -408,6 +448,9 @@ impl<T: Send + 'static, K: Send + 'static> Iterator for BlockingIter<T, K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gregor_protocol::message::DecodeOptions;
+    use gregor_protocol::record::LazyBatches;
+    use gregor_protocol::{Compression, Message, MessageAndOffset, MessageSet};
 
     fn counts(p: &Prefetch) -> [u64; 4] {
         [&p.held_chunks, &p.held_bytes, &p.queued_chunks, &p.queued_bytes].map(|a| a.load(Ordering::Acquire))
@@ -449,18 +492,27 @@ mod tests {
         (s, tx, Arc::new(Prefetch::default()))
     }
 
+    /// Values `m<offset>` at `offsets`, compressed with `codec` (or not), as fetched.
+    fn records(offsets: std::ops::Range<i64>, codec: Compression) -> LazyRecords {
+        let messages: Vec<MessageAndOffset> =
+            offsets.map(|o| MessageAndOffset::new(o, Message::new(None, Some(Bytes::from(format!("m{o}")))))).collect();
+        let set = match codec {
+            Compression::None => MessageSet::encode(&messages).unwrap(),
+            codec => MessageSet::encode(&[MessageSet::wrap(&messages, codec).unwrap()]).unwrap(),
+        };
+        let options = DecodeOptions::default();
+        let batches = LazyBatches::message_v0(set.into_bytes(), &options).collect::<Result<Vec<_>, _>>().unwrap();
+        LazyRecords::new(batches, options.max_decompressed_bytes)
+    }
+
     fn chunk(prefetch: &Arc<Prefetch>, part: &Arc<PartitionState>, offsets: std::ops::Range<i64>) -> Chunk {
-        let messages = offsets
-            .map(|o| Record {
-                offset: o,
-                timestamp: -1,
-                timestamp_type: TimestampType::NoTimestamp,
-                key: None,
-                value: Some(Bytes::from(format!("m{o}"))),
-                headers: Headers::default(),
-            })
-            .collect();
-        Chunk::Messages { generation: 0, part: Arc::clone(part), messages, charge: Charge::held(prefetch, 10, None) }
+        Chunk::Messages {
+            generation: 0,
+            epoch: part.epoch.load(Ordering::Acquire),
+            part: Arc::clone(part),
+            messages: records(offsets, Compression::None),
+            charge: Charge::held(prefetch, 10, None),
+        }
     }
 
     #[tokio::test(start_paused = true)]
@@ -486,6 +538,49 @@ mod tests {
         // the connector's end ends the stream
         drop(tx);
         assert!(StreamExt::next(&mut s).await.is_none());
+        assert_eq!(counts(&prefetch), [0, 0, 0, 0], "every chunk released");
+    }
+
+    #[tokio::test]
+    async fn a_body_unreadable_when_decoded_comes_after_the_records_before_it_and_stales_the_partition() {
+        let (mut s, tx, prefetch) = stream(None);
+        let part = Arc::new(PartitionState::new("t", 0, 0));
+        // a gzip wrapper of 0 and 1, then one at 2 whose CRC holds but whose body is no deflate
+        let good = MessageSet::encode(&[MessageSet::wrap(
+            &[0, 1].map(|o| MessageAndOffset::new(o, Message::new(None, Some(Bytes::from(format!("m{o}")))))),
+            Compression::Gzip,
+        )
+        .unwrap()])
+        .unwrap();
+        let junk = Bytes::from_static(b"\x1f\x8b\x08\0\0\0\0\0\0\xffnot deflate at all");
+        let bad = Message { attributes: Compression::Gzip.attribute_bits(), key: None, value: Some(junk) };
+        let bad = MessageSet::encode(&[MessageAndOffset::new(2, bad)]).unwrap();
+        let blob = Bytes::from([good.as_bytes().as_ref(), bad.as_bytes().as_ref()].concat());
+        let options = DecodeOptions::default();
+        let batches: Vec<_> = LazyBatches::message_v0(blob, &options).collect::<Result<_, _>>().unwrap();
+        assert_eq!(batches.len(), 2, "both entries pass the checks made without decompressing");
+        let messages = LazyRecords::new(batches, options.max_decompressed_bytes);
+        let charge = Charge::held(&prefetch, 10, None);
+        tx.send(Chunk::Messages { generation: 0, epoch: 0, part: Arc::clone(&part), messages, charge }).await.unwrap();
+        // a chunk fetched after it, before the stream found the error: stale
+        tx.send(chunk(&prefetch, &part, 3..5)).await.unwrap();
+        assert_eq!(s.next().await.unwrap().unwrap().offset, 0);
+        assert_eq!(s.next().await.unwrap().unwrap().offset, 1);
+        match s.next().await {
+            Some(Err(Error::Fetch { offset: 2, partition: 0, source, .. })) => {
+                assert!(matches!(source, gregor_protocol::Error::Compression { .. }), "{source}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(part.epoch.load(Ordering::Acquire), 1, "the fetcher fetches again from offset 2");
+        assert_eq!(part.consumed.load(Ordering::Acquire), 2);
+        // what the fetcher queues after catching up is read
+        tx.send(chunk(&prefetch, &part, 2..4)).await.unwrap();
+        let next = s.next().await.unwrap().unwrap();
+        assert_eq!((next.offset, next.value.as_deref()), (2, Some("m2")), "the stale chunk was dropped");
+        drop(tx);
+        assert_eq!(s.next().await.unwrap().unwrap().offset, 3);
+        assert!(s.next().await.is_none());
         assert_eq!(counts(&prefetch), [0, 0, 0, 0], "every chunk released");
     }
 

@@ -36,7 +36,9 @@ use std::str::FromStr;
 
 use gregor_protocol::message::DecodeOptions;
 use gregor_protocol::messages::{FetchResponsePartition, READ_COMMITTED, READ_UNCOMMITTED};
-use gregor_protocol::record::{Batches, ControlRecord, ControlRecordType, Record};
+use gregor_protocol::record::{
+    Batch, BatchHeader, Batches, ControlRecord, ControlRecordType, LazyBatch, LazyBatches, LazyRecords, Record,
+};
 use gregor_protocol::{ErrorCode, MessageLocation};
 
 /// Which records a reader gets of a partition with transactions (`isolation.level`).
@@ -101,15 +103,16 @@ impl FetchRead {
     pub const V0: FetchRead = FetchRead { version: 0, isolation: IsolationLevel::ReadUncommitted };
 }
 
-/// What one partition of a Fetch response means (see the module doc).
+/// What one partition of a Fetch response means (see the module doc). `M`: the records, read
+/// ([`classify_fetch_at`]) or still to be read ([`classify_fetch_lazy`]).
 ///
 /// Exhaustive on purpose: a new class must be handled by every reader.
 #[derive(Debug)]
-pub enum FetchClass {
+pub enum FetchClass<M = Vec<Record>> {
     /// The records at the fetch offset and after, in offset order (possibly none).
     Data {
         /// The records (Message v0 ones with timestamp -1 and no headers).
-        messages: Vec<Record>,
+        messages: M,
         /// The offset to fetch next: one past the last record or batch (a transaction marker,
         /// or a batch of an aborted transaction, counts), `None` when there was none.
         next_offset: Option<i64>,
@@ -151,14 +154,23 @@ pub fn classify_fetch_at(
     fetch_offset: i64,
     read: FetchRead,
 ) -> FetchClass {
-    match partition.error() {
-        None => {}
-        Some(ErrorCode::OffsetOutOfRange) => return FetchClass::OffsetOutOfRange,
-        Some(code) if code.is_retriable() || code.needs_metadata_refresh() => return FetchClass::Retry(code),
-        Some(code) => return FetchClass::Fail(code),
+    if let Some(class) = error_class(partition) {
+        return class;
     }
     if read.version >= 2 {
-        return read_batches(topic, partition, fetch_offset, read.isolation);
+        let options = DecodeOptions::fetched(topic, partition.partition, fetch_offset);
+        let blob = partition.message_set.as_bytes().clone();
+        let mut messages = Vec::new();
+        let walked = walk_batches(topic, partition, fetch_offset, read.isolation, Batches::new(blob, &options), |b| {
+            for record in b.records() {
+                messages.push(record?);
+            }
+            Ok(())
+        });
+        return match walked {
+            Ok(next_offset) => FetchClass::Data { messages, next_offset, high_watermark: partition.high_watermark },
+            Err(class) => class.into_class(),
+        };
     }
     let options = DecodeOptions::fetched(topic, partition.partition, fetch_offset);
     match partition.message_set.decode(&options) {
@@ -167,7 +179,95 @@ pub fn classify_fetch_at(
             messages: decoded.messages.into_iter().map(Record::from).collect(),
             high_watermark: partition.high_watermark,
         },
-        Err(gregor_protocol::Error::MessageLargerThanFetch { location, entry_size: Some(needed), fetched_bytes }) => {
+        Err(source) => too_large(source),
+    }
+}
+
+/// Classifies `partition` as [`classify_fetch_at`] does, but keeps the records as they came:
+/// each entry checked (sizes, magic, CRC, codec: what needs no decompression), control
+/// batches and aborted transactions left out, and the rest kept compressed, to be decoded as
+/// the records are iterated ([`LazyRecords`], a window of each expanded batch at a time: the
+/// high-level consumer's chunks). The classes, the next offset and the records are the same;
+/// an error inside a compressed body (a bad inner message, a corrupt deflate stream) comes
+/// from the iterator, after the records before it, instead of as [`FetchClass::Corrupt`].
+pub fn classify_fetch_lazy(
+    topic: &str,
+    partition: &FetchResponsePartition,
+    fetch_offset: i64,
+    read: FetchRead,
+) -> FetchClass<LazyRecords> {
+    if let Some(class) = error_class(partition) {
+        return class;
+    }
+    let options = DecodeOptions::fetched(topic, partition.partition, fetch_offset);
+    let blob = partition.message_set.as_bytes().clone();
+    let mut kept = Vec::new();
+    let high_watermark = partition.high_watermark;
+    let data = |kept, next_offset| FetchClass::Data {
+        messages: LazyRecords::new(kept, options.max_decompressed_bytes),
+        next_offset,
+        high_watermark,
+    };
+    if read.version >= 2 {
+        let batches = LazyBatches::new(blob, &options);
+        return match walk_batches(topic, partition, fetch_offset, read.isolation, batches, |b| {
+            kept.push(b);
+            Ok(())
+        }) {
+            Ok(next_offset) => data(kept, next_offset),
+            Err(class) => class.into_class(),
+        };
+    }
+    // Kafka 0.8.2's reading, as MessageSet::decode: every entry's CRC checked, "too large"
+    // only when not one entry is whole
+    let mut batches = LazyBatches::message_v0(blob.clone(), &options);
+    let mut next_offset = None;
+    for batch in batches.by_ref() {
+        match batch {
+            Ok(batch) => {
+                // a wrapper below the fetch offset (only from a broker that wrote it below its
+                // inner messages) does not move the next offset back
+                if batch.header().last_offset() >= fetch_offset {
+                    next_offset = Some(batch.next_offset());
+                }
+                kept.push(batch);
+            }
+            Err(source) => return FetchClass::Corrupt(source),
+        }
+    }
+    if batches.whole_batches() == 0 && !blob.is_empty() {
+        let (offset, entry_size) = match blob.get(..12) {
+            Some(head) => {
+                let size = i32::from_be_bytes(head[8..].try_into().expect("4 bytes"));
+                (i64::from_be_bytes(head[..8].try_into().expect("8 bytes")), Some(12 + size.max(0) as usize))
+            }
+            None => (fetch_offset, None),
+        };
+        let source = gregor_protocol::Error::MessageLargerThanFetch {
+            location: MessageLocation { topic: Some(topic.to_owned()), partition: Some(partition.partition), offset },
+            entry_size,
+            fetched_bytes: blob.len(),
+        };
+        return too_large(source);
+    }
+    data(kept, next_offset)
+}
+
+/// The class of a partition answered with an error code, `None` without one.
+fn error_class<M>(partition: &FetchResponsePartition) -> Option<FetchClass<M>> {
+    match partition.error() {
+        None => None,
+        Some(ErrorCode::OffsetOutOfRange) => Some(FetchClass::OffsetOutOfRange),
+        Some(code) if code.is_retriable() || code.needs_metadata_refresh() => Some(FetchClass::Retry(code)),
+        Some(code) => Some(FetchClass::Fail(code)),
+    }
+}
+
+/// A [`gregor_protocol::Error::MessageLargerThanFetch`] as its class: too large when the
+/// entry's size is known, corrupt otherwise.
+fn too_large<M>(source: gregor_protocol::Error) -> FetchClass<M> {
+    match source {
+        gregor_protocol::Error::MessageLargerThanFetch { location, entry_size: Some(needed), fetched_bytes } => {
             FetchClass::MessageTooLarge {
                 offset: location.offset,
                 needed,
@@ -178,21 +278,106 @@ pub fn classify_fetch_at(
                 },
             }
         }
-        Err(source) => FetchClass::Corrupt(source),
+        source => FetchClass::Corrupt(source),
     }
 }
 
-/// Reads records of any magic batch by batch (Fetch v2+): control batches skipped, aborted
-/// transactions dropped under read_committed, the next offset past every whole batch.
-fn read_batches(
+/// Why a walk over batches stopped short of data.
+enum Stop {
+    Corrupt(gregor_protocol::Error),
+    TooLarge(gregor_protocol::Error),
+}
+
+impl Stop {
+    fn into_class<M>(self) -> FetchClass<M> {
+        match self {
+            Stop::Corrupt(source) => FetchClass::Corrupt(source),
+            Stop::TooLarge(source) => too_large(source),
+        }
+    }
+}
+
+/// What [`walk_batches`] needs of a batch, read ([`Batch`]) or not yet ([`LazyBatch`]).
+trait BatchView {
+    fn header(&self) -> &BatchHeader;
+    fn next_offset(&self) -> i64;
+    fn is_control(&self) -> bool;
+    fn is_transactional(&self) -> bool;
+    /// The first record (a control batch's marker).
+    fn first_record(&self) -> Option<Record>;
+}
+
+impl BatchView for Batch {
+    fn header(&self) -> &BatchHeader {
+        Batch::header(self)
+    }
+    fn next_offset(&self) -> i64 {
+        Batch::next_offset(self)
+    }
+    fn is_control(&self) -> bool {
+        Batch::is_control(self)
+    }
+    fn is_transactional(&self) -> bool {
+        Batch::is_transactional(self)
+    }
+    fn first_record(&self) -> Option<Record> {
+        self.records().next().and_then(Result::ok)
+    }
+}
+
+impl BatchView for LazyBatch {
+    fn header(&self) -> &BatchHeader {
+        LazyBatch::header(self)
+    }
+    fn next_offset(&self) -> i64 {
+        LazyBatch::next_offset(self)
+    }
+    fn is_control(&self) -> bool {
+        LazyBatch::is_control(self)
+    }
+    fn is_transactional(&self) -> bool {
+        LazyBatch::is_transactional(self)
+    }
+    fn first_record(&self) -> Option<Record> {
+        // a marker batch holds one small record
+        let budget = gregor_protocol::message::DEFAULT_MAX_DECOMPRESSED_BYTES;
+        self.clone().into_records(budget).next().and_then(Result::ok)
+    }
+}
+
+/// The walk over the batches of any magic, read or not: how many bytes of a partial entry
+/// ended the blob.
+trait BatchWalk: Iterator<Item = Result<Self::Batch, gregor_protocol::Error>> {
+    type Batch: BatchView;
+    fn partial_trailing_bytes(&self) -> usize;
+}
+
+impl BatchWalk for Batches {
+    type Batch = Batch;
+    fn partial_trailing_bytes(&self) -> usize {
+        Batches::partial_trailing_bytes(self)
+    }
+}
+
+impl BatchWalk for LazyBatches {
+    type Batch = LazyBatch;
+    fn partial_trailing_bytes(&self) -> usize {
+        LazyBatches::partial_trailing_bytes(self)
+    }
+}
+
+/// Walks batches of any magic (Fetch v2+), handing each one to deliver to `keep`: control
+/// batches skipped, aborted transactions dropped under read_committed. Returns the next offset
+/// (past every whole batch; `None` when there was none).
+fn walk_batches<W: BatchWalk>(
     topic: &str,
     partition: &FetchResponsePartition,
     fetch_offset: i64,
     isolation: IsolationLevel,
-) -> FetchClass {
-    let options = DecodeOptions::fetched(topic, partition.partition, fetch_offset);
-    let blob = partition.message_set.as_bytes().clone();
-    let mut batches = Batches::new(blob.clone(), &options);
+    mut batches: W,
+    mut keep: impl FnMut(W::Batch) -> Result<(), gregor_protocol::Error>,
+) -> Result<Option<i64>, Stop> {
+    let blob = partition.message_set.as_bytes();
     // the aborted transactions, by first offset: each marks its producer aborted from there on
     let mut aborted: Vec<(i64, i64)> = match (isolation, &partition.aborted_transactions) {
         (IsolationLevel::ReadCommitted, Some(list)) => list.iter().map(|a| (a.first_offset, a.producer_id)).collect(),
@@ -200,13 +385,13 @@ fn read_batches(
     };
     aborted.sort_unstable_by(|a, b| b.cmp(a)); // popped from the end: lowest first offset first
     let mut aborting: HashSet<i64> = HashSet::new();
-    let (mut messages, mut next_offset) = (Vec::new(), None);
+    let mut next_offset = None;
     for batch in batches.by_ref() {
         let batch = match batch {
             Ok(batch) => batch,
-            Err(source) => return FetchClass::Corrupt(source),
+            Err(source) => return Err(Stop::Corrupt(source)),
         };
-        let header = batch.header();
+        let header = *batch.header();
         while aborted.last().is_some_and(|&(first, _)| first <= header.last_offset()) {
             let (_, producer) = aborted.pop().expect("checked");
             aborting.insert(producer);
@@ -215,7 +400,7 @@ fn read_batches(
         if batch.is_control() {
             // an abort marker closes its producer's aborted transaction
             if batch.is_transactional() && aborting.contains(&header.producer_id) {
-                let marker = batch.records().next().and_then(Result::ok);
+                let marker = batch.first_record();
                 if marker.is_some_and(|r| {
                     ControlRecord::parse(r.key.as_deref()).is_ok_and(|c| c.kind == ControlRecordType::Abort)
                 }) {
@@ -227,12 +412,7 @@ fn read_batches(
         if batch.is_transactional() && aborting.contains(&header.producer_id) {
             continue;
         }
-        for record in batch.records() {
-            match record {
-                Ok(record) => messages.push(record),
-                Err(source) => return FetchClass::Corrupt(source),
-            }
-        }
+        keep(batch).map_err(Stop::Corrupt)?;
     }
     if next_offset.is_none() && batches.partial_trailing_bytes() > 0 {
         // not one whole entry: the first is larger than the fetch size (before Fetch v3, or
@@ -247,12 +427,9 @@ fn read_batches(
             entry_size,
             fetched_bytes: blob.len(),
         };
-        return match entry_size {
-            Some(needed) => FetchClass::MessageTooLarge { offset, needed, source },
-            None => FetchClass::Corrupt(source),
-        };
+        return Err(Stop::TooLarge(source));
     }
-    FetchClass::Data { messages, next_offset, high_watermark: partition.high_watermark }
+    Ok(next_offset)
 }
 
 #[cfg(test)]

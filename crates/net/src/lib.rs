@@ -70,7 +70,7 @@ pub use backoff::{Backoff, DEFAULT_JITTER};
 pub use config::{ConfigError, ConnectionConfig, ConnectionConfigBuilder, MetadataConfig, MetadataConfigBuilder};
 pub use connection::{BrokerConnection, CLIENT_SOFTWARE_NAME, CLIENT_SOFTWARE_VERSION};
 pub use error::{Error, PoisonReason, Result, BROKER_CLOSED_HINT};
-pub use fetch::{classify_fetch, classify_fetch_at, FetchClass, FetchRead, IsolationLevel};
+pub use fetch::{classify_fetch, classify_fetch_at, classify_fetch_lazy, FetchClass, FetchRead, IsolationLevel};
 pub use metadata::{parse_broker_list, Broker, MetadataCache, MetadataSnapshot, PartitionInfo, TopicInfo};
 pub use pool::Pool;
 pub use sasl::{SaslConfig, SaslMechanism, Secret};

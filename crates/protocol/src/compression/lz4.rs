@@ -26,35 +26,35 @@ pub const MAGIC: [u8; 4] = [0x04, 0x22, 0x4d, 0x18];
 /// Uncompressed bytes per block in frames written here (64 KiB, BD `0x40`).
 pub const BLOCK_SIZE: usize = 64 * 1024;
 
-const FRAME_MAGIC: u32 = u32::from_le_bytes(MAGIC);
+pub(super) const FRAME_MAGIC: u32 = u32::from_le_bytes(MAGIC);
 /// Skippable frames use magics 0x184D2A50 to 0x184D2A5F.
-const SKIPPABLE_MAGIC: u32 = 0x184D_2A50;
-const SKIPPABLE_MASK: u32 = 0xFFFF_FFF0;
+pub(super) const SKIPPABLE_MAGIC: u32 = 0x184D_2A50;
+pub(super) const SKIPPABLE_MASK: u32 = 0xFFFF_FFF0;
 
 /// FLG written here: version 01 and block independence.
 const FLG: u8 = 0x60;
 /// BD written here: 64 KiB maximum block size.
 const BD: u8 = 0x40;
 
-const FLG_VERSION_MASK: u8 = 0xc0;
-const FLG_VERSION_01: u8 = 0x40;
-const FLG_BLOCK_INDEPENDENCE: u8 = 0x20;
-const FLG_BLOCK_CHECKSUM: u8 = 0x10;
-const FLG_CONTENT_SIZE: u8 = 0x08;
-const FLG_CONTENT_CHECKSUM: u8 = 0x04;
-const FLG_RESERVED: u8 = 0x02;
-const FLG_DICTIONARY_ID: u8 = 0x01;
-const BD_RESERVED: u8 = 0x8f;
+pub(super) const FLG_VERSION_MASK: u8 = 0xc0;
+pub(super) const FLG_VERSION_01: u8 = 0x40;
+pub(super) const FLG_BLOCK_INDEPENDENCE: u8 = 0x20;
+pub(super) const FLG_BLOCK_CHECKSUM: u8 = 0x10;
+pub(super) const FLG_CONTENT_SIZE: u8 = 0x08;
+pub(super) const FLG_CONTENT_CHECKSUM: u8 = 0x04;
+pub(super) const FLG_RESERVED: u8 = 0x02;
+pub(super) const FLG_DICTIONARY_ID: u8 = 0x01;
+pub(super) const BD_RESERVED: u8 = 0x8f;
 
 /// High bit of a block size: the block is stored uncompressed.
-const UNCOMPRESSED_BIT: u32 = 0x8000_0000;
+pub(super) const UNCOMPRESSED_BIT: u32 = 0x8000_0000;
 
 /// The most output one byte of an LZ4 block can produce (a match length
 /// extension byte of 255).
-const MAX_EXPANSION: usize = 255;
+pub(super) const MAX_EXPANSION: usize = 255;
 
 /// Window a linked (dependent) block may reach back into.
-const WINDOW: usize = 64 * 1024;
+pub(super) const WINDOW: usize = 64 * 1024;
 
 /// How the header checksum (HC) byte of an LZ4 frame is computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -71,7 +71,7 @@ pub enum HeaderChecksum {
 impl HeaderChecksum {
     /// The checksum byte for a frame whose descriptor (FLG, BD and any
     /// optional fields, without the magic) is `descriptor`.
-    fn byte(self, descriptor: &[u8]) -> u8 {
+    pub(super) fn byte(self, descriptor: &[u8]) -> u8 {
         let hash = match self {
             HeaderChecksum::Kafka08 => {
                 let mut header = [0; 4 + 2 + 8];
@@ -151,8 +151,20 @@ pub fn decompress(input: &[u8], max_output: usize, out: &mut Vec<u8>) -> Result<
     })
 }
 
-/// Decode one frame whose magic has been read.
-fn decompress_frame(input: &mut Input<'_>, limit: Limit, out: &mut Vec<u8>) -> Result<(), CompressionError> {
+/// A frame's descriptor, read and checked.
+pub(super) struct FrameHeader {
+    pub(super) flg: u8,
+    pub(super) block_max: usize,
+    pub(super) content_size: Option<u64>,
+}
+
+/// Reads and checks the descriptor and header checksum of a frame whose magic has been read;
+/// a declared content size over `room` fails with `exceeded`.
+pub(super) fn read_frame_header(
+    input: &mut Input<'_>,
+    room: usize,
+    exceeded: impl FnOnce() -> CompressionError,
+) -> Result<FrameHeader, CompressionError> {
     let [flg, bd] = input.array("lz4 frame descriptor")?;
     let invalid = |reason| Err(CompressionError::Lz4Descriptor { flg, bd, reason });
     if flg & FLG_VERSION_MASK != FLG_VERSION_01 {
@@ -177,8 +189,8 @@ fn decompress_frame(input: &mut Input<'_>, limit: Limit, out: &mut Vec<u8>) -> R
         descriptor[2..].copy_from_slice(&bytes);
         descriptor_len = 10;
         let size = u64::from_le_bytes(bytes);
-        if usize::try_from(size).map_or(true, |size| size > limit.room(out)) {
-            return Err(limit.exceeded());
+        if usize::try_from(size).map_or(true, |size| size > room) {
+            return Err(exceeded());
         }
         content_size = Some(size);
     }
@@ -189,6 +201,12 @@ fn decompress_frame(input: &mut Input<'_>, limit: Limit, out: &mut Vec<u8>) -> R
     if found != kafka08 && found != standard {
         return Err(CompressionError::Lz4HeaderChecksum { found, kafka08, standard });
     }
+    Ok(FrameHeader { flg, block_max, content_size })
+}
+
+/// Decode one frame whose magic has been read.
+fn decompress_frame(input: &mut Input<'_>, limit: Limit, out: &mut Vec<u8>) -> Result<(), CompressionError> {
+    let FrameHeader { flg, block_max, content_size } = read_frame_header(input, limit.room(out), || limit.exceeded())?;
 
     let frame_start = out.len();
     loop {
@@ -242,7 +260,7 @@ fn decompress_frame(input: &mut Input<'_>, limit: Limit, out: &mut Vec<u8>) -> R
 }
 
 /// Check `data` against the xxh32 checksum `expected` read from the frame.
-fn verify(what: &'static str, expected: u32, data: &[u8]) -> Result<(), CompressionError> {
+pub(super) fn verify(what: &'static str, expected: u32, data: &[u8]) -> Result<(), CompressionError> {
     let actual = xxh32(data, 0);
     if actual != expected {
         return Err(CompressionError::Lz4Checksum { what, expected, actual });

@@ -26,6 +26,7 @@ use std::str::FromStr;
 pub mod gzip;
 pub mod lz4;
 pub mod snappy;
+pub mod stream;
 pub mod zstd;
 
 /// Compression codec of a Kafka message (attributes & 0x07).

@@ -17,7 +17,7 @@ pub const XERIAL_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0x0
 pub const XERIAL_BLOCK_SIZE: usize = 32 * 1024;
 
 /// Length of the xerial header: magic, version and compatible version.
-const XERIAL_HEADER_LEN: usize = 16;
+pub(super) const XERIAL_HEADER_LEN: usize = 16;
 
 /// Version and compatible version written after the magic.
 const XERIAL_VERSION: i32 = 1;
@@ -89,7 +89,7 @@ pub fn decompress(input: &[u8], max_output: usize, out: &mut Vec<u8>) -> Result<
 }
 
 /// Largest output a raw snappy block can produce per input byte.
-const MAX_EXPANSION: usize = 22;
+pub(super) const MAX_EXPANSION: usize = 22;
 
 /// Decompress one raw snappy block onto `out`, checking its declared length
 /// against `limit` before allocating.

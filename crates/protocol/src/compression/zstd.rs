@@ -33,7 +33,7 @@ const STEP: usize = 128 * 1024;
 const WINDOW_LOG_FLOOR: u32 = 23;
 const WINDOW_LOG_CEILING: u32 = 27;
 
-fn failed(code: zstd_safe::ErrorCode) -> CompressionError {
+pub(super) fn failed(code: zstd_safe::ErrorCode) -> CompressionError {
     CompressionError::Zstd(zstd_safe::get_error_name(code))
 }
 

@@ -41,6 +41,7 @@
 
 mod batch;
 mod builder;
+mod lazy;
 mod reader;
 
 use std::fmt;
@@ -53,6 +54,7 @@ pub use batch::{
     NO_SEQUENCE, NO_TIMESTAMP,
 };
 pub use builder::{size_of_record, HeaderRef, RecordBatchBuilder};
+pub use lazy::{LazyBatch, LazyBatches, LazyRecords, StreamedRecords, WINDOW_CAPACITY};
 pub use reader::{Batch, Batches, Records};
 
 use crate::error::{Error, Result};

@@ -368,40 +368,11 @@ impl Batch {
 
     fn v2_record(&self, rest: &mut Bytes, index: usize) -> Result<Record> {
         let len = varint::get_i32(rest, "record length").map_err(|e| self.malformed(index, e))?;
-        let mut body = match usize::try_from(len) {
+        let body = match usize::try_from(len) {
             Ok(n) if n <= rest.len() => rest.split_to(n),
             _ => return Err(self.malformed(index, format!("length {len} with {} bytes left", rest.len()))),
         };
-        let (offset_delta, timestamp_delta, key, value, headers) = (|| {
-            if !body.has_remaining() {
-                return Err(Error::Truncated { field: "record attributes", needed: 1, remaining: 0 });
-            }
-            body.advance(1); // attributes: unused
-            let timestamp_delta = varint::get_i64(&mut body, "timestamp delta")?;
-            let offset_delta = varint::get_i32(&mut body, "offset delta")?;
-            let key = read_field(&mut body, "key")?;
-            let value = read_field(&mut body, "value")?;
-            let count = varint::get_i32(&mut body, "header count")?;
-            let headers = Headers::read(&mut body, count)?;
-            Ok((offset_delta, timestamp_delta, key, value, headers))
-        })()
-        .map_err(|e| self.malformed(index, e))?;
-        if !body.is_empty() {
-            return Err(self.malformed(index, format!("{} bytes left after the headers", body.len())));
-        }
-        let h = &self.header;
-        let (timestamp, timestamp_type) = match h.timestamp_type() {
-            TimestampType::LogAppendTime => (h.max_timestamp, TimestampType::LogAppendTime),
-            kind => (h.base_timestamp.wrapping_add(timestamp_delta), kind),
-        };
-        Ok(Record {
-            offset: h.base_offset.wrapping_add(i64::from(offset_delta)),
-            timestamp,
-            timestamp_type,
-            key,
-            value,
-            headers,
-        })
+        v2_record(&self.header, body).map_err(|reason| self.malformed(index, reason))
     }
 
     fn inner_record(&self, rest: &mut Bytes, index: usize) -> Result<Record> {
@@ -411,16 +382,77 @@ impl Batch {
         // the entry headers were checked by scan_inner
         let offset = rest.get_i64();
         let size = rest.get_i32() as usize;
-        let location = || self.options.location(base.wrapping_add(offset));
-        let m = LegacyMessage::parse(rest.split_to(size), location, &[0, 1])?;
+        let inner = Inner { base: *base, magic: *magic, log_append_time: *log_append_time };
+        inner.record(offset, rest.split_to(size), &self.options, |reason| self.malformed(index, reason))
+    }
+}
+
+/// The body of one v2 record (after its length) as a record of the batch `h`; the reason it
+/// is malformed otherwise. Shared with the streaming reader ([`super::lazy`]).
+pub(super) fn v2_record(h: &BatchHeader, mut body: Bytes) -> std::result::Result<Record, String> {
+    let (offset_delta, timestamp_delta, key, value, headers) = (|| {
+        if !body.has_remaining() {
+            return Err(Error::Truncated { field: "record attributes", needed: 1, remaining: 0 });
+        }
+        body.advance(1); // attributes: unused
+        let timestamp_delta = varint::get_i64(&mut body, "timestamp delta")?;
+        let offset_delta = varint::get_i32(&mut body, "offset delta")?;
+        let key = read_field(&mut body, "key")?;
+        let value = read_field(&mut body, "value")?;
+        let count = varint::get_i32(&mut body, "header count")?;
+        let headers = Headers::read(&mut body, count)?;
+        Ok((offset_delta, timestamp_delta, key, value, headers))
+    })()
+    .map_err(|e| e.to_string())?;
+    if !body.is_empty() {
+        return Err(format!("{} bytes left after the headers", body.len()));
+    }
+    let (timestamp, timestamp_type) = match h.timestamp_type() {
+        TimestampType::LogAppendTime => (h.max_timestamp, TimestampType::LogAppendTime),
+        kind => (h.base_timestamp.wrapping_add(timestamp_delta), kind),
+    };
+    Ok(Record {
+        offset: h.base_offset.wrapping_add(i64::from(offset_delta)),
+        timestamp,
+        timestamp_type,
+        key,
+        value,
+        headers,
+    })
+}
+
+/// How the inner messages of a message v0/v1 wrapper read. Shared with the streaming reader.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Inner {
+    /// Added to each inner offset (0 for magic 0, whose inner offsets are absolute).
+    pub(super) base: i64,
+    pub(super) magic: i8,
+    /// The wrapper's timestamp when it is LogAppendTime (it overrides the inner ones).
+    pub(super) log_append_time: Option<i64>,
+}
+
+impl Inner {
+    /// The inner message at (stored) `offset` filling `bytes` as a record; `malformed(reason)`
+    /// makes the error for an inner message of another magic than the wrapper's.
+    pub(super) fn record(
+        self,
+        offset: i64,
+        bytes: Bytes,
+        options: &DecodeOptions,
+        malformed: impl FnOnce(String) -> Error,
+    ) -> Result<Record> {
+        let Inner { base, magic, log_append_time } = self;
+        let location = || options.location(base.wrapping_add(offset));
+        let m = LegacyMessage::parse(bytes, location, &[0, 1])?;
         if m.attributes & Compression::ATTRIBUTE_MASK != 0 {
             return Err(Error::NestedCompression { location: location() });
         }
-        if m.magic != *magic {
-            return Err(self.malformed(index, format!("inner message of magic {} in a magic {magic} wrapper", m.magic)));
+        if m.magic != magic {
+            let reason = format!("inner message of magic {} in a magic {magic} wrapper", m.magic);
+            return Err(malformed(reason));
         }
         let (timestamp, timestamp_type) = match (log_append_time, m.magic) {
-            (Some(ts), _) => (*ts, TimestampType::LogAppendTime),
+            (Some(ts), _) => (ts, TimestampType::LogAppendTime),
             (None, 0) => (-1, TimestampType::NoTimestamp),
             (None, _) => (m.timestamp, TimestampType::from_attributes(i16::from(m.attributes))),
         };

@@ -1,0 +1,703 @@
+//! Fetched records read lazily: the entries of a fetched blob checked as they came (sizes,
+//! magic, CRC, codec) and kept compressed, their records decoded only as they are iterated,
+//! through a streaming decompressor, so that a reader holds the wire bytes and a window of
+//! their expansion, never a whole expanded wrapper or batch (the high-level consumer's
+//! chunks).
+//!
+//! ```text
+//!  LazyBatches (blob -> LazyBatch per entry: header, CRC checked, body still compressed)
+//!      └─ LazyRecords (the batches of a chunk, one budget) ──► StreamedRecords per batch
+//!            └─ Decompressor::read_into(window) a step at a time; each record split off
+//!               the window (key and value slices of it), the window refilled when read
+//! ```
+//!
+//! The records, offsets and errors are the whole-set readers' ([`super::Batches`] for any
+//! magic, [`crate::MessageSet::decode`] for the Message v0 of a Fetch v0/v1 answer) for every
+//! input they accept; what differs is when an error inside a compressed body shows: after the
+//! records before it, where the whole-set readers give it before any record. What is checked
+//! without decompressing is checked up front, by [`LazyBatches`].
+//!
+//! Bounds: all the output of one [`LazyRecords`] counts against `max_decompressed_bytes`, as
+//! for the whole-set readers; the window holds at most one step of output (32 KiB for gzip
+//! and zstd, one block for snappy's xerial framing and lz4) plus the record being read, whose
+//! bytes are allocated as they are decompressed, never from its length prefix. A compressed
+//! message v1 wrapper is decompressed twice, in the same window: once to learn its last inner
+//! offset, which its relative offsets need (Kafka's own reader holds every inner record for
+//! it).
+
+use std::sync::Arc;
+
+use bytes::{Buf, Bytes, BytesMut};
+
+use super::batch::{BatchHeader, ATTRIBUTES_AT, BATCH_HEADER_SIZE, LENGTH_AT, LOG_OVERHEAD, MAGIC_AT};
+use super::reader::{v2_record, Inner};
+use super::{
+    Headers, Record, TimestampType, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE,
+};
+use crate::compression::stream::Decompressor;
+use crate::compression::Compression;
+use crate::error::{Error, MessageLocation, Result};
+use crate::message::{DecodeOptions, LegacyMessage, ENTRY_HEADER_SIZE, MAGIC_V1, MESSAGE_V0_OVERHEAD};
+use crate::schema::varint;
+
+/// Bytes up to and including the magic of any entry.
+const HEADER_SIZE_UP_TO_MAGIC: usize = MAGIC_AT + 1;
+
+/// The fewest bytes a v2 record takes (see [`super::Batches`]).
+const MIN_RECORD_SIZE: usize = 7;
+
+/// What a window buffer is first allocated with: the output of a decompression step lands in
+/// it and the records read from it are slices of it (a new one is taken when the records of
+/// the last one are still held).
+pub const WINDOW_CAPACITY: usize = 64 * 1024;
+
+/// Iterator over the entries of a fetched `records` blob, checked but not decompressed (see
+/// the [module docs](self)).
+///
+/// [`LazyBatches::new`] reads any magic as [`super::Batches`] does (entries ending below
+/// `min_offset` skipped before their CRC is checked); [`LazyBatches::message_v0`] reads a
+/// Fetch v0/v1 answer as [`crate::MessageSet::decode`] does (Message v0 only, every entry's
+/// CRC checked, wrappers kept whatever their offset). A partial entry at the end is dropped and counted; after an error the
+/// iteration ends.
+#[derive(Debug)]
+pub struct LazyBatches {
+    rest: Bytes,
+    options: Arc<DecodeOptions>,
+    v0: bool,
+    partial: usize,
+    whole: usize,
+    failed: bool,
+}
+
+impl LazyBatches {
+    /// The entries of `records` of any magic (a Fetch v2+ answer).
+    pub fn new(records: Bytes, options: &DecodeOptions) -> LazyBatches {
+        LazyBatches {
+            rest: records,
+            options: Arc::new(options.clone()),
+            v0: false,
+            partial: 0,
+            whole: 0,
+            failed: false,
+        }
+    }
+
+    /// The entries of a Fetch v0/v1 answer: Message v0 only, read as
+    /// [`crate::MessageSet::decode`] reads them (a wrapper is kept whatever its own offset, its
+    /// inner messages below `min_offset` left out as they are read).
+    pub fn message_v0(records: Bytes, options: &DecodeOptions) -> LazyBatches {
+        LazyBatches { v0: true, ..LazyBatches::new(records, options) }
+    }
+
+    /// Bytes of the partial entry the blob ended with (0 if none, or not reached yet).
+    pub fn partial_trailing_bytes(&self) -> usize {
+        self.partial
+    }
+
+    /// Whole entries met so far, skipped ones included.
+    pub fn whole_batches(&self) -> usize {
+        self.whole
+    }
+
+    fn location(&self, offset: i64) -> MessageLocation {
+        self.options.location(offset)
+    }
+
+    fn malformed(&self, offset: i64, reason: String) -> Error {
+        Error::MalformedMessage { location: self.location(offset), reason }
+    }
+
+    /// `None` at the end, `Some(None)` for a skipped entry.
+    fn step(&mut self) -> Result<Option<Option<LazyBatch>>> {
+        if self.rest.is_empty() {
+            return Ok(None);
+        }
+        let least = if self.v0 { ENTRY_HEADER_SIZE } else { HEADER_SIZE_UP_TO_MAGIC };
+        if self.rest.len() < least {
+            self.partial = self.rest.len();
+            self.rest.clear();
+            return Ok(None);
+        }
+        let offset = i64::from_be_bytes(self.rest[..8].try_into().expect("8 bytes"));
+        let size = i32::from_be_bytes(self.rest[LENGTH_AT..LENGTH_AT + 4].try_into().expect("4 bytes"));
+        let size = match usize::try_from(size) {
+            Ok(n) if self.v0 || n >= MESSAGE_V0_OVERHEAD => n,
+            _ if self.v0 => return Err(self.malformed(offset, format!("negative message size {size}"))),
+            _ => {
+                let reason = format!("entry size {size} is below the smallest message ({MESSAGE_V0_OVERHEAD} bytes)");
+                return Err(self.malformed(offset, reason));
+            }
+        };
+        if self.rest.len() - LOG_OVERHEAD < size {
+            self.partial = self.rest.len();
+            self.rest.clear();
+            return Ok(None);
+        }
+        let raw = self.rest.split_to(LOG_OVERHEAD + size);
+        self.whole += 1;
+        if self.v0 {
+            let message = LegacyMessage::parse(raw.slice(LOG_OVERHEAD..), || self.location(offset), &[0])?;
+            // a wrapper is read whatever its own offset, as MessageSet::decode does: its inner
+            // messages below min_offset are left out as they are read
+            if offset < self.options.min_offset && message.attributes & Compression::ATTRIBUTE_MASK == 0 {
+                return Ok(Some(None));
+            }
+            return self.legacy(offset, raw, message).map(|b| Some(Some(b)));
+        }
+        match raw[MAGIC_AT] as i8 {
+            0 | 1 => {
+                // a wrapper's offset is its last inner message's
+                if offset < self.options.min_offset {
+                    return Ok(Some(None));
+                }
+                let message = LegacyMessage::parse(raw.slice(LOG_OVERHEAD..), || self.location(offset), &[0, 1])?;
+                self.legacy(offset, raw, message).map(|b| Some(Some(b)))
+            }
+            2 => self.v2(offset, raw),
+            magic => Err(Error::UnsupportedMagic { location: self.location(offset), magic }),
+        }
+    }
+
+    fn v2(&mut self, offset: i64, raw: Bytes) -> Result<Option<Option<LazyBatch>>> {
+        let Some(head) = raw.first_chunk::<BATCH_HEADER_SIZE>() else {
+            let reason = format!("a batch of {} bytes is shorter than its {BATCH_HEADER_SIZE}-byte header", raw.len());
+            return Err(self.malformed(offset, reason));
+        };
+        let header = BatchHeader::parse(head);
+        if header.last_offset() < self.options.min_offset {
+            return Ok(Some(None));
+        }
+        let computed = super::crc32c(&raw[ATTRIBUTES_AT..]);
+        if computed != header.crc {
+            return Err(Error::Crc { location: self.location(offset), stored: header.crc, computed });
+        }
+        if header.record_count < 0 {
+            return Err(self.malformed(offset, format!("negative record count {}", header.record_count)));
+        }
+        let codec = header.compression().map_err(|_| Error::UnknownCodec {
+            location: self.location(offset),
+            bits: (header.attributes & 0x07) as i8,
+        })?;
+        let records = raw.slice(BATCH_HEADER_SIZE..);
+        // as the whole-set reader (which checks it once the records are decompressed)
+        if codec == Compression::None && header.record_count as usize > records.len() / MIN_RECORD_SIZE {
+            let reason = format!("{} records cannot fit in {} bytes", header.record_count, records.len());
+            return Err(self.malformed(offset, reason));
+        }
+        let body = Body::V2 { codec, records };
+        Ok(Some(Some(LazyBatch { header, raw, body, options: Arc::clone(&self.options) })))
+    }
+
+    fn legacy(&self, offset: i64, raw: Bytes, message: LegacyMessage) -> Result<LazyBatch> {
+        let codec = Compression::from_attributes(message.attributes)
+            .map_err(|_| Error::UnknownCodec { location: self.location(offset), bits: message.attributes & 0x07 })?;
+        let header = BatchHeader {
+            base_offset: offset,
+            batch_length: (raw.len() - LOG_OVERHEAD) as i32,
+            partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
+            magic: message.magic,
+            crc: message.crc,
+            attributes: i16::from(message.attributes as u8),
+            last_offset_delta: 0,
+            base_timestamp: message.timestamp,
+            max_timestamp: message.timestamp,
+            producer_id: NO_PRODUCER_ID,
+            producer_epoch: NO_PRODUCER_EPOCH,
+            base_sequence: NO_SEQUENCE,
+            record_count: 1,
+        };
+        let body = if codec == Compression::None {
+            Body::Message(Record {
+                offset,
+                timestamp: header.base_timestamp,
+                timestamp_type: header.timestamp_type(),
+                key: message.key,
+                value: message.value,
+                headers: Headers::default(),
+            })
+        } else {
+            let Some(value) = message.value else {
+                return Err(self.malformed(offset, format!("{codec} wrapper has a null value")));
+            };
+            let log_append_time = (message.magic >= MAGIC_V1
+                && header.timestamp_type() == TimestampType::LogAppendTime)
+                .then_some(message.timestamp);
+            Body::Wrapper { codec, value, magic: message.magic, log_append_time, empty_ok: self.v0 }
+        };
+        Ok(LazyBatch { header, raw, body, options: Arc::clone(&self.options) })
+    }
+}
+
+impl Iterator for LazyBatches {
+    type Item = Result<LazyBatch>;
+
+    fn next(&mut self) -> Option<Result<LazyBatch>> {
+        if self.failed {
+            return None;
+        }
+        loop {
+            match self.step() {
+                Ok(None) => return None,
+                Ok(Some(None)) => {}
+                Ok(Some(Some(batch))) => return Some(Ok(batch)),
+                Err(e) => {
+                    self.failed = true;
+                    self.rest.clear();
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
+/// What a lazy batch's records are read from.
+#[derive(Debug, Clone)]
+enum Body {
+    /// A v2 batch's records section, compressed with `codec` (or not).
+    V2 { codec: Compression, records: Bytes },
+    /// One uncompressed message v0/v1, read.
+    Message(Record),
+    /// A compressed message v0/v1: its value is the compressed inner set.
+    Wrapper {
+        codec: Compression,
+        value: Bytes,
+        magic: i8,
+        log_append_time: Option<i64>,
+        /// An empty inner set is no error (Kafka 0.8.2's reading, [`LazyBatches::message_v0`]).
+        empty_ok: bool,
+    },
+}
+
+/// One entry of a fetched blob, checked but not decompressed (see [`LazyBatches`]).
+///
+/// For a compressed message v0/v1 the header knows the wrapper's offset only, which is its
+/// last inner message's: `base_offset` and `last_offset()` are it, `next_offset()` the one
+/// after (what Kafka's fetchers fetch next).
+#[derive(Debug, Clone)]
+pub struct LazyBatch {
+    header: BatchHeader,
+    raw: Bytes,
+    body: Body,
+    options: Arc<DecodeOptions>,
+}
+
+impl LazyBatch {
+    /// The header fields (synthesized for a message v0/v1, see the type's docs).
+    pub fn header(&self) -> &BatchHeader {
+        &self.header
+    }
+
+    /// The offset after the batch.
+    pub fn next_offset(&self) -> i64 {
+        self.header.next_offset()
+    }
+
+    /// True for a batch of control records (transaction markers).
+    pub fn is_control(&self) -> bool {
+        self.header.is_control()
+    }
+
+    /// True for a batch of a transaction.
+    pub fn is_transactional(&self) -> bool {
+        self.header.is_transactional()
+    }
+
+    /// The entry's bytes as they came (offset and length included), compressed if it was.
+    pub fn raw(&self) -> &Bytes {
+        &self.raw
+    }
+
+    /// The records, decoded as they are iterated; those below the reader's `min_offset` are
+    /// skipped. At most `max_decompressed` bytes may be decompressed.
+    pub fn into_records(self, max_decompressed: usize) -> StreamedRecords {
+        let location = self.header.base_offset;
+        let source = match &self.body {
+            Body::V2 { codec: Compression::None, records } => {
+                Source::Plain { rest: records.clone(), left: self.header.record_count }
+            }
+            Body::V2 { codec, records } => Source::V2 {
+                window: Window::new(*codec, records.clone(), max_decompressed, location),
+                left: self.header.record_count,
+            },
+            Body::Message(record) => Source::One(Some(record.clone())),
+            Body::Wrapper { codec, value, magic, log_append_time, empty_ok } => Source::Inner {
+                window: Window::new(*codec, value.clone(), max_decompressed, location),
+                inner: Inner { base: 0, magic: *magic, log_append_time: *log_append_time },
+                scanned: *magic < MAGIC_V1,
+                count: usize::from(*empty_ok),
+            },
+        };
+        StreamedRecords { batch: self, source, index: 0, failed: false }
+    }
+}
+
+/// The decompressed side of a batch being read: a decompressor and the window of its output
+/// not read yet.
+#[derive(Debug)]
+struct Window {
+    decompressor: Decompressor,
+    codec: Compression,
+    buf: BytesMut,
+    eof: bool,
+    /// The entry's offset, for errors.
+    offset: i64,
+}
+
+impl Window {
+    fn new(codec: Compression, input: Bytes, max_output: usize, offset: i64) -> Window {
+        Window {
+            decompressor: Decompressor::new(codec, input, max_output),
+            codec,
+            buf: BytesMut::new(),
+            eof: false,
+            offset,
+        }
+    }
+
+    /// Decompresses until `n` bytes are buffered or the value ends; true if they are.
+    fn fill(&mut self, n: usize, options: &DecodeOptions) -> Result<bool> {
+        while self.buf.len() < n && !self.eof {
+            if self.buf.capacity() == 0 {
+                self.buf = BytesMut::with_capacity(WINDOW_CAPACITY);
+            }
+            let more = self.decompressor.read_into(&mut self.buf).map_err(|source| Error::Compression {
+                location: options.location(self.offset),
+                codec: self.codec,
+                source,
+            })?;
+            self.eof = !more;
+        }
+        Ok(self.buf.len() >= n)
+    }
+
+    /// Drops `n` bytes, decompressing as needed; false if the value ended first.
+    fn skip(&mut self, mut n: usize, options: &DecodeOptions) -> Result<bool> {
+        loop {
+            let k = n.min(self.buf.len());
+            self.buf.advance(k);
+            n -= k;
+            if n == 0 {
+                return Ok(true);
+            }
+            if !self.fill(1, options)? {
+                return Ok(false);
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Source {
+    One(Option<Record>),
+    Plain { rest: Bytes, left: i32 },
+    V2 { window: Window, left: i32 },
+    Inner { window: Window, inner: Inner, scanned: bool, count: usize },
+}
+
+/// Iterator over the records of a [`LazyBatch`], decoded as it goes. Ends after the first
+/// error.
+#[derive(Debug)]
+pub struct StreamedRecords {
+    batch: LazyBatch,
+    source: Source,
+    index: usize,
+    failed: bool,
+}
+
+impl StreamedRecords {
+    /// Bytes decompressed so far.
+    pub fn decompressed_bytes(&self) -> usize {
+        match &self.source {
+            Source::V2 { window, .. } | Source::Inner { window, .. } => window.decompressor.produced(),
+            _ => 0,
+        }
+    }
+
+    /// Bytes of decompressed output this reader holds now: its window's allocation and the
+    /// decompressor's own (not the records handed out, nor the codecs' internal state).
+    pub fn buffered_bytes(&self) -> usize {
+        match &self.source {
+            Source::V2 { window, .. } | Source::Inner { window, .. } => {
+                window.buf.capacity() + window.decompressor.held_bytes()
+            }
+            _ => 0,
+        }
+    }
+
+    fn next_any(&mut self) -> Option<Result<Record>> {
+        let index = self.index;
+        self.index += 1;
+        let batch = &self.batch;
+        let options = &*batch.options;
+        let malformed = |reason: &dyn std::fmt::Display| Error::MalformedMessage {
+            location: options.location(batch.header.base_offset),
+            reason: format!("record {index} of the batch: {reason}"),
+        };
+        match &mut self.source {
+            Source::One(record) => record.take().map(Ok),
+            Source::Plain { rest, left } => {
+                if *left == 0 {
+                    if rest.is_empty() {
+                        return None;
+                    }
+                    let reason =
+                        format!("{} bytes after the last of {} records", rest.len(), batch.header.record_count);
+                    return Some(Err(malformed(&reason)));
+                }
+                *left -= 1;
+                let len = match varint::get_i32(rest, "record length") {
+                    Ok(len) => len,
+                    Err(e) => return Some(Err(malformed(&e))),
+                };
+                let body = match usize::try_from(len) {
+                    Ok(n) if n <= rest.len() => rest.split_to(n),
+                    _ => return Some(Err(malformed(&format!("length {len} with {} bytes left", rest.len())))),
+                };
+                Some(v2_record(&batch.header, body).map_err(|reason| malformed(&reason)))
+            }
+            Source::V2 { window, left } => {
+                let result = v2_next(window, left, &batch.header, options);
+                match result {
+                    Ok(None) => None,
+                    Ok(Some(body)) => Some(v2_record(&batch.header, body).map_err(|reason| malformed(&reason))),
+                    Err(Err(e)) => Some(Err(e)),
+                    Err(Ok(reason)) => Some(Err(malformed(&reason))),
+                }
+            }
+            Source::Inner { window, inner, scanned, count } => {
+                if !*scanned {
+                    *scanned = true;
+                    match scan_wrapper(batch, window) {
+                        Ok(base) => inner.base = base,
+                        Err(e) => return Some(Err(e)),
+                    }
+                }
+                let (at, codec) = (window.offset, window.codec);
+                let wrapper = |reason: String| Error::MalformedMessage {
+                    location: options.location(at),
+                    reason: format!("{codec} wrapper: {reason}"),
+                };
+                match inner_entry(window, options) {
+                    Ok(Some((offset, bytes))) => {
+                        *count += 1;
+                        let inner = *inner;
+                        Some(inner.record(offset, bytes, options, |reason| malformed(&reason)))
+                    }
+                    Ok(None) if *count == 0 => Some(Err(wrapper("no inner messages".to_owned()))),
+                    Ok(None) => None,
+                    Err(Ok(reason)) => Some(Err(wrapper(reason))),
+                    Err(Err(e)) => Some(Err(e)),
+                }
+            }
+        }
+    }
+}
+
+/// A failure while reading from a window: the reason a record or entry is malformed (`Ok`)
+/// or an error of its own (`Err`: decompression).
+type Failure = std::result::Result<String, Error>;
+
+/// The body of the next v2 record of a compressed records section.
+fn v2_next(
+    window: &mut Window,
+    left: &mut i32,
+    header: &BatchHeader,
+    options: &DecodeOptions,
+) -> std::result::Result<Option<Bytes>, Failure> {
+    if *left == 0 {
+        if !window.fill(1, options).map_err(Err)? {
+            return Ok(None);
+        }
+        let after = window.buf.len();
+        return Err(Ok(format!("{after} bytes after the last of {} records", header.record_count)));
+    }
+    *left -= 1;
+    window.fill(5, options).map_err(Err)?;
+    let (len, used) = match varint_i32(&window.buf) {
+        Some(v) => v,
+        None => {
+            // the exact error of the whole-set reader
+            let mut head = Bytes::copy_from_slice(&window.buf[..window.buf.len().min(5)]);
+            let e = varint::get_i32(&mut head, "record length").err();
+            return Err(Ok(e.map_or_else(|| "record length".to_owned(), |e| e.to_string())));
+        }
+    };
+    let n = match usize::try_from(len) {
+        Ok(n) if window.fill(used + n, options).map_err(Err)? => n,
+        _ => return Err(Ok(format!("length {len} with {} bytes left", window.buf.len() - used))),
+    };
+    window.buf.advance(used);
+    Ok(Some(window.buf.split_to(n).freeze()))
+}
+
+/// A zig-zag varint of at most 5 bytes and 32 bits at the front of `buf`, and its length;
+/// `None` for anything else (too short, too long, too wide).
+fn varint_i32(buf: &[u8]) -> Option<(i32, usize)> {
+    let mut v: u32 = 0;
+    for (i, &b) in buf.iter().take(5).enumerate() {
+        if i == 4 && b > 0x0f {
+            return None;
+        }
+        v |= u32::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((((v >> 1) as i32) ^ -((v & 1) as i32), i + 1));
+        }
+    }
+    None
+}
+
+/// The next inner entry of a wrapper's set: its stored offset and message bytes.
+fn inner_entry(window: &mut Window, options: &DecodeOptions) -> std::result::Result<Option<(i64, Bytes)>, Failure> {
+    let Some((offset, size)) = inner_header(window, options)? else { return Ok(None) };
+    if !window.fill(ENTRY_HEADER_SIZE + size, options).map_err(Err)? {
+        let left = window.buf.len() - ENTRY_HEADER_SIZE;
+        return Err(Ok(format!("inner message size {size} with {left} bytes left")));
+    }
+    window.buf.advance(ENTRY_HEADER_SIZE);
+    Ok(Some((offset, window.buf.split_to(size).freeze())))
+}
+
+/// The offset and size of the next inner entry, still in the window; `None` at the end.
+fn inner_header(window: &mut Window, options: &DecodeOptions) -> std::result::Result<Option<(i64, usize)>, Failure> {
+    if !window.fill(ENTRY_HEADER_SIZE, options).map_err(Err)? {
+        if window.buf.is_empty() {
+            return Ok(None);
+        }
+        return Err(Ok(format!("the inner set ends in {} bytes of a partial message", window.buf.len())));
+    }
+    let offset = i64::from_be_bytes(window.buf[..8].try_into().expect("8 bytes"));
+    let size = i32::from_be_bytes(window.buf[8..12].try_into().expect("4 bytes"));
+    match usize::try_from(size) {
+        Ok(n) => Ok(Some((offset, n))),
+        Err(_) => {
+            let left = window.buf.len() - ENTRY_HEADER_SIZE;
+            Err(Ok(format!("inner message size {size} with {left} bytes left")))
+        }
+    }
+}
+
+/// A message v1 wrapper's base: its offset less its last inner (relative) offset, found by a
+/// first pass over the inner set that keeps nothing (0 when the wrapper is below its last
+/// inner offset, as Kafka's reader does; see [`super::Batches`]).
+fn scan_wrapper(batch: &LazyBatch, window: &Window) -> Result<i64> {
+    let Body::Wrapper { codec, value, empty_ok, .. } = &batch.body else { unreachable!("a wrapper") };
+    let options = &batch.options;
+    // the same bound as the pass that reads
+    let mut scan = Window::new(*codec, value.clone(), window.decompressor.max_output(), window.offset);
+    let wrapper = |reason: String| Error::MalformedMessage {
+        location: options.location(window.offset),
+        reason: format!("{codec} wrapper: {reason}"),
+    };
+    let mut last = None;
+    loop {
+        let entry = match inner_header(&mut scan, options) {
+            Ok(entry) => entry,
+            Err(Ok(reason)) => return Err(wrapper(reason)),
+            Err(Err(e)) => return Err(e),
+        };
+        let Some((offset, size)) = entry else { break };
+        if !scan.skip(ENTRY_HEADER_SIZE + size, options)? {
+            let left = scan.buf.len();
+            return Err(wrapper(format!("inner message size {size} with {left} bytes left")));
+        }
+        last = Some(offset);
+    }
+    let Some(last) = last else {
+        return if *empty_ok { Ok(0) } else { Err(wrapper("no inner messages".to_owned())) };
+    };
+    Ok(match window.offset.checked_sub(last) {
+        Some(base) if base >= 0 => base,
+        _ => 0,
+    })
+}
+
+impl Iterator for StreamedRecords {
+    type Item = Result<Record>;
+
+    fn next(&mut self) -> Option<Result<Record>> {
+        if self.failed {
+            return None;
+        }
+        loop {
+            match self.next_any()? {
+                Ok(record) if record.offset < self.batch.options.min_offset => {}
+                Ok(record) => return Some(Ok(record)),
+                Err(e) => {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
+/// The records of a list of lazy batches (one fetched chunk), decoded as they are iterated,
+/// all their decompression within one `max_decompressed_bytes` budget. Ends after the first
+/// error.
+#[derive(Debug)]
+pub struct LazyRecords {
+    items: std::vec::IntoIter<Item>,
+    /// The batch being read (boxed: a chunk waits in queues, small, until it is read).
+    current: Option<Box<StreamedRecords>>,
+    budget: usize,
+    failed: bool,
+}
+
+/// One entry of a [`LazyRecords`]: an uncompressed message is kept read (it takes no more
+/// than its wire bytes, which its key and value share), anything else as it came.
+#[derive(Debug)]
+enum Item {
+    Record(Record),
+    Batch(LazyBatch),
+}
+
+impl LazyRecords {
+    /// The records of `batches`, with at most `max_decompressed_bytes` decompressed in all.
+    pub fn new(batches: Vec<LazyBatch>, max_decompressed_bytes: usize) -> LazyRecords {
+        let min_offset = batches.first().map_or(0, |b| b.options.min_offset);
+        let items: Vec<Item> = batches
+            .into_iter()
+            .filter_map(|b| match b.body {
+                Body::Message(record) if record.offset < min_offset => None,
+                Body::Message(record) => Some(Item::Record(record)),
+                _ => Some(Item::Batch(b)),
+            })
+            .collect();
+        LazyRecords { items: items.into_iter(), current: None, budget: max_decompressed_bytes, failed: false }
+    }
+
+    /// Bytes of decompressed output held now (see [`StreamedRecords::buffered_bytes`]).
+    pub fn buffered_bytes(&self) -> usize {
+        self.current.as_deref().map_or(0, StreamedRecords::buffered_bytes)
+    }
+}
+
+impl Iterator for LazyRecords {
+    type Item = Result<Record>;
+
+    fn next(&mut self) -> Option<Result<Record>> {
+        if self.failed {
+            return None;
+        }
+        loop {
+            if let Some(current) = &mut self.current {
+                match current.next() {
+                    Some(Ok(record)) => return Some(Ok(record)),
+                    Some(Err(e)) => {
+                        self.failed = true;
+                        self.current = None;
+                        return Some(Err(e));
+                    }
+                    None => {
+                        self.budget -= current.decompressed_bytes();
+                        self.current = None;
+                    }
+                }
+            }
+            match self.items.next()? {
+                Item::Record(record) => return Some(Ok(record)),
+                Item::Batch(batch) => self.current = Some(Box::new(batch.into_records(self.budget))),
+            }
+        }
+    }
+}
