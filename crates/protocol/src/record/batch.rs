@@ -73,6 +73,26 @@ pub struct BatchHeader {
 }
 
 impl BatchHeader {
+    /// The header a Message v0/v1 read as a batch of one gets: at `offset`, `len` bytes with
+    /// its offset and size, its magic, CRC, attributes and timestamp, no producer.
+    pub(crate) fn of_legacy(offset: i64, len: usize, message: &crate::message::LegacyMessage) -> BatchHeader {
+        BatchHeader {
+            base_offset: offset,
+            batch_length: (len - LOG_OVERHEAD) as i32,
+            partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
+            magic: message.magic,
+            crc: message.crc,
+            attributes: i16::from(message.attributes as u8),
+            last_offset_delta: 0,
+            base_timestamp: message.timestamp,
+            max_timestamp: message.timestamp,
+            producer_id: NO_PRODUCER_ID,
+            producer_epoch: NO_PRODUCER_EPOCH,
+            base_sequence: NO_SEQUENCE,
+            record_count: 1,
+        }
+    }
+
     /// Reads the header fields from the first [`BATCH_HEADER_SIZE`] bytes of a batch.
     pub(crate) fn parse(h: &[u8; BATCH_HEADER_SIZE]) -> BatchHeader {
         let i64_at = |at: usize| i64::from_be_bytes(h[at..at + 8].try_into().expect("8 bytes"));

@@ -31,9 +31,7 @@ use bytes::{Buf, Bytes, BytesMut};
 
 use super::batch::{BatchHeader, ATTRIBUTES_AT, BATCH_HEADER_SIZE, LENGTH_AT, LOG_OVERHEAD, MAGIC_AT};
 use super::reader::{v2_record, Inner};
-use super::{
-    Headers, Record, TimestampType, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE,
-};
+use super::{Headers, Record, TimestampType};
 use crate::compression::stream::Decompressor;
 use crate::compression::Compression;
 use crate::error::{Error, MessageLocation, Result};
@@ -191,21 +189,7 @@ impl LazyBatches {
     fn legacy(&self, offset: i64, raw: Bytes, message: LegacyMessage) -> Result<LazyBatch> {
         let codec = Compression::from_attributes(message.attributes)
             .map_err(|_| Error::UnknownCodec { location: self.location(offset), bits: message.attributes & 0x07 })?;
-        let header = BatchHeader {
-            base_offset: offset,
-            batch_length: (raw.len() - LOG_OVERHEAD) as i32,
-            partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
-            magic: message.magic,
-            crc: message.crc,
-            attributes: i16::from(message.attributes as u8),
-            last_offset_delta: 0,
-            base_timestamp: message.timestamp,
-            max_timestamp: message.timestamp,
-            producer_id: NO_PRODUCER_ID,
-            producer_epoch: NO_PRODUCER_EPOCH,
-            base_sequence: NO_SEQUENCE,
-            record_count: 1,
-        };
+        let header = BatchHeader::of_legacy(offset, raw.len(), &message);
         let body = if codec == Compression::None {
             Body::Message(Record {
                 offset,

@@ -5,10 +5,7 @@ use std::sync::Arc;
 use bytes::{Buf, Bytes};
 
 use super::batch::{BatchHeader, ATTRIBUTES_AT, BATCH_HEADER_SIZE, CRC_AT, LENGTH_AT, LOG_OVERHEAD, MAGIC_AT};
-use super::{
-    read_field, Headers, Record, TimestampType, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
-    NO_SEQUENCE,
-};
+use super::{read_field, Headers, Record, TimestampType};
 use crate::compression::{self, Compression};
 use crate::error::{Error, MessageLocation, Result};
 use crate::message::{DecodeOptions, LegacyMessage, MAGIC_V1, MESSAGE_V0_OVERHEAD};
@@ -177,21 +174,7 @@ impl Batches {
         let message = LegacyMessage::parse(raw.slice(LOG_OVERHEAD..), || self.location(offset), &[0, 1])?;
         let codec = Compression::from_attributes(message.attributes)
             .map_err(|_| Error::UnknownCodec { location: self.location(offset), bits: message.attributes & 0x07 })?;
-        let mut header = BatchHeader {
-            base_offset: offset,
-            batch_length: (raw.len() - LOG_OVERHEAD) as i32,
-            partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
-            magic: message.magic,
-            crc: message.crc,
-            attributes: i16::from(message.attributes as u8),
-            last_offset_delta: 0,
-            base_timestamp: message.timestamp,
-            max_timestamp: message.timestamp,
-            producer_id: NO_PRODUCER_ID,
-            producer_epoch: NO_PRODUCER_EPOCH,
-            base_sequence: NO_SEQUENCE,
-            record_count: 1,
-        };
+        let mut header = BatchHeader::of_legacy(offset, raw.len(), &message);
         if codec == Compression::None {
             let body = Body::Message { key: message.key, value: message.value };
             return Ok(Some(Step::Batch(Batch { header, raw, body, options: self.options.clone() })));
