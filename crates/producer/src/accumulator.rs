@@ -781,7 +781,7 @@ impl<T> Accumulator<T> {
 fn release_queue<T>(tp: &PartitionKey, q: &mut PartitionQueue<T>, out: &mut Vec<Released<T>>) -> usize {
     let before = out.len();
     let mut release = |records: Vec<T>, plain: Option<MessageSet>, attempts: u32| {
-        let mut messages = plain.as_ref().map(log::messages).unwrap_or_default().into_iter();
+        let mut messages = plain.iter().flat_map(log::messages);
         out.extend(records.into_iter().map(|record| Released {
             topic: tp.topic.clone(),
             partition: Some(tp.partition),

@@ -251,24 +251,19 @@ fn number(block: &mut BytesMut, first: usize, k: usize) -> usize {
 }
 
 /// The messages of an uncompressed set of Message v0 entries (as [`Log::take`] makes them),
-/// sharing its bytes; stops at anything else.
-pub(crate) fn messages(set: &MessageSet) -> Vec<EncodedMessage> {
+/// sharing its bytes, one at a time (nothing collected: a batch's weight and its records'
+/// messages are read on the producer's task); stops at anything else.
+pub(crate) fn messages(set: &MessageSet) -> impl Iterator<Item = EncodedMessage> + '_ {
     let bytes = set.as_bytes();
-    let mut out = Vec::new();
     let mut pos = 0;
-    while pos + ENTRY_HEADER <= bytes.len() {
-        let Ok(size) = usize::try_from(i32::from_be_bytes(bytes[pos + 8..pos + ENTRY_HEADER].try_into().expect("4")))
-        else {
-            break;
-        };
-        let Some(end) = (pos + ENTRY_HEADER).checked_add(size).filter(|end| *end <= bytes.len()) else { break };
-        match EncodedMessage::from_bytes(bytes.slice(pos + ENTRY_HEADER..end)) {
-            Some(message) => out.push(message),
-            None => break,
-        }
+    std::iter::from_fn(move || {
+        let header = bytes.get(pos + 8..pos + ENTRY_HEADER)?;
+        let size = usize::try_from(i32::from_be_bytes(header.try_into().expect("4 bytes"))).ok()?;
+        let end = (pos + ENTRY_HEADER).checked_add(size).filter(|end| *end <= bytes.len())?;
+        let message = EncodedMessage::from_bytes(bytes.slice(pos + ENTRY_HEADER..end))?;
         pos = end;
-    }
-    out
+        Some(message)
+    })
 }
 
 #[cfg(test)]
@@ -301,7 +296,7 @@ mod tests {
         assert_eq!(first.as_bytes().as_ptr(), block, "the log's own bytes");
         let second = log.take(6).unwrap();
         assert_eq!(second.as_bytes(), &expected(&ms[4..]), "numbered from 0 again");
-        assert_eq!(messages(&second), ms[4..]);
+        assert_eq!(messages(&second).collect::<Vec<_>>(), ms[4..]);
         assert_eq!(log.len(), 0);
         assert!(log.take(1).is_none());
         log.release();
@@ -355,7 +350,7 @@ mod tests {
         assert_eq!(log.blocks.back().unwrap().bytes.as_ptr(), first_block);
         assert_eq!(log.len(), 9);
         let all = log.take(9).unwrap();
-        assert_eq!(messages(&all), vec![m; 9]);
+        assert_eq!(messages(&all).collect::<Vec<_>>(), vec![m; 9]);
     }
 
     #[test]
@@ -369,17 +364,17 @@ mod tests {
         assert_eq!((log.blocks.len(), log.spent.len()), (1, 1), "the emptied block is spent");
         let second = log.take(1).unwrap();
         assert_eq!(second.as_bytes().as_ptr(), log.blocks[0].bytes.as_ptr().wrapping_sub(second.len()));
-        assert_eq!(messages(&first), vec![m.clone(), m.clone()]);
-        assert_eq!(messages(&second), vec![m]);
+        assert_eq!(messages(&first).collect::<Vec<_>>(), vec![m.clone(), m.clone()]);
+        assert_eq!(messages(&second).collect::<Vec<_>>(), vec![m]);
     }
 
     #[test]
     fn messages_stop_at_anything_that_is_not_an_entry() {
         let ms: Vec<EncodedMessage> = (0..3).map(|i| message(5, i)).collect();
         let set = expected(&ms);
-        assert_eq!(messages(&MessageSet::from_bytes(set.slice(..set.len() - 1))), ms[..2]);
+        assert_eq!(messages(&MessageSet::from_bytes(set.slice(..set.len() - 1))).collect::<Vec<_>>(), ms[..2]);
         let mut negative = set.to_vec();
         negative[8..12].copy_from_slice(&(-1i32).to_be_bytes());
-        assert!(messages(&MessageSet::from_bytes(negative.into())).is_empty());
+        assert!(messages(&MessageSet::from_bytes(negative.into())).next().is_none());
     }
 }

@@ -154,8 +154,8 @@ impl Engine {
                         Some(plain) if covered == 0 => Ok(Some(plain.clone())),
                         // the records after the chunks, numbered from 0 (a copy: compressed next)
                         Some(plain) => {
-                            let messages = crate::log::messages(plain);
-                            MessageSet::from_encoded(&messages[covered..], Compression::None).map(Some)
+                            let messages: Vec<_> = crate::log::messages(plain).skip(covered).collect();
+                            MessageSet::from_encoded(&messages, Compression::None).map(Some)
                         }
                         // records that kept their own bytes (appended without the log: tests)
                         None => {
