@@ -480,10 +480,10 @@ impl<T> Accumulator<T> {
     }
 
     /// The partition's queued records since its last chunk, oldest first (they are the next
-    /// chunk: the count starts again), and a copy of their bytes as one uncompressed set
-    /// (`None` when they came without bytes); `None` when there are none.
+    /// chunk: the count starts again), and, when `copy`, a copy of their bytes as one
+    /// uncompressed set (`None` when they came without bytes); `None` when there are none.
     #[allow(clippy::type_complexity)]
-    pub(crate) fn take_loose(&mut self, tp: &PartitionKey) -> Option<(Vec<&T>, Option<MessageSet>)> {
+    pub(crate) fn take_loose(&mut self, tp: &PartitionKey, copy: bool) -> Option<(Vec<&T>, Option<MessageSet>)> {
         let q = self.partitions.get_mut(tp)?;
         let n = q.loose.min(q.queued.len());
         q.loose = 0;
@@ -491,7 +491,7 @@ impl<T> Accumulator<T> {
         if n == 0 {
             return None;
         }
-        let plain = if q.log.len() == q.queued.len() { q.log.tail(n) } else { None };
+        let plain = if copy && q.log.len() == q.queued.len() { q.log.tail(n) } else { None };
         Some((q.queued.newest(n), plain))
     }
 
@@ -891,8 +891,8 @@ mod tests {
         a.append(&tp(0), 3, t0);
         a.append(&tp(0), 4, t0);
         assert_eq!(a.take_due_chunks(), [tp(0)], "listed once, at the third record");
-        assert_eq!(a.take_loose(&tp(0)).unwrap().0.into_iter().copied().collect::<Vec<_>>(), [1, 2, 3, 4]);
-        assert!(a.take_loose(&tp(0)).is_none(), "the count starts again");
+        assert_eq!(a.take_loose(&tp(0), true).unwrap().0.into_iter().copied().collect::<Vec<_>>(), [1, 2, 3, 4]);
+        assert!(a.take_loose(&tp(0), true).is_none(), "the count starts again");
         for r in 5..=6 {
             a.append(&tp(0), r, t0);
         }
@@ -904,14 +904,14 @@ mod tests {
         a.append(&tp(0), 7, t0);
         a.append(&tp(1), 103, t0);
         assert_eq!(a.take_due_chunks(), [tp(0)]);
-        assert_eq!(a.take_loose(&tp(0)).unwrap().0.into_iter().copied().collect::<Vec<_>>(), [5, 6, 7]);
-        assert_eq!(a.take_loose(&tp(1)).unwrap().0.into_iter().copied().collect::<Vec<_>>(), [103]);
+        assert_eq!(a.take_loose(&tp(0), true).unwrap().0.into_iter().copied().collect::<Vec<_>>(), [5, 6, 7]);
+        assert_eq!(a.take_loose(&tp(1), true).unwrap().0.into_iter().copied().collect::<Vec<_>>(), [103]);
         // without chunk_bytes nothing is counted
         let mut plain = acc(config());
         for r in 1..=9 {
             plain.append(&tp(0), r, t0);
         }
-        assert!(plain.take_due_chunks().is_empty() && plain.take_loose(&tp(0)).is_none());
+        assert!(plain.take_due_chunks().is_empty() && plain.take_loose(&tp(0), true).is_none());
     }
 
     /// max_in_flight 2: a partition pipelines two batches (two rounds to its broker), a third

@@ -84,8 +84,10 @@ impl Engine {
                 self.chunks.waiting.push(tp);
                 continue;
             }
-            let Some((records, plain)) = self.acc.take_loose(&tp) else { continue };
-            if codec == Compression::None || busy {
+            // their bytes copied only for a chunk that is made
+            let make = codec != Compression::None && !busy;
+            let Some((records, plain)) = self.acc.take_loose(&tp, make) else { continue };
+            if !make {
                 continue;
             }
             let (Some(first), Some(last)) = (records.first(), records.last()) else { continue };
@@ -281,7 +283,7 @@ mod tests {
         }
         e.start_chunks();
         assert!(!e.chunks.made.contains_key(&tp) && e.chunks.waiting.is_empty());
-        assert!(e.acc.take_loose(&tp).is_none(), "let go");
+        assert!(e.acc.take_loose(&tp, true).is_none(), "let go");
     }
 
     /// The chunks' wrappers and the other records' one make one set whose messages are the
