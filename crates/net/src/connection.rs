@@ -490,54 +490,97 @@ impl BrokerConnection {
         &self,
         version: i16,
         request: &R,
-    ) -> Result<impl std::future::Future<Output = Result<R::Response>> + '_> {
+    ) -> Result<impl std::future::Future<Output = Result<R::Response>> + Send + 'static> {
         if !request.expects_response() {
             return Err(Error::NoResponseExpected { api: R::KEY });
         }
         let frame = self.encode(version, request)?;
-        let span = tracing::debug_span!(
-            "request",
-            api_key = %R::KEY,
-            version,
-            correlation_id = tracing::field::Empty,
-        );
+        let span = request_span::<R>(version);
         let started = Instant::now();
         let queued = self.enqueue(frame, Mode::Wait).instrument(span.clone()).await?;
+        Ok(self.response_of::<R>(version, queued, started, span))
+    }
+
+    /// [`BrokerConnection::request_queued`] without waiting: when a slot and a place in the
+    /// connection's queue are free now, `request` is encoded and queued before this returns,
+    /// and its response comes as the future returned; `Ok(None)` when either is taken (nothing
+    /// was encoded or sent: queue it with `request_queued`). For a caller that wants its
+    /// request on its way before it does anything else, with no task in between.
+    ///
+    /// # Errors
+    ///
+    /// As [`BrokerConnection::request_queued`].
+    pub fn try_request_queued<R: Request>(
+        &self,
+        version: i16,
+        request: &R,
+    ) -> Result<Option<impl std::future::Future<Output = Result<R::Response>> + Send + 'static>> {
+        if !request.expects_response() {
+            return Err(Error::NoResponseExpected { api: R::KEY });
+        }
+        let shared = self.shared();
+        let slot = match shared.slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(tokio::sync::TryAcquireError::NoPermits) => return Ok(None),
+            Err(tokio::sync::TryAcquireError::Closed) => return Err(shared.current_error()),
+        };
+        let place = match self.handle.queue.try_reserve() {
+            Ok(place) => place,
+            Err(mpsc::error::TrySendError::Full(())) => return Ok(None),
+            Err(mpsc::error::TrySendError::Closed(())) => return Err(shared.current_error()),
+        };
+        let frame = self.encode(version, request)?;
+        let span = request_span::<R>(version);
+        let started = Instant::now();
+        let queued = span.in_scope(|| self.register(slot, place, frame, Mode::Wait))?;
+        Ok(Some(self.response_of::<R>(version, queued, started, span)))
+    }
+
+    /// The response to a request `queued` at `started`, decoded in `version`.
+    fn response_of<R: Request>(
+        &self,
+        version: i16,
+        queued: Queued,
+        started: Instant,
+        span: tracing::Span,
+    ) -> impl std::future::Future<Output = Result<R::Response>> + Send + 'static {
         let correlation_id = queued.correlation_id;
         span.record("correlation_id", correlation_id);
         let waiter = queued.response;
-        Ok(async move {
+        let conn = self.clone();
+        async move {
+            let shared = conn.shared();
             let Some(response) = waiter else {
-                return Err(self.shared().current_error());
+                return Err(shared.current_error());
             };
             let result = match response.await {
                 Ok(result) => result,
-                Err(_) => Err(self.shared().current_error()),
+                Err(_) => Err(shared.current_error()),
             };
             let frame = match result {
                 Ok(frame) => frame,
                 Err(e) => {
-                    tracing::debug!(addr = %self.shared().addr, error = %e, "request failed");
+                    tracing::debug!(addr = %shared.addr, error = %e, "request failed");
                     return Err(e);
                 }
             };
             let bytes = frame.len();
             let (_, body) = decode_response::<R>(version, frame).map_err(|source| Error::Decode {
-                addr: self.shared().addr.clone(),
+                addr: shared.addr.clone(),
                 api: R::KEY,
                 version,
                 correlation_id,
                 source,
             })?;
             tracing::debug!(
-                addr = %self.shared().addr,
+                addr = %shared.addr,
                 bytes,
                 elapsed_us = started.elapsed().as_micros() as u64,
                 "response"
             );
             Ok(body)
         }
-        .instrument(span))
+        .instrument(span)
     }
 
     /// Sends `request` in `version` without waiting for a response: for requests the broker
@@ -560,12 +603,7 @@ impl BrokerConnection {
     /// written.
     pub async fn send<R: Request>(&self, version: i16, request: &R) -> Result<()> {
         let frame = self.encode(version, request)?;
-        let span = tracing::debug_span!(
-            "request",
-            api_key = %R::KEY,
-            version,
-            correlation_id = tracing::field::Empty,
-        );
+        let span = request_span::<R>(version);
         async move {
             let mode = if request.expects_response() { Mode::Discard } else { Mode::NoResponse };
             let queued = self.enqueue(frame, mode).await?;
@@ -612,9 +650,22 @@ impl BrokerConnection {
     /// waiter ([`Mode::Wait`]) and the written signal ([`Mode::Discard`], [`Mode::NoResponse`]).
     async fn enqueue(&self, frame: RequestFrame, mode: Mode) -> Result<Queued> {
         let shared = self.shared();
-        // both awaits are cancel safe: nothing is registered until the lock below
+        // both awaits are cancel safe: nothing is registered until `register`
         let slot = shared.slots.clone().acquire_owned().await.map_err(|_| shared.current_error())?;
         let place = self.handle.queue.reserve().await.map_err(|_| shared.current_error())?;
+        self.register(slot, place, frame, mode)
+    }
+
+    /// With a slot and a queue place taken: registers and queues the frame under the state's
+    /// lock (see [`BrokerConnection::enqueue`]).
+    fn register(
+        &self,
+        slot: OwnedSemaphorePermit,
+        place: mpsc::Permit<'_, Outgoing>,
+        frame: RequestFrame,
+        mode: Mode,
+    ) -> Result<Queued> {
+        let shared = self.shared();
         let api = ApiKey::from_i16(i16::from_be_bytes([frame.head[4], frame.head[5]]));
         let mut st = shared.lock();
         if let Some(reason) = &st.poisoned {
@@ -1000,6 +1051,11 @@ fn next_frame(buf: &mut BytesMut, max: usize) -> Framing {
     }
     buf.advance(4);
     Framing::Frame(buf.split_to(size).freeze())
+}
+
+/// The span of one request: its API, version and (once queued) correlation id.
+fn request_span<R: Request>(version: i16) -> tracing::Span {
+    tracing::debug_span!("request", api_key = %R::KEY, version, correlation_id = tracing::field::Empty)
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(mut write: W, mut queue: mpsc::Receiver<Outgoing>, shared: Arc<Shared>) {
@@ -1430,6 +1486,31 @@ mod tests {
         assert_eq!((id2, topics2.as_slice()), (id + 1, ["b".to_owned()].as_slice()), "the dropped one was never sent");
         peer.reply_metadata(id2, &topics2).await;
         task.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn try_request_queued_queues_at_once_or_leaves_the_request_alone() {
+        let (conn, mut peer) = connect_with(|b| b.max_in_flight(1));
+        // a free slot: queued before it returns, in order with the requests queued after it
+        let first = conn.try_request_queued(0, &md("a")).unwrap().expect("a free slot");
+        // the only slot is taken: nothing is encoded or sent
+        assert!(conn.try_request_queued(0, &md("b")).unwrap().is_none(), "no slot: no request");
+        let (id, topics) = peer.recv_metadata().await;
+        assert_eq!(topics, ["a"]);
+        assert!(tokio::time::timeout(Duration::from_millis(30), peer.recv()).await.is_err(), "b was never sent");
+        peer.reply_metadata(id, &topics).await;
+        // the future owns what it needs: it outlives the borrow, and waits on any task
+        let answered = tokio::spawn(first).await.unwrap().unwrap();
+        assert_eq!(topics_of(&answered), ["a"]);
+        let second = conn.try_request_queued(0, &md("c")).unwrap().expect("the slot is free again");
+        let (id2, topics2) = peer.recv_metadata().await;
+        assert_eq!((id2, topics2.as_slice()), (id + 1, ["c".to_owned()].as_slice()));
+        peer.reply_metadata(id2, &topics2).await;
+        assert_eq!(topics_of(&second.await.unwrap()), ["c"]);
+        // a closed connection: an error, not "try later"
+        conn.close().await;
+        let closed = conn.try_request_queued(0, &md("d"));
+        assert!(closed.is_err(), "a closed connection takes no request");
     }
 
     #[tokio::test]
