@@ -45,6 +45,7 @@ use gregor_protocol::{Compression, MessageSet};
 use tokio::sync::mpsc;
 use tokio::task::{Id, JoinError, JoinSet};
 use tokio::time::Instant;
+use futures_util::StreamExt;
 use tracing::Instrument;
 
 use crate::accumulator::{Accumulator, AccumulatorConfig};
@@ -183,6 +184,9 @@ impl Engine {
             tokio::select! {
                 biased;
                 Some(joined) = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => self.on_joined(joined, Instant::now()),
+                Some(completion) = self.rounds.responses.next(), if !self.rounds.responses.is_empty() => {
+                    self.on_completion(completion, Instant::now())
+                }
                 received = self.input.inbox.recv_many(&mut self.input.incoming), if self.input.open && !more => {
                     if !received {
                         tracing::debug!(queued = self.acc.len(), "every producer handle dropped; sending what is queued");
@@ -284,15 +288,20 @@ impl Engine {
         }
     }
 
+    /// A request of the engine's ended at `now`.
+    fn on_completion(&mut self, completion: Completion, now: Instant) {
+        match completion {
+            Completion::Produce { round, encoded, result } => self.on_produce(round, encoded, result, now),
+            Completion::Metadata { result } => self.on_metadata(result, now),
+        }
+    }
+
     /// A task of the engine's ended at `now`.
     fn on_joined(&mut self, joined: Result<(Id, Completion), JoinError>, now: Instant) {
         match joined {
             Ok((id, completion)) => {
                 self.task_kinds.remove(&id);
-                match completion {
-                    Completion::Produce { round, encoded, result } => self.on_produce(round, encoded, result, now),
-                    Completion::Metadata { result } => self.on_metadata(result, now),
-                }
+                self.on_completion(completion, now);
             }
             Err(e) => {
                 let reason = if e.is_panic() { "a request task panicked" } else { "a request task was cancelled" };

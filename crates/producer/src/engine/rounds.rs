@@ -4,7 +4,11 @@
 //! turned into results, retries and metadata refreshes.
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+
+use futures_util::stream::FuturesUnordered;
 
 use gregor_protocol::frame::ApiKey;
 use gregor_protocol::messages::{ProducePartition, ProduceRequest, ProduceResponse, ProduceTopic};
@@ -33,6 +37,11 @@ use crate::record::RecordExtra;
 /// faster there, with more CPU per message (snappy, 1 partition: 0.99-1.11 -> 1.18-1.20 s per
 /// million) and more memory (gzip: +10-14 MiB).
 const OFFLOAD_COMPRESSION: usize = 32 * 1024;
+
+/// A round whose compression costs less than this (as [`OFFLOAD_COMPRESSION`] counts it) may
+/// be built by the engine's own task and queued at once (see `Engine::send_round_now`): about
+/// as much CPU as handing it to a task of its own and back costs in wake-ups.
+const DIRECT_COMPRESSION: usize = 32 * 1024;
 
 /// A batch as its round's task gets it: the set itself (a retry); or its messages laid out
 /// uncompressed (by the engine: one copy of each message's bytes, where handing the task a
@@ -68,6 +77,9 @@ pub(super) struct Rounds {
     pub(super) next_id: u64,
     /// `enable.idempotence`: the producer-id generation and the partitions' numbering.
     pub(super) idem: Option<Idempotence>,
+    /// The responses of rounds queued by the engine itself (see `Engine::send_round_now`),
+    /// polled by its run loop.
+    pub(super) responses: FuturesUnordered<Pin<Box<dyn Future<Output = Completion> + Send>>>,
 }
 
 impl Rounds {
@@ -84,6 +96,7 @@ impl Rounds {
             full: HashSet::new(),
             next_id: 0,
             idem: idempotent.then(Idempotence::default),
+            responses: FuturesUnordered::new(),
         }
     }
 }
@@ -201,6 +214,10 @@ impl Engine {
         tracing::debug!(broker, batches = batches.len(), records, "produce");
         self.rounds.in_flight.insert(id, InFlight { broker, batches });
         let pool = self.meta.cache.pool().clone();
+        let sources = match self.send_round_now(id, broker, acks, timeout, sources, &sequences, &extras, to_compress) {
+            Ok(()) => return,
+            Err(sources) => sources,
+        };
         // rounds to one broker reach its connection in the order they were made (with
         // max.in.flight above 1 several are in flight): each waits until the previous one is
         // queued (or gone), and says so by dropping `queued` once it is queued itself
@@ -242,12 +259,7 @@ impl Engine {
                 },
                 None => None,
             };
-            let format = if version >= FIRST_RECORD_BATCH_VERSION {
-                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-                Format::RecordBatch { version, timestamp: now.map_or(0, |d| d.as_millis() as i64) }
-            } else {
-                Format::MessageSet { version }
-            };
+            let format = Format::of(version);
             let (request, encoded) = if let Some(compressing) = compressing {
                 // milliseconds of CPU for a large gzip set: not on the runtime's only thread
                 offload(compressing, move || {
@@ -279,6 +291,87 @@ impl Engine {
             Completion::Produce { round: id, encoded, result }
         });
         self.task_kinds.insert(handle.id(), TaskKind::Round(id));
+    }
+
+    /// The round's request built and queued on its broker's connection now, by the engine's
+    /// task, when nothing has to wait for it: the connection is open, the broker's versions
+    /// known, the round before it queued, no chunk still compressing, little to compress
+    /// ([`DIRECT_COMPRESSION`]), acks above 0 and no producer id to ask for. Its response then
+    /// wakes the engine itself: at `queue.buffering.max.ms=0` a record's way from `send` to its
+    /// result crosses two tasks fewer (the round's task, started and then joined). Gives the
+    /// sources back when the round has to go through a task of its own.
+    #[allow(clippy::too_many_arguments)]
+    fn send_round_now(
+        &mut self,
+        id: u64,
+        broker: i32,
+        acks: i16,
+        timeout: i32,
+        sources: Vec<(PartitionKey, SetSource)>,
+        sequences: &[Option<i32>],
+        extras: &[Vec<(usize, RecordExtra)>],
+        to_compress: usize,
+    ) -> Result<(), Vec<(PartitionKey, SetSource)>> {
+        // the broker's previous round queued: its signal is forgotten here (a oneshot
+        // receiver that has answered must not be polled again)
+        let previous_queued = match self.rounds.queue_order.get_mut(&broker).map(oneshot::Receiver::try_recv) {
+            None => true,
+            Some(Err(oneshot::error::TryRecvError::Empty)) => false,
+            Some(_) => {
+                self.rounds.queue_order.remove(&broker);
+                true
+            }
+        };
+        let waits = !previous_queued
+            || acks == 0
+            || self.rounds.idem.is_some()
+            || to_compress >= DIRECT_COMPRESSION
+            || sources.iter().any(|(_, source)| matches!(source, SetSource::Chunked(..)));
+        if waits {
+            return Err(sources);
+        }
+        let pool = self.meta.cache.pool();
+        let Some(conn) = pool.broker_addr(broker).and_then(|addr| pool.cached(&addr)) else {
+            return Err(sources);
+        };
+        let Ok(version) = conn.client_version::<ProduceRequest>() else {
+            return Err(sources);
+        };
+        let (request, encoded) = produce_request(acks, timeout, sources, Format::of(version), None, sequences, extras);
+        if request.topics.is_empty() {
+            // nothing could be encoded: nothing to send
+            let done = Completion::Produce { round: id, encoded, result: Ok(None) };
+            self.rounds.responses.push(Box::pin(std::future::ready(done)));
+            return Ok(());
+        }
+        match conn.try_request_queued(version, &request) {
+            Ok(Some(response)) => {
+                self.rounds.responses.push(Box::pin(async move {
+                    Completion::Produce { round: id, encoded, result: response.await.map(Some) }
+                }));
+            }
+            Ok(None) => {
+                // the connection's slots are taken (by requests of others): queued by a task,
+                // which the next round to this broker waits for
+                let (queued, queued_rx) = oneshot::channel::<()>();
+                self.rounds.queue_order.insert(broker, queued_rx);
+                let handle = self.tasks.spawn(async move {
+                    let result = async {
+                        let response = conn.request_queued(version, &request).await;
+                        drop(queued);
+                        response?.await.map(Some)
+                    }
+                    .await;
+                    Completion::Produce { round: id, encoded, result }
+                });
+                self.task_kinds.insert(handle.id(), TaskKind::Round(id));
+            }
+            Err(e) => {
+                let done = Completion::Produce { round: id, encoded, result: Err(e) };
+                self.rounds.responses.push(Box::pin(std::future::ready(done)));
+            }
+        }
+        Ok(())
     }
 
     pub(super) fn on_produce(
@@ -432,6 +525,18 @@ enum Format {
     /// One RecordBatch v2 per partition in Produce `version` (v3+), its records stamped
     /// `timestamp` unless they carry their own.
     RecordBatch { version: i16, timestamp: i64 },
+}
+
+impl Format {
+    /// The records' format in Produce `version`, stamped now.
+    fn of(version: i16) -> Format {
+        if version >= FIRST_RECORD_BATCH_VERSION {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+            Format::RecordBatch { version, timestamp: now.map_or(0, |d| d.as_millis() as i64) }
+        } else {
+            Format::MessageSet { version }
+        }
+    }
 }
 
 /// The Produce request of a round (run by the round's task): each batch's set, built in
