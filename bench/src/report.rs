@@ -88,6 +88,23 @@ fn produce_cpu(r: &RunResult) -> f64 {
     cpu_per_m(r.cpu_user_s, r.cpu_sys_s, r.acked as f64)
 }
 
+/// System (kernel) CPU seconds per million messages: socket writes, page faults, the
+/// allocator's mmap/munmap and madvise (its churn).
+fn produce_sys(r: &RunResult) -> f64 {
+    cpu_per_m(0.0, r.cpu_sys_s, r.acked as f64)
+}
+
+/// gregor's over the peer's system CPU per message; "-" when either is 0 (the kernel splits
+/// a thread's time between user and system by the ticks it samples, so a short run can show
+/// none).
+fn sys_ratio(g: &RunResult, p: &RunResult) -> String {
+    if g.cpu_sys_s > 0.0 && p.cpu_sys_s > 0.0 {
+        ratio(produce_sys(g), produce_sys(p))
+    } else {
+        "-".into()
+    }
+}
+
 fn spread(rates: &[f64]) -> String {
     if rates.len() < 2 {
         return String::new();
@@ -236,13 +253,19 @@ fn summary(s: &mut String, res: &Results) {
             let pairs = produce_pairs(&res.throughput, gregor, peer);
             let tp: Vec<f64> = pairs.iter().map(|(g, p)| g.rate() / p.rate()).collect();
             let cpu: Vec<f64> = pairs.iter().map(|(g, p)| produce_cpu(g) / produce_cpu(p)).collect();
+            let sys: Vec<f64> = pairs
+                .iter()
+                .filter(|(g, p)| g.cpu_sys_s > 0.0 && p.cpu_sys_s > 0.0)
+                .map(|(g, p)| produce_sys(g) / produce_sys(p))
+                .collect();
             let mem: Vec<f64> =
                 pairs.iter().map(|(g, p)| g.client_kib().max(1) as f64 / p.client_kib().max(1) as f64).collect();
             let per_held: Vec<f64> = pairs.iter().filter_map(|(g, p)| memory_per_held(g, p)).collect();
             if let (Some(t), Some(c), Some(m)) = (geomean(&tp), geomean(&cpu), geomean(&mem)) {
                 let per_held = geomean(&per_held).map_or(String::new(), |h| format!("; per message held {h:.2}"));
+                let sys = geomean(&sys).map_or(String::new(), |v| format!(", system CPU per message {v:.2}"));
                 lines.push(format!(
-                    "producer throughput {} ÷ {}: {t:.2} (CPU per message {c:.2}, client memory {m:.2}{per_held}) over {} configs",
+                    "producer throughput {} ÷ {}: {t:.2} (CPU per message {c:.2}{sys}, client memory {m:.2}{per_held}) over {} configs",
                     gregor.name(),
                     peer.name(),
                     tp.len()
@@ -356,7 +379,8 @@ fn producer_section(s: &mut String, args: &Args, res: &Results) {
          queue.buffering.max.messages={}; kafka-rust \
          send_all slices of {} × partitions. Messages handed over as fast as each client takes them. \
          CPU = user+sys of the client's process from producer creation to the last acknowledgement, \
-         per million messages; peak RSS = its VmHWM; client MiB = peak RSS less the process's RSS just \
+         per million messages (getrusage), and sys s/M its system (kernel) part alone: socket writes, page \
+         faults, the allocator's mmap/munmap; peak RSS = its VmHWM; client MiB = peak RSS less the process's RSS just \
          before the client was made (the benchmark's own payload pool and per-message latency arrays, \
          the same for every client); peak held = the most messages handed to the client and not yet \
          acknowledged to the benchmark at once (sampled every 256 messages): its queue and what is in \
@@ -380,20 +404,21 @@ fn producer_section(s: &mut String, args: &Args, res: &Results) {
     );
     let _ = writeln!(
         s,
-        "| partitions | acks | codec | client | msg/s | MB/s | CPU s/M msgs | peak RSS MiB | client MiB | peak held | cluster CPU s | other CPU s |"
+        "| partitions | acks | codec | client | msg/s | MB/s | CPU s/M msgs | sys s/M | peak RSS MiB | client MiB | peak held | cluster CPU s | other CPU s |"
     );
-    let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in &res.throughput {
         let head = format!("| {} | {} | {} | {} ", row.partitions, row.acks, row.codec.name(), row.client.name());
         match &row.outcome {
             Outcome::Ok(r) => {
                 let _ = writeln!(
                     s,
-                    "{head}| {:.0}{} | {:.1} | {:.2} | {} | {} | {} | {} | {}{} |",
+                    "{head}| {:.0}{} | {:.1} | {:.2} | {:.2} | {} | {} | {} | {} | {}{} |",
                     r.rate(),
                     spread(&row.all_rates),
                     r.rate() * args.message_size as f64 / 1e6,
                     produce_cpu(r),
+                    produce_sys(r),
                     mib(r.peak_rss_kib),
                     mib(r.client_kib()),
                     r.peak_held,
@@ -403,10 +428,10 @@ fn producer_section(s: &mut String, args: &Args, res: &Results) {
                 );
             }
             Outcome::Failed(e) => {
-                let _ = writeln!(s, "{head}| FAILED: {} | | | | | | | |", escape(e));
+                let _ = writeln!(s, "{head}| FAILED: {} | | | | | | | | |", escape(e));
             }
             Outcome::Na(why) => {
-                let _ = writeln!(s, "{head}| n/a: {} | | | | | | | |", escape(why));
+                let _ = writeln!(s, "{head}| n/a: {} | | | | | | | | |", escape(why));
             }
         }
     }
@@ -435,14 +460,14 @@ fn produce_ratios(s: &mut String, rows: &[ProduceRow], latency: bool) {
             }
         );
         if latency {
-            let _ = writeln!(s, "| partitions | acks | codec | peer | p50 | p99 | p99.9 | CPU per msg |");
-            let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|");
+            let _ = writeln!(s, "| partitions | acks | codec | peer | p50 | p99 | p99.9 | CPU per msg | sys per msg |");
+            let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|---:|");
         } else {
             let _ = writeln!(
                 s,
-                "| partitions | acks | codec | peer | throughput | CPU per msg | peak RSS | client memory | memory per msg held |"
+                "| partitions | acks | codec | peer | throughput | CPU per msg | sys per msg | peak RSS | client memory | memory per msg held |"
             );
-            let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|---:|");
+            let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|");
         }
         for g in rows.iter().filter(|r| r.client == gregor) {
             for &peer in &peers {
@@ -455,13 +480,16 @@ fn produce_ratios(s: &mut String, rows: &[ProduceRow], latency: bool) {
                 let (gr, pr) = match (&g.outcome, &p.outcome) {
                     (Outcome::Ok(a), Outcome::Ok(b)) => (a, b),
                     (_, Outcome::Na(_)) => {
-                        let cells =
-                            if latency { "| n/a | n/a | n/a | n/a |" } else { "| n/a | n/a | n/a | n/a | n/a |" };
+                        let cells = if latency {
+                            "| n/a | n/a | n/a | n/a | n/a |"
+                        } else {
+                            "| n/a | n/a | n/a | n/a | n/a | n/a |"
+                        };
                         let _ = writeln!(s, "{head}{cells}");
                         continue;
                     }
                     _ => {
-                        let cells = if latency { "| - | - | - | - |" } else { "| - | - | - | - | - |" };
+                        let cells = if latency { "| - | - | - | - | - |" } else { "| - | - | - | - | - | - |" };
                         let _ = writeln!(s, "{head}{cells}");
                         continue;
                     }
@@ -473,18 +501,20 @@ fn produce_ratios(s: &mut String, rows: &[ProduceRow], latency: bool) {
                     };
                     let _ = writeln!(
                         s,
-                        "{head}| {} | {} | {} | {} |",
+                        "{head}| {} | {} | {} | {} | {} |",
                         r(gr.p50_us, pr.p50_us),
                         r(gr.p99_us, pr.p99_us),
                         r(gr.p999_us, pr.p999_us),
-                        ratio(produce_cpu(gr), produce_cpu(pr))
+                        ratio(produce_cpu(gr), produce_cpu(pr)),
+                        sys_ratio(gr, pr)
                     );
                 } else {
                     let _ = writeln!(
                         s,
-                        "{head}| {} | {} | {} | {} | {} |",
+                        "{head}| {} | {} | {} | {} | {} | {} |",
                         ratio(gr.rate(), pr.rate()),
                         ratio(produce_cpu(gr), produce_cpu(pr)),
+                        sys_ratio(gr, pr),
                         ratio(gr.peak_rss_kib as f64, pr.peak_rss_kib as f64),
                         ratio(gr.client_kib().max(1) as f64, pr.client_kib().max(1) as f64),
                         memory_per_held(gr, pr).map_or_else(|| "-".into(), |r| format!("{r:.2}"))
@@ -523,9 +553,9 @@ fn latency_section(s: &mut String, args: &Args, res: &Results) {
     );
     let _ = writeln!(
         s,
-        "| partitions | acks | codec | offered msg/s | client | p50 ms | p99 ms | p99.9 ms | achieved msg/s | CPU s/M msgs | peak RSS MiB | other CPU s | TCP RTOs (loss probes) |"
+        "| partitions | acks | codec | offered msg/s | client | p50 ms | p99 ms | p99.9 ms | achieved msg/s | CPU s/M msgs | sys s/M | peak RSS MiB | other CPU s | TCP RTOs (loss probes) |"
     );
-    let _ = writeln!(s, "|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in &res.latency {
         let head = format!(
             "| {} | {} | {} | {} | {} ",
@@ -540,13 +570,14 @@ fn latency_section(s: &mut String, args: &Args, res: &Results) {
                 let behind = row.paced.is_some_and(|offered| r.rate() < 0.95 * offered);
                 let _ = writeln!(
                     s,
-                    "{head}| {} | {} | {} | {:.0}{} | {:.2} | {} | {}{} | {} |",
+                    "{head}| {} | {} | {} | {:.0}{} | {:.2} | {:.2} | {} | {}{} | {} |",
                     ms(r.p50_us),
                     ms(r.p99_us),
                     ms(r.p999_us),
                     r.rate(),
                     if behind { " (behind)" } else { "" },
                     produce_cpu(r),
+                    produce_sys(r),
                     mib(r.peak_rss_kib),
                     opt1(r.other_cpu_s),
                     if disturbed_run(r, args.max_other) { " !" } else { "" },
@@ -554,10 +585,10 @@ fn latency_section(s: &mut String, args: &Args, res: &Results) {
                 );
             }
             Outcome::Failed(e) => {
-                let _ = writeln!(s, "{head}| FAILED: {} | | | | | | | |", escape(e));
+                let _ = writeln!(s, "{head}| FAILED: {} | | | | | | | | |", escape(e));
             }
             Outcome::Na(why) => {
-                let _ = writeln!(s, "{head}| n/a: {} | | | | | | | |", escape(why));
+                let _ = writeln!(s, "{head}| n/a: {} | | | | | | | | |", escape(why));
             }
         }
     }
