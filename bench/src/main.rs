@@ -3,8 +3,8 @@
 //! rate, consumer throughput, and gregor-protocol's codec micro-benchmarks. See README.md.
 //!
 //! ```text
-//! cargo run --release --manifest-path bench/Cargo.toml              # everything, ~20-25 min
-//! cargo run --release --manifest-path bench/Cargo.toml -- --quick   # a smoke run, ~2 min
+//! cargo run --release --manifest-path bench/Cargo.toml              # everything, ~30-35 min
+//! cargo run --release --manifest-path bench/Cargo.toml -- --quick   # a smoke run, ~4 min
 //! ```
 
 mod client_gregor;
@@ -16,6 +16,7 @@ mod consume_gregor;
 mod consume_kafka_rust;
 mod consume_rdkafka;
 mod measure;
+mod plan;
 mod report;
 mod run;
 mod spec;
@@ -39,13 +40,15 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec] [--out 
                     [--replication-factor N] [--streams N] [--fetch-max-bytes B] [--fetch-wait-ms MS]
                     [--codec-samples N] [--codec-sample-ms MS]
                     [--redo N] [--max-other-cpu F] [--timeout-s S] [--wrap CMD] [--librdkafka KEY=VALUE]...
-                    [--testkit PATH] [--cluster-threads N] [--timing instant|kafka-0.8.2]
+                    [--testkit PATH] [--cluster-threads N] [--timing instant,kafka-0.8.2]
+                    [--real-timing-repeat R]
                     [--brokers HOST:PORT[,...] --zookeeper HOST:PORT[,...][/chroot]]
 
-  (no option)         the whole benchmark (~20-25 min on 2 cores), report to benchmarks/RESULTS.md
-  --quick             smoke run (~2 min): 100000 messages, 1 run per cell, 1 s latency runs,
-                      short codec samples, no redo; report to target/gregor-bench-quick.md;
-                      options after it still apply
+  (no option)         the whole benchmark on both timing profiles (~30-35 min on 2 cores),
+                      report to benchmarks/RESULTS.md
+  --quick             smoke run (~4 min): 100000 messages, 1 run per cell, 1 s latency runs,
+                      short codec samples, no redo, both timing profiles; report to
+                      target/gregor-bench-quick.md; options after it still apply
   --suites LIST       producer (throughput, unpaced), latency (paced at half the slowest
                       client's throughput of the same config), consumer (read back the topic
                       gregor's producer wrote), codec (gregor-protocol micro-benchmarks)
@@ -76,9 +79,15 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec] [--out 
   --testkit PATH      a gregor-testkit binary (default: build the workspace's, release)
   --cluster-threads N worker threads of the FakeCluster's runtime (default: tokio's, one per
                       core); it shares the machine's cores with the client under test
-  --timing PROFILE    the brokers' timing: instant (default; answers at once) or kafka-0.8.2
-                      (service time, throughput per broker and partition, followers' fetch:
-                      gregor_testkit::Timing::kafka_0_8_2); run once with each to report both
+  --timing LIST       the brokers' timing profiles (default instant,kafka-0.8.2): instant
+                      (answers at once) and kafka-0.8.2 (service time, throughput per broker
+                      and partition, followers' fetch: gregor_testkit::Timing::kafka_0_8_2).
+                      A cluster of its own per profile, in turn; the producer, latency and
+                      consumer suites run on each, the codec suite once; one report, a
+                      summary and sections per profile
+  --real-timing-repeat R  runs per cell of every suite on kafka-0.8.2 (default: 1 beside
+                      another profile, to keep the default run within ~40 min; alone, the
+                      --repeat, --consumer-repeat and --latency-repeat counts)
   --brokers LIST      use the external cluster at these brokers (metadata.broker.list) instead of
   --zookeeper CONNECT starting gregor-testkit's FakeCluster; both or neither (without them, the
                       GREGOR_BROKERS and GREGOR_ZOOKEEPER environment variables, both or
@@ -129,8 +138,11 @@ pub struct Args {
     pub testkit: Option<PathBuf>,
     /// Worker threads of the FakeCluster's tokio runtime (None: tokio's default, one per core).
     pub cluster_threads: Option<usize>,
-    /// The brokers' timing profile (`gregor-testkit --timing`): `instant` or `kafka-0.8.2`.
-    pub timing: String,
+    /// The brokers' timing profiles (`gregor-testkit --timing`), in order: `instant`,
+    /// `kafka-0.8.2`; a cluster of its own for each.
+    pub timing: Vec<String>,
+    /// `--real-timing-repeat`: runs per cell of every suite on `kafka-0.8.2` (see [`plan::plans`]).
+    pub real_timing_repeat: Option<usize>,
     /// An existing cluster to use instead of starting the FakeCluster.
     pub external: Option<External>,
     pub wrap: Vec<String>,
@@ -193,7 +205,8 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
         timeout: Duration::from_secs(900),
         testkit: None,
         cluster_threads: None,
-        timing: "instant".into(),
+        timing: plan::PROFILES.iter().map(|t| t.to_string()).collect(),
+        real_timing_repeat: None,
         external: None,
         wrap: Vec::new(),
         redo: if quick { 0 } else { 3 },
@@ -273,11 +286,11 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
             "--zookeeper" => zookeeper = Some(it.next().ok_or("--zookeeper needs HOST:PORT[/chroot]")?),
             "--timing" => {
                 fake_only.push("--timing");
-                let t = it.next().ok_or("--timing needs instant or kafka-0.8.2")?;
-                if t != "instant" && t != "kafka-0.8.2" {
-                    return Err(format!("--timing {t}: instant or kafka-0.8.2"));
-                }
-                a.timing = t;
+                a.timing = plan::parse_timing(&it.next().ok_or("--timing needs instant, kafka-0.8.2 or both")?)?;
+            }
+            "--real-timing-repeat" => {
+                fake_only.push("--real-timing-repeat");
+                a.real_timing_repeat = Some(num::<usize>(&flag, it.next())?.max(1))
             }
             "--librdkafka" => {
                 let kv = it.next().ok_or("--librdkafka needs KEY=VALUE")?;

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::run::{disturbed_consume, disturbed_run, ConsumeRow, Outcome, ProduceRow, Results};
+use crate::run::{disturbed_consume, disturbed_run, ConsumeRow, Outcome, ProduceRow, ProfileResults, Results};
 use crate::spec::{Client, Codec, ConsumerClient, RunResult};
 use crate::Args;
 
@@ -175,26 +175,45 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
                 ext.brokers,
                 ext.zookeeper,
                 ext.source,
-                if res.broker_ids.is_empty() {
-                    String::new()
-                } else {
-                    format!("; broker ids {:?} registered", res.broker_ids)
+                match res.profiles.first() {
+                    Some(p) if !p.broker_ids.is_empty() => format!("; broker ids {:?} registered", p.broker_ids),
+                    _ => String::new(),
                 },
                 args.rf
             );
         }
         None => {
+            let several = args.timing.len() > 1;
+            let profiles = if several {
+                format!(
+                    "timing profiles {}, a cluster of its own for each, one after the other",
+                    args.timing.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(" then ")
+                )
+            } else {
+                format!("timing profile `{}`", args.timing.join(","))
+            };
+            let rss: Vec<String> = res
+                .profiles
+                .iter()
+                .filter_map(|p| {
+                    let k = p.cluster_rss_kib?;
+                    Some(if several {
+                        format!("{} MiB ({})", mib(k), p.plan.name())
+                    } else {
+                        format!("{} MiB", mib(k))
+                    })
+                })
+                .collect();
             let _ = writeln!(
                 s,
                 "| cluster | 3-broker FakeCluster + real ZooKeeper (`gregor-testkit`, a process of its own, {}); \
-                 timing profile `{}`; every topic replication factor {}{} |",
+                 {profiles}; every topic replication factor {}{} |",
                 args.cluster_threads
                     .map_or("its runtime with tokio's default worker threads, one per core".to_string(), |n| {
                         format!("its runtime with {n} worker thread(s), `--cluster-threads`")
                     }),
-                args.timing,
                 args.rf,
-                res.cluster_rss_kib.map_or(String::new(), |k| format!("; cluster RSS at the end {} MiB", mib(k)))
+                if rss.is_empty() { String::new() } else { format!("; cluster RSS at the end {}", rss.join(", ")) }
             );
         }
     }
@@ -215,21 +234,78 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
             args.repeat
         );
     }
-    summary(&mut s, res);
-    if args.suites.producer {
-        producer_section(&mut s, args, res);
+    // one cluster: the report as it always was; several: a summary per profile on top, then
+    // each profile's sections, titled with it
+    let cluster_suites = args.suites.producer || args.suites.latency || args.suites.consumer;
+    let several = cluster_suites && crate::plan::plans(args).len() > 1;
+    if several {
+        profiles_intro(&mut s, args, res);
     }
-    if args.suites.latency {
-        latency_section(&mut s, args, res);
+    for p in &res.profiles {
+        summary(&mut s, p, several.then(|| p.plan.name()));
     }
-    if args.suites.consumer {
-        consumer_section(&mut s, args, res);
+    for p in &res.profiles {
+        let pargs = p.plan.apply(args);
+        let title = if several { format!(" (timing `{}`)", p.plan.name()) } else { String::new() };
+        if args.suites.producer {
+            producer_section(&mut s, &pargs, p, &title);
+        }
+        if args.suites.latency {
+            latency_section(&mut s, &pargs, p, &title);
+        }
+        if args.suites.consumer {
+            consumer_section(&mut s, &pargs, p, &title);
+        }
     }
     if args.suites.codec {
         codec_section(&mut s, args, res);
     }
-    notes_section(&mut s, args, res);
+    notes_section(&mut s, args, res, several);
     s
+}
+
+/// What a FakeCluster timing profile does, from `gregor_testkit::Timing`.
+fn timing_description(name: &str) -> String {
+    match name {
+        crate::plan::REAL => {
+            let t = gregor_testkit::Timing::kafka_0_8_2();
+            format!(
+                "a real broker's timing: {} ms of service per request, {} MB/s in and out per broker, \
+                 {} MB/s of appends per partition, {} ms more for acks=-1's followers",
+                t.request_service.as_secs_f64() * 1e3,
+                t.broker_bytes_per_sec / 1_000_000,
+                t.partition_append_bytes_per_sec / 1_000_000,
+                t.replica_fetch_delay.as_secs_f64() * 1e3
+            )
+        }
+        _ => "answers at once".into(),
+    }
+}
+
+/// With several profiles: which ran, and where a profile's cells were fewer.
+fn profiles_intro(s: &mut String, args: &Args, res: &Results) {
+    let _ = writeln!(
+        s,
+        "Every cluster suite ran on {} FakeClusters, one per broker timing profile, one after the \
+         other: {}.{} Each profile has its summary below, then its sections, titled with it; the \
+         codec micro-benchmarks do not involve a cluster and ran once. Compare clients within a \
+         profile; across profiles the same client shows what the brokers' timing does to it.\n",
+        args.timing.len(),
+        args.timing.iter().map(|t| format!("`{t}` ({})", timing_description(t))).collect::<Vec<_>>().join("; "),
+        if res.profiles.len() < args.timing.len() && !res.complete {
+            format!(
+                " Measured so far: {}.",
+                res.profiles.iter().map(|p| format!("`{}`", p.plan.name())).collect::<Vec<_>>().join(", ")
+            )
+        } else {
+            String::new()
+        }
+    );
+    for plan in crate::plan::plans(args) {
+        if let Some(why) = &plan.reduced {
+            let _ = writeln!(s, "**Fewer runs on `{}`**: {why}.\n", plan.name());
+        }
+    }
 }
 
 /// Client memory per message held at the peak, gregor's over the peer's (`None` for a run
@@ -242,8 +318,9 @@ fn memory_per_held(g: &RunResult, p: &RunResult) -> Option<f64> {
     Some(per(g) / per(p))
 }
 
-/// Geometric means of gregor ÷ peer over the configs both ran.
-fn summary(s: &mut String, res: &Results) {
+/// Geometric means of gregor ÷ peer over the configs both ran, on one cluster (`profile`:
+/// its name, when the report has several).
+fn summary(s: &mut String, res: &ProfileResults, profile: Option<&str>) {
     let mut lines = Vec::new();
     for gregor in [Client::Gregor, Client::GregorCt] {
         if let Some(line) = target_line(&res.throughput, gregor) {
@@ -306,7 +383,11 @@ fn summary(s: &mut String, res: &Results) {
         }
     }
     if !lines.is_empty() {
-        let _ = writeln!(s, "Summary (geometric means of the ratios gregor ÷ peer; throughput > 1: gregor is faster; CPU and latency < 1: gregor uses less):\n");
+        let _ = writeln!(
+            s,
+            "Summary{} (geometric means of the ratios gregor ÷ peer; throughput > 1: gregor is faster; CPU and latency < 1: gregor uses less):\n",
+            profile.map_or(String::new(), |p| format!(", timing `{p}`"))
+        );
         for l in lines {
             let _ = writeln!(s, "* {l}");
         }
@@ -367,8 +448,8 @@ fn consume_pairs(
         .collect()
 }
 
-fn producer_section(s: &mut String, args: &Args, res: &Results) {
-    let _ = writeln!(s, "## Producer throughput\n");
+fn producer_section(s: &mut String, args: &Args, res: &ProfileResults, title: &str) {
+    let _ = writeln!(s, "## Producer throughput{title}\n");
     let _ = writeln!(
         s,
         "{} messages of {} bytes per run (random uppercase letters from a pool of 4096, null key), \
@@ -526,8 +607,8 @@ fn produce_ratios(s: &mut String, rows: &[ProduceRow], latency: bool) {
     }
 }
 
-fn latency_section(s: &mut String, args: &Args, res: &Results) {
-    let _ = writeln!(s, "## Produce latency at a fixed rate\n");
+fn latency_section(s: &mut String, args: &Args, res: &ProfileResults, title: &str) {
+    let _ = writeln!(s, "## Produce latency at a fixed rate{title}\n");
     let _ = writeln!(
         s,
         "Each config paced at {} for {} s (messages = rate × {} s, at least 1000), {} run(s) per cell, \
@@ -596,8 +677,8 @@ fn latency_section(s: &mut String, args: &Args, res: &Results) {
     produce_ratios(s, &res.latency, true);
 }
 
-fn consumer_section(s: &mut String, args: &Args, res: &Results) {
-    let _ = writeln!(s, "## Consumer throughput\n");
+fn consumer_section(s: &mut String, args: &Args, res: &ProfileResults, title: &str) {
+    let _ = writeln!(s, "## Consumer throughput{title}\n");
     let written_by = res
         .consumer
         .iter()
@@ -755,7 +836,7 @@ fn codec_section(s: &mut String, args: &Args, res: &Results) {
     }
 }
 
-fn notes_section(s: &mut String, args: &Args, res: &Results) {
+fn notes_section(s: &mut String, args: &Args, res: &Results, several: bool) {
     let _ = writeln!(s, "## Notes\n");
     let mut na: Vec<String> = Vec::new();
     for c in &args.clients {
@@ -772,8 +853,17 @@ fn notes_section(s: &mut String, args: &Args, res: &Results) {
             }
         }
     }
-    for line in na.iter().chain(&res.notes) {
+    for line in &na {
         let _ = writeln!(s, "* {line}");
+    }
+    for p in &res.profiles {
+        for line in &p.notes {
+            if several {
+                let _ = writeln!(s, "* `{}`: {line}", p.plan.name());
+            } else {
+                let _ = writeln!(s, "* {line}");
+            }
+        }
     }
     if args.consumers.contains(&ConsumerClient::KafkaRust) && args.codecs.iter().any(|c| *c != Codec::None) {
         let _ = writeln!(

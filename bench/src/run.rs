@@ -1,7 +1,8 @@
 //! The coordinator: starts the cluster (or connects to an external one), runs every worker (one process per run), redoes runs
 //! other work on the machine disturbed, takes medians, and writes the report as it goes.
 //!
-//! Order, per partition count and codec: the producer cells of each acks (every client,
+//! One cluster per timing profile (`--timing`, [`crate::plan`]), in turn, each with the same
+//! suites; per cluster, per partition count and codec: the producer cells of each acks (every client,
 //! alternating, `--repeat` times), right after each the latency cell of that config (paced at
 //! half the slowest client's median throughput just measured), then the consumer cells on the
 //! topic gregor's first acks run wrote (kept for them, deleted after). The codec
@@ -15,6 +16,7 @@ use serde::Serialize;
 
 use crate::cluster::Cluster;
 use crate::measure;
+use crate::plan::Plan;
 use crate::spec::{
     Client, Codec, CodecResult, CodecSpec, ConsumeResult, ConsumeSpec, ConsumerClient, RunResult, RunSpec, WorkerSpec,
 };
@@ -63,18 +65,47 @@ pub struct ConsumeRow {
     pub all_rates: Vec<f64>,
 }
 
-/// Everything measured so far.
-#[derive(Debug, Default)]
-pub struct Results {
+/// What was measured on one cluster (one timing profile).
+#[derive(Debug)]
+pub struct ProfileResults {
+    pub plan: Plan,
     pub throughput: Vec<ProduceRow>,
     pub latency: Vec<ProduceRow>,
     pub consumer: Vec<ConsumeRow>,
-    pub codec: Option<Result<Vec<CodecResult>, String>>,
     /// Things the report should say (a latency cell skipped, a fill that failed).
     pub notes: Vec<String>,
     pub cluster_rss_kib: Option<u64>,
     /// The cluster's broker ids (registered in ZooKeeper), once it is up.
     pub broker_ids: Vec<i32>,
+}
+
+impl ProfileResults {
+    pub fn new(plan: Plan) -> ProfileResults {
+        ProfileResults {
+            plan,
+            throughput: Vec::new(),
+            latency: Vec::new(),
+            consumer: Vec::new(),
+            notes: Vec::new(),
+            cluster_rss_kib: None,
+            broker_ids: Vec::new(),
+        }
+    }
+
+    fn all_ok(&self) -> bool {
+        let failed_produce =
+            self.throughput.iter().chain(&self.latency).any(|r| matches!(r.outcome, Outcome::Failed(_)));
+        let failed_consume = self.consumer.iter().any(|r| matches!(r.outcome, Outcome::Failed(_)));
+        !failed_produce && !failed_consume
+    }
+}
+
+/// Everything measured so far.
+#[derive(Debug, Default)]
+pub struct Results {
+    /// One per cluster, in the order they ran (a profile appears once its cluster is up).
+    pub profiles: Vec<ProfileResults>,
+    pub codec: Option<Result<Vec<CodecResult>, String>>,
     pub load_start: String,
     pub load_end: String,
     pub elapsed: Duration,
@@ -83,10 +114,7 @@ pub struct Results {
 
 impl Results {
     pub fn all_ok(&self) -> bool {
-        let failed_produce =
-            self.throughput.iter().chain(&self.latency).any(|r| matches!(r.outcome, Outcome::Failed(_)));
-        let failed_consume = self.consumer.iter().any(|r| matches!(r.outcome, Outcome::Failed(_)));
-        !failed_produce && !failed_consume && !matches!(self.codec, Some(Err(_)))
+        self.profiles.iter().all(ProfileResults::all_ok) && !matches!(self.codec, Some(Err(_)))
     }
 }
 
@@ -266,7 +294,10 @@ struct Fill {
 }
 
 struct Coordinator {
+    /// The options as this cluster's runs use them ([`Plan::apply`]).
     args: Args,
+    /// The cluster's timing profile (None: external), recorded in every run's spec.
+    timing: Option<String>,
     cluster: Cluster,
     stamp: u64,
     seq: usize,
@@ -315,18 +346,25 @@ pub async fn coordinate(args: Args) -> Result<bool, String> {
         write(&results, &json)?;
     }
 
-    if args.suites.producer || args.suites.latency || args.suites.consumer {
+    let cluster_suites = args.suites.producer || args.suites.latency || args.suites.consumer;
+    let plans = if cluster_suites { crate::plan::plans(&args) } else { Vec::new() };
+    let mut binary = None;
+    for plan in plans {
         let t = Instant::now();
-        let cluster = match &args.external {
-            Some(external) => Cluster::connect(external, args.rf).await?,
-            None => {
-                let binary = crate::cluster::testkit_binary(args.testkit.clone())?;
-                Cluster::start(&binary, BROKERS, args.cluster_threads, &args.timing).await?
+        let cluster = match (&args.external, &plan.timing) {
+            (Some(external), _) => Cluster::connect(external, args.rf).await?,
+            (None, timing) => {
+                let timing = timing.as_deref().unwrap_or(crate::plan::INSTANT);
+                if binary.is_none() {
+                    binary = Some(crate::cluster::testkit_binary(args.testkit.clone())?);
+                }
+                let binary = binary.as_deref().expect("set above");
+                Cluster::start(binary, BROKERS, args.cluster_threads, timing).await?
             }
         };
         let how = if cluster.is_external() { "connected to" } else { "started" };
-        eprintln!("cluster: {how} {} in {:.1?}", cluster.describe(), t.elapsed());
-        results.broker_ids = cluster.broker_ids.clone();
+        let profile = plan.timing.as_deref().map_or(String::new(), |t| format!(", timing {t}"));
+        eprintln!("cluster: {how} {} in {:.1?}{profile}", cluster.describe(), t.elapsed());
         if cluster.is_external() {
             eprintln!(
                 "note: the external cluster is not started or stopped here, and neither its brokers' CPU \
@@ -334,20 +372,31 @@ pub async fn coordinate(args: Args) -> Result<bool, String> {
                  redone (--redo)"
             );
         }
+        let mut profile = ProfileResults::new(plan.clone());
+        profile.broker_ids = cluster.broker_ids.clone();
+        results.profiles.push(profile);
+        let at = results.profiles.len() - 1;
         let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-        let mut co = Coordinator { args: args.clone(), cluster, stamp, seq: 0, json: std::mem::take(&mut json) };
+        let mut co = Coordinator {
+            args: plan.apply(&args),
+            timing: plan.timing.clone(),
+            cluster,
+            stamp,
+            seq: 0,
+            json: std::mem::take(&mut json),
+        };
         if args.suites.producer || args.suites.latency {
             co.warm_up().await;
         }
         for &partitions in &args.partitions {
             for &codec in &args.codecs {
-                co.config_block(partitions, codec, &mut results).await;
+                co.config_block(partitions, codec, &mut results.profiles[at]).await;
                 results.elapsed = started.elapsed();
                 write(&results, &co.json)?;
             }
         }
-        results.cluster_rss_kib = co.cluster.rss_kib();
-        results.notes.extend(co.cluster.deletion_note());
+        results.profiles[at].cluster_rss_kib = co.cluster.rss_kib();
+        results.profiles[at].notes.extend(co.cluster.deletion_note());
         json = std::mem::take(&mut co.json);
         co.cluster.stop().await;
     }
@@ -390,6 +439,7 @@ impl Coordinator {
             linger_ms: self.args.linger_ms,
             queue: self.args.queue,
             rate,
+            timing: self.timing.clone(),
             // the partitions' leaders are spread round robin over the brokers
             partitions_per_broker: (partitions as usize).div_ceil(self.cluster.broker_ids.len()),
             librdkafka: self.args.librdkafka.clone(),
@@ -416,7 +466,7 @@ impl Coordinator {
     }
 
     /// Every measurement of one partition count and codec.
-    async fn config_block(&mut self, partitions: i32, codec: Codec, results: &mut Results) {
+    async fn config_block(&mut self, partitions: i32, codec: Codec, results: &mut ProfileResults) {
         let args = self.args.clone();
         // the topic the consumers read: gregor's (else the first client's) first acks run
         let fill_client =
@@ -579,6 +629,7 @@ impl Coordinator {
                     fetch_wait_ms: self.args.fetch_wait_ms,
                     streams: self.args.streams.unwrap_or(partitions as usize),
                     written_by: fill.written_by.clone(),
+                    timing: self.timing.clone(),
                     librdkafka: self.args.librdkafka.clone(),
                 };
                 let label = format!("{} p{partitions} {} (read)", client.name(), codec.name());
