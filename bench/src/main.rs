@@ -1,6 +1,7 @@
 //! gregor vs librdkafka (the rdkafka crate, in Kafka 0.8.2 mode) vs kafka-rust (the kafka
 //! crate) on the same FakeCluster, in one run: producer throughput, produce latency at a fixed
-//! rate, consumer throughput, and gregor-protocol's codec micro-benchmarks. See README.md.
+//! rate, consumer throughput, on each broker timing profile; producer memory with a full queue
+//! per queue bound; and gregor-protocol's codec micro-benchmarks. See README.md.
 //!
 //! ```text
 //! cargo run --release --manifest-path bench/Cargo.toml              # everything, ~30-35 min
@@ -16,6 +17,7 @@ mod consume_gregor;
 mod consume_kafka_rust;
 mod consume_rdkafka;
 mod measure;
+mod memory;
 mod plan;
 mod report;
 mod run;
@@ -30,7 +32,7 @@ use cluster::External;
 use spec::{Client, Codec, ConsumerClient, WorkerSpec};
 
 const USAGE: &str = "\
-usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec] [--out FILE] [--json FILE]
+usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec,memory] [--out FILE] [--json FILE]
                     [--messages N] [--partitions 1,6] [--acks 1,-1] [--codecs none,snappy,gzip,lz4]
                     [--clients gregor,gregor-ct,librdkafka,kafka-rust]
                     [--consumers gregor-simple,gregor-group,librdkafka,kafka-rust]
@@ -39,6 +41,7 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec] [--out 
                     [--batch N] [--linger-ms MS] [--queue N] [--message-size BYTES]
                     [--replication-factor N] [--streams N] [--fetch-max-bytes B] [--fetch-wait-ms MS]
                     [--codec-samples N] [--codec-sample-ms MS]
+                    [--memory-queues 2000,100000,1000000] [--memory-codecs none,snappy] [--memory-repeat R]
                     [--redo N] [--max-other-cpu F] [--timeout-s S] [--wrap CMD] [--librdkafka KEY=VALUE]...
                     [--testkit PATH] [--cluster-threads N] [--timing instant,kafka-0.8.2]
                     [--real-timing-repeat R]
@@ -51,7 +54,9 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec] [--out 
                       target/gregor-bench-quick.md; options after it still apply
   --suites LIST       producer (throughput, unpaced), latency (paced at half the slowest
                       client's throughput of the same config), consumer (read back the topic
-                      gregor's producer wrote), codec (gregor-protocol micro-benchmarks)
+                      gregor's producer wrote), codec (gregor-protocol micro-benchmarks),
+                      memory (producer runs whose queue fills, per queue bound: memory per
+                      message held, fixed memory, user and system CPU; on kafka-0.8.2)
   --out FILE          the Markdown report (rewritten after every config, so an interrupted
                       run leaves what it measured); --json FILE: every run's raw result
   --messages N        messages per producer and consumer run (default 1000000)
@@ -72,6 +77,13 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec] [--out 
   --streams N         streams of the gregor group consumer's member (default: the partitions)
   --fetch-max-bytes B fetch.message.max.bytes of every consumer (default 1048576)
   --fetch-wait-ms MS  fetch.wait.max.ms of every consumer (default 100)
+  --memory-queues L   the memory suite's queue bounds (queue.buffering.max.messages of gregor,
+                      gregor-ct and librdkafka; default 2000,100000,1000000, --quick
+                      2000,100000); the smallest gives each client's fixed memory. Its runs:
+                      the --clients with a queue, 6 partitions, acks 1, max(--messages,
+                      3 x the bound) messages, on kafka-0.8.2 (else the first --timing profile)
+  --memory-codecs L   the memory suite's codecs (default none,snappy)
+  --memory-repeat R   runs per memory cell (default 1; the median by memory per message held)
   --redo N            do a run again, up to N times (default 3), when other work on the machine
                       took more than --max-other-cpu (default 0.15) of its CPU during it
   --librdkafka K=V    set a librdkafka property (producer and consumer) after the bench's own;
@@ -104,6 +116,7 @@ pub struct Suites {
     pub latency: bool,
     pub consumer: bool,
     pub codec: bool,
+    pub memory: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -134,6 +147,10 @@ pub struct Args {
     pub fetch_wait_ms: u64,
     pub codec_samples: usize,
     pub codec_sample_ms: u64,
+    /// The memory suite's queue bounds, ascending, each once.
+    pub memory_queues: Vec<usize>,
+    pub memory_codecs: Vec<Codec>,
+    pub memory_repeat: usize,
     pub timeout: Duration,
     pub testkit: Option<PathBuf>,
     /// Worker threads of the FakeCluster's tokio runtime (None: tokio's default, one per core).
@@ -173,7 +190,7 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
     let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target"));
     let mut a = Args {
         quick,
-        suites: Suites { producer: true, latency: true, consumer: true, codec: true },
+        suites: Suites { producer: true, latency: true, consumer: true, codec: true, memory: true },
         messages: if quick { 100_000 } else { 1_000_000 },
         out: if quick {
             target.join("gregor-bench-quick.md")
@@ -202,6 +219,9 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
         fetch_wait_ms: 100,
         codec_samples: if quick { 3 } else { 7 },
         codec_sample_ms: if quick { 30 } else { 200 },
+        memory_queues: if quick { vec![2000, 100_000] } else { vec![2000, 100_000, 1_000_000] },
+        memory_codecs: vec![Codec::None, Codec::Snappy],
+        memory_repeat: 1,
         timeout: Duration::from_secs(900),
         testkit: None,
         cluster_threads: None,
@@ -226,7 +246,7 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
             "--quick" => {}
             "--suites" => {
                 let s = list(&flag, it.next(), |s| {
-                    ["producer", "latency", "consumer", "codec"].contains(&s).then(|| s.to_owned())
+                    ["producer", "latency", "consumer", "codec", "memory"].contains(&s).then(|| s.to_owned())
                 })?;
                 let has = |x: &str| s.iter().any(|y| y == x);
                 a.suites = Suites {
@@ -234,6 +254,7 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
                     latency: has("latency"),
                     consumer: has("consumer"),
                     codec: has("codec"),
+                    memory: has("memory"),
                 };
             }
             "--messages" | "-n" => a.messages = num(&flag, it.next())?,
@@ -268,6 +289,14 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
             "--fetch-wait-ms" => a.fetch_wait_ms = num(&flag, it.next())?,
             "--codec-samples" => a.codec_samples = num::<usize>(&flag, it.next())?.max(1),
             "--codec-sample-ms" => a.codec_sample_ms = num::<u64>(&flag, it.next())?.max(1),
+            "--memory-queues" => {
+                let mut q = list(&flag, it.next(), |s| s.replace('_', "").parse().ok().filter(|q: &usize| *q > 0))?;
+                q.sort_unstable();
+                q.dedup();
+                a.memory_queues = q;
+            }
+            "--memory-codecs" => a.memory_codecs = list(&flag, it.next(), Codec::parse)?,
+            "--memory-repeat" => a.memory_repeat = num::<usize>(&flag, it.next())?.max(1),
             "--timeout-s" => a.timeout = Duration::from_secs(num(&flag, it.next())?),
             "--redo" => a.redo = num(&flag, it.next())?,
             "--max-other-cpu" => a.max_other = num(&flag, it.next())?,
@@ -452,6 +481,37 @@ mod tests {
         assert!(external(None, None, s("e:9092"), None).unwrap_err().contains("GREGOR_ZOOKEEPER is not"));
         assert!(external(None, None, None, s("e:2181")).unwrap_err().contains("GREGOR_BROKERS is not"));
         assert!(external(s("nope"), s("h:2181"), None, None).unwrap_err().contains("nope is not host:port"));
+    }
+
+    #[test]
+    fn memory_suite_options() {
+        let parse = |v: &[&str]| parse_args(v.iter().map(|a| a.to_string()).collect());
+        let a = parse(&[]).unwrap();
+        assert!(a.suites.memory, "the default run has the memory suite");
+        assert_eq!(
+            (a.memory_queues, a.memory_codecs, a.memory_repeat),
+            (vec![2000, 100_000, 1_000_000], vec![Codec::None, Codec::Snappy], 1)
+        );
+        assert_eq!(parse(&["--quick"]).unwrap().memory_queues, [2000, 100_000]);
+        let a = parse(&[
+            "--suites",
+            "memory",
+            "--memory-queues",
+            "100_000,2000,2000",
+            "--memory-codecs",
+            "lz4",
+            "--memory-repeat",
+            "3",
+        ])
+        .unwrap();
+        let s = a.suites;
+        assert!(s.memory && !s.producer && !s.latency && !s.consumer && !s.codec);
+        assert_eq!((a.memory_queues, a.memory_codecs, a.memory_repeat), (vec![2000, 100_000], vec![Codec::Lz4], 3));
+        assert!(parse(&["--memory-queues", "2000,0"]).unwrap_err().contains("--memory-queues"));
+        assert!(parse(&["--timing", "instant,fast"]).unwrap_err().contains("\"fast\""));
+        assert!(parse(&["--brokers", "h:9092", "--zookeeper", "h:2181", "--real-timing-repeat", "2"])
+            .unwrap_err()
+            .starts_with("--real-timing-repeat"));
     }
 
     #[test]

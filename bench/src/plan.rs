@@ -37,6 +37,9 @@ pub struct Plan {
     pub repeat: usize,
     pub consumer_repeat: usize,
     pub latency_repeat: usize,
+    /// The memory suite runs on this cluster: `kafka-0.8.2`'s (a broker that takes time, so
+    /// the queues fill), else the first.
+    pub memory: bool,
     /// Why its runs per cell are fewer than the options say, for the report.
     pub reduced: Option<String>,
 }
@@ -65,18 +68,21 @@ pub fn plans(args: &Args) -> Vec<Plan> {
         repeat: args.repeat,
         consumer_repeat: args.consumer_repeat,
         latency_repeat: args.latency_repeat,
+        memory: false,
         reduced: None,
     };
     if args.external.is_some() {
-        return vec![base(None)];
+        return vec![Plan { memory: true, ..base(None) }];
     }
+    let memory_on =
+        if args.timing.iter().any(|t| t == REAL) { REAL } else { args.timing.first().map_or(REAL, String::as_str) };
     let several = args.timing.len() > 1;
     // given, it applies whatever the profiles; by default only beside another profile
     let real_repeat = args.real_timing_repeat.or(several.then_some(1));
     args.timing
         .iter()
         .map(|t| {
-            let mut plan = base(Some(t.clone()));
+            let mut plan = Plan { memory: t == memory_on, ..base(Some(t.clone())) };
             if let (REAL, Some(r)) = (t.as_str(), real_repeat) {
                 let fewer = r < plan.repeat || r < plan.consumer_repeat || r < plan.latency_repeat;
                 (plan.repeat, plan.consumer_repeat, plan.latency_repeat) = (r, r, r);
@@ -116,6 +122,15 @@ mod tests {
 
     fn plans_of(v: &[&str]) -> Vec<Plan> {
         plans(&crate::parse_args(v.iter().map(|a| a.to_string()).collect()).unwrap())
+    }
+
+    #[test]
+    fn the_memory_suite_runs_on_the_real_timing_profile_else_the_first() {
+        let on = |v: &[&str]| plans_of(v).iter().filter(|p| p.memory).map(|p| p.name().to_owned()).collect::<Vec<_>>();
+        assert_eq!(on(&[]), ["kafka-0.8.2"]);
+        assert_eq!(on(&["--timing", "kafka-0.8.2,instant"]), ["kafka-0.8.2"]);
+        assert_eq!(on(&["--timing", "instant"]), ["instant"]);
+        assert_eq!(on(&["--brokers", "h:9092", "--zookeeper", "h:2181"]), ["external"]);
     }
 
     fn repeats(p: &Plan) -> (String, usize, usize, usize, bool) {

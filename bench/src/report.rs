@@ -256,6 +256,9 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
         if args.suites.consumer {
             consumer_section(&mut s, &pargs, p, &title);
         }
+        if args.suites.memory && p.plan.memory {
+            memory_section(&mut s, &pargs, p, &title);
+        }
     }
     if args.suites.codec {
         codec_section(&mut s, args, res);
@@ -361,6 +364,7 @@ fn summary(s: &mut String, res: &ProfileResults, profile: Option<&str>) {
             }
         }
     }
+    lines.extend(memory_summary(res));
     for gregor in [ConsumerClient::GregorSimple, ConsumerClient::GregorGroup] {
         for peer in [ConsumerClient::Librdkafka, ConsumerClient::KafkaRust] {
             let pairs = consume_pairs(&res.consumer, gregor, peer);
@@ -792,6 +796,182 @@ fn consumer_section(s: &mut String, args: &Args, res: &ProfileResults, title: &s
         }
         let _ = writeln!(s);
     }
+}
+
+/// The memory suite's summary: per gregor client and codec, its memory per message held over
+/// librdkafka's at each bound, what it holds per message above its fixed part at the largest
+/// bound, and its system CPU per message over librdkafka's.
+fn memory_summary(res: &ProfileResults) -> Vec<String> {
+    use crate::memory;
+    let lines = memory::lines(&res.memory);
+    let ratios = memory::ratios(&lines);
+    let mut out = Vec::new();
+    for gregor in [Client::Gregor, Client::GregorCt] {
+        let codecs: Vec<Codec> = Codec::ALL
+            .into_iter()
+            .filter(|c| ratios.iter().any(|r| r.gregor.client == gregor && r.gregor.codec == *c))
+            .collect();
+        for codec in codecs {
+            let mine: Vec<&memory::Ratio> =
+                ratios.iter().filter(|r| r.gregor.client == gregor && r.gregor.codec == codec).collect();
+            let per_held: Vec<String> = mine
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} at {}{}",
+                        r.per_held.map_or("-".into(), |v| format!("{v:.2}")),
+                        r.gregor.queue,
+                        if r.equal_fills { "" } else { " (unequal fills)" }
+                    )
+                })
+                .collect();
+            let sys: Vec<f64> = mine.iter().filter_map(|r| r.sys).collect();
+            let largest = lines
+                .iter()
+                .filter(|l| l.client == gregor && l.codec == codec && l.above_fixed.is_some())
+                .max_by_key(|l| l.queue);
+            let above = largest.map_or(String::new(), |l| {
+                let b = l.above_fixed.expect("filtered");
+                let wire = memory::wire_size_v0(l.run.spec.message_size) as f64;
+                format!(
+                    "; {} holds {b:.0} B per message above its fixed memory at {} ({:.2} × wire)",
+                    gregor.name(),
+                    l.queue,
+                    b / wire
+                )
+            });
+            out.push(format!(
+                "producer memory per message held with a full queue, {} ÷ librdkafka, {}: {}{above}; system CPU per message ÷ librdkafka {} (geometric mean over the bounds)",
+                gregor.name(),
+                codec.name(),
+                per_held.join(", "),
+                geomean(&sys).map_or("-".into(), |v| format!("{v:.2}"))
+            ));
+        }
+    }
+    out
+}
+
+fn memory_section(s: &mut String, args: &Args, res: &ProfileResults, title: &str) {
+    use crate::memory;
+    let _ = writeln!(s, "## Producer memory with a full queue{title}\n");
+    let wire = memory::wire_size_v0(args.message_size);
+    let on = match res.plan.timing.as_deref() {
+        Some(crate::plan::REAL) => format!(
+            "on `{}` (a broker that takes time, so a client that hands messages over faster than the \
+             brokers take them fills its queue; on `instant` librdkafka drains its queue and the \
+             comparison would be of unequal fills)",
+            crate::plan::REAL
+        ),
+        Some(t) => format!(
+            "on `{t}` (`{}` was not among the profiles: on `instant` librdkafka tends to drain its queue, \
+             so check the fill column)",
+            crate::plan::REAL
+        ),
+        None => "on the external cluster".into(),
+    };
+    let _ = writeln!(
+        s,
+        "Producer runs whose queue fills, {on}: {} partitions, acks={}, codecs {}, \
+         max({}, 3 × the bound) messages of {} bytes handed over as fast as each client takes them, \
+         queue.buffering.max.messages = the bound for gregor and librdkafka (everything else as in the \
+         throughput runs); {} run(s) per cell (the median by memory per message held shown). peak held, \
+         client MiB, peak RSS: as in the throughput table. fill = peak held ÷ the bound (gregor may hold \
+         a little more: what is in flight beside its queue); below {:.0}% the client did not fill its \
+         queue (marked), and a ratio with it compares unequal fills. B/msg held = client MiB ÷ peak \
+         held, in bytes. fixed MiB = the same client's client MiB at the smallest bound ({}): what it \
+         takes whatever it holds (runtime, connections, buffers). above fixed = (client MiB − fixed \
+         MiB) ÷ peak held, in bytes; × wire = that ÷ {wire}, the bytes a {}-byte message with a null key \
+         takes as Message v0 in a MessageSet (before compression). user s/M and sys s/M: CPU seconds \
+         per million messages in user mode and in the kernel (getrusage; the kernel's part is the \
+         client's socket writes, page faults and the allocator's mmap/munmap, so allocator churn shows \
+         there).\n",
+        memory::PARTITIONS,
+        memory::ACKS,
+        args.memory_codecs.iter().map(|c| c.name()).collect::<Vec<_>>().join(", "),
+        args.messages,
+        args.message_size,
+        args.memory_repeat,
+        memory::FULL * 100.0,
+        args.memory_queues.first().map_or("-".into(), |q| q.to_string()),
+        args.message_size,
+    );
+    if res.memory.is_empty() {
+        let _ = writeln!(s, "Not run yet.\n");
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "| codec | queue bound | client | msg/s | peak held | fill | client MiB | B/msg held | fixed MiB | above fixed B/msg | × wire | peak RSS MiB | user s/M | sys s/M | other CPU s |"
+    );
+    let _ = writeln!(s, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let lines = memory::lines(&res.memory);
+    let mut lines_iter = lines.iter();
+    for row in &res.memory {
+        let head = format!("| {} | {} | {} ", row.codec.name(), row.queue, row.client.name());
+        if let Some(why) = memory::not_measured(row) {
+            let _ = writeln!(s, "{head}| {} | | | | | | | | | | | |", escape(&why));
+            continue;
+        }
+        let l = lines_iter.next().expect("a line per measured row, in order");
+        let r = l.run;
+        let _ = writeln!(
+            s,
+            "{head}| {:.0} | {} | {:.0}%{} | {} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {}{} |",
+            r.rate(),
+            r.peak_held,
+            l.fill * 100.0,
+            if l.full() { "" } else { " (not full)" },
+            mib(r.client_kib()),
+            l.per_held.map_or("-".into(), |v| format!("{v:.0}")),
+            l.fixed_kib.map_or("-".into(), mib),
+            l.above_fixed.map_or("-".into(), |v| format!("{v:.0}")),
+            l.above_fixed.map_or("-".into(), |v| format!("{:.2}", v / wire as f64)),
+            mib(r.peak_rss_kib),
+            memory::per_million(r.cpu_user_s, r),
+            memory::per_million(r.cpu_sys_s, r),
+            opt1(r.other_cpu_s),
+            if disturbed_run(r, args.max_other) { " !" } else { "" }
+        );
+    }
+    let _ = writeln!(s);
+    let ratios = memory::ratios(&lines);
+    if ratios.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "Ratios ÷ librdkafka in the same cell (< 1: gregor holds or uses less; \"unequal\": one of the two did \
+         not fill its queue, so they held different counts, and the fixed part weighs differently on each):\n"
+    );
+    let _ =
+        writeln!(s, "| codec | queue bound | client | B/msg held | above fixed B/msg | user s/M | sys s/M | fills |");
+    let _ = writeln!(s, "|---|---:|---|---:|---:|---:|---:|---|");
+    let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+    for r in &ratios {
+        let fills = if r.equal_fills {
+            "both full".to_string()
+        } else {
+            format!(
+                "unequal: {} {:.0}%, librdkafka {:.0}%",
+                r.gregor.client.name(),
+                r.gregor.fill * 100.0,
+                r.peer.fill * 100.0
+            )
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {fills} |",
+            r.gregor.codec.name(),
+            r.gregor.queue,
+            r.gregor.client.name(),
+            f(r.per_held),
+            f(r.above_fixed),
+            f(r.user),
+            f(r.sys)
+        );
+    }
+    let _ = writeln!(s);
 }
 
 fn codec_section(s: &mut String, args: &Args, res: &Results) {

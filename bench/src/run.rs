@@ -5,8 +5,9 @@
 //! suites; per cluster, per partition count and codec: the producer cells of each acks (every client,
 //! alternating, `--repeat` times), right after each the latency cell of that config (paced at
 //! half the slowest client's median throughput just measured), then the consumer cells on the
-//! topic gregor's first acks run wrote (kept for them, deleted after). The codec
-//! micro-benchmarks run first, before the cluster starts.
+//! topic gregor's first acks run wrote (kept for them, deleted after). Then, on one cluster
+//! ([`Plan::memory`]), the memory suite: per codec, every queue bound from the smallest up.
+//! The codec micro-benchmarks run first, before the cluster starts.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -41,13 +42,15 @@ impl<T> Outcome<T> {
     }
 }
 
-/// A producer cell (throughput, or latency when `paced`).
+/// A producer cell (throughput, latency when `paced`, or memory).
 #[derive(Debug, Clone)]
 pub struct ProduceRow {
     pub client: Client,
     pub partitions: i32,
     pub acks: i16,
     pub codec: Codec,
+    /// The queue bound (`queue.buffering.max.messages`) it ran with.
+    pub queue: usize,
     pub outcome: Outcome<RunResult>,
     /// Every repeat's throughput, msg/s.
     pub all_rates: Vec<f64>,
@@ -72,6 +75,8 @@ pub struct ProfileResults {
     pub throughput: Vec<ProduceRow>,
     pub latency: Vec<ProduceRow>,
     pub consumer: Vec<ConsumeRow>,
+    /// The memory suite's cells (on the cluster it runs on).
+    pub memory: Vec<ProduceRow>,
     /// Things the report should say (a latency cell skipped, a fill that failed).
     pub notes: Vec<String>,
     pub cluster_rss_kib: Option<u64>,
@@ -86,6 +91,7 @@ impl ProfileResults {
             throughput: Vec::new(),
             latency: Vec::new(),
             consumer: Vec::new(),
+            memory: Vec::new(),
             notes: Vec::new(),
             cluster_rss_kib: None,
             broker_ids: Vec::new(),
@@ -93,8 +99,12 @@ impl ProfileResults {
     }
 
     fn all_ok(&self) -> bool {
-        let failed_produce =
-            self.throughput.iter().chain(&self.latency).any(|r| matches!(r.outcome, Outcome::Failed(_)));
+        let failed_produce = self
+            .throughput
+            .iter()
+            .chain(&self.latency)
+            .chain(&self.memory)
+            .any(|r| matches!(r.outcome, Outcome::Failed(_)));
         let failed_consume = self.consumer.iter().any(|r| matches!(r.outcome, Outcome::Failed(_)));
         !failed_produce && !failed_consume
     }
@@ -285,6 +295,29 @@ fn median_by<T: Measured>(results: Vec<Result<T, String>>, key: impl Fn(&T) -> f
     }
 }
 
+/// What a producer cell runs: its config, the queue bound and how many messages.
+#[derive(Debug, Clone, Copy)]
+struct Cell {
+    partitions: i32,
+    codec: Codec,
+    acks: i16,
+    /// The offered rate of a latency cell (None: as fast as the client takes them).
+    rate: Option<f64>,
+    queue: usize,
+    messages: usize,
+}
+
+/// Which of a cell's repeats is reported.
+#[derive(Debug, Clone, Copy)]
+enum Pick {
+    /// The median by throughput.
+    Rate,
+    /// The run with the median p99 (a paced run's throughput is the offered rate).
+    P99,
+    /// The median by client memory per message held (the memory suite).
+    PerHeld,
+}
+
 /// A topic a producer run filled and left for the consumers.
 #[derive(Debug, Clone)]
 struct Fill {
@@ -347,9 +380,12 @@ pub async fn coordinate(args: Args) -> Result<bool, String> {
     }
 
     let cluster_suites = args.suites.producer || args.suites.latency || args.suites.consumer;
-    let plans = if cluster_suites { crate::plan::plans(&args) } else { Vec::new() };
     let mut binary = None;
-    for plan in plans {
+    for plan in crate::plan::plans(&args) {
+        let memory = args.suites.memory && plan.memory;
+        if !cluster_suites && !memory {
+            continue;
+        }
         let t = Instant::now();
         let cluster = match (&args.external, &plan.timing) {
             (Some(external), _) => Cluster::connect(external, args.rf).await?,
@@ -385,14 +421,39 @@ pub async fn coordinate(args: Args) -> Result<bool, String> {
             seq: 0,
             json: std::mem::take(&mut json),
         };
-        if args.suites.producer || args.suites.latency {
-            co.warm_up().await;
+        let mut warm: Vec<i32> =
+            if args.suites.producer || args.suites.latency { args.partitions.clone() } else { Vec::new() };
+        if memory && !warm.contains(&crate::memory::PARTITIONS) {
+            warm.push(crate::memory::PARTITIONS);
         }
-        for &partitions in &args.partitions {
-            for &codec in &args.codecs {
-                co.config_block(partitions, codec, &mut results.profiles[at]).await;
-                results.elapsed = started.elapsed();
-                write(&results, &co.json)?;
+        co.warm_up(&warm).await;
+        if cluster_suites {
+            for &partitions in &args.partitions {
+                for &codec in &args.codecs {
+                    co.config_block(partitions, codec, &mut results.profiles[at]).await;
+                    results.elapsed = started.elapsed();
+                    write(&results, &co.json)?;
+                }
+            }
+        }
+        if memory {
+            let clients: Vec<Client> = args.clients.iter().copied().filter(|c| crate::memory::has_queue(*c)).collect();
+            if clients.is_empty() {
+                results.profiles[at].notes.push(
+                    "memory suite: skipped, no client with a queue to fill in --clients (gregor, gregor-ct, librdkafka)"
+                        .into(),
+                );
+            } else {
+                eprintln!("memory suite (queue bounds {:?})", args.memory_queues);
+            }
+            // per codec, every bound from the smallest up (the smallest gives the fixed memory)
+            for &codec in args.memory_codecs.iter().filter(|_| !clients.is_empty()) {
+                for &queue in &args.memory_queues {
+                    let rows = co.memory_cell(&clients, codec, queue).await;
+                    results.profiles[at].memory.extend(rows);
+                    results.elapsed = started.elapsed();
+                    write(&results, &co.json)?;
+                }
             }
         }
         results.profiles[at].cluster_rss_kib = co.cluster.rss_kib();
@@ -421,11 +482,17 @@ impl Coordinator {
         )
     }
 
-    fn run_spec(&mut self, client: Client, partitions: i32, codec: Codec, acks: i16, rate: Option<f64>) -> RunSpec {
+    /// A cell of the throughput suite (`rate` None) or of the latency suite.
+    fn cell(&self, partitions: i32, codec: Codec, acks: i16, rate: Option<f64>) -> Cell {
         let messages = match rate {
             Some(r) => ((r * self.args.latency_seconds).round() as usize).max(1000),
             None => self.args.messages,
         };
+        Cell { partitions, codec, acks, rate, queue: self.args.queue, messages }
+    }
+
+    fn run_spec(&mut self, client: Client, cell: &Cell) -> RunSpec {
+        let Cell { partitions, codec, acks, rate, queue, messages } = *cell;
         RunSpec {
             client,
             brokers: self.cluster.brokers.clone(),
@@ -437,7 +504,7 @@ impl Coordinator {
             message_size: self.args.message_size,
             batch: self.args.batch,
             linger_ms: self.args.linger_ms,
-            queue: self.args.queue,
+            queue,
             rate,
             timing: self.timing.clone(),
             // the partitions' leaders are spread round robin over the brokers
@@ -452,12 +519,13 @@ impl Coordinator {
     /// cell by far (gregor's and gregor-ct's both 1.08 M msg/s against 3.0-3.8 M after), the
     /// cluster writing its logs into fresh memory, a page fault per 4 KiB, where later runs
     /// reuse the segment buffers of deleted topics.
-    async fn warm_up(&mut self) {
+    async fn warm_up(&mut self, partitions: &[i32]) {
         let Some(&client) = self.args.clients.first() else { return };
         // not under `--wrap` (a profiler sees the measured runs only)
         let args = Args { wrap: Vec::new(), ..self.args.clone() };
-        for partitions in self.args.partitions.clone() {
-            let spec = self.run_spec(client, partitions, Codec::None, 1, None);
+        for &partitions in partitions {
+            let cell = self.cell(partitions, Codec::None, 1, None);
+            let spec = self.run_spec(client, &cell);
             match one_run(&self.cluster, spec, &args, false).await {
                 Ok(r) => eprintln!("  warm-up (not measured): {}", r.summary()),
                 Err(e) => eprintln!("  warm-up (not measured) p{partitions} failed: {e}"),
@@ -475,7 +543,8 @@ impl Coordinator {
         for (ai, &acks) in args.acks.iter().enumerate() {
             if args.suites.producer {
                 let keep = if args.suites.consumer && ai == 0 { fill_client } else { None };
-                let rows = self.producer_cell(partitions, codec, acks, None, args.repeat, keep, &mut fill).await;
+                let cell = self.cell(partitions, codec, acks, None);
+                let rows = self.producer_cell(cell, &args.clients, args.repeat, Pick::Rate, keep, &mut fill).await;
                 results.throughput.extend(rows);
             }
             if args.suites.latency && args.latency_partitions.contains(&partitions) {
@@ -488,8 +557,9 @@ impl Coordinator {
                 let rate = args.rate.or((slowest.is_finite()).then_some(slowest / 2.0));
                 match rate {
                     Some(rate) => {
+                        let cell = self.cell(partitions, codec, acks, Some(rate));
                         let rows = self
-                            .producer_cell(partitions, codec, acks, Some(rate), args.latency_repeat, None, &mut None)
+                            .producer_cell(cell, &args.clients, args.latency_repeat, Pick::P99, None, &mut None)
                             .await;
                         results.latency.extend(rows);
                     }
@@ -523,20 +593,32 @@ impl Coordinator {
         }
     }
 
+    /// A memory suite cell: the clients with a queue, alternating, at one queue bound with
+    /// enough messages to fill it.
+    async fn memory_cell(&mut self, clients: &[Client], codec: Codec, queue: usize) -> Vec<ProduceRow> {
+        let cell = Cell {
+            partitions: crate::memory::PARTITIONS,
+            codec,
+            acks: crate::memory::ACKS,
+            rate: None,
+            queue,
+            messages: crate::memory::messages_for(self.args.messages, queue),
+        };
+        self.producer_cell(cell, clients, self.args.memory_repeat, Pick::PerHeld, None, &mut None).await
+    }
+
     /// One producer cell: every client, `repeat` times, alternating. With `keep`, that client's
     /// first successful run leaves its topic in place as the consumers' `fill`.
-    #[allow(clippy::too_many_arguments)]
     async fn producer_cell(
         &mut self,
-        partitions: i32,
-        codec: Codec,
-        acks: i16,
-        rate: Option<f64>,
+        cell: Cell,
+        clients: &[Client],
         repeat: usize,
+        pick: Pick,
         keep: Option<Client>,
         fill: &mut Option<Fill>,
     ) -> Vec<ProduceRow> {
-        let clients = self.args.clients.clone();
+        let Cell { partitions, codec, acks, rate, queue, .. } = cell;
         let mut per_client: Vec<Vec<Result<RunResult, String>>> = vec![Vec::new(); clients.len()];
         for _ in 0..repeat {
             for (ci, &client) in clients.iter().enumerate() {
@@ -546,13 +628,13 @@ impl Coordinator {
                 let want_keep = keep == Some(client) && fill.is_none();
                 let kept: RefCell<Option<Fill>> = RefCell::new(None);
                 let label = format!(
-                    "{} p{partitions} acks={acks} {}{}",
+                    "{} p{partitions} acks={acks} {}{}{}",
                     client.name(),
                     codec.name(),
-                    rate.map_or(String::new(), |r| format!(" @{r:.0}/s"))
+                    rate.map_or(String::new(), |r| format!(" @{r:.0}/s")),
+                    if matches!(pick, Pick::PerHeld) { format!(" queue={queue}") } else { String::new() }
                 );
-                let specs: Vec<RunSpec> =
-                    (0..=self.args.redo).map(|_| self.run_spec(client, partitions, codec, acks, rate)).collect();
+                let specs: Vec<RunSpec> = (0..=self.args.redo).map(|_| self.run_spec(client, &cell)).collect();
                 let (cluster, args, kept_ref) = (&self.cluster, &self.args, &kept);
                 let result = with_redo(args, &label, &mut self.json, |attempt| {
                     let spec = specs[attempt].clone();
@@ -580,20 +662,23 @@ impl Coordinator {
             .iter()
             .zip(per_client)
             .map(|(&client, results)| {
-                let (outcome, all_rates) = match client.unsupported(codec) {
-                    Some(reason) => (Outcome::Na(reason.to_owned()), Vec::new()),
-                    // a paced run: the one with the median p99
-                    None if rate.is_some() => median_by(results, |r| r.p99_us.unwrap_or(f64::INFINITY)),
-                    None => median(results),
+                let (outcome, all_rates) = match (client.unsupported(codec), pick) {
+                    (Some(reason), _) => (Outcome::Na(reason.to_owned()), Vec::new()),
+                    (None, Pick::Rate) => median(results),
+                    (None, Pick::P99) => median_by(results, |r| r.p99_us.unwrap_or(f64::INFINITY)),
+                    (None, Pick::PerHeld) => median_by(results, |r| {
+                        crate::memory::per_held(r.client_kib(), r.peak_held).unwrap_or(f64::INFINITY)
+                    }),
                 };
-                ProduceRow { client, partitions, acks, codec, outcome, all_rates, paced: rate }
+                ProduceRow { client, partitions, acks, codec, queue, outcome, all_rates, paced: rate }
             })
             .collect()
     }
 
     /// A producer run whose only purpose is to fill a topic for the consumers.
     async fn fill(&mut self, client: Client, partitions: i32, codec: Codec, acks: i16) -> Option<Fill> {
-        let spec = self.run_spec(client, partitions, codec, acks, None);
+        let cell = self.cell(partitions, codec, acks, None);
+        let spec = self.run_spec(client, &cell);
         match one_run(&self.cluster, spec, &self.args, true).await {
             Ok(r) => Some(Fill {
                 topic: r.spec.topic.clone(),
