@@ -56,7 +56,9 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec,memory] 
                       client's throughput of the same config), consumer (read back the topic
                       gregor's producer wrote), codec (gregor-protocol micro-benchmarks),
                       memory (producer runs whose queue fills, per queue bound: memory per
-                      message held, fixed memory, user and system CPU; on kafka-0.8.2)
+                      message held, fixed memory, user and system CPU; on kafka-0.8.2). Default:
+                      all five, memory only when kafka-0.8.2 is a --timing profile (or the
+                      cluster is external)
   --out FILE          the Markdown report (rewritten after every config, so an interrupted
                       run leaves what it measured); --json FILE: every run's raw result
   --messages N        messages per producer and consumer run (default 1000000)
@@ -239,12 +241,14 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
     }
     // options that configure the FakeCluster the bench starts, given explicitly
     let mut fake_only: Vec<&'static str> = Vec::new();
+    let mut suites_given = false;
     let (mut brokers, mut zookeeper): (Option<String>, Option<String>) = (None, None);
     let mut it = args.into_iter();
     while let Some(flag) = it.next() {
         match flag.as_str() {
             "--quick" => {}
             "--suites" => {
+                suites_given = true;
                 let s = list(&flag, it.next(), |s| {
                     ["producer", "latency", "consumer", "codec", "memory"].contains(&s).then(|| s.to_owned())
                 })?;
@@ -338,6 +342,11 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
              there is none: drop {flag}",
             ext.source
         ));
+    }
+    // the memory suite is about full queues, which the instant brokers do not make: by default
+    // it runs where a broker takes time (kafka-0.8.2, or an external cluster's real brokers)
+    if !suites_given && a.external.is_none() && !a.timing.iter().any(|t| t == plan::REAL) {
+        a.suites.memory = false;
     }
     if a.messages == 0 || a.batch == 0 || a.queue == 0 || a.message_size == 0 || a.fetch_max_bytes <= 0 {
         return Err("--messages, --batch, --queue, --message-size and --fetch-max-bytes must be positive".into());
@@ -493,6 +502,10 @@ mod tests {
             (vec![2000, 100_000, 1_000_000], vec![Codec::None, Codec::Snappy], 1)
         );
         assert_eq!(parse(&["--quick"]).unwrap().memory_queues, [2000, 100_000]);
+        // instant alone: the report it always was, unless asked for
+        assert!(!parse(&["--timing", "instant"]).unwrap().suites.memory);
+        assert!(parse(&["--timing", "instant", "--suites", "producer,memory"]).unwrap().suites.memory);
+        assert!(parse(&["--timing", "kafka-0.8.2"]).unwrap().suites.memory);
         let a = parse(&[
             "--suites",
             "memory",

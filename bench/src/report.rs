@@ -227,8 +227,8 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
         let _ = writeln!(
             s,
             "**Smoke run**{}: {} messages per run, {} run(s) per cell. It shows the harness works; \
-             the benchmark's figures come from the default run (1,000,000 messages, 3 runs per cell) \
-             on an otherwise idle machine.\n",
+             the benchmark's figures come from the default run (1,000,000 messages, 3 runs per cell; \
+             1 on `kafka-0.8.2` beside `instant`) on an otherwise idle machine.\n",
             if args.quick { " (`--quick`)" } else { "" },
             args.messages,
             args.repeat
