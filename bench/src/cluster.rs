@@ -101,7 +101,7 @@ impl Cluster {
     /// default when None; `timing`: the brokers' timing profile (`instant`: answers at once;
     /// `kafka-0.8.2`: the time a real broker under load takes).
     pub async fn start(binary: &Path, brokers: usize, threads: Option<usize>, timing: &str) -> Result<Cluster, String> {
-        let log = std::env::temp_dir().join(format!("gregor-bench-testkit-{}.log", std::process::id()));
+        let log = std::env::temp_dir().join(format!("gregor-bench-testkit-{}-{timing}.log", std::process::id()));
         let log_file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
         let mut child = Command::new(binary)
             .args(["--brokers", &brokers.to_string(), "--delete-topic-enable", "--timing", timing])

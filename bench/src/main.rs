@@ -1,10 +1,11 @@
 //! gregor vs librdkafka (the rdkafka crate, in Kafka 0.8.2 mode) vs kafka-rust (the kafka
 //! crate) on the same FakeCluster, in one run: producer throughput, produce latency at a fixed
-//! rate, consumer throughput, and gregor-protocol's codec micro-benchmarks. See README.md.
+//! rate, consumer throughput, on each broker timing profile; producer memory with a full queue
+//! per queue bound; and gregor-protocol's codec micro-benchmarks. See README.md.
 //!
 //! ```text
-//! cargo run --release --manifest-path bench/Cargo.toml              # everything, ~20-25 min
-//! cargo run --release --manifest-path bench/Cargo.toml -- --quick   # a smoke run, ~2 min
+//! cargo run --release --manifest-path bench/Cargo.toml              # everything, ~30-35 min
+//! cargo run --release --manifest-path bench/Cargo.toml -- --quick   # a smoke run, ~4 min
 //! ```
 
 mod client_gregor;
@@ -16,6 +17,8 @@ mod consume_gregor;
 mod consume_kafka_rust;
 mod consume_rdkafka;
 mod measure;
+mod memory;
+mod plan;
 mod report;
 mod run;
 mod spec;
@@ -29,7 +32,7 @@ use cluster::External;
 use spec::{Client, Codec, ConsumerClient, WorkerSpec};
 
 const USAGE: &str = "\
-usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec] [--out FILE] [--json FILE]
+usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec,memory] [--out FILE] [--json FILE]
                     [--messages N] [--partitions 1,6] [--acks 1,-1] [--codecs none,snappy,gzip,lz4]
                     [--clients gregor,gregor-ct,librdkafka,kafka-rust]
                     [--consumers gregor-simple,gregor-group,librdkafka,kafka-rust]
@@ -38,17 +41,24 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec] [--out 
                     [--batch N] [--linger-ms MS] [--queue N] [--message-size BYTES]
                     [--replication-factor N] [--streams N] [--fetch-max-bytes B] [--fetch-wait-ms MS]
                     [--codec-samples N] [--codec-sample-ms MS]
+                    [--memory-queues 2000,100000,1000000] [--memory-codecs none,snappy] [--memory-repeat R]
                     [--redo N] [--max-other-cpu F] [--timeout-s S] [--wrap CMD] [--librdkafka KEY=VALUE]...
-                    [--testkit PATH] [--cluster-threads N] [--timing instant|kafka-0.8.2]
+                    [--testkit PATH] [--cluster-threads N] [--timing instant,kafka-0.8.2]
+                    [--real-timing-repeat R]
                     [--brokers HOST:PORT[,...] --zookeeper HOST:PORT[,...][/chroot]]
 
-  (no option)         the whole benchmark (~20-25 min on 2 cores), report to benchmarks/RESULTS.md
-  --quick             smoke run (~2 min): 100000 messages, 1 run per cell, 1 s latency runs,
-                      short codec samples, no redo; report to target/gregor-bench-quick.md;
-                      options after it still apply
+  (no option)         the whole benchmark on both timing profiles (~30-35 min on 2 cores),
+                      report to benchmarks/RESULTS.md
+  --quick             smoke run (~4 min): 100000 messages, 1 run per cell, 1 s latency runs,
+                      short codec samples, no redo, both timing profiles; report to
+                      target/gregor-bench-quick.md; options after it still apply
   --suites LIST       producer (throughput, unpaced), latency (paced at half the slowest
                       client's throughput of the same config), consumer (read back the topic
-                      gregor's producer wrote), codec (gregor-protocol micro-benchmarks)
+                      gregor's producer wrote), codec (gregor-protocol micro-benchmarks),
+                      memory (producer runs whose queue fills, per queue bound: memory per
+                      message held, fixed memory, user and system CPU; on kafka-0.8.2). Default:
+                      all five, memory only when kafka-0.8.2 is a --timing profile (or the
+                      cluster is external)
   --out FILE          the Markdown report (rewritten after every config, so an interrupted
                       run leaves what it measured); --json FILE: every run's raw result
   --messages N        messages per producer and consumer run (default 1000000)
@@ -69,6 +79,13 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec] [--out 
   --streams N         streams of the gregor group consumer's member (default: the partitions)
   --fetch-max-bytes B fetch.message.max.bytes of every consumer (default 1048576)
   --fetch-wait-ms MS  fetch.wait.max.ms of every consumer (default 100)
+  --memory-queues L   the memory suite's queue bounds (queue.buffering.max.messages of gregor,
+                      gregor-ct and librdkafka; default 2000,100000,1000000, --quick
+                      2000,100000); the smallest gives each client's fixed memory. Its runs:
+                      the --clients with a queue, 6 partitions, acks 1, max(--messages,
+                      3 x the bound) messages, on kafka-0.8.2 (else the first --timing profile)
+  --memory-codecs L   the memory suite's codecs (default none,snappy)
+  --memory-repeat R   runs per memory cell (default 1; the median by memory per message held)
   --redo N            do a run again, up to N times (default 3), when other work on the machine
                       took more than --max-other-cpu (default 0.15) of its CPU during it
   --librdkafka K=V    set a librdkafka property (producer and consumer) after the bench's own;
@@ -76,9 +93,15 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec] [--out 
   --testkit PATH      a gregor-testkit binary (default: build the workspace's, release)
   --cluster-threads N worker threads of the FakeCluster's runtime (default: tokio's, one per
                       core); it shares the machine's cores with the client under test
-  --timing PROFILE    the brokers' timing: instant (default; answers at once) or kafka-0.8.2
-                      (service time, throughput per broker and partition, followers' fetch:
-                      gregor_testkit::Timing::kafka_0_8_2); run once with each to report both
+  --timing LIST       the brokers' timing profiles (default instant,kafka-0.8.2): instant
+                      (answers at once) and kafka-0.8.2 (service time, throughput per broker
+                      and partition, followers' fetch: gregor_testkit::Timing::kafka_0_8_2).
+                      A cluster of its own per profile, in turn; the producer, latency and
+                      consumer suites run on each, the codec suite once; one report, a
+                      summary and sections per profile
+  --real-timing-repeat R  runs per cell of every suite on kafka-0.8.2 (default: 1 beside
+                      another profile, to keep the default run within ~40 min; alone, the
+                      --repeat, --consumer-repeat and --latency-repeat counts)
   --brokers LIST      use the external cluster at these brokers (metadata.broker.list) instead of
   --zookeeper CONNECT starting gregor-testkit's FakeCluster; both or neither (without them, the
                       GREGOR_BROKERS and GREGOR_ZOOKEEPER environment variables, both or
@@ -95,6 +118,7 @@ pub struct Suites {
     pub latency: bool,
     pub consumer: bool,
     pub codec: bool,
+    pub memory: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -125,12 +149,19 @@ pub struct Args {
     pub fetch_wait_ms: u64,
     pub codec_samples: usize,
     pub codec_sample_ms: u64,
+    /// The memory suite's queue bounds, ascending, each once.
+    pub memory_queues: Vec<usize>,
+    pub memory_codecs: Vec<Codec>,
+    pub memory_repeat: usize,
     pub timeout: Duration,
     pub testkit: Option<PathBuf>,
     /// Worker threads of the FakeCluster's tokio runtime (None: tokio's default, one per core).
     pub cluster_threads: Option<usize>,
-    /// The brokers' timing profile (`gregor-testkit --timing`): `instant` or `kafka-0.8.2`.
-    pub timing: String,
+    /// The brokers' timing profiles (`gregor-testkit --timing`), in order: `instant`,
+    /// `kafka-0.8.2`; a cluster of its own for each.
+    pub timing: Vec<String>,
+    /// `--real-timing-repeat`: runs per cell of every suite on `kafka-0.8.2` (see [`plan::plans`]).
+    pub real_timing_repeat: Option<usize>,
     /// An existing cluster to use instead of starting the FakeCluster.
     pub external: Option<External>,
     pub wrap: Vec<String>,
@@ -161,7 +192,7 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
     let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target"));
     let mut a = Args {
         quick,
-        suites: Suites { producer: true, latency: true, consumer: true, codec: true },
+        suites: Suites { producer: true, latency: true, consumer: true, codec: true, memory: true },
         messages: if quick { 100_000 } else { 1_000_000 },
         out: if quick {
             target.join("gregor-bench-quick.md")
@@ -190,10 +221,14 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
         fetch_wait_ms: 100,
         codec_samples: if quick { 3 } else { 7 },
         codec_sample_ms: if quick { 30 } else { 200 },
+        memory_queues: if quick { vec![2000, 100_000] } else { vec![2000, 100_000, 1_000_000] },
+        memory_codecs: vec![Codec::None, Codec::Snappy],
+        memory_repeat: 1,
         timeout: Duration::from_secs(900),
         testkit: None,
         cluster_threads: None,
-        timing: "instant".into(),
+        timing: plan::PROFILES.iter().map(|t| t.to_string()).collect(),
+        real_timing_repeat: None,
         external: None,
         wrap: Vec::new(),
         redo: if quick { 0 } else { 3 },
@@ -206,14 +241,16 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
     }
     // options that configure the FakeCluster the bench starts, given explicitly
     let mut fake_only: Vec<&'static str> = Vec::new();
+    let mut suites_given = false;
     let (mut brokers, mut zookeeper): (Option<String>, Option<String>) = (None, None);
     let mut it = args.into_iter();
     while let Some(flag) = it.next() {
         match flag.as_str() {
             "--quick" => {}
             "--suites" => {
+                suites_given = true;
                 let s = list(&flag, it.next(), |s| {
-                    ["producer", "latency", "consumer", "codec"].contains(&s).then(|| s.to_owned())
+                    ["producer", "latency", "consumer", "codec", "memory"].contains(&s).then(|| s.to_owned())
                 })?;
                 let has = |x: &str| s.iter().any(|y| y == x);
                 a.suites = Suites {
@@ -221,6 +258,7 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
                     latency: has("latency"),
                     consumer: has("consumer"),
                     codec: has("codec"),
+                    memory: has("memory"),
                 };
             }
             "--messages" | "-n" => a.messages = num(&flag, it.next())?,
@@ -255,6 +293,14 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
             "--fetch-wait-ms" => a.fetch_wait_ms = num(&flag, it.next())?,
             "--codec-samples" => a.codec_samples = num::<usize>(&flag, it.next())?.max(1),
             "--codec-sample-ms" => a.codec_sample_ms = num::<u64>(&flag, it.next())?.max(1),
+            "--memory-queues" => {
+                let mut q = list(&flag, it.next(), |s| s.replace('_', "").parse().ok().filter(|q: &usize| *q > 0))?;
+                q.sort_unstable();
+                q.dedup();
+                a.memory_queues = q;
+            }
+            "--memory-codecs" => a.memory_codecs = list(&flag, it.next(), Codec::parse)?,
+            "--memory-repeat" => a.memory_repeat = num::<usize>(&flag, it.next())?.max(1),
             "--timeout-s" => a.timeout = Duration::from_secs(num(&flag, it.next())?),
             "--redo" => a.redo = num(&flag, it.next())?,
             "--max-other-cpu" => a.max_other = num(&flag, it.next())?,
@@ -273,11 +319,11 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
             "--zookeeper" => zookeeper = Some(it.next().ok_or("--zookeeper needs HOST:PORT[/chroot]")?),
             "--timing" => {
                 fake_only.push("--timing");
-                let t = it.next().ok_or("--timing needs instant or kafka-0.8.2")?;
-                if t != "instant" && t != "kafka-0.8.2" {
-                    return Err(format!("--timing {t}: instant or kafka-0.8.2"));
-                }
-                a.timing = t;
+                a.timing = plan::parse_timing(&it.next().ok_or("--timing needs instant, kafka-0.8.2 or both")?)?;
+            }
+            "--real-timing-repeat" => {
+                fake_only.push("--real-timing-repeat");
+                a.real_timing_repeat = Some(num::<usize>(&flag, it.next())?.max(1))
             }
             "--librdkafka" => {
                 let kv = it.next().ok_or("--librdkafka needs KEY=VALUE")?;
@@ -296,6 +342,11 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
              there is none: drop {flag}",
             ext.source
         ));
+    }
+    // the memory suite is about full queues, which the instant brokers do not make: by default
+    // it runs where a broker takes time (kafka-0.8.2, or an external cluster's real brokers)
+    if !suites_given && a.external.is_none() && !a.timing.iter().any(|t| t == plan::REAL) {
+        a.suites.memory = false;
     }
     if a.messages == 0 || a.batch == 0 || a.queue == 0 || a.message_size == 0 || a.fetch_max_bytes <= 0 {
         return Err("--messages, --batch, --queue, --message-size and --fetch-max-bytes must be positive".into());
@@ -439,6 +490,41 @@ mod tests {
         assert!(external(None, None, s("e:9092"), None).unwrap_err().contains("GREGOR_ZOOKEEPER is not"));
         assert!(external(None, None, None, s("e:2181")).unwrap_err().contains("GREGOR_BROKERS is not"));
         assert!(external(s("nope"), s("h:2181"), None, None).unwrap_err().contains("nope is not host:port"));
+    }
+
+    #[test]
+    fn memory_suite_options() {
+        let parse = |v: &[&str]| parse_args(v.iter().map(|a| a.to_string()).collect());
+        let a = parse(&[]).unwrap();
+        assert!(a.suites.memory, "the default run has the memory suite");
+        assert_eq!(
+            (a.memory_queues, a.memory_codecs, a.memory_repeat),
+            (vec![2000, 100_000, 1_000_000], vec![Codec::None, Codec::Snappy], 1)
+        );
+        assert_eq!(parse(&["--quick"]).unwrap().memory_queues, [2000, 100_000]);
+        // instant alone: the report it always was, unless asked for
+        assert!(!parse(&["--timing", "instant"]).unwrap().suites.memory);
+        assert!(parse(&["--timing", "instant", "--suites", "producer,memory"]).unwrap().suites.memory);
+        assert!(parse(&["--timing", "kafka-0.8.2"]).unwrap().suites.memory);
+        let a = parse(&[
+            "--suites",
+            "memory",
+            "--memory-queues",
+            "100_000,2000,2000",
+            "--memory-codecs",
+            "lz4",
+            "--memory-repeat",
+            "3",
+        ])
+        .unwrap();
+        let s = a.suites;
+        assert!(s.memory && !s.producer && !s.latency && !s.consumer && !s.codec);
+        assert_eq!((a.memory_queues, a.memory_codecs, a.memory_repeat), (vec![2000, 100_000], vec![Codec::Lz4], 3));
+        assert!(parse(&["--memory-queues", "2000,0"]).unwrap_err().contains("--memory-queues"));
+        assert!(parse(&["--timing", "instant,fast"]).unwrap_err().contains("\"fast\""));
+        assert!(parse(&["--brokers", "h:9092", "--zookeeper", "h:2181", "--real-timing-repeat", "2"])
+            .unwrap_err()
+            .starts_with("--real-timing-repeat"));
     }
 
     #[test]

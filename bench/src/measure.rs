@@ -8,7 +8,10 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// User and system CPU time of this whole process (every thread: the client's own
-/// background threads count), from `getrusage(RUSAGE_SELF)`.
+/// background threads count), from `getrusage(RUSAGE_SELF)`. The sum is the scheduler's
+/// exact run time; the split between user and system is the kernel's estimate from the
+/// ticks it sampled in each mode (`cputime_adjust`), so a run of a few seconds has it to
+/// within a few ticks per thread, and a run shorter than a tick may show no system time.
 #[derive(Debug, Clone, Copy)]
 pub struct Cpu {
     pub user: Duration,

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::run::{disturbed_consume, disturbed_run, ConsumeRow, Outcome, ProduceRow, Results};
+use crate::run::{disturbed_consume, disturbed_run, ConsumeRow, Outcome, ProduceRow, ProfileResults, Results};
 use crate::spec::{Client, Codec, ConsumerClient, RunResult};
 use crate::Args;
 
@@ -88,6 +88,23 @@ fn produce_cpu(r: &RunResult) -> f64 {
     cpu_per_m(r.cpu_user_s, r.cpu_sys_s, r.acked as f64)
 }
 
+/// System (kernel) CPU seconds per million messages: socket writes, page faults, the
+/// allocator's mmap/munmap and madvise (its churn).
+fn produce_sys(r: &RunResult) -> f64 {
+    cpu_per_m(0.0, r.cpu_sys_s, r.acked as f64)
+}
+
+/// gregor's over the peer's system CPU per message; "-" when either is 0 (the kernel splits
+/// a thread's time between user and system by the ticks it samples, so a short run can show
+/// none).
+fn sys_ratio(g: &RunResult, p: &RunResult) -> String {
+    if g.cpu_sys_s > 0.0 && p.cpu_sys_s > 0.0 {
+        ratio(produce_sys(g), produce_sys(p))
+    } else {
+        "-".into()
+    }
+}
+
 fn spread(rates: &[f64]) -> String {
     if rates.len() < 2 {
         return String::new();
@@ -158,26 +175,45 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
                 ext.brokers,
                 ext.zookeeper,
                 ext.source,
-                if res.broker_ids.is_empty() {
-                    String::new()
-                } else {
-                    format!("; broker ids {:?} registered", res.broker_ids)
+                match res.profiles.first() {
+                    Some(p) if !p.broker_ids.is_empty() => format!("; broker ids {:?} registered", p.broker_ids),
+                    _ => String::new(),
                 },
                 args.rf
             );
         }
         None => {
+            let several = args.timing.len() > 1;
+            let profiles = if several {
+                format!(
+                    "timing profiles {}, a cluster of its own for each, one after the other",
+                    args.timing.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(" then ")
+                )
+            } else {
+                format!("timing profile `{}`", args.timing.join(","))
+            };
+            let rss: Vec<String> = res
+                .profiles
+                .iter()
+                .filter_map(|p| {
+                    let k = p.cluster_rss_kib?;
+                    Some(if several {
+                        format!("{} MiB ({})", mib(k), p.plan.name())
+                    } else {
+                        format!("{} MiB", mib(k))
+                    })
+                })
+                .collect();
             let _ = writeln!(
                 s,
                 "| cluster | 3-broker FakeCluster + real ZooKeeper (`gregor-testkit`, a process of its own, {}); \
-                 timing profile `{}`; every topic replication factor {}{} |",
+                 {profiles}; every topic replication factor {}{} |",
                 args.cluster_threads
                     .map_or("its runtime with tokio's default worker threads, one per core".to_string(), |n| {
                         format!("its runtime with {n} worker thread(s), `--cluster-threads`")
                     }),
-                args.timing,
                 args.rf,
-                res.cluster_rss_kib.map_or(String::new(), |k| format!("; cluster RSS at the end {} MiB", mib(k)))
+                if rss.is_empty() { String::new() } else { format!("; cluster RSS at the end {}", rss.join(", ")) }
             );
         }
     }
@@ -191,28 +227,88 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
         let _ = writeln!(
             s,
             "**Smoke run**{}: {} messages per run, {} run(s) per cell. It shows the harness works; \
-             the benchmark's figures come from the default run (1,000,000 messages, 3 runs per cell) \
-             on an otherwise idle machine.\n",
+             the benchmark's figures come from the default run (1,000,000 messages, 3 runs per cell; \
+             1 on `kafka-0.8.2` beside `instant`) on an otherwise idle machine.\n",
             if args.quick { " (`--quick`)" } else { "" },
             args.messages,
             args.repeat
         );
     }
-    summary(&mut s, res);
-    if args.suites.producer {
-        producer_section(&mut s, args, res);
+    // one cluster: the report as it always was; several: a summary per profile on top, then
+    // each profile's sections, titled with it
+    let cluster_suites = args.suites.producer || args.suites.latency || args.suites.consumer;
+    let several = cluster_suites && crate::plan::plans(args).len() > 1;
+    if several {
+        profiles_intro(&mut s, args, res);
     }
-    if args.suites.latency {
-        latency_section(&mut s, args, res);
+    for p in &res.profiles {
+        summary(&mut s, p, several.then(|| p.plan.name()));
     }
-    if args.suites.consumer {
-        consumer_section(&mut s, args, res);
+    for p in &res.profiles {
+        let pargs = p.plan.apply(args);
+        let title = if several { format!(" (timing `{}`)", p.plan.name()) } else { String::new() };
+        if args.suites.producer {
+            producer_section(&mut s, &pargs, p, &title);
+        }
+        if args.suites.latency {
+            latency_section(&mut s, &pargs, p, &title);
+        }
+        if args.suites.consumer {
+            consumer_section(&mut s, &pargs, p, &title);
+        }
+        if args.suites.memory && p.plan.memory {
+            memory_section(&mut s, &pargs, p, &title);
+        }
     }
     if args.suites.codec {
         codec_section(&mut s, args, res);
     }
-    notes_section(&mut s, args, res);
+    notes_section(&mut s, args, res, several);
     s
+}
+
+/// What a FakeCluster timing profile does, from `gregor_testkit::Timing`.
+fn timing_description(name: &str) -> String {
+    match name {
+        crate::plan::REAL => {
+            let t = gregor_testkit::Timing::kafka_0_8_2();
+            format!(
+                "a real broker's timing: {} ms of service per request, {} MB/s in and out per broker, \
+                 {} MB/s of appends per partition, {} ms more for acks=-1's followers",
+                t.request_service.as_secs_f64() * 1e3,
+                t.broker_bytes_per_sec / 1_000_000,
+                t.partition_append_bytes_per_sec / 1_000_000,
+                t.replica_fetch_delay.as_secs_f64() * 1e3
+            )
+        }
+        _ => "answers at once".into(),
+    }
+}
+
+/// With several profiles: which ran, and where a profile's cells were fewer.
+fn profiles_intro(s: &mut String, args: &Args, res: &Results) {
+    let _ = writeln!(
+        s,
+        "Every cluster suite ran on {} FakeClusters, one per broker timing profile, one after the \
+         other: {}.{} Each profile has its summary below, then its sections, titled with it; the \
+         codec micro-benchmarks do not involve a cluster and ran once. Compare clients within a \
+         profile; across profiles the same client shows what the brokers' timing does to it.\n",
+        args.timing.len(),
+        args.timing.iter().map(|t| format!("`{t}` ({})", timing_description(t))).collect::<Vec<_>>().join("; "),
+        if res.profiles.len() < args.timing.len() && !res.complete {
+            format!(
+                " Measured so far: {}.",
+                res.profiles.iter().map(|p| format!("`{}`", p.plan.name())).collect::<Vec<_>>().join(", ")
+            )
+        } else {
+            String::new()
+        }
+    );
+    for plan in crate::plan::plans(args) {
+        if let Some(why) = &plan.reduced {
+            let _ = writeln!(s, "**Fewer runs on `{}`**: {why}.\n", plan.name());
+        }
+    }
 }
 
 /// Client memory per message held at the peak, gregor's over the peer's (`None` for a run
@@ -225,8 +321,9 @@ fn memory_per_held(g: &RunResult, p: &RunResult) -> Option<f64> {
     Some(per(g) / per(p))
 }
 
-/// Geometric means of gregor ÷ peer over the configs both ran.
-fn summary(s: &mut String, res: &Results) {
+/// Geometric means of gregor ÷ peer over the configs both ran, on one cluster (`profile`:
+/// its name, when the report has several).
+fn summary(s: &mut String, res: &ProfileResults, profile: Option<&str>) {
     let mut lines = Vec::new();
     for gregor in [Client::Gregor, Client::GregorCt] {
         if let Some(line) = target_line(&res.throughput, gregor) {
@@ -236,13 +333,19 @@ fn summary(s: &mut String, res: &Results) {
             let pairs = produce_pairs(&res.throughput, gregor, peer);
             let tp: Vec<f64> = pairs.iter().map(|(g, p)| g.rate() / p.rate()).collect();
             let cpu: Vec<f64> = pairs.iter().map(|(g, p)| produce_cpu(g) / produce_cpu(p)).collect();
+            let sys: Vec<f64> = pairs
+                .iter()
+                .filter(|(g, p)| g.cpu_sys_s > 0.0 && p.cpu_sys_s > 0.0)
+                .map(|(g, p)| produce_sys(g) / produce_sys(p))
+                .collect();
             let mem: Vec<f64> =
                 pairs.iter().map(|(g, p)| g.client_kib().max(1) as f64 / p.client_kib().max(1) as f64).collect();
             let per_held: Vec<f64> = pairs.iter().filter_map(|(g, p)| memory_per_held(g, p)).collect();
             if let (Some(t), Some(c), Some(m)) = (geomean(&tp), geomean(&cpu), geomean(&mem)) {
                 let per_held = geomean(&per_held).map_or(String::new(), |h| format!("; per message held {h:.2}"));
+                let sys = geomean(&sys).map_or(String::new(), |v| format!(", system CPU per message {v:.2}"));
                 lines.push(format!(
-                    "producer throughput {} ÷ {}: {t:.2} (CPU per message {c:.2}, client memory {m:.2}{per_held}) over {} configs",
+                    "producer throughput {} ÷ {}: {t:.2} (CPU per message {c:.2}{sys}, client memory {m:.2}{per_held}) over {} configs",
                     gregor.name(),
                     peer.name(),
                     tp.len()
@@ -261,6 +364,7 @@ fn summary(s: &mut String, res: &Results) {
             }
         }
     }
+    lines.extend(memory_summary(res));
     for gregor in [ConsumerClient::GregorSimple, ConsumerClient::GregorGroup] {
         for peer in [ConsumerClient::Librdkafka, ConsumerClient::KafkaRust] {
             let pairs = consume_pairs(&res.consumer, gregor, peer);
@@ -283,7 +387,11 @@ fn summary(s: &mut String, res: &Results) {
         }
     }
     if !lines.is_empty() {
-        let _ = writeln!(s, "Summary (geometric means of the ratios gregor ÷ peer; throughput > 1: gregor is faster; CPU and latency < 1: gregor uses less):\n");
+        let _ = writeln!(
+            s,
+            "Summary{} (geometric means of the ratios gregor ÷ peer; throughput > 1: gregor is faster; CPU and latency < 1: gregor uses less):\n",
+            profile.map_or(String::new(), |p| format!(", timing `{p}`"))
+        );
         for l in lines {
             let _ = writeln!(s, "* {l}");
         }
@@ -344,8 +452,8 @@ fn consume_pairs(
         .collect()
 }
 
-fn producer_section(s: &mut String, args: &Args, res: &Results) {
-    let _ = writeln!(s, "## Producer throughput\n");
+fn producer_section(s: &mut String, args: &Args, res: &ProfileResults, title: &str) {
+    let _ = writeln!(s, "## Producer throughput{title}\n");
     let _ = writeln!(
         s,
         "{} messages of {} bytes per run (random uppercase letters from a pool of 4096, null key), \
@@ -356,7 +464,8 @@ fn producer_section(s: &mut String, args: &Args, res: &Results) {
          queue.buffering.max.messages={}; kafka-rust \
          send_all slices of {} × partitions. Messages handed over as fast as each client takes them. \
          CPU = user+sys of the client's process from producer creation to the last acknowledgement, \
-         per million messages; peak RSS = its VmHWM; client MiB = peak RSS less the process's RSS just \
+         per million messages (getrusage), and sys s/M its system (kernel) part alone: socket writes, page \
+         faults, the allocator's mmap/munmap; peak RSS = its VmHWM; client MiB = peak RSS less the process's RSS just \
          before the client was made (the benchmark's own payload pool and per-message latency arrays, \
          the same for every client); peak held = the most messages handed to the client and not yet \
          acknowledged to the benchmark at once (sampled every 256 messages): its queue and what is in \
@@ -380,20 +489,21 @@ fn producer_section(s: &mut String, args: &Args, res: &Results) {
     );
     let _ = writeln!(
         s,
-        "| partitions | acks | codec | client | msg/s | MB/s | CPU s/M msgs | peak RSS MiB | client MiB | peak held | cluster CPU s | other CPU s |"
+        "| partitions | acks | codec | client | msg/s | MB/s | CPU s/M msgs | sys s/M | peak RSS MiB | client MiB | peak held | cluster CPU s | other CPU s |"
     );
-    let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in &res.throughput {
         let head = format!("| {} | {} | {} | {} ", row.partitions, row.acks, row.codec.name(), row.client.name());
         match &row.outcome {
             Outcome::Ok(r) => {
                 let _ = writeln!(
                     s,
-                    "{head}| {:.0}{} | {:.1} | {:.2} | {} | {} | {} | {} | {}{} |",
+                    "{head}| {:.0}{} | {:.1} | {:.2} | {:.2} | {} | {} | {} | {} | {}{} |",
                     r.rate(),
                     spread(&row.all_rates),
                     r.rate() * args.message_size as f64 / 1e6,
                     produce_cpu(r),
+                    produce_sys(r),
                     mib(r.peak_rss_kib),
                     mib(r.client_kib()),
                     r.peak_held,
@@ -403,10 +513,10 @@ fn producer_section(s: &mut String, args: &Args, res: &Results) {
                 );
             }
             Outcome::Failed(e) => {
-                let _ = writeln!(s, "{head}| FAILED: {} | | | | | | | |", escape(e));
+                let _ = writeln!(s, "{head}| FAILED: {} | | | | | | | | |", escape(e));
             }
             Outcome::Na(why) => {
-                let _ = writeln!(s, "{head}| n/a: {} | | | | | | | |", escape(why));
+                let _ = writeln!(s, "{head}| n/a: {} | | | | | | | | |", escape(why));
             }
         }
     }
@@ -435,14 +545,14 @@ fn produce_ratios(s: &mut String, rows: &[ProduceRow], latency: bool) {
             }
         );
         if latency {
-            let _ = writeln!(s, "| partitions | acks | codec | peer | p50 | p99 | p99.9 | CPU per msg |");
-            let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|");
+            let _ = writeln!(s, "| partitions | acks | codec | peer | p50 | p99 | p99.9 | CPU per msg | sys per msg |");
+            let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|---:|");
         } else {
             let _ = writeln!(
                 s,
-                "| partitions | acks | codec | peer | throughput | CPU per msg | peak RSS | client memory | memory per msg held |"
+                "| partitions | acks | codec | peer | throughput | CPU per msg | sys per msg | peak RSS | client memory | memory per msg held |"
             );
-            let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|---:|");
+            let _ = writeln!(s, "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|");
         }
         for g in rows.iter().filter(|r| r.client == gregor) {
             for &peer in &peers {
@@ -455,13 +565,16 @@ fn produce_ratios(s: &mut String, rows: &[ProduceRow], latency: bool) {
                 let (gr, pr) = match (&g.outcome, &p.outcome) {
                     (Outcome::Ok(a), Outcome::Ok(b)) => (a, b),
                     (_, Outcome::Na(_)) => {
-                        let cells =
-                            if latency { "| n/a | n/a | n/a | n/a |" } else { "| n/a | n/a | n/a | n/a | n/a |" };
+                        let cells = if latency {
+                            "| n/a | n/a | n/a | n/a | n/a |"
+                        } else {
+                            "| n/a | n/a | n/a | n/a | n/a | n/a |"
+                        };
                         let _ = writeln!(s, "{head}{cells}");
                         continue;
                     }
                     _ => {
-                        let cells = if latency { "| - | - | - | - |" } else { "| - | - | - | - | - |" };
+                        let cells = if latency { "| - | - | - | - | - |" } else { "| - | - | - | - | - | - |" };
                         let _ = writeln!(s, "{head}{cells}");
                         continue;
                     }
@@ -473,18 +586,20 @@ fn produce_ratios(s: &mut String, rows: &[ProduceRow], latency: bool) {
                     };
                     let _ = writeln!(
                         s,
-                        "{head}| {} | {} | {} | {} |",
+                        "{head}| {} | {} | {} | {} | {} |",
                         r(gr.p50_us, pr.p50_us),
                         r(gr.p99_us, pr.p99_us),
                         r(gr.p999_us, pr.p999_us),
-                        ratio(produce_cpu(gr), produce_cpu(pr))
+                        ratio(produce_cpu(gr), produce_cpu(pr)),
+                        sys_ratio(gr, pr)
                     );
                 } else {
                     let _ = writeln!(
                         s,
-                        "{head}| {} | {} | {} | {} | {} |",
+                        "{head}| {} | {} | {} | {} | {} | {} |",
                         ratio(gr.rate(), pr.rate()),
                         ratio(produce_cpu(gr), produce_cpu(pr)),
+                        sys_ratio(gr, pr),
                         ratio(gr.peak_rss_kib as f64, pr.peak_rss_kib as f64),
                         ratio(gr.client_kib().max(1) as f64, pr.client_kib().max(1) as f64),
                         memory_per_held(gr, pr).map_or_else(|| "-".into(), |r| format!("{r:.2}"))
@@ -496,8 +611,8 @@ fn produce_ratios(s: &mut String, rows: &[ProduceRow], latency: bool) {
     }
 }
 
-fn latency_section(s: &mut String, args: &Args, res: &Results) {
-    let _ = writeln!(s, "## Produce latency at a fixed rate\n");
+fn latency_section(s: &mut String, args: &Args, res: &ProfileResults, title: &str) {
+    let _ = writeln!(s, "## Produce latency at a fixed rate{title}\n");
     let _ = writeln!(
         s,
         "Each config paced at {} for {} s (messages = rate × {} s, at least 1000), {} run(s) per cell, \
@@ -523,9 +638,9 @@ fn latency_section(s: &mut String, args: &Args, res: &Results) {
     );
     let _ = writeln!(
         s,
-        "| partitions | acks | codec | offered msg/s | client | p50 ms | p99 ms | p99.9 ms | achieved msg/s | CPU s/M msgs | peak RSS MiB | other CPU s | TCP RTOs (loss probes) |"
+        "| partitions | acks | codec | offered msg/s | client | p50 ms | p99 ms | p99.9 ms | achieved msg/s | CPU s/M msgs | sys s/M | peak RSS MiB | other CPU s | TCP RTOs (loss probes) |"
     );
-    let _ = writeln!(s, "|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in &res.latency {
         let head = format!(
             "| {} | {} | {} | {} | {} ",
@@ -540,13 +655,14 @@ fn latency_section(s: &mut String, args: &Args, res: &Results) {
                 let behind = row.paced.is_some_and(|offered| r.rate() < 0.95 * offered);
                 let _ = writeln!(
                     s,
-                    "{head}| {} | {} | {} | {:.0}{} | {:.2} | {} | {}{} | {} |",
+                    "{head}| {} | {} | {} | {:.0}{} | {:.2} | {:.2} | {} | {}{} | {} |",
                     ms(r.p50_us),
                     ms(r.p99_us),
                     ms(r.p999_us),
                     r.rate(),
                     if behind { " (behind)" } else { "" },
                     produce_cpu(r),
+                    produce_sys(r),
                     mib(r.peak_rss_kib),
                     opt1(r.other_cpu_s),
                     if disturbed_run(r, args.max_other) { " !" } else { "" },
@@ -554,10 +670,10 @@ fn latency_section(s: &mut String, args: &Args, res: &Results) {
                 );
             }
             Outcome::Failed(e) => {
-                let _ = writeln!(s, "{head}| FAILED: {} | | | | | | | |", escape(e));
+                let _ = writeln!(s, "{head}| FAILED: {} | | | | | | | | |", escape(e));
             }
             Outcome::Na(why) => {
-                let _ = writeln!(s, "{head}| n/a: {} | | | | | | | |", escape(why));
+                let _ = writeln!(s, "{head}| n/a: {} | | | | | | | | |", escape(why));
             }
         }
     }
@@ -565,8 +681,8 @@ fn latency_section(s: &mut String, args: &Args, res: &Results) {
     produce_ratios(s, &res.latency, true);
 }
 
-fn consumer_section(s: &mut String, args: &Args, res: &Results) {
-    let _ = writeln!(s, "## Consumer throughput\n");
+fn consumer_section(s: &mut String, args: &Args, res: &ProfileResults, title: &str) {
+    let _ = writeln!(s, "## Consumer throughput{title}\n");
     let written_by = res
         .consumer
         .iter()
@@ -682,6 +798,182 @@ fn consumer_section(s: &mut String, args: &Args, res: &Results) {
     }
 }
 
+/// The memory suite's summary: per gregor client and codec, its memory per message held over
+/// librdkafka's at each bound, what it holds per message above its fixed part at the largest
+/// bound, and its system CPU per message over librdkafka's.
+fn memory_summary(res: &ProfileResults) -> Vec<String> {
+    use crate::memory;
+    let lines = memory::lines(&res.memory);
+    let ratios = memory::ratios(&lines);
+    let mut out = Vec::new();
+    for gregor in [Client::Gregor, Client::GregorCt] {
+        let codecs: Vec<Codec> = Codec::ALL
+            .into_iter()
+            .filter(|c| ratios.iter().any(|r| r.gregor.client == gregor && r.gregor.codec == *c))
+            .collect();
+        for codec in codecs {
+            let mine: Vec<&memory::Ratio> =
+                ratios.iter().filter(|r| r.gregor.client == gregor && r.gregor.codec == codec).collect();
+            let per_held: Vec<String> = mine
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} at {}{}",
+                        r.per_held.map_or("-".into(), |v| format!("{v:.2}")),
+                        r.gregor.queue,
+                        if r.equal_fills { "" } else { " (unequal fills)" }
+                    )
+                })
+                .collect();
+            let sys: Vec<f64> = mine.iter().filter_map(|r| r.sys).collect();
+            let largest = lines
+                .iter()
+                .filter(|l| l.client == gregor && l.codec == codec && l.above_fixed.is_some())
+                .max_by_key(|l| l.queue);
+            let above = largest.map_or(String::new(), |l| {
+                let b = l.above_fixed.expect("filtered");
+                let wire = memory::wire_size_v0(l.run.spec.message_size) as f64;
+                format!(
+                    "; {} holds {b:.0} B per message above its fixed memory at {} ({:.2} × wire)",
+                    gregor.name(),
+                    l.queue,
+                    b / wire
+                )
+            });
+            out.push(format!(
+                "producer memory per message held with a full queue, {} ÷ librdkafka, {}: {}{above}; system CPU per message ÷ librdkafka {} (geometric mean over the bounds)",
+                gregor.name(),
+                codec.name(),
+                per_held.join(", "),
+                geomean(&sys).map_or("-".into(), |v| format!("{v:.2}"))
+            ));
+        }
+    }
+    out
+}
+
+fn memory_section(s: &mut String, args: &Args, res: &ProfileResults, title: &str) {
+    use crate::memory;
+    let _ = writeln!(s, "## Producer memory with a full queue{title}\n");
+    let wire = memory::wire_size_v0(args.message_size);
+    let on = match res.plan.timing.as_deref() {
+        Some(crate::plan::REAL) => format!(
+            "on `{}` (a broker that takes time, so a client that hands messages over faster than the \
+             brokers take them fills its queue; on `instant` librdkafka drains its queue and the \
+             comparison would be of unequal fills)",
+            crate::plan::REAL
+        ),
+        Some(t) => format!(
+            "on `{t}` (`{}` was not among the profiles: on `instant` librdkafka tends to drain its queue, \
+             so check the fill column)",
+            crate::plan::REAL
+        ),
+        None => "on the external cluster".into(),
+    };
+    let _ = writeln!(
+        s,
+        "Producer runs whose queue fills, {on}: {} partitions, acks={}, codecs {}, \
+         max({}, 3 × the bound) messages of {} bytes handed over as fast as each client takes them, \
+         queue.buffering.max.messages = the bound for gregor and librdkafka (everything else as in the \
+         throughput runs); {} run(s) per cell (the median by memory per message held shown). peak held, \
+         client MiB, peak RSS: as in the throughput table. fill = peak held ÷ the bound (gregor may hold \
+         a little more: what is in flight beside its queue); below {:.0}% the client did not fill its \
+         queue (marked), and a ratio with it compares unequal fills. B/msg held = client MiB ÷ peak \
+         held, in bytes. fixed MiB = the same client's client MiB at the smallest bound ({}): what it \
+         takes whatever it holds (runtime, connections, buffers). above fixed = (client MiB − fixed \
+         MiB) ÷ peak held, in bytes; × wire = that ÷ {wire}, the bytes a {}-byte message with a null key \
+         takes as Message v0 in a MessageSet (before compression). user s/M and sys s/M: CPU seconds \
+         per million messages in user mode and in the kernel (getrusage; the kernel's part is the \
+         client's socket writes, page faults and the allocator's mmap/munmap, so allocator churn shows \
+         there).\n",
+        memory::PARTITIONS,
+        memory::ACKS,
+        args.memory_codecs.iter().map(|c| c.name()).collect::<Vec<_>>().join(", "),
+        args.messages,
+        args.message_size,
+        args.memory_repeat,
+        memory::FULL * 100.0,
+        args.memory_queues.first().map_or("-".into(), |q| q.to_string()),
+        args.message_size,
+    );
+    if res.memory.is_empty() {
+        let _ = writeln!(s, "Not run yet.\n");
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "| codec | queue bound | client | msg/s | peak held | fill | client MiB | B/msg held | fixed MiB | above fixed B/msg | × wire | peak RSS MiB | user s/M | sys s/M | other CPU s |"
+    );
+    let _ = writeln!(s, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let lines = memory::lines(&res.memory);
+    let mut lines_iter = lines.iter();
+    for row in &res.memory {
+        let head = format!("| {} | {} | {} ", row.codec.name(), row.queue, row.client.name());
+        if let Some(why) = memory::not_measured(row) {
+            let _ = writeln!(s, "{head}| {} | | | | | | | | | | | |", escape(&why));
+            continue;
+        }
+        let l = lines_iter.next().expect("a line per measured row, in order");
+        let r = l.run;
+        let _ = writeln!(
+            s,
+            "{head}| {:.0} | {} | {:.0}%{} | {} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {}{} |",
+            r.rate(),
+            r.peak_held,
+            l.fill * 100.0,
+            if l.full() { "" } else { " (not full)" },
+            mib(r.client_kib()),
+            l.per_held.map_or("-".into(), |v| format!("{v:.0}")),
+            l.fixed_kib.map_or("-".into(), mib),
+            l.above_fixed.map_or("-".into(), |v| format!("{v:.0}")),
+            l.above_fixed.map_or("-".into(), |v| format!("{:.2}", v / wire as f64)),
+            mib(r.peak_rss_kib),
+            memory::per_million(r.cpu_user_s, r),
+            memory::per_million(r.cpu_sys_s, r),
+            opt1(r.other_cpu_s),
+            if disturbed_run(r, args.max_other) { " !" } else { "" }
+        );
+    }
+    let _ = writeln!(s);
+    let ratios = memory::ratios(&lines);
+    if ratios.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "Ratios ÷ librdkafka in the same cell (< 1: gregor holds or uses less; \"unequal\": one of the two did \
+         not fill its queue, so they held different counts, and the fixed part weighs differently on each):\n"
+    );
+    let _ =
+        writeln!(s, "| codec | queue bound | client | B/msg held | above fixed B/msg | user s/M | sys s/M | fills |");
+    let _ = writeln!(s, "|---|---:|---|---:|---:|---:|---:|---|");
+    let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+    for r in &ratios {
+        let fills = if r.equal_fills {
+            "both full".to_string()
+        } else {
+            format!(
+                "unequal: {} {:.0}%, librdkafka {:.0}%",
+                r.gregor.client.name(),
+                r.gregor.fill * 100.0,
+                r.peer.fill * 100.0
+            )
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {fills} |",
+            r.gregor.codec.name(),
+            r.gregor.queue,
+            r.gregor.client.name(),
+            f(r.per_held),
+            f(r.above_fixed),
+            f(r.user),
+            f(r.sys)
+        );
+    }
+    let _ = writeln!(s);
+}
+
 fn codec_section(s: &mut String, args: &Args, res: &Results) {
     let _ = writeln!(s, "## Codec micro-benchmarks (gregor-protocol)\n");
     let _ = writeln!(
@@ -724,7 +1016,7 @@ fn codec_section(s: &mut String, args: &Args, res: &Results) {
     }
 }
 
-fn notes_section(s: &mut String, args: &Args, res: &Results) {
+fn notes_section(s: &mut String, args: &Args, res: &Results, several: bool) {
     let _ = writeln!(s, "## Notes\n");
     let mut na: Vec<String> = Vec::new();
     for c in &args.clients {
@@ -741,8 +1033,17 @@ fn notes_section(s: &mut String, args: &Args, res: &Results) {
             }
         }
     }
-    for line in na.iter().chain(&res.notes) {
+    for line in &na {
         let _ = writeln!(s, "* {line}");
+    }
+    for p in &res.profiles {
+        for line in &p.notes {
+            if several {
+                let _ = writeln!(s, "* `{}`: {line}", p.plan.name());
+            } else {
+                let _ = writeln!(s, "* {line}");
+            }
+        }
     }
     if args.consumers.contains(&ConsumerClient::KafkaRust) && args.codecs.iter().any(|c| *c != Codec::None) {
         let _ = writeln!(

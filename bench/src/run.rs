@@ -1,11 +1,13 @@
 //! The coordinator: starts the cluster (or connects to an external one), runs every worker (one process per run), redoes runs
 //! other work on the machine disturbed, takes medians, and writes the report as it goes.
 //!
-//! Order, per partition count and codec: the producer cells of each acks (every client,
+//! One cluster per timing profile (`--timing`, [`crate::plan`]), in turn, each with the same
+//! suites; per cluster, per partition count and codec: the producer cells of each acks (every client,
 //! alternating, `--repeat` times), right after each the latency cell of that config (paced at
 //! half the slowest client's median throughput just measured), then the consumer cells on the
-//! topic gregor's first acks run wrote (kept for them, deleted after). The codec
-//! micro-benchmarks run first, before the cluster starts.
+//! topic gregor's first acks run wrote (kept for them, deleted after). Then, on one cluster
+//! ([`Plan::memory`]), the memory suite: per codec, every queue bound from the smallest up.
+//! The codec micro-benchmarks run first, before the cluster starts.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -15,6 +17,7 @@ use serde::Serialize;
 
 use crate::cluster::Cluster;
 use crate::measure;
+use crate::plan::Plan;
 use crate::spec::{
     Client, Codec, CodecResult, CodecSpec, ConsumeResult, ConsumeSpec, ConsumerClient, RunResult, RunSpec, WorkerSpec,
 };
@@ -39,13 +42,15 @@ impl<T> Outcome<T> {
     }
 }
 
-/// A producer cell (throughput, or latency when `paced`).
+/// A producer cell (throughput, latency when `paced`, or memory).
 #[derive(Debug, Clone)]
 pub struct ProduceRow {
     pub client: Client,
     pub partitions: i32,
     pub acks: i16,
     pub codec: Codec,
+    /// The queue bound (`queue.buffering.max.messages`) it ran with.
+    pub queue: usize,
     pub outcome: Outcome<RunResult>,
     /// Every repeat's throughput, msg/s.
     pub all_rates: Vec<f64>,
@@ -63,18 +68,54 @@ pub struct ConsumeRow {
     pub all_rates: Vec<f64>,
 }
 
-/// Everything measured so far.
-#[derive(Debug, Default)]
-pub struct Results {
+/// What was measured on one cluster (one timing profile).
+#[derive(Debug)]
+pub struct ProfileResults {
+    pub plan: Plan,
     pub throughput: Vec<ProduceRow>,
     pub latency: Vec<ProduceRow>,
     pub consumer: Vec<ConsumeRow>,
-    pub codec: Option<Result<Vec<CodecResult>, String>>,
+    /// The memory suite's cells (on the cluster it runs on).
+    pub memory: Vec<ProduceRow>,
     /// Things the report should say (a latency cell skipped, a fill that failed).
     pub notes: Vec<String>,
     pub cluster_rss_kib: Option<u64>,
     /// The cluster's broker ids (registered in ZooKeeper), once it is up.
     pub broker_ids: Vec<i32>,
+}
+
+impl ProfileResults {
+    pub fn new(plan: Plan) -> ProfileResults {
+        ProfileResults {
+            plan,
+            throughput: Vec::new(),
+            latency: Vec::new(),
+            consumer: Vec::new(),
+            memory: Vec::new(),
+            notes: Vec::new(),
+            cluster_rss_kib: None,
+            broker_ids: Vec::new(),
+        }
+    }
+
+    fn all_ok(&self) -> bool {
+        let failed_produce = self
+            .throughput
+            .iter()
+            .chain(&self.latency)
+            .chain(&self.memory)
+            .any(|r| matches!(r.outcome, Outcome::Failed(_)));
+        let failed_consume = self.consumer.iter().any(|r| matches!(r.outcome, Outcome::Failed(_)));
+        !failed_produce && !failed_consume
+    }
+}
+
+/// Everything measured so far.
+#[derive(Debug, Default)]
+pub struct Results {
+    /// One per cluster, in the order they ran (a profile appears once its cluster is up).
+    pub profiles: Vec<ProfileResults>,
+    pub codec: Option<Result<Vec<CodecResult>, String>>,
     pub load_start: String,
     pub load_end: String,
     pub elapsed: Duration,
@@ -83,10 +124,7 @@ pub struct Results {
 
 impl Results {
     pub fn all_ok(&self) -> bool {
-        let failed_produce =
-            self.throughput.iter().chain(&self.latency).any(|r| matches!(r.outcome, Outcome::Failed(_)));
-        let failed_consume = self.consumer.iter().any(|r| matches!(r.outcome, Outcome::Failed(_)));
-        !failed_produce && !failed_consume && !matches!(self.codec, Some(Err(_)))
+        self.profiles.iter().all(ProfileResults::all_ok) && !matches!(self.codec, Some(Err(_)))
     }
 }
 
@@ -257,6 +295,29 @@ fn median_by<T: Measured>(results: Vec<Result<T, String>>, key: impl Fn(&T) -> f
     }
 }
 
+/// What a producer cell runs: its config, the queue bound and how many messages.
+#[derive(Debug, Clone, Copy)]
+struct Cell {
+    partitions: i32,
+    codec: Codec,
+    acks: i16,
+    /// The offered rate of a latency cell (None: as fast as the client takes them).
+    rate: Option<f64>,
+    queue: usize,
+    messages: usize,
+}
+
+/// Which of a cell's repeats is reported.
+#[derive(Debug, Clone, Copy)]
+enum Pick {
+    /// The median by throughput.
+    Rate,
+    /// The run with the median p99 (a paced run's throughput is the offered rate).
+    P99,
+    /// The median by client memory per message held (the memory suite).
+    PerHeld,
+}
+
 /// A topic a producer run filled and left for the consumers.
 #[derive(Debug, Clone)]
 struct Fill {
@@ -266,7 +327,10 @@ struct Fill {
 }
 
 struct Coordinator {
+    /// The options as this cluster's runs use them ([`Plan::apply`]).
     args: Args,
+    /// The cluster's timing profile (None: external), recorded in every run's spec.
+    timing: Option<String>,
     cluster: Cluster,
     stamp: u64,
     seq: usize,
@@ -315,18 +379,28 @@ pub async fn coordinate(args: Args) -> Result<bool, String> {
         write(&results, &json)?;
     }
 
-    if args.suites.producer || args.suites.latency || args.suites.consumer {
+    let cluster_suites = args.suites.producer || args.suites.latency || args.suites.consumer;
+    let mut binary = None;
+    for plan in crate::plan::plans(&args) {
+        let memory = args.suites.memory && plan.memory;
+        if !cluster_suites && !memory {
+            continue;
+        }
         let t = Instant::now();
-        let cluster = match &args.external {
-            Some(external) => Cluster::connect(external, args.rf).await?,
-            None => {
-                let binary = crate::cluster::testkit_binary(args.testkit.clone())?;
-                Cluster::start(&binary, BROKERS, args.cluster_threads, &args.timing).await?
+        let cluster = match (&args.external, &plan.timing) {
+            (Some(external), _) => Cluster::connect(external, args.rf).await?,
+            (None, timing) => {
+                let timing = timing.as_deref().unwrap_or(crate::plan::INSTANT);
+                if binary.is_none() {
+                    binary = Some(crate::cluster::testkit_binary(args.testkit.clone())?);
+                }
+                let binary = binary.as_deref().expect("set above");
+                Cluster::start(binary, BROKERS, args.cluster_threads, timing).await?
             }
         };
         let how = if cluster.is_external() { "connected to" } else { "started" };
-        eprintln!("cluster: {how} {} in {:.1?}", cluster.describe(), t.elapsed());
-        results.broker_ids = cluster.broker_ids.clone();
+        let profile = plan.timing.as_deref().map_or(String::new(), |t| format!(", timing {t}"));
+        eprintln!("cluster: {how} {} in {:.1?}{profile}", cluster.describe(), t.elapsed());
         if cluster.is_external() {
             eprintln!(
                 "note: the external cluster is not started or stopped here, and neither its brokers' CPU \
@@ -334,20 +408,56 @@ pub async fn coordinate(args: Args) -> Result<bool, String> {
                  redone (--redo)"
             );
         }
+        let mut profile = ProfileResults::new(plan.clone());
+        profile.broker_ids = cluster.broker_ids.clone();
+        results.profiles.push(profile);
+        let at = results.profiles.len() - 1;
         let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-        let mut co = Coordinator { args: args.clone(), cluster, stamp, seq: 0, json: std::mem::take(&mut json) };
-        if args.suites.producer || args.suites.latency {
-            co.warm_up().await;
+        let mut co = Coordinator {
+            args: plan.apply(&args),
+            timing: plan.timing.clone(),
+            cluster,
+            stamp,
+            seq: 0,
+            json: std::mem::take(&mut json),
+        };
+        let mut warm: Vec<i32> =
+            if args.suites.producer || args.suites.latency { args.partitions.clone() } else { Vec::new() };
+        if memory && !warm.contains(&crate::memory::PARTITIONS) {
+            warm.push(crate::memory::PARTITIONS);
         }
-        for &partitions in &args.partitions {
-            for &codec in &args.codecs {
-                co.config_block(partitions, codec, &mut results).await;
-                results.elapsed = started.elapsed();
-                write(&results, &co.json)?;
+        co.warm_up(&warm).await;
+        if cluster_suites {
+            for &partitions in &args.partitions {
+                for &codec in &args.codecs {
+                    co.config_block(partitions, codec, &mut results.profiles[at]).await;
+                    results.elapsed = started.elapsed();
+                    write(&results, &co.json)?;
+                }
             }
         }
-        results.cluster_rss_kib = co.cluster.rss_kib();
-        results.notes.extend(co.cluster.deletion_note());
+        if memory {
+            let clients: Vec<Client> = args.clients.iter().copied().filter(|c| crate::memory::has_queue(*c)).collect();
+            if clients.is_empty() {
+                results.profiles[at].notes.push(
+                    "memory suite: skipped, no client with a queue to fill in --clients (gregor, gregor-ct, librdkafka)"
+                        .into(),
+                );
+            } else {
+                eprintln!("memory suite (queue bounds {:?})", args.memory_queues);
+            }
+            // per codec, every bound from the smallest up (the smallest gives the fixed memory)
+            for &codec in args.memory_codecs.iter().filter(|_| !clients.is_empty()) {
+                for &queue in &args.memory_queues {
+                    let rows = co.memory_cell(&clients, codec, queue).await;
+                    results.profiles[at].memory.extend(rows);
+                    results.elapsed = started.elapsed();
+                    write(&results, &co.json)?;
+                }
+            }
+        }
+        results.profiles[at].cluster_rss_kib = co.cluster.rss_kib();
+        results.profiles[at].notes.extend(co.cluster.deletion_note());
         json = std::mem::take(&mut co.json);
         co.cluster.stop().await;
     }
@@ -372,11 +482,17 @@ impl Coordinator {
         )
     }
 
-    fn run_spec(&mut self, client: Client, partitions: i32, codec: Codec, acks: i16, rate: Option<f64>) -> RunSpec {
+    /// A cell of the throughput suite (`rate` None) or of the latency suite.
+    fn cell(&self, partitions: i32, codec: Codec, acks: i16, rate: Option<f64>) -> Cell {
         let messages = match rate {
             Some(r) => ((r * self.args.latency_seconds).round() as usize).max(1000),
             None => self.args.messages,
         };
+        Cell { partitions, codec, acks, rate, queue: self.args.queue, messages }
+    }
+
+    fn run_spec(&mut self, client: Client, cell: &Cell) -> RunSpec {
+        let Cell { partitions, codec, acks, rate, queue, messages } = *cell;
         RunSpec {
             client,
             brokers: self.cluster.brokers.clone(),
@@ -388,8 +504,9 @@ impl Coordinator {
             message_size: self.args.message_size,
             batch: self.args.batch,
             linger_ms: self.args.linger_ms,
-            queue: self.args.queue,
+            queue,
             rate,
+            timing: self.timing.clone(),
             // the partitions' leaders are spread round robin over the brokers
             partitions_per_broker: (partitions as usize).div_ceil(self.cluster.broker_ids.len()),
             librdkafka: self.args.librdkafka.clone(),
@@ -402,12 +519,13 @@ impl Coordinator {
     /// cell by far (gregor's and gregor-ct's both 1.08 M msg/s against 3.0-3.8 M after), the
     /// cluster writing its logs into fresh memory, a page fault per 4 KiB, where later runs
     /// reuse the segment buffers of deleted topics.
-    async fn warm_up(&mut self) {
+    async fn warm_up(&mut self, partitions: &[i32]) {
         let Some(&client) = self.args.clients.first() else { return };
         // not under `--wrap` (a profiler sees the measured runs only)
         let args = Args { wrap: Vec::new(), ..self.args.clone() };
-        for partitions in self.args.partitions.clone() {
-            let spec = self.run_spec(client, partitions, Codec::None, 1, None);
+        for &partitions in partitions {
+            let cell = self.cell(partitions, Codec::None, 1, None);
+            let spec = self.run_spec(client, &cell);
             match one_run(&self.cluster, spec, &args, false).await {
                 Ok(r) => eprintln!("  warm-up (not measured): {}", r.summary()),
                 Err(e) => eprintln!("  warm-up (not measured) p{partitions} failed: {e}"),
@@ -416,7 +534,7 @@ impl Coordinator {
     }
 
     /// Every measurement of one partition count and codec.
-    async fn config_block(&mut self, partitions: i32, codec: Codec, results: &mut Results) {
+    async fn config_block(&mut self, partitions: i32, codec: Codec, results: &mut ProfileResults) {
         let args = self.args.clone();
         // the topic the consumers read: gregor's (else the first client's) first acks run
         let fill_client =
@@ -425,7 +543,8 @@ impl Coordinator {
         for (ai, &acks) in args.acks.iter().enumerate() {
             if args.suites.producer {
                 let keep = if args.suites.consumer && ai == 0 { fill_client } else { None };
-                let rows = self.producer_cell(partitions, codec, acks, None, args.repeat, keep, &mut fill).await;
+                let cell = self.cell(partitions, codec, acks, None);
+                let rows = self.producer_cell(cell, &args.clients, args.repeat, Pick::Rate, keep, &mut fill).await;
                 results.throughput.extend(rows);
             }
             if args.suites.latency && args.latency_partitions.contains(&partitions) {
@@ -438,8 +557,9 @@ impl Coordinator {
                 let rate = args.rate.or((slowest.is_finite()).then_some(slowest / 2.0));
                 match rate {
                     Some(rate) => {
+                        let cell = self.cell(partitions, codec, acks, Some(rate));
                         let rows = self
-                            .producer_cell(partitions, codec, acks, Some(rate), args.latency_repeat, None, &mut None)
+                            .producer_cell(cell, &args.clients, args.latency_repeat, Pick::P99, None, &mut None)
                             .await;
                         results.latency.extend(rows);
                     }
@@ -473,20 +593,32 @@ impl Coordinator {
         }
     }
 
+    /// A memory suite cell: the clients with a queue, alternating, at one queue bound with
+    /// enough messages to fill it.
+    async fn memory_cell(&mut self, clients: &[Client], codec: Codec, queue: usize) -> Vec<ProduceRow> {
+        let cell = Cell {
+            partitions: crate::memory::PARTITIONS,
+            codec,
+            acks: crate::memory::ACKS,
+            rate: None,
+            queue,
+            messages: crate::memory::messages_for(self.args.messages, queue),
+        };
+        self.producer_cell(cell, clients, self.args.memory_repeat, Pick::PerHeld, None, &mut None).await
+    }
+
     /// One producer cell: every client, `repeat` times, alternating. With `keep`, that client's
     /// first successful run leaves its topic in place as the consumers' `fill`.
-    #[allow(clippy::too_many_arguments)]
     async fn producer_cell(
         &mut self,
-        partitions: i32,
-        codec: Codec,
-        acks: i16,
-        rate: Option<f64>,
+        cell: Cell,
+        clients: &[Client],
         repeat: usize,
+        pick: Pick,
         keep: Option<Client>,
         fill: &mut Option<Fill>,
     ) -> Vec<ProduceRow> {
-        let clients = self.args.clients.clone();
+        let Cell { partitions, codec, acks, rate, queue, .. } = cell;
         let mut per_client: Vec<Vec<Result<RunResult, String>>> = vec![Vec::new(); clients.len()];
         for _ in 0..repeat {
             for (ci, &client) in clients.iter().enumerate() {
@@ -496,13 +628,13 @@ impl Coordinator {
                 let want_keep = keep == Some(client) && fill.is_none();
                 let kept: RefCell<Option<Fill>> = RefCell::new(None);
                 let label = format!(
-                    "{} p{partitions} acks={acks} {}{}",
+                    "{} p{partitions} acks={acks} {}{}{}",
                     client.name(),
                     codec.name(),
-                    rate.map_or(String::new(), |r| format!(" @{r:.0}/s"))
+                    rate.map_or(String::new(), |r| format!(" @{r:.0}/s")),
+                    if matches!(pick, Pick::PerHeld) { format!(" queue={queue}") } else { String::new() }
                 );
-                let specs: Vec<RunSpec> =
-                    (0..=self.args.redo).map(|_| self.run_spec(client, partitions, codec, acks, rate)).collect();
+                let specs: Vec<RunSpec> = (0..=self.args.redo).map(|_| self.run_spec(client, &cell)).collect();
                 let (cluster, args, kept_ref) = (&self.cluster, &self.args, &kept);
                 let result = with_redo(args, &label, &mut self.json, |attempt| {
                     let spec = specs[attempt].clone();
@@ -530,20 +662,23 @@ impl Coordinator {
             .iter()
             .zip(per_client)
             .map(|(&client, results)| {
-                let (outcome, all_rates) = match client.unsupported(codec) {
-                    Some(reason) => (Outcome::Na(reason.to_owned()), Vec::new()),
-                    // a paced run: the one with the median p99
-                    None if rate.is_some() => median_by(results, |r| r.p99_us.unwrap_or(f64::INFINITY)),
-                    None => median(results),
+                let (outcome, all_rates) = match (client.unsupported(codec), pick) {
+                    (Some(reason), _) => (Outcome::Na(reason.to_owned()), Vec::new()),
+                    (None, Pick::Rate) => median(results),
+                    (None, Pick::P99) => median_by(results, |r| r.p99_us.unwrap_or(f64::INFINITY)),
+                    (None, Pick::PerHeld) => median_by(results, |r| {
+                        crate::memory::per_held(r.client_kib(), r.peak_held).unwrap_or(f64::INFINITY)
+                    }),
                 };
-                ProduceRow { client, partitions, acks, codec, outcome, all_rates, paced: rate }
+                ProduceRow { client, partitions, acks, codec, queue, outcome, all_rates, paced: rate }
             })
             .collect()
     }
 
     /// A producer run whose only purpose is to fill a topic for the consumers.
     async fn fill(&mut self, client: Client, partitions: i32, codec: Codec, acks: i16) -> Option<Fill> {
-        let spec = self.run_spec(client, partitions, codec, acks, None);
+        let cell = self.cell(partitions, codec, acks, None);
+        let spec = self.run_spec(client, &cell);
         match one_run(&self.cluster, spec, &self.args, true).await {
             Ok(r) => Some(Fill {
                 topic: r.spec.topic.clone(),
@@ -579,6 +714,7 @@ impl Coordinator {
                     fetch_wait_ms: self.args.fetch_wait_ms,
                     streams: self.args.streams.unwrap_or(partitions as usize),
                     written_by: fill.written_by.clone(),
+                    timing: self.timing.clone(),
                     librdkafka: self.args.librdkafka.clone(),
                 };
                 let label = format!("{} p{partitions} {} (read)", client.name(), codec.name());

@@ -176,6 +176,9 @@ pub struct RunSpec {
     /// Messages per second handed to the client (None: as fast as it takes them).
     #[serde(default)]
     pub rate: Option<f64>,
+    /// The cluster's timing profile (None: an external cluster), for the JSON's readers.
+    #[serde(default)]
+    pub timing: Option<String>,
     /// Partitions led per broker (for gregor's per-request batch size).
     pub partitions_per_broker: usize,
     /// `--librdkafka K=V`: librdkafka properties set after the benchmark's own.
@@ -269,6 +272,9 @@ pub struct ConsumeSpec {
     pub streams: usize,
     /// Which producer wrote the topic (for the report).
     pub written_by: String,
+    /// The cluster's timing profile (None: an external cluster), for the JSON's readers.
+    #[serde(default)]
+    pub timing: Option<String>,
     /// `--librdkafka K=V`: librdkafka properties set after the benchmark's own.
     #[serde(default)]
     pub librdkafka: Vec<(String, String)>,

@@ -1,0 +1,256 @@
+//! The memory suite's arithmetic: producer runs whose queue fills (a broker that takes time,
+//! more messages than the queue holds), one cell per client, codec and queue bound, and from
+//! them what a message held costs the client, its fixed memory, and gregor's figures over
+//! librdkafka's.
+
+use crate::run::{Outcome, ProduceRow};
+use crate::spec::{Client, Codec, RunResult};
+
+/// Partitions of every memory run's topic.
+pub const PARTITIONS: i32 = 6;
+/// acks of every memory run.
+pub const ACKS: i16 = 1;
+/// A queue counts as full when the client held at least this share of its bound.
+pub const FULL: f64 = 0.95;
+
+/// Messages of a memory run: enough to fill the queue three times over, at least `--messages`.
+pub fn messages_for(messages: usize, queue: usize) -> usize {
+    messages.max(queue.saturating_mul(3))
+}
+
+/// The bytes a message of `value` bytes with a null key takes as Message v0 in a MessageSet:
+/// offset 8, size 4, crc 4, magic 1, attributes 1, key length 4, value length 4, the value.
+pub fn wire_size_v0(value: usize) -> usize {
+    26 + value
+}
+
+/// The clients with a queue (`queue.buffering.max.messages`) to fill: kafka-rust sends
+/// synchronously and holds one `send_all` slice.
+pub fn has_queue(client: Client) -> bool {
+    client != Client::KafkaRust
+}
+
+/// One memory cell, as its table shows it.
+#[derive(Debug, Clone)]
+pub struct Line<'a> {
+    pub client: Client,
+    pub codec: Codec,
+    pub queue: usize,
+    pub run: &'a RunResult,
+    /// Client memory per message held at the peak, bytes.
+    pub per_held: Option<f64>,
+    /// The same client's (and codec's) client memory at the smallest queue bound, KiB: what it
+    /// takes whatever it holds (runtime, connections, buffers).
+    pub fixed_kib: Option<u64>,
+    /// (client memory − fixed) per message held, bytes; None at the smallest bound itself.
+    pub above_fixed: Option<f64>,
+    /// Peak held ÷ the bound.
+    pub fill: f64,
+}
+
+impl Line<'_> {
+    pub fn full(&self) -> bool {
+        self.fill >= FULL
+    }
+}
+
+/// Bytes of client memory per message held.
+pub fn per_held(client_kib: u64, held: usize) -> Option<f64> {
+    (held > 0).then(|| client_kib as f64 * 1024.0 / held as f64)
+}
+
+/// Bytes of client memory above the fixed part per message held (negative when the run took
+/// less than the smallest bound's: noise of a few pages).
+pub fn above_fixed(client_kib: u64, fixed_kib: u64, held: usize) -> Option<f64> {
+    (held > 0).then(|| (client_kib as f64 - fixed_kib as f64) * 1024.0 / held as f64)
+}
+
+/// Every measured memory cell, in the order the rows came.
+pub fn lines(rows: &[ProduceRow]) -> Vec<Line<'_>> {
+    rows.iter()
+        .filter_map(|row| {
+            let run = row.outcome.ok()?;
+            // the smallest bound this client and codec ran at, measured or not
+            let smallest = rows
+                .iter()
+                .filter(|r| r.client == row.client && r.codec == row.codec)
+                .min_by_key(|r| r.queue)
+                .expect("the row itself");
+            let fixed_kib = smallest.outcome.ok().map(RunResult::client_kib);
+            let above = match fixed_kib {
+                Some(f) if smallest.queue < row.queue => above_fixed(run.client_kib(), f, run.peak_held),
+                _ => None,
+            };
+            Some(Line {
+                client: row.client,
+                codec: row.codec,
+                queue: row.queue,
+                run,
+                per_held: per_held(run.client_kib(), run.peak_held),
+                fixed_kib,
+                above_fixed: above,
+                fill: run.peak_held as f64 / row.queue.max(1) as f64,
+            })
+        })
+        .collect()
+}
+
+/// gregor's (or gregor-ct's) figures over librdkafka's in one cell.
+#[derive(Debug, Clone)]
+pub struct Ratio<'a> {
+    pub gregor: &'a Line<'a>,
+    pub peer: &'a Line<'a>,
+    pub per_held: Option<f64>,
+    pub above_fixed: Option<f64>,
+    pub user: Option<f64>,
+    pub sys: Option<f64>,
+    /// Both held at least [`FULL`] of the bound: the comparison is of equal fills.
+    pub equal_fills: bool,
+}
+
+fn div(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 && a.is_finite() => Some(a / b),
+        _ => None,
+    }
+}
+
+/// CPU seconds per million messages acknowledged.
+pub fn per_million(seconds: f64, r: &RunResult) -> f64 {
+    seconds * 1e6 / (r.acked as f64).max(1.0)
+}
+
+/// Every gregor line beside librdkafka's of the same codec and bound.
+pub fn ratios<'a>(lines: &'a [Line<'a>]) -> Vec<Ratio<'a>> {
+    lines
+        .iter()
+        .filter(|g| g.client.is_gregor())
+        .filter_map(|g| {
+            let p =
+                lines.iter().find(|p| p.client == Client::Librdkafka && p.codec == g.codec && p.queue == g.queue)?;
+            let cpu = |l: &Line, sys: bool| {
+                let s = if sys { l.run.cpu_sys_s } else { l.run.cpu_user_s };
+                // a kernel's user/system split from its ticks can give a short run 0 system time
+                (s > 0.0).then(|| per_million(s, l.run))
+            };
+            Some(Ratio {
+                gregor: g,
+                peer: p,
+                per_held: div(g.per_held, p.per_held),
+                above_fixed: div(g.above_fixed, p.above_fixed),
+                user: div(cpu(g, false), cpu(p, false)),
+                sys: div(cpu(g, true), cpu(p, true)),
+                equal_fills: g.full() && p.full(),
+            })
+        })
+        .collect()
+}
+
+/// A row's outcome in words, for a cell with no line (failed, n/a).
+pub fn not_measured(row: &ProduceRow) -> Option<String> {
+    match &row.outcome {
+        Outcome::Ok(_) => None,
+        Outcome::Failed(e) => Some(format!("FAILED: {e}")),
+        Outcome::Na(why) => Some(format!("n/a: {why}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A memory run of `client` at `queue` that took `client_kib` and held `held`.
+    fn row(client: Client, codec: Codec, queue: usize, client_kib: u64, held: usize, cpu: (f64, f64)) -> ProduceRow {
+        let spec = serde_json::json!({
+            "client": client, "brokers": "b", "topic": "t", "partitions": PARTITIONS, "acks": ACKS,
+            "codec": codec, "messages": 3 * queue, "message_size": 100, "batch": 1000, "linger_ms": 10,
+            "queue": queue, "partitions_per_broker": 2,
+        });
+        let result = serde_json::json!({
+            "spec": spec, "acked": 2_000_000, "failed": 0, "first_error": null, "elapsed_s": 1.0,
+            "p50_us": null, "p99_us": null, "cpu_user_s": cpu.0, "cpu_sys_s": cpu.1,
+            "peak_rss_kib": 20_000 + client_kib, "baseline_rss_kib": 20_000, "peak_held": held,
+        });
+        ProduceRow {
+            client,
+            partitions: PARTITIONS,
+            acks: ACKS,
+            codec,
+            queue,
+            outcome: Outcome::Ok(serde_json::from_value(result).unwrap()),
+            all_rates: Vec::new(),
+            paced: None,
+        }
+    }
+
+    #[test]
+    fn messages_fill_the_queue_three_times_and_a_v0_message_is_26_bytes_more() {
+        assert_eq!(messages_for(1_000_000, 2000), 1_000_000);
+        assert_eq!(messages_for(1_000_000, 1_000_000), 3_000_000);
+        assert_eq!(messages_for(100_000, 100_000), 300_000);
+        assert_eq!(wire_size_v0(100), 126);
+        assert!(has_queue(Client::GregorCt) && !has_queue(Client::KafkaRust));
+    }
+
+    #[test]
+    fn per_message_held_and_above_the_fixed_part() {
+        // 6 MiB at 2,000 held (the fixed part), 30 MiB at 100,000, 180 MiB at 1,000,000
+        let rows = vec![
+            row(Client::Gregor, Codec::None, 2000, 6 * 1024, 2048, (1.0, 0.5)),
+            row(Client::Gregor, Codec::None, 100_000, 30 * 1024, 102_000, (1.0, 0.5)),
+            row(Client::Gregor, Codec::None, 1_000_000, 180 * 1024, 1_002_000, (1.0, 0.5)),
+        ];
+        let l = lines(&rows);
+        assert_eq!(l.len(), 3);
+        assert_eq!(l.iter().map(|l| l.fixed_kib).collect::<Vec<_>>(), [Some(6144); 3]);
+        assert_eq!(l[0].per_held, Some(6.0 * 1048576.0 / 2048.0));
+        assert_eq!(l[0].above_fixed, None, "the smallest bound is the fixed part itself");
+        let above = l[1].above_fixed.unwrap();
+        assert!((above - 24.0 * 1048576.0 / 102_000.0).abs() < 1e-9, "{above}");
+        let above = l[2].above_fixed.unwrap();
+        assert!((above - 174.0 * 1048576.0 / 1_002_000.0).abs() < 1e-9, "{above}");
+        assert!((above / wire_size_v0(100) as f64 - 1.445).abs() < 0.01);
+        assert!(l.iter().all(Line::full));
+        assert_eq!(per_held(1, 0), None);
+        assert_eq!(above_fixed(1000, 1024, 1024), Some(-24.0), "below the fixed part: shown as it is");
+    }
+
+    #[test]
+    fn the_fixed_part_is_missing_when_the_smallest_bound_failed() {
+        let mut rows = vec![
+            row(Client::Gregor, Codec::None, 2000, 6 * 1024, 2000, (1.0, 0.5)),
+            row(Client::Gregor, Codec::None, 100_000, 30 * 1024, 100_000, (1.0, 0.5)),
+            row(Client::Gregor, Codec::Snappy, 2000, 7 * 1024, 2000, (1.0, 0.5)),
+        ];
+        rows[0].outcome = Outcome::Failed("boom".into());
+        let l = lines(&rows);
+        assert_eq!(l.len(), 2, "no line for the failed cell");
+        assert_eq!((l[0].queue, l[0].fixed_kib, l[0].above_fixed), (100_000, None, None));
+        assert_eq!((l[1].codec, l[1].fixed_kib), (Codec::Snappy, Some(7 * 1024)), "per codec");
+        assert_eq!(not_measured(&rows[0]).as_deref(), Some("FAILED: boom"));
+    }
+
+    #[test]
+    fn gregor_over_librdkafka_and_unequal_fills() {
+        let rows = vec![
+            row(Client::Gregor, Codec::None, 2000, 6 * 1024, 2000, (1.0, 0.2)),
+            row(Client::Librdkafka, Codec::None, 2000, 4 * 1024, 2000, (2.0, 0.4)),
+            row(Client::Gregor, Codec::None, 1_000_000, 180 * 1024, 1_000_000, (1.0, 0.2)),
+            // librdkafka held only 60% of its bound
+            row(Client::Librdkafka, Codec::None, 1_000_000, 200 * 1024, 600_000, (2.0, 0.0)),
+        ];
+        let l = lines(&rows);
+        let r = ratios(&l);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].per_held, Some(1.5));
+        assert_eq!((r[0].user, r[0].sys), (Some(0.5), Some(0.5)));
+        assert!(r[0].equal_fills);
+        assert_eq!(r[0].above_fixed, None);
+        // per held: (180 MiB / 1,000,000) / (200 MiB / 600,000) = 0.54
+        assert!((r[1].per_held.unwrap() - 0.54).abs() < 1e-9);
+        // above fixed: (174 / 1,000,000) / (196 / 600,000)
+        assert!((r[1].above_fixed.unwrap() - 174.0 * 0.6 / 196.0).abs() < 1e-9);
+        assert_eq!(r[1].sys, None, "no system time measured for the peer: no ratio");
+        assert!(!r[1].equal_fills && !r[1].peer.full() && r[1].gregor.full());
+    }
+}

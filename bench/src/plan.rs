@@ -1,0 +1,174 @@
+//! Which clusters a run covers and what runs on each. `--timing` names the FakeCluster's broker
+//! timing profiles, in order: each gets a cluster of its own, started when the one before is
+//! stopped, and the cluster suites (producer, latency, consumer) run on each. The default run
+//! covers both profiles; the real-timing one then runs each cell once (`--real-timing-repeat`),
+//! its runs being several times longer, so that the whole run stays within about 40 minutes.
+
+use crate::Args;
+
+/// Answers at once (`gregor_testkit::Timing::instant`).
+pub const INSTANT: &str = "instant";
+/// A real broker's timing (`gregor_testkit::Timing::kafka_0_8_2`).
+pub const REAL: &str = "kafka-0.8.2";
+/// Every profile, in the default run's order.
+pub const PROFILES: [&str; 2] = [INSTANT, REAL];
+
+/// `--timing LIST`: the profiles named, in the order given, each once.
+pub fn parse_timing(list: &str) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in list.split(',').map(str::trim) {
+        if !PROFILES.contains(&t) {
+            return Err(format!(
+                "--timing: unknown profile {t:?} (instant, kafka-0.8.2, or both: instant,kafka-0.8.2)"
+            ));
+        }
+        if !out.iter().any(|o| o == t) {
+            out.push(t.to_owned());
+        }
+    }
+    Ok(out)
+}
+
+/// One cluster and what runs on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// The FakeCluster's timing profile; `None`: the external cluster.
+    pub timing: Option<String>,
+    pub repeat: usize,
+    pub consumer_repeat: usize,
+    pub latency_repeat: usize,
+    /// The memory suite runs on this cluster: `kafka-0.8.2`'s (a broker that takes time, so
+    /// the queues fill), else the first.
+    pub memory: bool,
+    /// Why its runs per cell are fewer than the options say, for the report.
+    pub reduced: Option<String>,
+}
+
+impl Plan {
+    /// The profile's name, `external` for an external cluster.
+    pub fn name(&self) -> &str {
+        self.timing.as_deref().unwrap_or("external")
+    }
+
+    /// The options as this cluster's runs use them (its runs per cell).
+    pub fn apply(&self, args: &Args) -> Args {
+        Args {
+            repeat: self.repeat,
+            consumer_repeat: self.consumer_repeat,
+            latency_repeat: self.latency_repeat,
+            ..args.clone()
+        }
+    }
+}
+
+/// The clusters of a run, in order: one per `--timing` profile, or the external cluster.
+pub fn plans(args: &Args) -> Vec<Plan> {
+    let base = |timing: Option<String>| Plan {
+        timing,
+        repeat: args.repeat,
+        consumer_repeat: args.consumer_repeat,
+        latency_repeat: args.latency_repeat,
+        memory: false,
+        reduced: None,
+    };
+    if args.external.is_some() {
+        return vec![Plan { memory: true, ..base(None) }];
+    }
+    let memory_on =
+        if args.timing.iter().any(|t| t == REAL) { REAL } else { args.timing.first().map_or(REAL, String::as_str) };
+    let several = args.timing.len() > 1;
+    // given, it applies whatever the profiles; by default only beside another profile
+    let real_repeat = args.real_timing_repeat.or(several.then_some(1));
+    args.timing
+        .iter()
+        .map(|t| {
+            let mut plan = Plan { memory: t == memory_on, ..base(Some(t.clone())) };
+            if let (REAL, Some(r)) = (t.as_str(), real_repeat) {
+                let fewer = r < plan.repeat || r < plan.consumer_repeat || r < plan.latency_repeat;
+                (plan.repeat, plan.consumer_repeat, plan.latency_repeat) = (r, r, r);
+                if fewer {
+                    plan.reduced = Some(format!(
+                        "{r} run(s) per cell on `{REAL}` in every suite ({}), where the options ask for {} \
+                         (producer), {} (consumer) and {} (latency): its runs take several times longer \
+                         than on `{INSTANT}`, and this keeps the whole run within about 40 minutes",
+                        if args.real_timing_repeat.is_some() {
+                            "`--real-timing-repeat`"
+                        } else {
+                            "the default beside another profile; `--real-timing-repeat R` to change it"
+                        },
+                        args.repeat,
+                        args.consumer_repeat,
+                        args.latency_repeat
+                    ));
+                }
+            }
+            plan
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timing_list_keeps_its_order_and_drops_repeats() {
+        assert_eq!(parse_timing("instant").unwrap(), ["instant"]);
+        assert_eq!(parse_timing("instant,kafka-0.8.2").unwrap(), ["instant", "kafka-0.8.2"]);
+        assert_eq!(parse_timing("kafka-0.8.2, instant,kafka-0.8.2").unwrap(), ["kafka-0.8.2", "instant"]);
+        assert!(parse_timing("instant,slow").unwrap_err().contains("\"slow\""));
+        assert!(parse_timing("").is_err());
+    }
+
+    fn plans_of(v: &[&str]) -> Vec<Plan> {
+        plans(&crate::parse_args(v.iter().map(|a| a.to_string()).collect()).unwrap())
+    }
+
+    #[test]
+    fn the_memory_suite_runs_on_the_real_timing_profile_else_the_first() {
+        let on = |v: &[&str]| plans_of(v).iter().filter(|p| p.memory).map(|p| p.name().to_owned()).collect::<Vec<_>>();
+        assert_eq!(on(&[]), ["kafka-0.8.2"]);
+        assert_eq!(on(&["--timing", "kafka-0.8.2,instant"]), ["kafka-0.8.2"]);
+        assert_eq!(on(&["--timing", "instant"]), ["instant"]);
+        assert_eq!(on(&["--brokers", "h:9092", "--zookeeper", "h:2181"]), ["external"]);
+    }
+
+    fn repeats(p: &Plan) -> (String, usize, usize, usize, bool) {
+        (p.name().to_owned(), p.repeat, p.consumer_repeat, p.latency_repeat, p.reduced.is_some())
+    }
+
+    fn of(name: &str, r: usize, c: usize, l: usize, reduced: bool) -> (String, usize, usize, usize, bool) {
+        (name.to_owned(), r, c, l, reduced)
+    }
+
+    #[test]
+    fn the_default_run_covers_both_profiles_the_real_one_once_per_cell() {
+        let p = plans_of(&[]);
+        assert_eq!(
+            p.iter().map(repeats).collect::<Vec<_>>(),
+            [of("instant", 3, 3, 3, false), of("kafka-0.8.2", 1, 1, 1, true)]
+        );
+        let why = p[1].reduced.as_deref().unwrap();
+        assert!(why.contains("1 run(s) per cell") && why.contains("--real-timing-repeat"), "{why}");
+        // a smoke run has one run per cell anyway: nothing is reduced
+        let p = plans_of(&["--quick"]);
+        assert_eq!(
+            p.iter().map(repeats).collect::<Vec<_>>(),
+            [of("instant", 1, 1, 1, false), of("kafka-0.8.2", 1, 1, 1, false)]
+        );
+    }
+
+    #[test]
+    fn one_profile_alone_keeps_the_repeat_options_unless_told() {
+        let one = |v: &[&str]| plans_of(v).iter().map(repeats).collect::<Vec<_>>();
+        assert_eq!(one(&["--timing", "instant"]), [of("instant", 3, 3, 3, false)]);
+        assert_eq!(one(&["--timing", "kafka-0.8.2", "--repeat", "5"]), [of("kafka-0.8.2", 5, 3, 3, false)]);
+        assert_eq!(one(&["--timing", "kafka-0.8.2", "--real-timing-repeat", "2"]), [of("kafka-0.8.2", 2, 2, 2, true)]);
+        assert_eq!(
+            one(&["--timing", "kafka-0.8.2,instant", "--real-timing-repeat", "4", "--latency-repeat", "1"]),
+            [of("kafka-0.8.2", 4, 4, 4, false), of("instant", 3, 3, 1, false)]
+        );
+        let external = one(&["--brokers", "h:9092", "--zookeeper", "h:2181"]);
+        assert_eq!(external, [of("external", 3, 3, 3, false)]);
+    }
+}
