@@ -39,13 +39,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use gregor_net::MetadataCache;
 use gregor_protocol::messages::ProduceResponse;
 use gregor_protocol::{Compression, MessageSet};
 use tokio::sync::mpsc;
 use tokio::task::{Id, JoinError, JoinSet};
 use tokio::time::Instant;
-use futures_util::StreamExt;
 use tracing::Instrument;
 
 use crate::accumulator::{Accumulator, AccumulatorConfig};
