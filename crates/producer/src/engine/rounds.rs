@@ -282,9 +282,7 @@ impl Engine {
                     drop(queued);
                     sent
                 } else {
-                    let response = conn.request_queued(version, &request).await;
-                    drop(queued);
-                    response?.await.map(Some)
+                    queue_then_wait(&conn, version, &request, queued).await
                 }
             }
             .await;
@@ -356,12 +354,7 @@ impl Engine {
                 let (queued, queued_rx) = oneshot::channel::<()>();
                 self.rounds.queue_order.insert(broker, queued_rx);
                 let handle = self.tasks.spawn(async move {
-                    let result = async {
-                        let response = conn.request_queued(version, &request).await;
-                        drop(queued);
-                        response?.await.map(Some)
-                    }
-                    .await;
+                    let result = queue_then_wait(&conn, version, &request, queued).await;
                     Completion::Produce { round: id, encoded, result }
                 });
                 self.task_kinds.insert(handle.id(), TaskKind::Round(id));
@@ -537,6 +530,19 @@ impl Format {
             Format::MessageSet { version }
         }
     }
+}
+
+/// Queues a round's `request` on `conn`, says so by dropping `queued` (the next round to the
+/// broker waits for that), then waits for its response.
+async fn queue_then_wait(
+    conn: &gregor_net::BrokerConnection,
+    version: i16,
+    request: &ProduceRequest,
+    queued: oneshot::Sender<()>,
+) -> Result<Option<ProduceResponse>, gregor_net::Error> {
+    let response = conn.request_queued(version, request).await;
+    drop(queued);
+    response?.await.map(Some)
 }
 
 /// The Produce request of a round (run by the round's task): each batch's set, built in
