@@ -42,7 +42,7 @@ use std::time::Duration;
 use gregor_protocol::{EncodedMessage, MessageSet};
 use tokio::time::Instant;
 
-use crate::blocks::Blocks;
+use crate::blocks::{Blocks, Pack, Queued};
 use crate::log::{self, Log};
 
 /// A broker id.
@@ -232,7 +232,7 @@ struct PartitionQueue<T> {
     loose_bytes: usize,
 }
 
-impl<T> PartitionQueue<T> {
+impl<T: Pack> PartitionQueue<T> {
     fn new(leader: Option<BrokerId>) -> Self {
         PartitionQueue {
             leader,
@@ -334,7 +334,7 @@ pub(crate) struct Accumulator<T> {
     due_chunks: Vec<PartitionKey>,
 }
 
-impl<T> Accumulator<T> {
+impl<T: Pack> Accumulator<T> {
     /// An empty accumulator.
     pub(crate) fn new(config: AccumulatorConfig) -> Accumulator<T> {
         let config = AccumulatorConfig {
@@ -483,7 +483,11 @@ impl<T> Accumulator<T> {
     /// chunk: the count starts again), and, when `copy`, a copy of their bytes as one
     /// uncompressed set (`None` when they came without bytes); `None` when there are none.
     #[allow(clippy::type_complexity)]
-    pub(crate) fn take_loose(&mut self, tp: &PartitionKey, copy: bool) -> Option<(Vec<&T>, Option<MessageSet>)> {
+    pub(crate) fn take_loose(
+        &mut self,
+        tp: &PartitionKey,
+        copy: bool,
+    ) -> Option<(Vec<Queued<'_, T>>, Option<MessageSet>)> {
         let q = self.partitions.get_mut(tp)?;
         let n = q.loose.min(q.queued.len());
         q.loose = 0;
@@ -497,7 +501,7 @@ impl<T> Accumulator<T> {
 
     /// The partition's queued records, oldest first (not those in flight or waiting to be
     /// retried); `None` when it has no queue.
-    pub(crate) fn queued(&self, tp: &PartitionKey) -> Option<impl DoubleEndedIterator<Item = &T> + Clone> {
+    pub(crate) fn queued(&self, tp: &PartitionKey) -> Option<impl DoubleEndedIterator<Item = Queued<'_, T>> + Clone> {
         self.partitions.get(tp).map(|q| q.queued.iter())
     }
 
@@ -778,7 +782,7 @@ impl<T> Accumulator<T> {
 
 /// Moves a partition's retry batch and queued records to `out`, each with its message when
 /// its bytes were in the log or its batch; returns how many.
-fn release_queue<T>(tp: &PartitionKey, q: &mut PartitionQueue<T>, out: &mut Vec<Released<T>>) -> usize {
+fn release_queue<T: Pack>(tp: &PartitionKey, q: &mut PartitionQueue<T>, out: &mut Vec<Released<T>>) -> usize {
     let before = out.len();
     let mut release = |records: Vec<T>, plain: Option<MessageSet>, attempts: u32| {
         let mut messages = plain.iter().flat_map(log::messages);
@@ -891,7 +895,10 @@ mod tests {
         a.append(&tp(0), 3, t0);
         a.append(&tp(0), 4, t0);
         assert_eq!(a.take_due_chunks(), [tp(0)], "listed once, at the third record");
-        assert_eq!(a.take_loose(&tp(0), true).unwrap().0.into_iter().copied().collect::<Vec<_>>(), [1, 2, 3, 4]);
+        assert_eq!(
+            a.take_loose(&tp(0), true).unwrap().0.into_iter().map(|r| r.record()).collect::<Vec<_>>(),
+            [1, 2, 3, 4]
+        );
         assert!(a.take_loose(&tp(0), true).is_none(), "the count starts again");
         for r in 5..=6 {
             a.append(&tp(0), r, t0);
@@ -904,8 +911,11 @@ mod tests {
         a.append(&tp(0), 7, t0);
         a.append(&tp(1), 103, t0);
         assert_eq!(a.take_due_chunks(), [tp(0)]);
-        assert_eq!(a.take_loose(&tp(0), true).unwrap().0.into_iter().copied().collect::<Vec<_>>(), [5, 6, 7]);
-        assert_eq!(a.take_loose(&tp(1), true).unwrap().0.into_iter().copied().collect::<Vec<_>>(), [103]);
+        assert_eq!(
+            a.take_loose(&tp(0), true).unwrap().0.into_iter().map(|r| r.record()).collect::<Vec<_>>(),
+            [5, 6, 7]
+        );
+        assert_eq!(a.take_loose(&tp(1), true).unwrap().0.into_iter().map(|r| r.record()).collect::<Vec<_>>(), [103]);
         // without chunk_bytes nothing is counted
         let mut plain = acc(config());
         for r in 1..=9 {

@@ -10,6 +10,7 @@ use std::task::{Context, Poll};
 use gregor_protocol::{EncodedMessage, Message};
 use tokio::sync::oneshot;
 
+use crate::blocks::{Pack, Packed, Queued};
 use crate::error::{DeliveryError, Error};
 use crate::record::RecordMetadata;
 use crate::topic::{Topic, TopicId};
@@ -193,7 +194,8 @@ impl DeliveryHandler for Forward {
 /// [`Error::Closed`], so every record gets one result.
 ///
 /// 24 bytes: a queued record sent with a static handler is this and its message's bytes in its
-/// partition's log (see `crate::log`); one sent with a future, a callback or an `Arc` handler
+/// partition's log (see `crate::log`), and while it waits in its partition's queue only 8 of
+/// them (packed, see `crate::blocks`); one sent with a future, a callback or an `Arc` handler
 /// keeps its slot in a 16-byte box. A record that carries more keeps it in a box ([`Full`]):
 /// a topic number and a message of its own while it is not in a log (on its way in, held for
 /// metadata, failed), the partition the application asked for, a timestamp or headers.
@@ -345,6 +347,51 @@ impl Pending {
                 Some(slot) => What::Slot(Box::new(slot)),
                 None => What::Bare,
             };
+        }
+    }
+}
+
+/// The handler index a packed record without a slot (an observer's own) carries.
+const NO_HANDLER: u32 = u32::MAX;
+
+/// A queued record sent with a static handler (or an observer's own) is kept in 8 bytes
+/// rather than 24 while it waits in its partition's queue (see `crate::blocks`).
+impl Pack for Pending {
+    fn pack(mut self) -> Result<Packed, Pending> {
+        let (handler, opaque) = match self.what {
+            What::Static(index, opaque) => (index, opaque),
+            What::Bare => (NO_HANDLER, 0),
+            _ => return Err(self),
+        };
+        // its slot is in the packed form now: dropping the rest delivers nothing
+        self.what = What::Bare;
+        Ok(Packed { seq: self.seq, handler, opaque })
+    }
+
+    fn unpack(packed: Packed) -> Pending {
+        let what = match packed.handler {
+            NO_HANDLER => What::Bare,
+            index => What::Static(index, packed.opaque),
+        };
+        Pending { seq: packed.seq, what }
+    }
+}
+
+impl Queued<'_, Pending> {
+    /// The record's order of arrival at the background task.
+    pub(crate) fn seq(&self) -> u64 {
+        match self {
+            Queued::Kept(p) => p.seq,
+            Queued::Packed(p) => p.seq,
+        }
+    }
+
+    /// Its message: the placeholder while its bytes are in a log or batch (as a packed
+    /// record's always are).
+    pub(crate) fn message(&self) -> &EncodedMessage {
+        match self {
+            Queued::Kept(p) => p.message(),
+            Queued::Packed(_) => &PLACEHOLDER,
         }
     }
 }

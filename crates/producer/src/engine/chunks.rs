@@ -91,7 +91,7 @@ impl Engine {
                 continue;
             }
             let (Some(first), Some(last)) = (records.first(), records.last()) else { continue };
-            let (first, last, count) = (first.seq, last.seq, records.len());
+            let (first, last, count) = (first.seq(), last.seq(), records.len());
             let plain = match plain {
                 Some(plain) => Ok(plain),
                 // records that kept their own bytes (appended without the log: tests)
@@ -147,7 +147,7 @@ impl Engine {
             // records that went another way (a record held for metadata can come back with an
             // older number, so the tests are membership, not order)
             let in_batch = records[covered..].iter().any(|p| p.seq == c.first);
-            if !in_batch && self.acc.queued(tp).is_some_and(|mut q| q.any(|p| p.seq == c.first)) {
+            if !in_batch && self.acc.queued(tp).is_some_and(|mut q| q.any(|p| p.seq() == c.first)) {
                 break;
             }
             if let ChunkSet::Running(task) = chunks.pop_front().expect("looked at").set {
