@@ -795,7 +795,9 @@ fn release_queue<T: Pack>(tp: &PartitionKey, q: &mut PartitionQueue<T>, out: &mu
         }));
     };
     for retry in q.retry.drain(..) {
-        release(retry.batch.records, retry.batch.plain, retry.batch.attempts);
+        // a batch built for a round keeps only the set it sent: read back from it
+        let plain = retry.batch.plain.or_else(|| retry.batch.encoded.as_ref().and_then(log::plain_of));
+        release(retry.batch.records, plain, retry.batch.attempts);
     }
     let n = q.queued.len();
     let (records, plain) = q.take(n);

@@ -266,6 +266,32 @@ pub(crate) fn messages(set: &MessageSet) -> impl Iterator<Item = EncodedMessage>
     })
 }
 
+/// The uncompressed set of Message v0 entries (as [`Log::take`] makes them) holding the records
+/// of an encoded set: a compressed message set, or a RecordBatch v2, as a batch is sent. A
+/// compressed batch in flight keeps only its encoded bytes; its records' keys and values are
+/// read back from them for a failure or the observer. Timestamps and headers are not kept
+/// (a record's error carries its key and value). `None` when the set cannot be read.
+pub(crate) fn plain_of(encoded: &MessageSet) -> Option<MessageSet> {
+    use gregor_protocol::message::DecodeOptions;
+    use gregor_protocol::record::Batches;
+    use gregor_protocol::{Compression, Message};
+
+    let bytes = encoded.as_bytes();
+    // Message v0/v1 entries, uncompressed (attributes' codec bits 0): already plain
+    let (magic, attributes) = (bytes.get(16).copied(), bytes.get(17).copied());
+    if matches!(magic, Some(0 | 1)) && attributes.is_some_and(|a| a & 0x07 == 0) {
+        return Some(encoded.clone());
+    }
+    let mut messages = Vec::new();
+    for batch in Batches::new(encoded.as_bytes().clone(), &DecodeOptions::default()) {
+        for record in batch.ok()?.records() {
+            let record = record.ok()?;
+            messages.push(Message::new(record.key, record.value));
+        }
+    }
+    MessageSet::from_messages(messages, Compression::None).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use bytes::Bytes;
@@ -376,5 +402,41 @@ mod tests {
         let mut negative = set.to_vec();
         negative[8..12].copy_from_slice(&(-1i32).to_be_bytes());
         assert!(messages(&MessageSet::from_bytes(negative.into())).next().is_none());
+    }
+
+    /// What a batch in flight sent (compressed, a RecordBatch v2, or plain) gives back the
+    /// records it was built from, keys and values as they were.
+    #[test]
+    fn plain_of_reads_the_records_back_from_any_set_a_batch_is_sent_as() {
+        use gregor_protocol::record::RecordBatchBuilder;
+        use gregor_protocol::Compression;
+
+        let ms: Vec<EncodedMessage> = (0..5)
+            .map(|i| {
+                let key = (i % 2 == 0).then(|| Bytes::from(format!("k{i}")));
+                EncodedMessage::encode(&Message::new(key, Some(Bytes::from(vec![b'a' + i; 30])))).unwrap()
+            })
+            .collect();
+        let plain = MessageSet::from_encoded(&ms, Compression::None).unwrap();
+        let same = plain_of(&plain).unwrap();
+        assert_eq!(same.as_bytes().as_ptr(), plain.as_bytes().as_ptr(), "a plain set is its own, not a copy");
+        for codec in [Compression::Gzip, Compression::Snappy, Compression::Lz4] {
+            let back = plain_of(&plain.compress(codec).unwrap()).unwrap();
+            assert_eq!(back.as_bytes(), plain.as_bytes(), "{codec:?}");
+        }
+        for codec in [Compression::None, Compression::Snappy, Compression::Zstd] {
+            let mut builder = RecordBatchBuilder::new(codec);
+            for m in &ms {
+                let m = m.to_message();
+                builder.append(1_700_000_000_000, m.key.as_deref(), m.value.as_deref()).unwrap();
+            }
+            let v2 = MessageSet::from_bytes(builder.finish().unwrap());
+            assert_eq!(messages(&plain_of(&v2).unwrap()).collect::<Vec<_>>(), ms, "v2 {codec:?}");
+        }
+        // a wrapper whose payload was damaged (its CRC no longer matches)
+        let mut damaged = plain.compress(Compression::Snappy).unwrap().into_bytes().to_vec();
+        let last = damaged.len() - 1;
+        damaged[last] ^= 0xff;
+        assert!(plain_of(&MessageSet::from_bytes(Bytes::from(damaged))).is_none(), "unreadable");
     }
 }

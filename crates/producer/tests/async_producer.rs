@@ -565,34 +565,42 @@ async fn records_of_every_size_land_byte_exact_and_failures_give_them_back() {
         }
         p.close(Duration::from_secs(1)).bounded().await;
     }
-    // failures carry the record's own bytes back
-    c.create_topic("sizes-failed", 1, 1).await.unwrap();
-    let p = producer(config(&c).queue_buffering_max(Duration::from_secs(10)));
-    warm(&p, "sizes-failed").await;
-    pause_all(&c);
-    let mut want = Vec::new();
-    let mut deliveries = Vec::new();
-    for (i, n) in sizes.iter().enumerate() {
-        let v = value(i, *n);
-        want.push((format!("k{i}"), v.clone()));
-        deliveries.push(p.send(Record::new("sizes-failed", v).with_key(format!("k{i}"))).await.unwrap());
+    // failures carry the record's own bytes back, also from a compressed batch in flight
+    // (which keeps only the set it sent: they are read back from it)
+    for codec in [Compression::None, Compression::Snappy, Compression::Gzip] {
+        let topic = format!("sizes-failed-{codec}");
+        c.create_topic(&topic, 1, 1).await.unwrap();
+        let p = producer(config(&c).compression_codec(codec).queue_buffering_max(Duration::from_secs(10)));
+        warm(&p, &topic).await;
+        pause_all(&c);
+        let mut want = Vec::new();
+        let mut deliveries = Vec::new();
+        for (i, n) in sizes.iter().enumerate() {
+            let v = value(i, *n);
+            want.push((format!("k{i}"), v.clone()));
+            deliveries.push(p.send(Record::new(topic.as_str(), v).with_key(format!("k{i}"))).await.unwrap());
+        }
+        let report = p.close(Duration::from_millis(300)).bounded().await;
+        resume_all(&c);
+        let mut in_flight = 0;
+        for d in deliveries {
+            let e = d.bounded().await.unwrap_err();
+            assert!(matches!(e.error, Error::Closed { .. }), "{e:?}");
+            in_flight += usize::from(matches!(e.error, Error::Closed { in_flight: true }));
+        }
+        assert_eq!(in_flight, sizes.len(), "{codec}: the close sent them; they were in flight");
+        let got: Vec<(String, String)> = report
+            .undelivered
+            .iter()
+            .map(|e| {
+                let text =
+                    |b: &Option<bytes::Bytes>| String::from_utf8(b.as_ref().expect("not null").to_vec()).unwrap();
+                (text(&e.key), text(&e.value))
+            })
+            .collect();
+        assert_eq!(got.len(), want.len());
+        assert!(got == want, "{codec}: the undelivered records' keys and values differ from what was sent");
     }
-    let report = p.close(Duration::from_millis(300)).bounded().await;
-    resume_all(&c);
-    for d in deliveries {
-        let e = d.bounded().await.unwrap_err();
-        assert!(matches!(e.error, Error::Closed { .. }), "{e:?}");
-    }
-    let got: Vec<(String, String)> = report
-        .undelivered
-        .iter()
-        .map(|e| {
-            let text = |b: &Option<bytes::Bytes>| String::from_utf8(b.as_ref().expect("not null").to_vec()).unwrap();
-            (text(&e.key), text(&e.value))
-        })
-        .collect();
-    assert_eq!(got.len(), want.len());
-    assert!(got == want, "the undelivered records' keys and values differ from what was sent");
 }
 
 // ---------------------------------------------------------------------------------------

@@ -164,7 +164,7 @@ impl Engine {
         self.meta.schedule.abandoned();
         for round in rounds {
             self.acc.round_done(round.broker);
-            for batch in round.batches {
+            for batch in round.into_batches() {
                 self.fail_batch(batch, Error::Closed { in_flight: true });
             }
         }
@@ -222,7 +222,7 @@ impl Drop for Engine {
         }
         let rounds: Vec<InFlight> = self.rounds.in_flight.drain().map(|(_, r)| r).collect();
         for round in rounds {
-            for batch in round.batches {
+            for batch in round.into_batches() {
                 self.fail_batch(batch, Error::Closed { in_flight: true });
             }
         }
@@ -287,6 +287,10 @@ pub(super) async fn deliver_loop(
 /// Gives a batch's records their messages back from its bytes (they hold a placeholder while
 /// their bytes are the batch's), for their errors and the observer.
 fn restore_messages(batch: &mut Batch<Pending>) {
+    // a batch built for a round keeps only the set it sent: read back from it
+    if batch.plain.is_none() {
+        batch.plain = batch.encoded.as_ref().and_then(crate::log::plain_of);
+    }
     if let Some(plain) = &batch.plain {
         for (pending, message) in batch.records.iter_mut().zip(crate::log::messages(plain)) {
             pending.set_message(message);

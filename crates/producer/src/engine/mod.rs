@@ -309,7 +309,7 @@ impl Engine {
                     Some(TaskKind::Round(round)) => {
                         if let Some(in_flight) = self.rounds.in_flight.remove(&round) {
                             self.acc.round_done(in_flight.broker);
-                            for batch in in_flight.batches {
+                            for batch in in_flight.into_batches() {
                                 self.fail_batch(batch, Error::Internal { reason: reason.to_owned() });
                             }
                         }

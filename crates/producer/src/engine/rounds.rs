@@ -59,7 +59,61 @@ enum SetSource {
 /// A round in flight: its broker and its batches.
 pub(super) struct InFlight {
     pub(super) broker: i32,
-    pub(super) batches: Vec<Batch<Pending>>,
+    batches: Vec<Batch<Pending>>,
+    /// Per batch, the bytes of a batch built for this round (see [`Kept`]).
+    kept: Vec<Option<Kept>>,
+}
+
+impl InFlight {
+    /// Its batches, each with its bytes back: its uncompressed set when its round's task did
+    /// not build the set it sends, else that set as its encoded one (its records read back
+    /// from it when they fail: `crate::log::plain_of`).
+    pub(super) fn into_batches(self) -> Vec<Batch<Pending>> {
+        let mut batches = self.batches;
+        for (batch, kept) in batches.iter_mut().zip(self.kept) {
+            match kept.map(Kept::take) {
+                Some(BatchBytes::Plain(plain)) => batch.plain = Some(plain),
+                Some(BatchBytes::Built(set)) if batch.encoded.is_none() => batch.encoded = Some(set),
+                _ => {}
+            }
+        }
+        batches
+    }
+}
+
+/// The bytes of a batch whose set its round builds, shared by the round in flight and its
+/// task: the batch's uncompressed set until the task has built the set it sends from it, then
+/// that set (which the request holds anyway). A batch in flight so holds its records once, not
+/// uncompressed beside compressed (or beside a RecordBatch v2 laid out from them): with a full
+/// queue on a broker that takes milliseconds, the records in flight are a large share of those
+/// held.
+#[derive(Clone)]
+struct Kept(Arc<std::sync::Mutex<BatchBytes>>);
+
+enum BatchBytes {
+    Plain(MessageSet),
+    Built(MessageSet),
+}
+
+impl Kept {
+    /// `plain` kept for a batch the round builds now.
+    fn new(plain: MessageSet) -> Kept {
+        Kept(Arc::new(std::sync::Mutex::new(BatchBytes::Plain(plain))))
+    }
+
+    fn take(self) -> BatchBytes {
+        let mut bytes = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::replace(&mut *bytes, BatchBytes::Built(MessageSet::new()))
+    }
+
+    /// The sets `produce_request` built, each in place of its batch's uncompressed set.
+    fn built(kept: &[Option<Kept>], encoded: &[Option<Result<MessageSet, gregor_protocol::Error>>]) {
+        for (kept, set) in kept.iter().zip(encoded) {
+            if let (Some(kept), Some(Ok(set))) = (kept, set) {
+                *kept.0.lock().unwrap_or_else(|p| p.into_inner()) = BatchBytes::Built(set.clone());
+            }
+        }
+    }
 }
 
 /// The rounds in flight and what orders them.
@@ -206,18 +260,28 @@ impl Engine {
                 batch.held = held_by_batch(batch);
             }
         }
-        let batches = round.batches;
+        let mut batches = round.batches;
+        // the batches built now give their uncompressed sets to the round (see `Kept`)
+        let kept: Vec<Option<Kept>> = batches
+            .iter_mut()
+            .zip(&sources)
+            .map(|(batch, (_, source))| match source {
+                SetSource::Plain(..) | SetSource::Chunked(..) => batch.plain.take().map(Kept::new),
+                SetSource::Encoded(..) | SetSource::Failed(_) => None,
+            })
+            .collect();
         let acks = self.config.request_required_acks();
         let timeout = self.config.request_timeout().as_millis().min(i32::MAX as u128) as i32;
         let id = self.rounds.next_id;
         self.rounds.next_id += 1;
         tracing::debug!(broker, batches = batches.len(), records, "produce");
-        self.rounds.in_flight.insert(id, InFlight { broker, batches });
+        self.rounds.in_flight.insert(id, InFlight { broker, batches, kept: kept.clone() });
         let pool = self.meta.cache.pool().clone();
-        let sources = match self.send_round_now(id, broker, acks, timeout, sources, &sequences, &extras, to_compress) {
-            Ok(()) => return,
-            Err(sources) => sources,
-        };
+        let sources =
+            match self.send_round_now(id, broker, acks, timeout, sources, &kept, &sequences, &extras, to_compress) {
+                Ok(()) => return,
+                Err(sources) => sources,
+            };
         // rounds to one broker reach its connection in the order they were made (with
         // max.in.flight above 1 several are in flight): each waits until the previous one is
         // queued (or gone), and says so by dropping `queued` once it is queued itself
@@ -269,6 +333,7 @@ impl Engine {
             } else {
                 produce_request(acks, timeout, sources, format, producer, &sequences, &extras)
             };
+            Kept::built(&kept, &encoded);
             let result = async {
                 if request.topics.is_empty() {
                     // nothing could be encoded: nothing to send
@@ -306,6 +371,7 @@ impl Engine {
         acks: i16,
         timeout: i32,
         sources: Vec<(PartitionKey, SetSource)>,
+        kept: &[Option<Kept>],
         sequences: &[Option<i32>],
         extras: &[Vec<(usize, RecordExtra)>],
         to_compress: usize,
@@ -336,6 +402,7 @@ impl Engine {
             return Err(sources);
         };
         let (request, encoded) = produce_request(acks, timeout, sources, Format::of(version), None, sequences, extras);
+        Kept::built(kept, &encoded);
         if request.topics.is_empty() {
             // nothing could be encoded: nothing to send
             let done = Completion::Produce { round: id, encoded, result: Ok(None) };
@@ -374,13 +441,14 @@ impl Engine {
         result: Result<Option<ProduceResponse>, gregor_net::Error>,
         now: Instant,
     ) {
-        let Some(mut in_flight) = self.rounds.in_flight.remove(&round) else { return };
+        let Some(in_flight) = self.rounds.in_flight.remove(&round) else { return };
         let broker = in_flight.broker;
         self.acc.round_done(broker);
         // the sets the task built stay with their batches (a retry sends them as they are);
         // a batch that could not be encoded was not sent, and fails here
-        let mut sent = Vec::with_capacity(in_flight.batches.len());
-        for (mut batch, set) in in_flight.batches.into_iter().zip(encoded) {
+        let batches = in_flight.into_batches();
+        let mut sent = Vec::with_capacity(batches.len());
+        for (mut batch, set) in batches.into_iter().zip(encoded) {
             match set {
                 None => sent.push(batch),
                 Some(Ok(set)) => {
@@ -398,8 +466,7 @@ impl Engine {
                 }
             }
         }
-        in_flight.batches = sent;
-        if in_flight.batches.is_empty() {
+        if sent.is_empty() {
             return;
         }
         // what became of each batch (see crate::outcome), and the error it fails or retries with
@@ -415,7 +482,7 @@ impl Engine {
             backoff: self.config.retry_backoff(),
             idempotent: self.rounds.idem.is_some(),
         };
-        for batch in in_flight.batches {
+        for batch in sent {
             let (answer, error) = match (&response, &failure) {
                 (_, Some((answer, error))) => (*answer, Some(error.clone())),
                 (None, None) => (Answer::Written, None),
