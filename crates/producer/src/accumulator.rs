@@ -16,7 +16,8 @@
 //! * **Ready** — a broker's partitions are sent when, for that broker: `batch.num.messages`
 //!   records wait; or one partition's oldest record has waited `queue.buffering.max.ms`; or a
 //!   retry's backoff has passed; or the accumulator holds `queue.buffering.max.messages`
-//!   records (full: everything is sent at once); or a flush or close is running.
+//!   records (full: everything is sent at once, to a broker with fewer than two rounds in
+//!   flight); or a flush or close is running.
 //! * **Rounds per broker** — at most `max_in_flight` (1 by default) rounds per broker in
 //!   flight, each holding at most `batch.num.messages` records; the brokers are independent,
 //!   so rounds to different brokers overlap.
@@ -148,6 +149,14 @@ pub(crate) struct AccumulatorConfig {
     /// [`Accumulator::take_loose`] gives its records since then. 0: never.
     pub(crate) chunk_bytes: usize,
 }
+
+/// A full accumulator sends a broker's queued records at once only while fewer than this many
+/// of its rounds are in flight: one being served and one waiting behind it keep the broker
+/// busy, and the records that come meanwhile make the next round. Sending at once whatever
+/// was queued up to `max_in_flight` rounds cut a full queue into ever smaller requests: at a
+/// queue of 2,000 on 6 partitions and 3 brokers, 127 records per Produce request (librdkafka:
+/// 333) and twice librdkafka's system CPU.
+const FULL_ROUNDS_AHEAD: usize = 2;
 
 /// What a record appended without bytes in the log (the tests') counts towards
 /// [`AccumulatorConfig::chunk_bytes`].
@@ -556,7 +565,6 @@ impl<T: Pack> Accumulator<T> {
     /// The rounds to send now: for each broker without a round in flight whose partitions are
     /// ready, one round of at most `batch.num.messages` records (see the module docs).
     pub(crate) fn drain(&mut self, now: Instant) -> Vec<Round<T>> {
-        let urgent = self.flushing || self.is_full();
         let mut by_broker: BTreeMap<BrokerId, Vec<PartitionKey>> = BTreeMap::new();
         for (tp, q) in &self.partitions {
             let Some(broker) = q.leader else { continue };
@@ -568,7 +576,7 @@ impl<T: Pack> Accumulator<T> {
         let mut rounds = Vec::new();
         for (broker, tps) in by_broker {
             let count: usize = tps.iter().map(|tp| self.partitions[tp].pending()).sum();
-            let ready = urgent
+            let ready = self.urgent(broker)
                 || count >= self.config.batch_num_messages
                 || tps.iter().any(|tp| {
                     let q = &self.partitions[tp];
@@ -630,7 +638,6 @@ impl<T: Pack> Accumulator<T> {
     /// (a linger ending, a retry backoff passing); `None` when only an outside event (a
     /// record, a leader, a round's outcome) can change that. Call it after `drain`.
     pub(crate) fn next_wakeup(&self, now: Instant) -> Option<Instant> {
-        let urgent = self.flushing || self.is_full();
         let mut next: Option<Instant> = None;
         for q in self.partitions.values() {
             let Some(broker) = q.leader else { continue };
@@ -639,7 +646,7 @@ impl<T: Pack> Accumulator<T> {
             }
             let at = match (q.retry.front(), q.oldest()) {
                 (Some(r), _) => r.not_before,
-                (None, Some(at)) if urgent => now.max(at),
+                (None, Some(at)) if self.urgent(broker) => now.max(at),
                 (None, Some(at)) => at + self.config.linger,
                 (None, None) => continue,
             };
@@ -657,6 +664,13 @@ impl<T: Pack> Accumulator<T> {
                 self.busy.remove(&broker);
             }
         }
+    }
+
+    /// True when the broker's queued records go now, whatever their number and linger: a
+    /// flush or close is running, or the accumulator is full and fewer than
+    /// [`FULL_ROUNDS_AHEAD`] of the broker's rounds are in flight.
+    fn urgent(&self, broker: BrokerId) -> bool {
+        self.flushing || (self.is_full() && self.busy.get(&broker).is_none_or(|n| *n < FULL_ROUNDS_AHEAD))
     }
 
     /// True when the broker has `max_in_flight` rounds in flight.
@@ -1044,6 +1058,43 @@ mod tests {
         // in flight still counts: while full, what arrives goes at once
         let _ = finish(&mut a, rounds);
         assert!(!a.is_full());
+    }
+
+    /// Full, a broker with two rounds in flight gets no third at once: its records wait for a
+    /// round to come back (or their linger), and then go as one round, not cut into one
+    /// round per arrival.
+    #[test]
+    fn a_full_accumulator_keeps_two_rounds_ahead_per_broker_not_more() {
+        let t0 = Instant::now();
+        let config = AccumulatorConfig { capacity: 6, batch_num_messages: 100, max_in_flight: 5, ..config() };
+        let mut a = acc(config);
+        for r in 1..=6 {
+            a.append(&tp(0), r, t0);
+        }
+        assert!(a.is_full());
+        let first = a.drain(t0);
+        assert_eq!(shape(&first), [(0, vec![(0, vec![1, 2, 3, 4, 5, 6], 1)])]);
+        // still full (in flight counts): records one at a time
+        a.append(&tp(0), 7, t0);
+        let second = a.drain(t0);
+        assert_eq!(shape(&second), [(0, vec![(0, vec![7], 1)])], "one round behind the first");
+        a.append(&tp(0), 8, t0);
+        a.append(&tp(0), 9, t0);
+        assert!(a.drain(t0).is_empty(), "two rounds ahead: the rest waits");
+        assert_eq!(a.next_wakeup(t0), Some(t0 + config.linger), "for its linger");
+        // a round comes back: the waiting records go together
+        let mut first = first;
+        a.round_done(0);
+        for batch in first.pop().unwrap().batches {
+            a.done(batch);
+        }
+        assert!(!a.is_full());
+        for r in 10..=12 {
+            a.append(&tp(0), r, t0);
+        }
+        assert!(a.is_full(), "full again, one round in flight");
+        assert_eq!(shape(&a.drain(t0)), [(0, vec![(0, vec![8, 9, 10, 11, 12], 1)])]);
+        assert_eq!(finish(&mut a, second), [7]);
     }
 
     #[test]
