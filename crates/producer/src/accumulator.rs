@@ -187,6 +187,14 @@ pub(crate) struct Batch<T> {
     pub(crate) sequence: Option<(u64, i32)>,
 }
 
+impl<T> Batch<T> {
+    /// Its records' bytes as uncompressed Message v0 entries: its `plain` set, or, for a batch
+    /// built for a round (which keeps only the set it sent), read back from `encoded`.
+    pub(crate) fn plain_or_sent(&self) -> Option<MessageSet> {
+        self.plain.clone().or_else(|| self.encoded.as_ref().and_then(log::plain_of))
+    }
+}
+
 /// The batches to send to one broker in one Produce request.
 #[derive(Debug)]
 pub(crate) struct Round<T> {
@@ -809,8 +817,7 @@ fn release_queue<T: Pack>(tp: &PartitionKey, q: &mut PartitionQueue<T>, out: &mu
         }));
     };
     for retry in q.retry.drain(..) {
-        // a batch built for a round keeps only the set it sent: read back from it
-        let plain = retry.batch.plain.or_else(|| retry.batch.encoded.as_ref().and_then(log::plain_of));
+        let plain = retry.batch.plain_or_sent();
         release(retry.batch.records, plain, retry.batch.attempts);
     }
     let n = q.queued.len();

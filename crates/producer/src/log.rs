@@ -272,24 +272,33 @@ pub(crate) fn messages(set: &MessageSet) -> impl Iterator<Item = EncodedMessage>
 /// read back from them for a failure or the observer. Timestamps and headers are not kept
 /// (a record's error carries its key and value). `None` when the set cannot be read.
 pub(crate) fn plain_of(encoded: &MessageSet) -> Option<MessageSet> {
-    use gregor_protocol::message::DecodeOptions;
-    use gregor_protocol::record::Batches;
-    use gregor_protocol::{Compression, Message};
-
     let bytes = encoded.as_bytes();
     // Message v0/v1 entries, uncompressed (attributes' codec bits 0): already plain
     let (magic, attributes) = (bytes.get(16).copied(), bytes.get(17).copied());
     if matches!(magic, Some(0 | 1)) && attributes.is_some_and(|a| a & 0x07 == 0) {
         return Some(encoded.clone());
     }
+    MessageSet::from_messages(records_of(encoded).ok()?, gregor_protocol::Compression::None).ok()
+}
+
+/// Every record of `set` (Message v0/v1 entries with their wrappers expanded, or RecordBatch
+/// v2 batches) as a Message v0 of its key and value, in order.
+///
+/// # Errors
+///
+/// The codec's: a set that cannot be read.
+pub(crate) fn records_of(set: &MessageSet) -> Result<Vec<gregor_protocol::Message>, gregor_protocol::Error> {
+    use gregor_protocol::message::DecodeOptions;
+    use gregor_protocol::record::Batches;
+
     let mut messages = Vec::new();
-    for batch in Batches::new(encoded.as_bytes().clone(), &DecodeOptions::default()) {
-        for record in batch.ok()?.records() {
-            let record = record.ok()?;
-            messages.push(Message::new(record.key, record.value));
+    for batch in Batches::new(set.as_bytes().clone(), &DecodeOptions::default()) {
+        for record in batch?.records() {
+            let record = record?;
+            messages.push(gregor_protocol::Message::new(record.key, record.value));
         }
     }
-    MessageSet::from_messages(messages, Compression::None).ok()
+    Ok(messages)
 }
 
 #[cfg(test)]

@@ -287,12 +287,8 @@ pub(super) async fn deliver_loop(
 /// Gives a batch's records their messages back from its bytes (they hold a placeholder while
 /// their bytes are the batch's), for their errors and the observer.
 fn restore_messages(batch: &mut Batch<Pending>) {
-    // a batch built for a round keeps only the set it sent: read back from it
-    if batch.plain.is_none() {
-        batch.plain = batch.encoded.as_ref().and_then(crate::log::plain_of);
-    }
-    if let Some(plain) = &batch.plain {
-        for (pending, message) in batch.records.iter_mut().zip(crate::log::messages(plain)) {
+    if let Some(plain) = batch.plain_or_sent() {
+        for (pending, message) in batch.records.iter_mut().zip(crate::log::messages(&plain)) {
             pending.set_message(message);
         }
     }

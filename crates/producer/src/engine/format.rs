@@ -13,7 +13,7 @@ use gregor_protocol::message::DecodeOptions;
 use gregor_protocol::record::{Batches, HeaderRef, RecordBatchBuilder, MAGIC_V2};
 
 use crate::record::RecordExtra;
-use gregor_protocol::{Compression, Message, MessageAndOffset, MessageSet};
+use gregor_protocol::{Compression, MessageAndOffset, MessageSet};
 
 /// The first Produce version that carries RecordBatch v2.
 pub(crate) const FIRST_RECORD_BATCH_VERSION: i16 = 3;
@@ -79,13 +79,11 @@ pub(crate) fn to_message_set(set: &MessageSet, codec: Compression) -> Result<Mes
     if magic_of(set) != Some(MAGIC_V2) {
         return Ok(set.clone());
     }
-    let mut messages = Vec::new();
-    for batch in Batches::new(set.as_bytes().clone(), &DecodeOptions::default()) {
-        for record in batch?.records() {
-            let record = record?;
-            messages.push(MessageAndOffset::new(messages.len() as i64, Message::new(record.key, record.value)));
-        }
-    }
+    let messages: Vec<MessageAndOffset> = crate::log::records_of(set)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, message)| MessageAndOffset::new(i as i64, message))
+        .collect();
     if codec == Compression::None {
         MessageSet::encode(&messages)
     } else {
@@ -96,6 +94,7 @@ pub(crate) fn to_message_set(set: &MessageSet, codec: Compression) -> Result<Mes
 #[cfg(test)]
 mod tests {
     use bytes::Bytes;
+    use gregor_protocol::Message;
 
     use super::*;
 
