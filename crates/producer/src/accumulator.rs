@@ -289,9 +289,9 @@ impl<T: Pack> PartitionQueue<T> {
     }
 
     /// Takes the `n` oldest queued records (`n` at most `queued.len()`) and their bytes.
-    fn take(&mut self, n: usize) -> (Vec<T>, Option<MessageSet>) {
+    fn take(&mut self, n: usize, copies: &mut log::Copies) -> (Vec<T>, Option<MessageSet>) {
         let records = self.queued.take_front(n);
-        let plain = self.log.take(n);
+        let plain = self.log.take(n, copies);
         if self.loose > self.queued.len() {
             // the batch took loose records: what is left of them stays loose
             self.loose_bytes = self.loose_bytes * self.queued.len() / self.loose;
@@ -361,6 +361,8 @@ pub(crate) struct Accumulator<T> {
     due_chunks: Vec<PartitionKey>,
     /// How long after a run of arrivals began a record still joins it ([`STAMP_SHARE`]).
     stamp_share: Duration,
+    /// The buffers batches across log blocks are copied into, shared by the partitions.
+    copies: log::Copies,
 }
 
 impl<T: Pack> Accumulator<T> {
@@ -384,6 +386,7 @@ impl<T: Pack> Accumulator<T> {
             next_batch_id: 0,
             due_chunks: Vec::new(),
             stamp_share: if config.linger.is_zero() { Duration::MAX } else { config.linger / STAMP_SHARE },
+            copies: log::Copies::default(),
         }
     }
 
@@ -628,7 +631,7 @@ impl<T: Pack> Accumulator<T> {
                     batches.push(batch);
                 } else {
                     let n = budget.min(q.queued.len());
-                    let (records, plain) = q.take(n);
+                    let (records, plain) = q.take(n, &mut self.copies);
                     budget -= n;
                     q.in_flight += 1;
                     self.in_flight_records += n;
@@ -834,7 +837,7 @@ fn release_queue<T: Pack>(tp: &PartitionKey, q: &mut PartitionQueue<T>, out: &mu
         release(retry.batch.records, plain, retry.batch.attempts);
     }
     let n = q.queued.len();
-    let (records, plain) = q.take(n);
+    let (records, plain) = q.take(n, &mut log::Copies::default());
     release(records, plain, 0);
     out.len() - before
 }
