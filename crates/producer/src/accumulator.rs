@@ -710,6 +710,11 @@ impl<T: Pack> Accumulator<T> {
         }
         self.len -= batch.records.len();
         self.in_flight_records -= batch.records.len();
+        if self.len == 0 {
+            // nothing queued or in flight: an idle producer keeps no copy buffers (this
+            // batch's bytes go with it)
+            self.copies = log::Copies::default();
+        }
         batch.records
     }
 
@@ -1061,6 +1066,24 @@ mod tests {
             z.append(&tp(0), i, t0 + i * MS);
         }
         assert_eq!(z.partitions[&tp(0)].stamps.len(), 1, "linger 0: every record is ready, one run");
+    }
+
+    /// A batch across log blocks is copied into a kept buffer; once nothing is queued or in
+    /// flight the buffers go.
+    #[test]
+    fn the_copy_buffers_go_once_nothing_is_held() {
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig { capacity: 100, batch_num_messages: 2, ..config() });
+        let bytes = vec![7u8; 40_000]; // an entry to a block
+        for r in 0..2 {
+            a.append_with(&tp(0), r, t0, |_, log| log.push(&bytes));
+        }
+        let rounds = a.drain(t0);
+        assert_eq!(shape(&rounds), [(0, vec![(0, vec![0, 1], 1)])]);
+        assert_eq!(a.copies.len(), 1, "two entries in two blocks: copied into a kept buffer");
+        assert_eq!(finish(&mut a, rounds), [0, 1]);
+        assert!(a.is_empty());
+        assert_eq!(a.copies.len(), 0);
     }
 
     #[test]

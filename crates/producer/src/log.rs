@@ -81,6 +81,12 @@ impl Copies {
         })
     }
 
+    /// How many buffers are kept (in flight or free).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.kept.len()
+    }
+
     /// Keeps `rest`, the empty remainder of a buffer of `had` bytes whose first bytes a batch
     /// took.
     fn keep(&mut self, rest: BytesMut, had: usize) {

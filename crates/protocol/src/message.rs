@@ -603,11 +603,12 @@ impl MessageSet {
     fn wrap_raw(raw: &[u8], last: i64, codec: Compression) -> Result<MessageSet> {
         const HEAD: usize = ENTRY_HEADER_SIZE + MESSAGE_V0_OVERHEAD;
         /// A larger scratch buffer is let go after use rather than kept by its thread.
-        const KEEP: usize = 4 << 20;
+        const KEEP: usize = 1 << 20;
         thread_local! {
             static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
-        let mut out = SCRATCH.with_borrow_mut(std::mem::take);
+        // a thread whose locals are being torn down compresses into a buffer of its own
+        let mut out = SCRATCH.try_with(|scratch| scratch.take()).unwrap_or_default();
         out.clear();
         out.resize(HEAD, 0);
         let wrapped = compression::compress_for_magic(codec, MAGIC_V0, raw, &mut out)
@@ -630,7 +631,7 @@ impl MessageSet {
                 Ok(MessageSet { bytes: Bytes::copy_from_slice(&out) })
             });
         if out.capacity() <= KEEP {
-            SCRATCH.with_borrow_mut(|scratch| *scratch = out);
+            let _ = SCRATCH.try_with(|scratch| scratch.replace(out));
         }
         wrapped
     }
