@@ -274,11 +274,12 @@ impl<T: Pack> PartitionQueue<T> {
     }
 
     /// Queues a record that arrived at `enqueued_at`; it joins the last run of arrivals when
-    /// it came at most `share` after that run's first.
+    /// it came at most `share` after that run's first (not before it: a record that waited
+    /// for its topic's metadata comes with its own earlier arrival, and starts a run).
     fn push(&mut self, record: T, enqueued_at: Instant, share: Duration) {
         self.queued.push_back(record);
         match self.stamps.back_mut() {
-            Some((at, n)) if enqueued_at.saturating_duration_since(*at) <= share => *n += 1,
+            Some((at, n)) if enqueued_at >= *at && enqueued_at.duration_since(*at) <= share => *n += 1,
             _ => self.stamps.push_back((enqueued_at, 1)),
         }
     }
@@ -1066,6 +1067,12 @@ mod tests {
             z.append(&tp(0), i, t0 + i * MS);
         }
         assert_eq!(z.partitions[&tp(0)].stamps.len(), 1, "linger 0: every record is ready, one run");
+        // an arrival before the last run's (a record that waited for metadata) is not made later
+        let mut b = acc(AccumulatorConfig { capacity: 100_000, batch_num_messages: 100_000, ..config() });
+        b.append(&tp(0), 1, t0 + 50 * MS);
+        b.append(&tp(0), 2, t0);
+        let runs: Vec<(Instant, usize)> = b.partitions[&tp(0)].stamps.iter().copied().collect();
+        assert_eq!(runs, [(t0 + 50 * MS, 1), (t0, 1)]);
     }
 
     /// A batch across log blocks is copied into a kept buffer; once nothing is queued or in

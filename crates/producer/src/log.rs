@@ -166,7 +166,8 @@ impl Log {
     }
 
     /// The first `n` entries (at most the log's) as one uncompressed set, offsets 0 to n-1:
-    /// the log's bytes when they lie in one block, else a copy; `None` for none.
+    /// the log's bytes when they lie in one block, else a copy into a buffer from `copies`;
+    /// `None` for none.
     pub(crate) fn take(&mut self, n: usize, copies: &mut Copies) -> Option<MessageSet> {
         let n = n.min(self.entries);
         if n == 0 {
