@@ -28,6 +28,7 @@
 //! fetch.
 
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
@@ -307,11 +308,43 @@ impl MessageAndOffset {
     }
 }
 
+/// A scratch buffer of [`MessageSet::compress`] larger than this is let go after use rather
+/// than kept by its thread.
+const SCRATCH_KEEP: usize = 1 << 20;
+
 /// A MessageSet: the bytes as they travel on the wire (see the module docs).
-#[derive(Clone, PartialEq, Eq, Default)]
+///
+/// Usually one buffer; a set a producer laid out in several (its entries where they were
+/// queued, [`MessageSet::from_parts`]) keeps its parts, each written to the wire as it is
+/// ([`MessageSet::parts`]), and is joined into one buffer only when something asks for its
+/// bytes whole ([`MessageSet::as_bytes`]).
+#[derive(Clone, Default)]
 pub struct MessageSet {
+    /// The set's bytes when it is one buffer (`parts` is `None`); empty otherwise.
     bytes: Bytes,
+    parts: Option<Arc<Parts>>,
 }
+
+/// The buffers of a set in several parts.
+#[derive(Debug)]
+struct Parts {
+    list: Box<[Bytes]>,
+    len: usize,
+    /// The parts joined, once asked for.
+    joined: OnceLock<Bytes>,
+}
+
+impl PartialEq for MessageSet {
+    fn eq(&self, other: &MessageSet) -> bool {
+        if self.parts.is_none() && other.parts.is_none() {
+            return self.bytes == other.bytes;
+        }
+        self.len() == other.len()
+            && self.parts().iter().flat_map(|p| p.iter()).eq(other.parts().iter().flat_map(|p| p.iter()))
+    }
+}
+
+impl Eq for MessageSet {}
 
 impl fmt::Debug for MessageSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -399,27 +432,66 @@ impl MessageSet {
 
     /// A set over bytes as read from the wire. Nothing is checked until it is read.
     pub fn from_bytes(bytes: Bytes) -> MessageSet {
-        MessageSet { bytes }
+        MessageSet { bytes, parts: None }
     }
 
-    /// The set's bytes.
+    /// A set whose bytes are `parts` one after the other, kept where they are (not copied):
+    /// for a producer whose queued entries lie in several buffers. Each part should be whole
+    /// entries (offset, size, message), as the readers of a producer's sets expect; nothing is
+    /// checked until the set is read. Empty parts are dropped.
+    pub fn from_parts(parts: impl IntoIterator<Item = Bytes>) -> MessageSet {
+        let mut list: Vec<Bytes> = parts.into_iter().filter(|p| !p.is_empty()).collect();
+        match list.len() {
+            0 => MessageSet::new(),
+            1 => MessageSet::from_bytes(list.pop().expect("one part")),
+            _ => {
+                let len = list.iter().map(Bytes::len).sum();
+                let list = list.into_boxed_slice();
+                MessageSet { bytes: Bytes::new(), parts: Some(Arc::new(Parts { list, len, joined: OnceLock::new() })) }
+            }
+        }
+    }
+
+    /// The buffers the set's bytes are in, in order: one for a set made from one buffer, none
+    /// for an empty one made from parts.
+    pub fn parts(&self) -> &[Bytes] {
+        match &self.parts {
+            None => std::slice::from_ref(&self.bytes),
+            Some(parts) => &parts.list,
+        }
+    }
+
+    /// The set's bytes. A set in several parts is joined into one buffer the first time (a
+    /// copy the set then keeps: prefer [`MessageSet::parts`] where the bytes need not be one).
     pub fn as_bytes(&self) -> &Bytes {
-        &self.bytes
+        match &self.parts {
+            None => &self.bytes,
+            Some(parts) => parts.joined.get_or_init(|| {
+                let mut joined = BytesMut::with_capacity(parts.len);
+                for part in parts.list.iter() {
+                    joined.extend_from_slice(part);
+                }
+                joined.freeze()
+            }),
+        }
     }
 
-    /// The set's bytes, by value.
+    /// The set's bytes, by value (see [`MessageSet::as_bytes`]).
     pub fn into_bytes(self) -> Bytes {
-        self.bytes
+        match self.parts {
+            None => self.bytes,
+            Some(_) => self.as_bytes().clone(),
+        }
     }
 
     /// Size in bytes.
     pub fn len(&self) -> usize {
-        self.bytes.len()
+        self.parts.as_ref().map_or(self.bytes.len(), |parts| parts.len)
     }
 
     /// True for a set of no bytes.
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        self.len() == 0
     }
 
     /// Encodes messages at the given offsets, uncompressed at this level (a wrapper made with
@@ -433,7 +505,7 @@ impl MessageSet {
             entries.iter().map(|e| e.message.checked_len().map(|n| ENTRY_HEADER_SIZE + n)).sum::<Result<usize>>()?;
         let mut buf = BytesMut::with_capacity(size);
         encode_entries(entries, &mut buf)?;
-        Ok(MessageSet { bytes: buf.freeze() })
+        Ok(MessageSet::from_bytes(buf.freeze()))
     }
 
     /// Builds the wrapper message that holds `inner`, compressed with `codec`: its offset is the
@@ -554,9 +626,9 @@ impl MessageSet {
     /// compressed with `codec`.
     fn finish(raw: BytesMut, count: i64, codec: Compression) -> Result<MessageSet> {
         if codec == Compression::None || count == 0 {
-            return Ok(MessageSet { bytes: raw.freeze() });
+            return Ok(MessageSet::from_bytes(raw.freeze()));
         }
-        MessageSet::wrap_raw(&raw, count - 1, codec)
+        MessageSet::wrap_raw(&[&raw], count - 1, codec, BytesMut::with_capacity)
     }
 
     /// This set of uncompressed entries as [`MessageSet::from_encoded`] makes it with `codec`:
@@ -569,41 +641,66 @@ impl MessageSet {
     /// [`Error::MalformedMessage`] when the set ends in part of an entry or holds a negative
     /// size; [`Error::Compression`] when the codec fails.
     pub fn compress(&self, codec: Compression) -> Result<MessageSet> {
-        if codec == Compression::None || self.bytes.is_empty() {
-            return Ok(self.clone());
-        }
-        let raw = &self.bytes[..];
-        let (mut pos, mut last) = (0, 0);
-        while pos < raw.len() {
-            let header = raw.get(pos..pos + ENTRY_HEADER_SIZE);
-            let end = header.and_then(|h| {
-                let size = usize::try_from(i32::from_be_bytes(h[8..12].try_into().expect("4 bytes"))).ok()?;
-                (pos + ENTRY_HEADER_SIZE).checked_add(size).filter(|end| *end <= raw.len())
-            });
-            let Some(end) = end else {
-                return Err(Error::MalformedMessage {
-                    location: MessageLocation { offset: last, ..MessageLocation::default() },
-                    reason: format!("the entry at byte {pos} of {} is cut short or has a negative size", raw.len()),
-                });
-            };
-            last = i64::from_be_bytes(raw[pos..pos + 8].try_into().expect("8 bytes"));
-            pos = end;
-        }
-        MessageSet::wrap_raw(raw, last, codec)
+        self.compress_with(codec, BytesMut::with_capacity)
     }
 
-    /// `raw` (uncompressed entries) compressed with `codec` into one wrapper at `last`.
+    /// As [`MessageSet::compress`], the compressed set written into `buffer(n)`: an empty
+    /// buffer with room for its `n` bytes, which the set then shares (a buffer with less room
+    /// is grown). For a caller that keeps its sets' allocations and uses them again.
+    ///
+    /// # Errors
+    ///
+    /// As [`MessageSet::compress`].
+    pub fn compress_with(&self, codec: Compression, buffer: impl FnOnce(usize) -> BytesMut) -> Result<MessageSet> {
+        if codec == Compression::None || self.is_empty() {
+            return Ok(self.clone());
+        }
+        // the offset of the last entry, every entry checked whole (each part holds whole ones)
+        let (mut last, mut before) = (0, 0);
+        for raw in self.parts() {
+            let mut pos = 0;
+            while pos < raw.len() {
+                let header = raw.get(pos..pos + ENTRY_HEADER_SIZE);
+                let end = header.and_then(|h| {
+                    let size = usize::try_from(i32::from_be_bytes(h[8..12].try_into().expect("4 bytes"))).ok()?;
+                    (pos + ENTRY_HEADER_SIZE).checked_add(size).filter(|end| *end <= raw.len())
+                });
+                let Some(end) = end else {
+                    return Err(Error::MalformedMessage {
+                        location: MessageLocation { offset: last, ..MessageLocation::default() },
+                        reason: format!(
+                            "the entry at byte {} of {} is cut short or has a negative size",
+                            before + pos,
+                            self.len()
+                        ),
+                    });
+                };
+                last = i64::from_be_bytes(raw[pos..pos + 8].try_into().expect("8 bytes"));
+                pos = end;
+            }
+            before += raw.len();
+        }
+        // the codec reads the parts where they are (not joined first)
+        let parts: Vec<&[u8]> = self.parts().iter().map(|p| &p[..]).collect();
+        MessageSet::wrap_raw(&parts, last, codec, buffer)
+    }
+
+    /// `raw` (uncompressed entries, in parts one after the other) compressed with `codec` into
+    /// one wrapper at `last`.
     ///
     /// The codec writes into this thread's scratch buffer straight after room for the
     /// wrapper's entry header and message header, which are filled in once its length is
-    /// known; the set is then one copy of exactly its size. Compressing into a buffer of its
+    /// known; the set is then one copy of exactly its size, into `buffer(size)`. Compressing into a buffer of its
     /// own (grown as the codec wrote) and encoding the wrapper from it took three allocations a
     /// batch or more; cutting that buffer to size instead (a shrinking `realloc`) cost system
     /// CPU (glibc giving the tail back).
-    fn wrap_raw(raw: &[u8], last: i64, codec: Compression) -> Result<MessageSet> {
+    fn wrap_raw(
+        raw: &[&[u8]],
+        last: i64,
+        codec: Compression,
+        buffer: impl FnOnce(usize) -> BytesMut,
+    ) -> Result<MessageSet> {
         const HEAD: usize = ENTRY_HEADER_SIZE + MESSAGE_V0_OVERHEAD;
-        /// A larger scratch buffer is let go after use rather than kept by its thread.
-        const KEEP: usize = 1 << 20;
         thread_local! {
             static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
@@ -611,7 +708,7 @@ impl MessageSet {
         let mut out = SCRATCH.try_with(|scratch| scratch.take()).unwrap_or_default();
         out.clear();
         out.resize(HEAD, 0);
-        let wrapped = compression::compress_for_magic(codec, MAGIC_V0, raw, &mut out)
+        let wrapped = compression::compress_parts_for_magic(codec, MAGIC_V0, raw, &mut out)
             .map_err(|source| Error::Compression {
                 location: MessageLocation { offset: last, ..MessageLocation::default() },
                 codec,
@@ -628,9 +725,11 @@ impl MessageSet {
                 out[22..26].copy_from_slice(&value_len.to_be_bytes());
                 let crc = crc32fast::hash(&out[16..]);
                 out[12..16].copy_from_slice(&crc.to_be_bytes());
-                Ok(MessageSet { bytes: Bytes::copy_from_slice(&out) })
+                let mut set = buffer(out.len());
+                set.extend_from_slice(&out);
+                Ok(MessageSet::from_bytes(set.freeze()))
             });
-        if out.capacity() <= KEEP {
+        if out.capacity() <= SCRATCH_KEEP {
             let _ = SCRATCH.try_with(|scratch| scratch.replace(out));
         }
         wrapped
@@ -640,7 +739,7 @@ impl MessageSet {
     /// magic are verified. The walk ends at the end of the set, at a partial trailing entry
     /// (see [`Entries::partial_trailing_bytes`]) or after the first error.
     pub fn entries(&self) -> Entries {
-        Entries { rest: self.bytes.clone(), partial: 0, failed: false, whole: 0, topic: None, partition: None }
+        Entries { rest: self.as_bytes().clone(), partial: 0, failed: false, whole: 0, topic: None, partition: None }
     }
 
     /// Decodes every message: wrappers are decompressed and expanded (their inner offsets are
@@ -700,10 +799,11 @@ impl MessageSet {
             }
         }
         out.partial_trailing_bytes = entries.partial_trailing_bytes();
-        if entries.whole == 0 && !self.bytes.is_empty() {
-            let (offset, entry_size) = match self.bytes.len() {
+        if entries.whole == 0 && !self.is_empty() {
+            let bytes = self.as_bytes();
+            let (offset, entry_size) = match bytes.len() {
                 n if n >= ENTRY_HEADER_SIZE => {
-                    let mut head = self.bytes.slice(..ENTRY_HEADER_SIZE);
+                    let mut head = bytes.slice(..ENTRY_HEADER_SIZE);
                     (head.get_i64(), Some(ENTRY_HEADER_SIZE + head.get_i32().max(0) as usize))
                 }
                 _ => (options.min_offset, None),
@@ -711,7 +811,7 @@ impl MessageSet {
             return Err(Error::MessageLargerThanFetch {
                 location: options.location(offset),
                 entry_size,
-                fetched_bytes: self.bytes.len(),
+                fetched_bytes: bytes.len(),
             });
         }
         Ok(out)
@@ -1135,7 +1235,7 @@ impl MessageSet {
             message.encode(&mut buf)?;
             wire::finish_size(&mut buf, at, "message_size")?;
         }
-        Ok(MessageSet { bytes: buf.freeze() })
+        Ok(MessageSet::from_bytes(buf.freeze()))
     }
 
     /// A set of messages v1 as Kafka 0.10's producer sends it: at offsets 0, 1, 2...; with a
@@ -1416,6 +1516,52 @@ mod tests {
                 assert_eq!(back.messages.len(), n, "{codec} with {n} messages");
             }
         }
+    }
+
+    /// A set in parts (entries where a producer queued them) is the set of its parts joined:
+    /// equal to it, read the same, compressed to the same wrapper; cut entries are an error.
+    #[test]
+    fn a_set_in_parts_is_its_parts_joined_everywhere() {
+        let entries: Vec<MessageAndOffset> = (0..40)
+            .map(|i| MessageAndOffset::new(i, Message::new(None, Some(Bytes::from(vec![i as u8; 30 + i as usize])))))
+            .collect();
+        let whole = MessageSet::encode(&entries).unwrap();
+        let cut = [MessageSet::encode(&entries[..7]).unwrap(), MessageSet::encode(&entries[7..8]).unwrap()];
+        let rest = MessageSet::encode(&entries[8..]).unwrap();
+        let parts = [cut[0].as_bytes().clone(), Bytes::new(), cut[1].as_bytes().clone(), rest.as_bytes().clone()];
+        let set = MessageSet::from_parts(parts.clone());
+        assert_eq!(set.parts().len(), 3, "empty parts dropped");
+        assert_eq!(set.parts()[0].as_ptr(), parts[0].as_ptr(), "kept where they are");
+        assert_eq!(set.len(), whole.len());
+        assert_eq!(set, whole);
+        assert_eq!(whole, set);
+        assert_ne!(set, MessageSet::from_parts([cut[0].as_bytes().clone(), rest.as_bytes().clone()]));
+        assert_eq!(set.decode(&DecodeOptions::default()).unwrap(), whole.decode(&DecodeOptions::default()).unwrap());
+        for codec in [Compression::Gzip, Compression::Snappy, Compression::Lz4] {
+            assert_eq!(set.compress(codec).unwrap(), whole.compress(codec).unwrap(), "{codec}");
+        }
+        assert_eq!(set.compress(Compression::None).unwrap().parts().len(), 3, "uncompressed: the same parts");
+        // into a buffer of the caller's
+        let mut given = None;
+        let into = set
+            .compress_with(Compression::Lz4, |n| {
+                let buffer = BytesMut::with_capacity(n + 100);
+                given = Some(buffer.as_ptr());
+                buffer
+            })
+            .unwrap();
+        assert_eq!(Some(into.as_bytes().as_ptr()), given);
+        assert_eq!(into, whole.compress(Compression::Lz4).unwrap());
+        assert_eq!(set.as_bytes(), whole.as_bytes());
+        assert_eq!(set.clone().into_bytes(), whole.into_bytes());
+        assert_eq!(format!("{set:?}").matches("MessageAndOffset").count(), 40);
+        // one part, or none
+        assert_eq!(MessageSet::from_parts([rest.as_bytes().clone()]).parts()[0].as_ptr(), rest.as_bytes().as_ptr());
+        assert!(MessageSet::from_parts([Bytes::new(), Bytes::new()]).is_empty());
+        // an entry cut across parts is malformed, not read past
+        let joined = set.as_bytes().clone();
+        let split = MessageSet::from_parts([joined.slice(..50), joined.slice(50..)]);
+        assert!(matches!(split.compress(Compression::Snappy), Err(Error::MalformedMessage { .. })));
     }
 
     #[test]

@@ -97,10 +97,19 @@ pub fn compress(input: &[u8], out: &mut Vec<u8>) -> Result<(), CompressionError>
 /// Each 64 KiB of input becomes one independently compressed block, stored
 /// uncompressed when compression does not make it smaller.
 pub fn compress_with(input: &[u8], checksum: HeaderChecksum, out: &mut Vec<u8>) -> Result<(), CompressionError> {
+    compress_parts(&[input], checksum, out)
+}
+
+/// As [`compress_with`], of `parts` one after the other (see [`super::for_each_block`]).
+pub(super) fn compress_parts(
+    parts: &[&[u8]],
+    checksum: HeaderChecksum,
+    out: &mut Vec<u8>,
+) -> Result<(), CompressionError> {
     rollback_on_error(out, |out| {
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&[FLG, BD, checksum.byte(&[FLG, BD])]);
-        for chunk in input.chunks(BLOCK_SIZE) {
+        super::for_each_block(parts, BLOCK_SIZE, |chunk| {
             let at = out.len();
             out.resize(at + 4 + get_maximum_output_size(chunk.len()), 0);
             let written = compress_into(chunk, &mut out[at + 4..]).map_err(CompressionError::Lz4Compress)?;
@@ -114,7 +123,8 @@ pub fn compress_with(input: &[u8], checksum: HeaderChecksum, out: &mut Vec<u8>) 
                 chunk.len() as u32 | UNCOMPRESSED_BIT
             };
             out[at..at + 4].copy_from_slice(&size.to_le_bytes());
-        }
+            Ok(())
+        })?;
         out.extend_from_slice(&0u32.to_le_bytes());
         Ok(())
     })

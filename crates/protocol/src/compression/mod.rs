@@ -334,6 +334,75 @@ pub fn compress_for_magic(
     }
 }
 
+/// [`compress_for_magic`] of `parts` one after the other, read where they are: snappy and lz4 take their fixed-size blocks from them (a block across two parts is
+/// gathered in a buffer of one block); gzip and zstd join them first. The same bytes as compressing the
+/// parts joined.
+///
+/// # Errors
+///
+/// As [`compress_for_magic`].
+pub fn compress_parts_for_magic(
+    codec: Compression,
+    magic: i8,
+    parts: &[&[u8]],
+    out: &mut Vec<u8>,
+) -> Result<(), CompressionError> {
+    if let [input] = parts {
+        return compress_for_magic(codec, magic, input, out);
+    }
+    if magic < codec.min_magic() {
+        return Err(CompressionError::CodecNeedsMagic { codec, magic });
+    }
+    match codec {
+        Compression::None => {
+            parts.iter().for_each(|part| out.extend_from_slice(part));
+            Ok(())
+        }
+        // deflate's output depends on how its input is cut into writes: joined, so that a set
+        // in parts compresses to the bytes of the set in one buffer
+        Compression::Gzip => gzip::compress(&parts.concat(), out),
+        Compression::Snappy => snappy::compress_parts(parts, out),
+        Compression::Lz4 if magic >= 1 => lz4::compress_parts(parts, lz4::HeaderChecksum::Standard, out),
+        Compression::Lz4 => lz4::compress_parts(parts, lz4::HeaderChecksum::Kafka08, out),
+        Compression::Zstd => zstd::compress(&parts.concat(), out),
+    }
+}
+
+/// Calls `f` with the bytes of `parts` (one after the other) in blocks of `size` bytes, the
+/// last one shorter: what `joined.chunks(size)` gives. A block within one part is that part's
+/// bytes; one across parts is gathered first.
+pub(crate) fn for_each_block(
+    parts: &[&[u8]],
+    size: usize,
+    mut f: impl FnMut(&[u8]) -> Result<(), CompressionError>,
+) -> Result<(), CompressionError> {
+    let mut gathered = Vec::new();
+    let (mut i, mut pos) = (0, 0);
+    loop {
+        while i < parts.len() && pos == parts[i].len() {
+            (i, pos) = (i + 1, 0);
+        }
+        let Some(part) = parts.get(i) else { return Ok(()) };
+        let here = part.len() - pos;
+        if here >= size || parts[i + 1..].iter().all(|p| p.is_empty()) {
+            let n = here.min(size);
+            f(&part[pos..pos + n])?;
+            pos += n;
+            continue;
+        }
+        gathered.clear();
+        while gathered.len() < size && i < parts.len() {
+            let n = (size - gathered.len()).min(parts[i].len() - pos);
+            gathered.extend_from_slice(&parts[i][pos..pos + n]);
+            pos += n;
+            if pos == parts[i].len() {
+                (i, pos) = (i + 1, 0);
+            }
+        }
+        f(&gathered)?;
+    }
+}
+
 /// Decompress `input`, appending to `out`; fails with `CompressionError::TooLarge`
 /// if the output would exceed `max_output` bytes.
 ///
@@ -458,6 +527,63 @@ mod tests {
 
     const ALL: [Compression; 5] =
         [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd];
+
+    /// Compressing parts is compressing them joined, byte for byte, for every codec and
+    /// message format, wherever the parts are cut (within a block, on a block's edge, empty).
+    #[test]
+    fn parts_compress_to_the_bytes_of_their_join() {
+        let data = mixed_data(150 * 1024);
+        let cuts: [&[usize]; 6] = [
+            &[],
+            &[0, 0],
+            &[100],
+            &[32 * 1024, 64 * 1024],
+            &[1, 32 * 1024 - 1, 32 * 1024 + 5, 65_536, 65_537, 140_000],
+            &[50_000, 50_000, 149 * 1024],
+        ];
+        for cut in cuts {
+            let mut parts = Vec::new();
+            let mut from = 0;
+            for &at in cut.iter().chain(std::iter::once(&data.len())) {
+                parts.push(&data[from..at]);
+                from = at;
+            }
+            for codec in ALL {
+                for magic in codec.min_magic()..=2 {
+                    let (mut want, mut got) = (vec![9u8], vec![9u8]);
+                    compress_for_magic(codec, magic, &data, &mut want).unwrap();
+                    compress_parts_for_magic(codec, magic, &parts, &mut got).unwrap();
+                    assert!(got == want, "{codec} magic {magic} cut at {cut:?}");
+                }
+            }
+        }
+        let err = compress_parts_for_magic(Compression::Zstd, 1, &[b"a", b"b"], &mut Vec::new()).unwrap_err();
+        assert!(matches!(err, CompressionError::CodecNeedsMagic { .. }), "{err}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn blocks_of_parts_are_the_chunks_of_their_join(
+            lens in proptest::collection::vec(0usize..300, 0..8),
+            size in 1usize..200,
+        ) {
+            let data: Vec<u8> = (0..lens.iter().sum::<usize>()).map(|i| i as u8).collect();
+            let mut parts = Vec::new();
+            let mut from = 0;
+            for len in &lens {
+                parts.push(&data[from..from + len]);
+                from += len;
+            }
+            let mut blocks: Vec<Vec<u8>> = Vec::new();
+            for_each_block(&parts, size, |b| {
+                blocks.push(b.to_vec());
+                Ok(())
+            })
+            .unwrap();
+            let want: Vec<Vec<u8>> = data.chunks(size).map(<[u8]>::to_vec).collect();
+            proptest::prop_assert_eq!(blocks, want);
+        }
+    }
 
     /// 200 KiB mixing compressible text, a counter pattern and noise.
     pub(super) fn mixed_data(len: usize) -> Vec<u8> {

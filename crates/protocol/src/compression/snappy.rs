@@ -26,11 +26,24 @@ const XERIAL_VERSION: i32 = 1;
 /// (version 1, compatible version 1), then one raw snappy block per 32 KiB
 /// of input. Empty input gives the header alone.
 pub fn compress(input: &[u8], out: &mut Vec<u8>) -> Result<(), CompressionError> {
+    compress_parts(&[input], out)
+}
+
+/// As [`compress`], of `parts` one after the other (see [`super::for_each_block`]).
+pub(super) fn compress_parts(parts: &[&[u8]], out: &mut Vec<u8>) -> Result<(), CompressionError> {
     out.extend_from_slice(&XERIAL_MAGIC);
     out.extend_from_slice(&XERIAL_VERSION.to_be_bytes());
     out.extend_from_slice(&XERIAL_VERSION.to_be_bytes());
+    // room for every block at its worst at once, not grown block by block (doubling)
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    let blocks = len.div_ceil(XERIAL_BLOCK_SIZE);
+    out.reserve(
+        blocks * 4
+            + max_compress_len(XERIAL_BLOCK_SIZE).saturating_mul(len / XERIAL_BLOCK_SIZE)
+            + max_compress_len(len % XERIAL_BLOCK_SIZE),
+    );
     let mut encoder = Encoder::new();
-    for chunk in input.chunks(XERIAL_BLOCK_SIZE) {
+    super::for_each_block(parts, XERIAL_BLOCK_SIZE, |chunk| {
         let start = out.len();
         out.resize(start + 4 + max_compress_len(chunk.len()), 0);
         let written = encoder.compress(chunk, &mut out[start + 4..]).map_err(CompressionError::Snappy)?;
@@ -38,8 +51,8 @@ pub fn compress(input: &[u8], out: &mut Vec<u8>) -> Result<(), CompressionError>
         let length = i32::try_from(written).unwrap_or(i32::MAX);
         out[start..start + 4].copy_from_slice(&length.to_be_bytes());
         out.truncate(start + 4 + written);
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Compress `input` as one plain raw snappy block (no framing) appended to
