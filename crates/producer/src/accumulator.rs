@@ -290,9 +290,9 @@ impl<T: Pack> PartitionQueue<T> {
     }
 
     /// Takes the `n` oldest queued records (`n` at most `queued.len()`) and their bytes.
-    fn take(&mut self, n: usize, copies: &mut log::Copies) -> (Vec<T>, Option<MessageSet>) {
+    fn take(&mut self, n: usize) -> (Vec<T>, Option<MessageSet>) {
         let records = self.queued.take_front(n);
-        let plain = self.log.take(n, copies);
+        let plain = self.log.take(n);
         if self.loose > self.queued.len() {
             // the batch took loose records: what is left of them stays loose
             self.loose_bytes = self.loose_bytes * self.queued.len() / self.loose;
@@ -362,8 +362,6 @@ pub(crate) struct Accumulator<T> {
     due_chunks: Vec<PartitionKey>,
     /// How long after a run of arrivals began a record still joins it ([`STAMP_SHARE`]).
     stamp_share: Duration,
-    /// The buffers batches across log blocks are copied into, shared by the partitions.
-    copies: log::Copies,
 }
 
 impl<T: Pack> Accumulator<T> {
@@ -387,7 +385,6 @@ impl<T: Pack> Accumulator<T> {
             next_batch_id: 0,
             due_chunks: Vec::new(),
             stamp_share: if config.linger.is_zero() { Duration::MAX } else { config.linger / STAMP_SHARE },
-            copies: log::Copies::default(),
         }
     }
 
@@ -632,7 +629,7 @@ impl<T: Pack> Accumulator<T> {
                     batches.push(batch);
                 } else {
                     let n = budget.min(q.queued.len());
-                    let (records, plain) = q.take(n, &mut self.copies);
+                    let (records, plain) = q.take(n);
                     budget -= n;
                     q.in_flight += 1;
                     self.in_flight_records += n;
@@ -711,11 +708,6 @@ impl<T: Pack> Accumulator<T> {
         }
         self.len -= batch.records.len();
         self.in_flight_records -= batch.records.len();
-        if self.len == 0 {
-            // nothing queued or in flight: an idle producer keeps no copy buffers (this
-            // batch's bytes go with it)
-            self.copies = log::Copies::default();
-        }
         batch.records
     }
 
@@ -843,7 +835,7 @@ fn release_queue<T: Pack>(tp: &PartitionKey, q: &mut PartitionQueue<T>, out: &mu
         release(retry.batch.records, plain, retry.batch.attempts);
     }
     let n = q.queued.len();
-    let (records, plain) = q.take(n, &mut log::Copies::default());
+    let (records, plain) = q.take(n);
     release(records, plain, 0);
     out.len() - before
 }
@@ -1075,22 +1067,25 @@ mod tests {
         assert_eq!(runs, [(t0 + 50 * MS, 1), (t0, 1)]);
     }
 
-    /// A batch across log blocks is copied into a kept buffer; once nothing is queued or in
-    /// flight the buffers go.
+    /// A batch across log blocks is sent as the blocks' bytes, one part each, not a copy.
     #[test]
-    fn the_copy_buffers_go_once_nothing_is_held() {
+    fn a_batch_across_log_blocks_is_their_bytes_in_parts() {
         let t0 = Instant::now();
-        let mut a = acc(AccumulatorConfig { capacity: 100, batch_num_messages: 2, ..config() });
-        let bytes = vec![7u8; 40_000]; // an entry to a block
-        for r in 0..2 {
-            a.append_with(&tp(0), r, t0, |_, log| log.push(&bytes));
+        let mut a = acc(AccumulatorConfig { capacity: 100, batch_num_messages: 3, ..config() });
+        let message =
+            EncodedMessage::encode(&gregor_protocol::Message::new(None, Some(vec![7u8; 40_000].into()))).unwrap();
+        for r in 0..3 {
+            // an entry to a block
+            a.append_with(&tp(0), r, t0, |_, log| log.push(message.as_bytes()));
         }
         let rounds = a.drain(t0);
-        assert_eq!(shape(&rounds), [(0, vec![(0, vec![0, 1], 1)])]);
-        assert_eq!(a.copies.len(), 1, "two entries in two blocks: copied into a kept buffer");
-        assert_eq!(finish(&mut a, rounds), [0, 1]);
+        assert_eq!(shape(&rounds), [(0, vec![(0, vec![0, 1, 2], 1)])]);
+        let set = rounds[0].batches[0].plain.clone().expect("its bytes");
+        assert_eq!(set.parts().len(), 3, "three entries in three blocks: three parts");
+        let read: Vec<_> = crate::log::messages(&set).collect();
+        assert!(read.len() == 3 && read.iter().all(|m| *m == message), "{} messages read back", read.len());
+        assert_eq!(finish(&mut a, rounds), [0, 1, 2]);
         assert!(a.is_empty());
-        assert_eq!(a.copies.len(), 0);
     }
 
     #[test]

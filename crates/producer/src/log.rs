@@ -1,9 +1,11 @@
 //! A partition's queued records as the bytes they are sent as: each record's message is copied
 //! once, when its partition is known, to the end of the partition's log as a message set entry
 //! (offset, size, message); a batch is then the log's first entries, taken as one
-//! [`MessageSet`] — the same bytes, not a copy, when they lie in one block. A queued record
-//! keeps no handle on its bytes (a `Bytes` is 32 bytes, a quarter of a 100-byte record's
-//! wire size), and a batch in flight holds its records' bytes once.
+//! [`MessageSet`] made of the blocks' own bytes, one part per block it spans
+//! ([`MessageSet::from_parts`]; the request frame writes each part as it is, and a codec reads
+//! them where they are). A queued record keeps no handle on its bytes (a `Bytes` is 32 bytes, a
+//! quarter of a 100-byte record's wire size), and a batch in flight holds its records' bytes
+//! once: in the blocks it keeps alive, never in a copy.
 //!
 //! The log is made of blocks that records share, so a record costs no allocation of its own.
 //! A block is sized after the partition's last batch (1 KiB to 64 KiB): a busy partition fills
@@ -20,7 +22,7 @@
 
 use std::collections::VecDeque;
 
-use bytes::{Buf, BufMut, BytesMut};
+use bytes::{BufMut, BytesMut};
 use gregor_protocol::{EncodedMessage, MessageSet};
 
 /// Bytes before each message in a set: its offset (8) and size (4).
@@ -31,72 +33,6 @@ const MAX_BLOCK: usize = 64 * 1024;
 
 /// Spent blocks a log keeps for its next blocks, besides the one it takes.
 const KEEP_FREE: usize = 32;
-
-/// Buffers [`Copies`] keeps, in flight or free: the batches a producer has in flight for 8
-/// partitions at the default `max.in.flight.requests.per.connection` (5).
-const KEEP_COPIES: usize = 40;
-
-/// Buffers free again that [`Copies`] keeps besides the one it takes.
-const SPARE_COPIES: usize = 1;
-
-/// The buffers batches across blocks are copied into, shared by a producer's partitions,
-/// oldest first: the empty remainder of each (the batch's set is its first bytes) and its
-/// allocation's size. One is used again once its batch is gone.
-///
-/// Why: a batch across blocks (in the benchmark every batch: 1,000 records are 126 KB, a block
-/// at most 64 KiB) was a fresh allocation freed with its result, and glibc gave each back and
-/// took it again (mprotect and madvise on the worker threads' arenas, page faults), its
-/// per-thread arenas each keeping their own peak; the batches in flight now take turns in a
-/// few buffers. Shared rather than per partition: a compressed batch lets its copy go as soon
-/// as it is compressed, and a pool per partition held a free buffer for each.
-#[derive(Debug, Default)]
-pub(crate) struct Copies {
-    kept: VecDeque<(BytesMut, usize)>,
-}
-
-impl Copies {
-    /// An empty buffer for a copy of `total` bytes, and its allocation's size: a kept one whose
-    /// batch is gone and that is large enough, else a new one, its size rounded up to an eighth
-    /// of a power of two (at most 12.5% more) so that batches of about the same size fit each
-    /// other's. Of the other kept buffers free again, [`SPARE_COPIES`] stay.
-    fn buffer(&mut self, total: usize) -> (BytesMut, usize) {
-        let mut taken = None;
-        let mut spare = 0;
-        self.kept.retain_mut(|(buf, had)| {
-            // `try_reclaim` succeeds when this holds the only handle left
-            if !buf.try_reclaim(*had) {
-                return true;
-            }
-            if taken.is_none() && *had >= total {
-                taken = Some((std::mem::take(buf), *had));
-                return false;
-            }
-            spare += 1;
-            spare <= SPARE_COPIES
-        });
-        taken.unwrap_or_else(|| {
-            let step = (total.next_power_of_two() / 8).max(4096);
-            let size = total.div_ceil(step) * step;
-            (BytesMut::with_capacity(size), size)
-        })
-    }
-
-    /// How many buffers are kept (in flight or free).
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.kept.len()
-    }
-
-    /// Keeps `rest`, the empty remainder of a buffer of `had` bytes whose first bytes a batch
-    /// took.
-    fn keep(&mut self, rest: BytesMut, had: usize) {
-        self.kept.push_back((rest, had));
-        if self.kept.len() > KEEP_COPIES {
-            // its batch (if any) keeps its bytes alive; the allocation is not used again
-            self.kept.pop_front();
-        }
-    }
-}
 
 /// A block of a [`Log`].
 #[derive(Debug)]
@@ -165,53 +101,29 @@ impl Log {
         self.used
     }
 
-    /// The first `n` entries (at most the log's) as one uncompressed set, offsets 0 to n-1:
-    /// the log's bytes when they lie in one block, else a copy into a buffer from `copies`;
-    /// `None` for none.
-    pub(crate) fn take(&mut self, n: usize, copies: &mut Copies) -> Option<MessageSet> {
+    /// The first `n` entries (at most the log's) as one uncompressed set, offsets 0 to n-1,
+    /// made of the log's own bytes: one part per block they lie in (a batch across blocks is
+    /// sent as its blocks' slices, not copied into one buffer); `None` for none.
+    pub(crate) fn take(&mut self, n: usize) -> Option<MessageSet> {
         let n = n.min(self.entries);
         if n == 0 {
             return None;
         }
         self.entries -= n;
-        let front = self.blocks.front_mut().expect("entries are in blocks");
-        if n <= front.count {
-            // in the front block: those bytes, numbered
-            let end = number(&mut front.bytes, 0, n);
-            front.count -= n;
-            let set = front.bytes.split_to(end).freeze();
-            self.pop_spent();
-            return Some(MessageSet::from_bytes(set));
-        }
-        // across blocks: copied into one set, of their exact size
-        let mut total = 0;
-        let mut left = n;
-        for block in &self.blocks {
-            let k = left.min(block.count);
-            total += span(&block.bytes, k);
-            left -= k;
-            if left == 0 {
-                break;
-            }
-        }
-        let (mut set, had) = copies.buffer(total);
+        let mut parts = Vec::new();
         let mut left = n;
         let mut first = 0;
         while left > 0 {
             let block = self.blocks.front_mut().expect("entries are in blocks");
             let k = left.min(block.count);
             let end = number(&mut block.bytes, first, k);
-            set.extend_from_slice(&block.bytes[..end]);
-            block.bytes.advance(end);
+            parts.push(block.bytes.split_to(end).freeze());
             block.count -= k;
             left -= k;
             first += k;
             self.pop_spent();
         }
-        // the batch's set is the buffer's first bytes; the empty rest keeps the allocation
-        let batch = set.split_to(total).freeze();
-        copies.keep(set, had);
-        Some(MessageSet::from_bytes(batch))
+        Some(MessageSet::from_parts(parts))
     }
 
     /// Moves the front block to the spent ones when all its entries were taken and it is not
@@ -303,11 +215,6 @@ fn entry_size(block: &[u8], pos: usize) -> usize {
     size as usize
 }
 
-/// Where the first `k` entries of `block` end.
-fn span(block: &[u8], k: usize) -> usize {
-    (0..k).fold(0, |pos, _| pos + ENTRY_HEADER + entry_size(block, pos))
-}
-
 /// Numbers the `k` entries at the start of `block` `first` to `first + k - 1`; returns where
 /// they end.
 fn number(block: &mut BytesMut, first: usize, k: usize) -> usize {
@@ -324,15 +231,22 @@ fn number(block: &mut BytesMut, first: usize, k: usize) -> usize {
 /// sharing its bytes, one at a time (nothing collected: a batch's weight and its records'
 /// messages are read on the producer's task); stops at anything else.
 pub(crate) fn messages(set: &MessageSet) -> impl Iterator<Item = EncodedMessage> + '_ {
-    let bytes = set.as_bytes();
+    let mut parts = set.parts().iter();
+    let mut bytes = parts.next();
     let mut pos = 0;
-    std::iter::from_fn(move || {
-        let header = bytes.get(pos + 8..pos + ENTRY_HEADER)?;
+    std::iter::from_fn(move || loop {
+        let part = bytes?;
+        if pos == part.len() {
+            // a part of whole entries read: the next one
+            (bytes, pos) = (parts.next(), 0);
+            continue;
+        }
+        let header = part.get(pos + 8..pos + ENTRY_HEADER)?;
         let size = usize::try_from(i32::from_be_bytes(header.try_into().expect("4 bytes"))).ok()?;
-        let end = (pos + ENTRY_HEADER).checked_add(size).filter(|end| *end <= bytes.len())?;
-        let message = EncodedMessage::from_bytes(bytes.slice(pos + ENTRY_HEADER..end))?;
+        let end = (pos + ENTRY_HEADER).checked_add(size).filter(|end| *end <= part.len())?;
+        let message = EncodedMessage::from_bytes(part.slice(pos + ENTRY_HEADER..end))?;
         pos = end;
-        Some(message)
+        return Some(message);
     })
 }
 
@@ -342,7 +256,7 @@ pub(crate) fn messages(set: &MessageSet) -> impl Iterator<Item = EncodedMessage>
 /// read back from them for a failure or the observer. Timestamps and headers are not kept
 /// (a record's error carries its key and value). `None` when the set cannot be read.
 pub(crate) fn plain_of(encoded: &MessageSet) -> Option<MessageSet> {
-    let bytes = encoded.as_bytes();
+    let bytes = encoded.parts().first()?;
     // Message v0/v1 entries, uncompressed (attributes' codec bits 0): already plain
     let (magic, attributes) = (bytes.get(16).copied(), bytes.get(17).copied());
     if matches!(magic, Some(0 | 1)) && attributes.is_some_and(|a| a & 0x07 == 0) {
@@ -362,7 +276,7 @@ pub(crate) fn records_of(set: &MessageSet) -> Result<Vec<gregor_protocol::Messag
     use gregor_protocol::record::Batches;
 
     let mut messages = Vec::new();
-    for batch in Batches::new(set.as_bytes().clone(), &DecodeOptions::default()) {
+    for batch in set.parts().iter().flat_map(|part| Batches::new(part.clone(), &DecodeOptions::default())) {
         for record in batch?.records() {
             let record = record?;
             messages.push(gregor_protocol::Message::new(record.key, record.value));
@@ -390,30 +304,28 @@ mod tests {
     #[test]
     fn a_batch_is_its_records_entries_numbered_from_zero_without_a_copy_in_one_block() {
         let mut log = Log::default();
-        let mut copies = Copies::default();
         let ms: Vec<EncodedMessage> = (0..10).map(|i| message(20, i)).collect();
         for m in &ms {
             log.push(m.as_bytes());
         }
         assert_eq!(log.len(), 10);
         let block = log.blocks[0].bytes.as_ptr();
-        let first = log.take(4, &mut copies).unwrap();
+        let first = log.take(4).unwrap();
         assert_eq!(first.as_bytes(), &expected(&ms[..4]));
         assert_eq!(first.as_bytes().as_ptr(), block, "the log's own bytes");
-        let second = log.take(6, &mut copies).unwrap();
+        let second = log.take(6).unwrap();
         assert_eq!(second.as_bytes(), &expected(&ms[4..]), "numbered from 0 again");
         assert_eq!(messages(&second).collect::<Vec<_>>(), ms[4..]);
         assert_eq!(log.len(), 0);
-        assert!(log.take(1, &mut copies).is_none());
+        assert!(log.take(1).is_none());
         log.release();
         assert_eq!(log.next, MIN_BLOCK.max((10 * (ENTRY_HEADER + ms[0].len())).next_power_of_two()));
         assert!(log.blocks.is_empty() && log.spent.is_empty(), "released: the log holds no block");
     }
 
     #[test]
-    fn a_batch_across_blocks_is_one_exact_copy_and_the_tail_a_copy_of_the_last_entries() {
+    fn a_batch_across_blocks_is_their_bytes_in_parts_and_the_tail_a_copy_of_the_last_entries() {
         let mut log = Log { next: MIN_BLOCK, ..Log::default() };
-        let mut copies = Copies::default();
         // 412 bytes each: two to a 1 KiB block
         let ms: Vec<EncodedMessage> = (0..7).map(|i| message(386, i)).collect();
         for m in &ms {
@@ -423,24 +335,26 @@ mod tests {
         assert_eq!(log.tail(3).unwrap().as_bytes(), &expected(&ms[4..]));
         assert_eq!(log.tail(7).unwrap().as_bytes(), &expected(&ms));
         assert_eq!(log.len(), 7, "the tail is a copy");
-        let batch = log.take(5, &mut copies).unwrap();
+        let blocks: Vec<_> = log.blocks.iter().map(|b| b.bytes.as_ptr()).collect();
+        let batch = log.take(5).unwrap();
+        let parts: Vec<_> = batch.parts().iter().map(|p| p.as_ptr()).collect();
+        assert_eq!(parts, blocks[..3], "the blocks' own bytes, one part each");
         assert_eq!(batch.as_bytes(), &expected(&ms[..5]));
         assert_eq!(batch.len(), batch.as_bytes().len());
         assert_eq!(log.tail(2).unwrap().as_bytes(), &expected(&ms[5..]));
-        assert_eq!(log.take(9, &mut copies).unwrap().as_bytes(), &expected(&ms[5..]), "at most what it holds");
+        assert_eq!(log.take(9).unwrap().as_bytes(), &expected(&ms[5..]), "at most what it holds");
     }
 
     #[test]
     fn a_spent_block_is_used_again_once_its_batches_are_gone() {
         let mut log = Log { next: MAX_BLOCK, ..Log::default() };
-        let mut copies = Copies::default();
         let m = message(8000, b'x'); // 8,026 bytes: 8 to a block
         for _ in 0..8 {
             log.push(m.as_bytes());
         }
         let first_block = log.blocks[0].bytes.as_ptr();
         log.push(m.as_bytes()); // the 9th starts a second block
-        let batch = log.take(8, &mut copies).unwrap();
+        let batch = log.take(8).unwrap();
         assert_eq!(batch.as_bytes().as_ptr(), first_block);
         assert_eq!(log.spent.len(), 1, "the first block is spent, its batch alive");
         for _ in 0..7 {
@@ -450,57 +364,58 @@ mod tests {
         log.push(m.as_bytes());
         assert_ne!(log.blocks.back().unwrap().bytes.as_ptr(), first_block);
         drop(batch);
-        let _second = log.take(8, &mut copies).unwrap();
+        let _second = log.take(8).unwrap();
         for _ in 0..8 {
             log.push(m.as_bytes());
         }
         // the fourth block is the first one again: its batch is gone
         assert_eq!(log.blocks.back().unwrap().bytes.as_ptr(), first_block);
         assert_eq!(log.len(), 9);
-        let all = log.take(9, &mut copies).unwrap();
+        let all = log.take(9).unwrap();
         assert_eq!(messages(&all).collect::<Vec<_>>(), vec![m; 9]);
     }
 
-    /// A batch across blocks is copied into a buffer the log keeps: the next such batch of
-    /// about its size takes it again once the first is gone, not while it lives; emptying the
-    /// queue lets the buffers go.
+    /// A batch across blocks keeps each of them alive (not a copy): they are used again only
+    /// once it is gone.
     #[test]
-    fn a_buffer_a_batch_was_copied_into_is_used_again_once_the_batch_is_gone() {
+    fn blocks_a_batch_spans_are_used_again_once_the_batch_is_gone() {
         let mut log = Log { next: MAX_BLOCK, ..Log::default() };
-        let mut copies = Copies::default();
         let m = message(30_000, 1); // 30,026 bytes each: two to a block
-        for _ in 0..12 {
+        for _ in 0..6 {
             log.push(m.as_bytes());
         }
-        let first = log.take(3, &mut copies).unwrap();
-        let at = first.as_bytes().as_ptr();
-        assert_eq!(first.as_bytes(), &expected(&vec![m.clone(); 3]));
-        let second = log.take(3, &mut copies).unwrap();
-        assert_ne!(second.as_bytes().as_ptr(), at, "the first batch is alive: another buffer");
+        let blocks: Vec<_> = log.blocks.iter().map(|b| b.bytes.as_ptr()).collect();
+        let first = log.take(3).unwrap();
+        assert_eq!(first.parts().iter().map(|p| p.as_ptr()).collect::<Vec<_>>(), blocks[..2]);
+        assert_eq!(messages(&first).collect::<Vec<_>>(), vec![m.clone(); 3]);
+        assert_eq!(log.spent.len(), 1, "the first block is spent");
+        let second = log.take(3).unwrap();
+        assert_eq!(second.parts().len(), 2);
+        for _ in 0..2 {
+            log.push(m.as_bytes());
+        }
+        assert!(!blocks.contains(&log.blocks.back().unwrap().bytes.as_ptr()), "the first batch lives: a new block");
         drop(first);
-        let third = log.take(2, &mut copies).unwrap();
-        assert_ne!(third.as_bytes().as_ptr(), at, "in one block: no copy");
-        let fourth = log.take(3, &mut copies).unwrap();
-        assert_eq!(fourth.as_bytes().as_ptr(), at, "the first batch's buffer again");
-        assert_eq!(fourth.as_bytes(), &expected(&vec![m.clone(); 3]));
-        assert_eq!(second.as_bytes(), &expected(&vec![m.clone(); 3]), "the second is untouched");
-        assert_eq!(copies.kept.len(), 2);
+        for _ in 0..2 {
+            log.push(m.as_bytes());
+        }
+        assert_eq!(log.blocks.back().unwrap().bytes.as_ptr(), blocks[0], "the first block again");
+        assert_eq!(messages(&second).collect::<Vec<_>>(), vec![m.clone(); 3], "the second is untouched");
         let rest = log.len();
-        drop(log.take(rest, &mut copies));
+        assert_eq!(messages(&log.take(rest).unwrap()).collect::<Vec<_>>(), vec![m; 4]);
         log.release();
     }
 
     #[test]
     fn a_block_a_batch_emptied_is_spent_when_the_next_entry_needs_a_new_one() {
         let mut log = Log::default();
-        let mut copies = Copies::default();
         let m = message(386, 1); // 412 bytes each: two to a 1 KiB block
         log.push(m.as_bytes());
         log.push(m.as_bytes());
-        let first = log.take(2, &mut copies).unwrap();
+        let first = log.take(2).unwrap();
         log.push(m.as_bytes());
         assert_eq!((log.blocks.len(), log.spent.len()), (1, 1), "the emptied block is spent");
-        let second = log.take(1, &mut copies).unwrap();
+        let second = log.take(1).unwrap();
         assert_eq!(second.as_bytes().as_ptr(), log.blocks[0].bytes.as_ptr().wrapping_sub(second.len()));
         assert_eq!(messages(&first).collect::<Vec<_>>(), vec![m.clone(), m.clone()]);
         assert_eq!(messages(&second).collect::<Vec<_>>(), vec![m]);
@@ -532,6 +447,12 @@ mod tests {
         let plain = MessageSet::from_encoded(&ms, Compression::None).unwrap();
         let same = plain_of(&plain).unwrap();
         assert_eq!(same.as_bytes().as_ptr(), plain.as_bytes().as_ptr(), "a plain set is its own, not a copy");
+        let bytes = plain.as_bytes();
+        let cut = 12 + ms[0].len() + 12 + ms[1].len();
+        let in_parts = MessageSet::from_parts([bytes.slice(..cut), bytes.slice(cut..)]);
+        assert_eq!(plain_of(&in_parts).unwrap().parts().len(), 2, "a plain set in parts is its own too");
+        assert_eq!(messages(&in_parts).collect::<Vec<_>>(), ms, "read across its parts");
+        assert_eq!(records_of(&in_parts).unwrap(), records_of(&plain).unwrap());
         for codec in [Compression::Gzip, Compression::Snappy, Compression::Lz4] {
             let back = plain_of(&plain.compress(codec).unwrap()).unwrap();
             assert_eq!(back.as_bytes(), plain.as_bytes(), "{codec:?}");

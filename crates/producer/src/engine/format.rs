@@ -20,7 +20,7 @@ pub(crate) const FIRST_RECORD_BATCH_VERSION: i16 = 3;
 
 /// The magic of a set's first entry (byte 16), if it has one.
 pub(crate) fn magic_of(set: &MessageSet) -> Option<i8> {
-    set.as_bytes().get(16).map(|&b| b as i8)
+    set.parts().first().and_then(|part| part.get(16)).map(|&b| b as i8)
 }
 
 /// A RecordBatch v2 of the records of `set` (message v0/v1 entries, wrappers expanded),
@@ -48,7 +48,8 @@ pub(crate) fn to_record_batch(
     }
     let (mut index, mut extras) = (0, extras.iter().peekable());
     let mut headers: Vec<HeaderRef<'_>> = Vec::new();
-    for batch in Batches::new(set.as_bytes().clone(), &DecodeOptions::default()) {
+    // a set in parts (a batch across its log's blocks) holds whole entries in each
+    for batch in set.parts().iter().flat_map(|part| Batches::new(part.clone(), &DecodeOptions::default())) {
         for record in batch?.records() {
             let record = record?;
             match extras.next_if(|(i, _)| *i == index) {
