@@ -115,6 +115,7 @@ mod accumulator;
 pub mod audit;
 mod blocks;
 mod bounds;
+mod buffers;
 pub mod config;
 mod delivery;
 mod engine;

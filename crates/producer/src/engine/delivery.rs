@@ -78,6 +78,7 @@ impl Engine {
             restore_messages(&mut batch);
         }
         let records = self.acc.done(batch);
+        self.idle_sets();
         if !self.out.flushes.is_empty() || self.out.observer.is_some() {
             for (i, pending) in records.iter().enumerate() {
                 if let Some(observer) = &mut self.out.observer {
@@ -95,6 +96,14 @@ impl Engine {
         restore_messages(&mut batch);
         for pending in self.acc.done(batch) {
             self.fail(pending, topic.clone(), Some(partition), attempts, error.clone());
+        }
+        self.idle_sets();
+    }
+
+    /// Nothing queued or in flight: an idle producer keeps no allocations for compressed sets.
+    fn idle_sets(&mut self) {
+        if self.acc.is_empty() {
+            self.rounds.sets.clear();
         }
     }
 

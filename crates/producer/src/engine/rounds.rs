@@ -24,6 +24,7 @@ use super::idempotence::{producer_id, Idempotence};
 use super::{Completion, Engine, TaskKind};
 use crate::accumulator::{Batch, PartitionKey, Round};
 use crate::bounds::held_by_batch;
+use crate::buffers::SetBuffers;
 use crate::delivery::Pending;
 use crate::error::Error;
 use crate::outcome::{self, Action, Answer, MetadataAction, RetryPolicy, Verdict};
@@ -134,6 +135,8 @@ pub(super) struct Rounds {
     /// The responses of rounds queued by the engine itself (see `Engine::send_round_now`),
     /// polled by its run loop.
     pub(super) responses: FuturesUnordered<Pin<Box<dyn Future<Output = Completion> + Send>>>,
+    /// The allocations compressed sets are written into (`crate::buffers`).
+    pub(super) sets: SetBuffers,
 }
 
 impl Rounds {
@@ -151,6 +154,7 @@ impl Rounds {
             next_id: 0,
             idem: idempotent.then(Idempotence::default),
             responses: FuturesUnordered::new(),
+            sets: SetBuffers::default(),
         }
     }
 }
@@ -288,6 +292,7 @@ impl Engine {
         let (queued, queued_rx) = oneshot::channel::<()>();
         let previous = self.rounds.queue_order.insert(broker, queued_rx);
         let compressing = self.rounds.compressing.clone().filter(|_| to_compress >= OFFLOAD_COMPRESSION);
+        let sets = self.rounds.sets.clone();
         let handle = self.tasks.spawn(async move {
             let mut sources = sources;
             for (_, source) in &mut sources {
@@ -327,11 +332,11 @@ impl Engine {
             let (request, encoded) = if let Some(compressing) = compressing {
                 // milliseconds of CPU for a large gzip set: not on the runtime's only thread
                 offload(compressing, move || {
-                    produce_request(acks, timeout, sources, format, producer, &sequences, &extras)
+                    produce_request((acks, timeout), sources, format, producer, &sequences, &extras, &sets)
                 })
                 .await
             } else {
-                produce_request(acks, timeout, sources, format, producer, &sequences, &extras)
+                produce_request((acks, timeout), sources, format, producer, &sequences, &extras, &sets)
             };
             Kept::built(&kept, &encoded);
             let result = async {
@@ -401,7 +406,8 @@ impl Engine {
         let Ok(version) = conn.client_version::<ProduceRequest>() else {
             return Err(sources);
         };
-        let (request, encoded) = produce_request(acks, timeout, sources, Format::of(version), None, sequences, extras);
+        let (request, encoded) =
+            produce_request((acks, timeout), sources, Format::of(version), None, sequences, extras, &self.rounds.sets);
         Kept::built(kept, &encoded);
         if request.topics.is_empty() {
             // nothing could be encoded: nothing to send
@@ -616,13 +622,13 @@ async fn queue_then_wait(
 /// `format` from its messages unless it came built (converted when it came built in the other
 /// format), under its topic; and per batch what was built here, to hand back to the engine.
 fn produce_request(
-    acks: i16,
-    timeout: i32,
+    (acks, timeout): (i16, i32),
     sources: Vec<(PartitionKey, SetSource)>,
     format: Format,
     producer: Option<(i64, i16)>,
     sequences: &[Option<i32>],
     extras: &[Vec<(usize, RecordExtra)>],
+    sets: &SetBuffers,
 ) -> (ProduceRequest, Vec<Option<Result<MessageSet, gregor_protocol::Error>>>) {
     let mut topics: Vec<ProduceTopic> = Vec::new();
     let mut encoded = Vec::with_capacity(sources.len());
@@ -668,7 +674,9 @@ fn produce_request(
                 Some(MAGIC_V2) => (Ok(set), false),
                 _ => (to_record_batch(&set, codec, timestamp, numbered, extras), true),
             },
-            (SetSource::Plain(plain, codec), Format::MessageSet { .. }) => (plain.compress(codec), true),
+            (SetSource::Plain(plain, codec), Format::MessageSet { .. }) => {
+                (plain.compress_with(codec, |n| sets.take(n)), true)
+            }
             (SetSource::Plain(plain, codec), Format::RecordBatch { timestamp, .. }) => {
                 (to_record_batch(&plain, codec, timestamp, numbered, extras), true)
             }
