@@ -44,7 +44,7 @@ use gregor_protocol::{EncodedMessage, MessageSet};
 use tokio::time::Instant;
 
 use crate::blocks::{Blocks, Pack, Queued};
-use crate::log::{self, Log};
+use crate::log::{self, Appender, Log, Spent};
 
 /// A broker id.
 pub(crate) type BrokerId = i32;
@@ -290,9 +290,9 @@ impl<T: Pack> PartitionQueue<T> {
     }
 
     /// Takes the `n` oldest queued records (`n` at most `queued.len()`) and their bytes.
-    fn take(&mut self, n: usize) -> (Vec<T>, Option<MessageSet>) {
+    fn take(&mut self, n: usize, spent: &mut Spent) -> (Vec<T>, Option<MessageSet>) {
         let records = self.queued.take_front(n);
-        let plain = self.log.take(n);
+        let plain = self.log.take(n, spent);
         if self.loose > self.queued.len() {
             // the batch took loose records: what is left of them stays loose
             self.loose_bytes = self.loose_bytes * self.queued.len() / self.loose;
@@ -311,7 +311,7 @@ impl<T: Pack> PartitionQueue<T> {
         }
         debug_assert_eq!(self.stamps.iter().map(|(_, n)| n).sum::<usize>(), self.queued.len());
         if self.queued.is_empty() {
-            self.log.release();
+            self.log.release(spent);
         }
         (records, plain)
     }
@@ -362,6 +362,8 @@ pub(crate) struct Accumulator<T> {
     due_chunks: Vec<PartitionKey>,
     /// How long after a run of arrivals began a record still joins it ([`STAMP_SHARE`]).
     stamp_share: Duration,
+    /// The partitions' logs' spent blocks.
+    spent: Spent,
 }
 
 impl<T: Pack> Accumulator<T> {
@@ -385,6 +387,7 @@ impl<T: Pack> Accumulator<T> {
             next_batch_id: 0,
             due_chunks: Vec::new(),
             stamp_share: if config.linger.is_zero() { Duration::MAX } else { config.linger / STAMP_SHARE },
+            spent: Spent::default(),
         }
     }
 
@@ -464,7 +467,7 @@ impl<T: Pack> Accumulator<T> {
         tp: &PartitionKey,
         record: T,
         enqueued_at: Instant,
-        prepare: impl FnOnce(&mut T, &mut Log),
+        prepare: impl FnOnce(&mut T, &mut Appender<'_>),
     ) {
         if !self.partitions.contains_key(tp) {
             self.partitions.insert(tp.clone(), PartitionQueue::new(None));
@@ -487,12 +490,12 @@ impl<T: Pack> Accumulator<T> {
         tp: &PartitionKey,
         mut record: T,
         enqueued_at: Instant,
-        prepare: impl FnOnce(&mut T, &mut Log),
+        prepare: impl FnOnce(&mut T, &mut Appender<'_>),
     ) -> Result<(), T> {
         match self.partitions.get_mut(tp) {
             Some(q) => {
                 let before = q.log.used();
-                prepare(&mut record, &mut q.log);
+                prepare(&mut record, &mut Appender { log: &mut q.log, spent: &mut self.spent });
                 q.push(record, enqueued_at, self.stamp_share);
                 self.len += 1;
                 if self.config.chunk_bytes > 0 {
@@ -629,7 +632,7 @@ impl<T: Pack> Accumulator<T> {
                     batches.push(batch);
                 } else {
                     let n = budget.min(q.queued.len());
-                    let (records, plain) = q.take(n);
+                    let (records, plain) = q.take(n, &mut self.spent);
                     budget -= n;
                     q.in_flight += 1;
                     self.in_flight_records += n;
@@ -708,6 +711,11 @@ impl<T: Pack> Accumulator<T> {
         }
         self.len -= batch.records.len();
         self.in_flight_records -= batch.records.len();
+        if self.len == 0 {
+            // nothing queued or in flight: an idle producer keeps no spent blocks (this
+            // batch's go with it)
+            self.spent = Spent::default();
+        }
         batch.records
     }
 
@@ -835,7 +843,8 @@ fn release_queue<T: Pack>(tp: &PartitionKey, q: &mut PartitionQueue<T>, out: &mu
         release(retry.batch.records, plain, retry.batch.attempts);
     }
     let n = q.queued.len();
-    let (records, plain) = q.take(n);
+    // the queue's blocks are let go with it
+    let (records, plain) = q.take(n, &mut Spent::default());
     release(records, plain, 0);
     out.len() - before
 }
@@ -1086,6 +1095,30 @@ mod tests {
         assert!(read.len() == 3 && read.iter().all(|m| *m == message), "{} messages read back", read.len());
         assert_eq!(finish(&mut a, rounds), [0, 1, 2]);
         assert!(a.is_empty());
+    }
+
+    /// Spent log blocks are kept for any partition's next ones while the producer holds
+    /// records, and let go once it holds none.
+    #[test]
+    fn spent_blocks_are_kept_while_records_are_held_and_go_once_none_are() {
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig { capacity: 100, batch_num_messages: 4, ..config() });
+        let message =
+            EncodedMessage::encode(&gregor_protocol::Message::new(None, Some(vec![7u8; 40_000].into()))).unwrap();
+        for (p, r) in [(0, 0), (0, 1), (2, 2), (2, 3)] {
+            // two partitions of broker 0, an entry to a block
+            a.append_with(&tp(p), r, t0, |_, log| log.push(message.as_bytes()));
+        }
+        let rounds = a.drain(t0);
+        assert_eq!(a.spent.len(), 4, "every block's entries taken: spent");
+        a.append_with(&tp(1), 4, t0, |_, log| log.push(message.as_bytes()));
+        assert_eq!(a.spent.len(), 4, "held by the batches in flight: not used again yet");
+        assert_eq!(finish(&mut a, rounds), [0, 1, 2, 3]);
+        assert_eq!(a.spent.len(), 4, "a record is still held");
+        let rounds = a.drain(t0 + 200 * MS);
+        assert_eq!(finish(&mut a, rounds), [4]);
+        assert!(a.is_empty());
+        assert_eq!(a.spent.len(), 0, "nothing held: the blocks go");
     }
 
     #[test]

@@ -9,16 +9,15 @@
 //!
 //! The log is made of blocks that records share, so a record costs no allocation of its own.
 //! A block is sized after the partition's last batch (1 KiB to 64 KiB): a busy partition fills
-//! big blocks, a quiet one holds little. An entry never spans two blocks. When the partition's
-//! queue is emptied the log lets its blocks go (the batches in flight keep theirs alive until
-//! their results), so an idle partition holds nothing.
+//! big blocks, a quiet one holds little. An entry never spans two blocks.
 //!
-//! While the queue is not emptied, a block that was taken whole is kept (its empty remainder,
-//! which shares the allocation) and used again once every batch made of it is gone: the
-//! oldest kept block is checked when a new one is needed. Why: with a full queue, blocks were
+//! A block whose entries were all taken is spent ([`Spent`], shared by a producer's logs) and
+//! used again, by any partition, once every batch made of it is gone; the logs of an idle
+//! producer (nothing queued or in flight) keep none. Why kept: with a full queue, blocks were
 //! allocated on the worker thread that ran the background task at that moment and freed on
 //! the one that delivered their records; on a multi-thread runtime each worker's allocator
-//! arena then kept its own peak of blocks. Reused blocks stay with the partition.
+//! arena then kept its own peak of blocks. Why shared: the partitions take turns at holding
+//! the most, and a list per partition kept each one's own peak.
 
 use std::collections::VecDeque;
 
@@ -31,8 +30,61 @@ const ENTRY_HEADER: usize = 12;
 const MIN_BLOCK: usize = 1024;
 const MAX_BLOCK: usize = 64 * 1024;
 
-/// Spent blocks a log keeps for its next blocks, besides the one it takes.
-const KEEP_FREE: usize = 32;
+/// Spent blocks [`Spent`] keeps, free or still held by batches in flight (32 MiB of 64 KiB
+/// blocks); beyond, the oldest is let go (a batch holding it keeps it alive until its result).
+const KEEP_SPENT: usize = 512;
+
+/// Blocks of a producer's logs whose entries were all taken, oldest first, shared by the
+/// partitions: the empty remainder of each (sharing its allocation) and its allocation's
+/// size. One is used again, by any partition, once every batch made of it is gone.
+///
+/// Shared rather than one list per partition: the partitions' queues take turns at being
+/// longest, and each partition's list kept blocks for its own longest (the sum of the
+/// partitions' peaks, where a shared list keeps the peak of their sum). Free blocks are kept
+/// until the producer is idle (at most what its busiest moment used): letting the extra ones
+/// go to the allocator and taking new ones again cost more memory than it saved (a shared
+/// list keeping at most 32 free blocks held 207 bytes per message at a queue of 100,000
+/// where this holds 145; `benchmarks/timing/memory.md`).
+#[derive(Debug, Default)]
+pub(crate) struct Spent {
+    blocks: VecDeque<(BytesMut, usize)>,
+}
+
+impl Spent {
+    fn push(&mut self, bytes: BytesMut, had: usize) {
+        self.blocks.push_back((bytes, had));
+        if self.blocks.len() > KEEP_SPENT {
+            self.blocks.pop_front();
+        }
+    }
+
+    /// The oldest block free again of at least `size` bytes, whole.
+    fn free(&mut self, size: usize) -> Option<(BytesMut, usize)> {
+        // `try_reclaim` succeeds when this holds the only handle left: the whole allocation
+        // is free again
+        let at = self.blocks.iter_mut().position(|(block, had)| *had >= size && block.try_reclaim(*had))?;
+        self.blocks.remove(at)
+    }
+
+    /// How many blocks are kept.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.blocks.len()
+    }
+}
+
+/// A log and the producer's spent blocks, to append to the log.
+pub(crate) struct Appender<'a> {
+    pub(crate) log: &'a mut Log,
+    pub(crate) spent: &'a mut Spent,
+}
+
+impl Appender<'_> {
+    /// See [`Log::push`].
+    pub(crate) fn push(&mut self, message: &[u8]) {
+        self.log.push(message, self.spent);
+    }
+}
 
 /// A block of a [`Log`].
 #[derive(Debug)]
@@ -56,20 +108,17 @@ pub(crate) struct Log {
     used: usize,
     /// The size of the next block.
     next: usize,
-    /// Blocks taken whole whose batches may still be alive, oldest first: the empty remainder
-    /// of each and its allocation's size.
-    spent: VecDeque<(BytesMut, usize)>,
 }
 
 impl Default for Log {
     fn default() -> Self {
-        Log { blocks: VecDeque::new(), entries: 0, used: 0, next: MIN_BLOCK, spent: VecDeque::new() }
+        Log { blocks: VecDeque::new(), entries: 0, used: 0, next: MIN_BLOCK }
     }
 }
 
 impl Log {
     /// Appends `message` (one Message v0, as `Message::encode` lays it out) as an entry.
-    pub(crate) fn push(&mut self, message: &[u8]) {
+    pub(crate) fn push(&mut self, message: &[u8], spent: &mut Spent) {
         let len = ENTRY_HEADER + message.len();
         let room = self.blocks.back().map_or(0, |b| b.bytes.capacity() - b.bytes.len());
         if room < len {
@@ -78,9 +127,10 @@ impl Log {
             if self.blocks.back().is_some_and(|b| b.count == 0) {
                 // every entry of the last block was taken: it is spent
                 let Block { bytes, had, .. } = self.blocks.pop_back().expect("the last");
-                self.spent.push_back((bytes, had));
+                spent.push(bytes, had);
             }
-            self.new_block(size);
+            let (bytes, had) = spent.free(size).unwrap_or_else(|| (BytesMut::with_capacity(size), size));
+            self.blocks.push_back(Block { bytes, count: 0, had });
         }
         self.used += len;
         let block = self.blocks.back_mut().expect("a block with room");
@@ -104,7 +154,7 @@ impl Log {
     /// The first `n` entries (at most the log's) as one uncompressed set, offsets 0 to n-1,
     /// made of the log's own bytes: one part per block they lie in (a batch across blocks is
     /// sent as its blocks' slices, not copied into one buffer); `None` for none.
-    pub(crate) fn take(&mut self, n: usize) -> Option<MessageSet> {
+    pub(crate) fn take(&mut self, n: usize, spent: &mut Spent) -> Option<MessageSet> {
         let n = n.min(self.entries);
         if n == 0 {
             return None;
@@ -121,17 +171,17 @@ impl Log {
             block.count -= k;
             left -= k;
             first += k;
-            self.pop_spent();
+            self.pop_spent(spent);
         }
         Some(MessageSet::from_parts(parts))
     }
 
     /// Moves the front block to the spent ones when all its entries were taken and it is not
     /// the block appended to.
-    fn pop_spent(&mut self) {
+    fn pop_spent(&mut self, spent: &mut Spent) {
         if self.blocks.len() > 1 && self.blocks.front().is_some_and(|b| b.count == 0) {
             let Block { bytes, had, .. } = self.blocks.pop_front().expect("the front");
-            self.spent.push_back((bytes, had));
+            spent.push(bytes, had);
         }
     }
 
@@ -169,43 +219,16 @@ impl Log {
         Some(MessageSet::from_bytes(set.freeze()))
     }
 
-    /// The partition's queue was emptied: the blocks are let go (batches still holding them
-    /// keep them alive), and the next one is sized after what this batch used.
-    pub(crate) fn release(&mut self) {
+    /// The partition's queue was emptied: its blocks are spent (batches still holding them
+    /// keep them alive), and its next one is sized after what this batch used.
+    pub(crate) fn release(&mut self, spent: &mut Spent) {
         debug_assert_eq!(self.entries, 0, "released with entries left");
         self.next = self.used.next_power_of_two().clamp(MIN_BLOCK, MAX_BLOCK);
         self.used = 0;
         self.entries = 0;
-        self.blocks = VecDeque::new();
-        self.spent = VecDeque::new();
-    }
-
-    /// Makes a new block of at least `size` bytes the last one: the oldest spent one when no
-    /// batch of it is left, else a new allocation. Of the other oldest spent blocks found
-    /// free, up to [`KEEP_FREE`] stay for the next blocks and the rest are let go, and so are
-    /// blocks smaller than `size` (the batches grew).
-    fn new_block(&mut self, size: usize) {
-        let mut free = 0;
-        while let Some((block, had)) = self.spent.get_mut(free) {
-            if *had < size {
-                // too small for the batches now: never used again
-                self.spent.remove(free);
-                continue;
-            }
-            // `try_reclaim` succeeds when the log holds the only handle left: the whole
-            // allocation is free again
-            if !block.try_reclaim(*had) {
-                break;
-            }
-            free += 1;
-            if free > 1 + KEEP_FREE {
-                self.spent.remove(free - 1);
-                free -= 1;
-            }
+        for Block { bytes, had, .. } in std::mem::take(&mut self.blocks) {
+            spent.push(bytes, had);
         }
-        let reused = if free > 0 { self.spent.pop_front() } else { None };
-        let (bytes, had) = reused.unwrap_or_else(|| (BytesMut::with_capacity(size), size));
-        self.blocks.push_back(Block { bytes, count: 0, had });
     }
 }
 
@@ -304,74 +327,86 @@ mod tests {
     #[test]
     fn a_batch_is_its_records_entries_numbered_from_zero_without_a_copy_in_one_block() {
         let mut log = Log::default();
+        let mut spent = Spent::default();
         let ms: Vec<EncodedMessage> = (0..10).map(|i| message(20, i)).collect();
         for m in &ms {
-            log.push(m.as_bytes());
+            log.push(m.as_bytes(), &mut spent);
         }
         assert_eq!(log.len(), 10);
         let block = log.blocks[0].bytes.as_ptr();
-        let first = log.take(4).unwrap();
+        let first = log.take(4, &mut spent).unwrap();
         assert_eq!(first.as_bytes(), &expected(&ms[..4]));
         assert_eq!(first.as_bytes().as_ptr(), block, "the log's own bytes");
-        let second = log.take(6).unwrap();
+        let second = log.take(6, &mut spent).unwrap();
         assert_eq!(second.as_bytes(), &expected(&ms[4..]), "numbered from 0 again");
         assert_eq!(messages(&second).collect::<Vec<_>>(), ms[4..]);
         assert_eq!(log.len(), 0);
-        assert!(log.take(1).is_none());
-        log.release();
+        assert!(log.take(1, &mut spent).is_none());
+        log.release(&mut spent);
         assert_eq!(log.next, MIN_BLOCK.max((10 * (ENTRY_HEADER + ms[0].len())).next_power_of_two()));
-        assert!(log.blocks.is_empty() && log.spent.is_empty(), "released: the log holds no block");
+        assert!(log.blocks.is_empty(), "released: the log holds no block");
+        assert_eq!(spent.len(), 1, "its block is spent");
+        // another partition's log takes it once its batches are gone
+        let mut other = Log::default();
+        other.push(ms[0].as_bytes(), &mut spent);
+        assert_ne!(other.blocks[0].bytes.as_ptr(), block, "its batches are alive");
+        drop((first, second));
+        let mut third = Log::default();
+        third.push(ms[0].as_bytes(), &mut spent);
+        assert_eq!(third.blocks[0].bytes.as_ptr(), block, "free again: used by another log");
     }
 
     #[test]
     fn a_batch_across_blocks_is_their_bytes_in_parts_and_the_tail_a_copy_of_the_last_entries() {
         let mut log = Log { next: MIN_BLOCK, ..Log::default() };
+        let mut spent = Spent::default();
         // 412 bytes each: two to a 1 KiB block
         let ms: Vec<EncodedMessage> = (0..7).map(|i| message(386, i)).collect();
         for m in &ms {
-            log.push(m.as_bytes());
+            log.push(m.as_bytes(), &mut spent);
         }
         assert!(log.blocks.len() >= 3, "{} blocks", log.blocks.len());
         assert_eq!(log.tail(3).unwrap().as_bytes(), &expected(&ms[4..]));
         assert_eq!(log.tail(7).unwrap().as_bytes(), &expected(&ms));
         assert_eq!(log.len(), 7, "the tail is a copy");
         let blocks: Vec<_> = log.blocks.iter().map(|b| b.bytes.as_ptr()).collect();
-        let batch = log.take(5).unwrap();
+        let batch = log.take(5, &mut spent).unwrap();
         let parts: Vec<_> = batch.parts().iter().map(|p| p.as_ptr()).collect();
         assert_eq!(parts, blocks[..3], "the blocks' own bytes, one part each");
         assert_eq!(batch.as_bytes(), &expected(&ms[..5]));
         assert_eq!(batch.len(), batch.as_bytes().len());
         assert_eq!(log.tail(2).unwrap().as_bytes(), &expected(&ms[5..]));
-        assert_eq!(log.take(9).unwrap().as_bytes(), &expected(&ms[5..]), "at most what it holds");
+        assert_eq!(log.take(9, &mut spent).unwrap().as_bytes(), &expected(&ms[5..]), "at most what it holds");
     }
 
     #[test]
     fn a_spent_block_is_used_again_once_its_batches_are_gone() {
         let mut log = Log { next: MAX_BLOCK, ..Log::default() };
+        let mut spent = Spent::default();
         let m = message(8000, b'x'); // 8,026 bytes: 8 to a block
         for _ in 0..8 {
-            log.push(m.as_bytes());
+            log.push(m.as_bytes(), &mut spent);
         }
         let first_block = log.blocks[0].bytes.as_ptr();
-        log.push(m.as_bytes()); // the 9th starts a second block
-        let batch = log.take(8).unwrap();
+        log.push(m.as_bytes(), &mut spent); // the 9th starts a second block
+        let batch = log.take(8, &mut spent).unwrap();
         assert_eq!(batch.as_bytes().as_ptr(), first_block);
-        assert_eq!(log.spent.len(), 1, "the first block is spent, its batch alive");
+        assert_eq!(spent.len(), 1, "the first block is spent, its batch alive");
         for _ in 0..7 {
-            log.push(m.as_bytes());
+            log.push(m.as_bytes(), &mut spent);
         }
         // a third block while the first block's batch lives: a new one
-        log.push(m.as_bytes());
+        log.push(m.as_bytes(), &mut spent);
         assert_ne!(log.blocks.back().unwrap().bytes.as_ptr(), first_block);
         drop(batch);
-        let _second = log.take(8).unwrap();
+        let _second = log.take(8, &mut spent).unwrap();
         for _ in 0..8 {
-            log.push(m.as_bytes());
+            log.push(m.as_bytes(), &mut spent);
         }
         // the fourth block is the first one again: its batch is gone
         assert_eq!(log.blocks.back().unwrap().bytes.as_ptr(), first_block);
         assert_eq!(log.len(), 9);
-        let all = log.take(9).unwrap();
+        let all = log.take(9, &mut spent).unwrap();
         assert_eq!(messages(&all).collect::<Vec<_>>(), vec![m; 9]);
     }
 
@@ -380,42 +415,44 @@ mod tests {
     #[test]
     fn blocks_a_batch_spans_are_used_again_once_the_batch_is_gone() {
         let mut log = Log { next: MAX_BLOCK, ..Log::default() };
+        let mut spent = Spent::default();
         let m = message(30_000, 1); // 30,026 bytes each: two to a block
         for _ in 0..6 {
-            log.push(m.as_bytes());
+            log.push(m.as_bytes(), &mut spent);
         }
         let blocks: Vec<_> = log.blocks.iter().map(|b| b.bytes.as_ptr()).collect();
-        let first = log.take(3).unwrap();
+        let first = log.take(3, &mut spent).unwrap();
         assert_eq!(first.parts().iter().map(|p| p.as_ptr()).collect::<Vec<_>>(), blocks[..2]);
         assert_eq!(messages(&first).collect::<Vec<_>>(), vec![m.clone(); 3]);
-        assert_eq!(log.spent.len(), 1, "the first block is spent");
-        let second = log.take(3).unwrap();
+        assert_eq!(spent.len(), 1, "the first block is spent");
+        let second = log.take(3, &mut spent).unwrap();
         assert_eq!(second.parts().len(), 2);
         for _ in 0..2 {
-            log.push(m.as_bytes());
+            log.push(m.as_bytes(), &mut spent);
         }
         assert!(!blocks.contains(&log.blocks.back().unwrap().bytes.as_ptr()), "the first batch lives: a new block");
         drop(first);
         for _ in 0..2 {
-            log.push(m.as_bytes());
+            log.push(m.as_bytes(), &mut spent);
         }
         assert_eq!(log.blocks.back().unwrap().bytes.as_ptr(), blocks[0], "the first block again");
         assert_eq!(messages(&second).collect::<Vec<_>>(), vec![m.clone(); 3], "the second is untouched");
         let rest = log.len();
-        assert_eq!(messages(&log.take(rest).unwrap()).collect::<Vec<_>>(), vec![m; 4]);
-        log.release();
+        assert_eq!(messages(&log.take(rest, &mut spent).unwrap()).collect::<Vec<_>>(), vec![m; 4]);
+        log.release(&mut spent);
     }
 
     #[test]
     fn a_block_a_batch_emptied_is_spent_when_the_next_entry_needs_a_new_one() {
         let mut log = Log::default();
+        let mut spent = Spent::default();
         let m = message(386, 1); // 412 bytes each: two to a 1 KiB block
-        log.push(m.as_bytes());
-        log.push(m.as_bytes());
-        let first = log.take(2).unwrap();
-        log.push(m.as_bytes());
-        assert_eq!((log.blocks.len(), log.spent.len()), (1, 1), "the emptied block is spent");
-        let second = log.take(1).unwrap();
+        log.push(m.as_bytes(), &mut spent);
+        log.push(m.as_bytes(), &mut spent);
+        let first = log.take(2, &mut spent).unwrap();
+        log.push(m.as_bytes(), &mut spent);
+        assert_eq!((log.blocks.len(), spent.len()), (1, 1), "the emptied block is spent");
+        let second = log.take(1, &mut spent).unwrap();
         assert_eq!(second.as_bytes().as_ptr(), log.blocks[0].bytes.as_ptr().wrapping_sub(second.len()));
         assert_eq!(messages(&first).collect::<Vec<_>>(), vec![m.clone(), m.clone()]);
         assert_eq!(messages(&second).collect::<Vec<_>>(), vec![m]);

@@ -14,7 +14,7 @@ use crate::accumulator::{Accumulator, PartitionKey};
 use crate::delivery::Pending;
 use crate::error::Error;
 use crate::inbox::{InboxReceiver, Incoming, PackedRecord};
-use crate::log::Log;
+use crate::log::Appender;
 use crate::message::{detach, own_copy};
 use crate::partitioner::{Choice, PartitionerState};
 use crate::refresh::RefreshSchedule;
@@ -124,7 +124,7 @@ impl Engine {
             // the common case: the partition has a queue (see `put`); the key is the last
             // topic's, its partition set. Its linger starts when the task takes it.
             tp.partition = p;
-            let into_log = |r: &mut Pending, log: &mut Log| into_log(r, log, Some(message));
+            let into_log = |r: &mut Pending, log: &mut Appender<'_>| into_log(r, log, Some(message));
             match self.acc.try_append_with(tp, pending, now, into_log) {
                 Ok(()) => return,
                 Err(back) => pending = back,
@@ -187,7 +187,7 @@ impl Engine {
         let tp = PartitionKey { topic, partition };
         // the common case: the partition has a queue, so it was checked when the queue was made
         // (and a refresh that finds it gone removes the queue)
-        let into_log = |p: &mut Pending, log: &mut Log| into_log(p, log, raw);
+        let into_log = |p: &mut Pending, log: &mut Appender<'_>| into_log(p, log, raw);
         let Err(mut pending) = self.acc.try_append_with(&tp, pending, enqueued_at, into_log) else { return };
         if let Some(parts) = self.meta.parts.get(&*tp.topic) {
             if parts.error.is_none() && !parts.all.is_empty() && !parts.all.contains(&partition) {
@@ -242,7 +242,7 @@ fn place<'k>(
 /// Appends a record's message to its partition's log: from `raw`, its bytes in the inbox's
 /// block, when given; else from its own message, which it then lets go (the placeholder:
 /// the record's bytes are the log's from now on).
-fn into_log(pending: &mut Pending, log: &mut Log, raw: Option<&[u8]>) {
+fn into_log(pending: &mut Pending, log: &mut Appender<'_>, raw: Option<&[u8]>) {
     match raw {
         Some(raw) => log.push(raw),
         None => log.push(pending.message().as_bytes()),
