@@ -191,6 +191,25 @@ pub(crate) fn apply_live(
     changed
 }
 
+/// After a leader change: every other replica, live or not, drops what its log holds beyond the
+/// high watermark (beyond the new leader's log end, after an unclean election, which also
+/// lowers the high watermark to it), and fetches the rest from the new leader. As a 0.8.2
+/// broker made follower truncates to its high-watermark checkpoint: without it, a follower
+/// (or the old leader, once back) kept records the old leader had appended but not committed,
+/// at offsets where the new leader then appended others; at the same log end it counted as
+/// caught up, and an acks=-1 write was acknowledged while a replica held other records there.
+pub(crate) fn follow_new_leader(p: &mut Partition) {
+    let Some(leader_leo) = p.logs.get(&p.leader).map(|r| r.log.leo()) else { return };
+    let cut = p.hw.min(leader_leo);
+    p.hw = cut;
+    let leader = p.leader;
+    for (id, rep) in p.logs.iter_mut() {
+        if *id != leader && rep.log.leo() > cut {
+            rep.log.truncate_to(cut);
+        }
+    }
+}
+
 /// Elects a leader if the current one is not live, and drops dead replicas from the ISR.
 /// Returns whether the partition changed.
 fn elect(p: &mut Partition, is_live: &impl Fn(&i32) -> bool, unclean: bool) -> bool {
@@ -204,6 +223,7 @@ fn elect(p: &mut Partition, is_live: &impl Fn(&i32) -> bool, unclean: bool) -> b
         p.leader = leader;
         p.isr = if live_isr.is_empty() { vec![leader] } else { live_isr };
         p.leader_epoch += 1;
+        follow_new_leader(p);
         return true;
     }
     if live_isr.len() != p.isr.len() {
@@ -287,6 +307,7 @@ async fn on_reassign(shared: &Shared, zk: &ZkClient, data: &[u8]) {
             p.isr = item.replicas.iter().copied().filter(|r| live.contains(r)).collect();
             if !p.replicas.contains(&p.leader) || !live.contains(&p.leader) {
                 p.leader = p.isr.first().copied().unwrap_or(-1);
+                follow_new_leader(p);
             }
             p.leader_epoch += 1;
             changed.push((item.topic.clone(), item.partition));
@@ -326,6 +347,7 @@ async fn on_preferred(shared: &Shared, zk: &ZkClient, data: &[u8]) {
             if p.leader != preferred && live.contains(&preferred) && p.isr.contains(&preferred) {
                 p.leader = preferred;
                 p.leader_epoch += 1;
+                follow_new_leader(p);
                 changed.push((item.topic.clone(), item.partition));
             }
         }
@@ -392,5 +414,61 @@ pub(crate) fn move_leader_in(st: &mut State, topic: &str, partition: i32, to: i3
     }
     p.leader = to;
     p.leader_epoch += 1;
+    follow_new_leader(p);
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use gregor_protocol::{Compression, Message, MessageSet};
+
+    use super::*;
+    use crate::cluster::log::validate_and_assign;
+    use crate::cluster::replicator;
+
+    fn append(p: &mut Partition, on: i32, values: &[&str]) {
+        let messages = values.iter().map(|v| Message::new(None, Some(v.as_bytes().to_vec().into())));
+        let set = MessageSet::from_messages(messages, Compression::None).unwrap();
+        let log = &mut p.logs.get_mut(&on).unwrap().log;
+        let set = validate_and_assign(&set, log.leo(), 1 << 20).unwrap();
+        log.append(&set);
+    }
+
+    fn values(p: &Partition, of: i32) -> Vec<String> {
+        let log = &p.logs[&of].log;
+        let set = MessageSet::from_bytes(log.read(0, 1 << 20, log.leo()));
+        let read = set.decode(&Default::default()).unwrap().messages;
+        read.iter().map(|m| String::from_utf8(m.message.value.clone().unwrap().to_vec()).unwrap()).collect()
+    }
+
+    /// Records the old leader appended but did not commit are dropped by every other replica
+    /// when a new leader takes over, so the new leader's records at those offsets reach them.
+    #[test]
+    fn a_new_leaders_followers_drop_what_was_not_committed() {
+        let mut p = Partition::new(vec![1, 2, 3], &[1, 2, 3]);
+        let now = Instant::now();
+        append(&mut p, 1, &["a", "b"]);
+        for f in [2, 3] {
+            replicator::fetch(&mut p, f, 2, now);
+        }
+        p.hw = 2;
+        // 3 copies the old leader's next two, 2 does not: not committed
+        append(&mut p, 1, &["x", "y"]);
+        replicator::fetch(&mut p, 3, 4, now);
+        p.leader = 2;
+        follow_new_leader(&mut p);
+        assert_eq!((p.logs[&1].log.leo(), p.logs[&3].log.leo(), p.hw), (2, 2, 2));
+        append(&mut p, 2, &["p", "q"]);
+        for f in [1, 3] {
+            replicator::fetch(&mut p, f, 4, now);
+        }
+        for r in [1, 2, 3] {
+            assert_eq!(values(&p, r), ["a", "b", "p", "q"], "replica {r}");
+        }
+        // an unclean leader (a replica behind the high watermark) lowers it to its log end
+        p.logs.get_mut(&1).unwrap().log.truncate_to(1);
+        p.leader = 1;
+        follow_new_leader(&mut p);
+        assert_eq!((p.hw, p.logs[&2].log.leo(), p.logs[&3].log.leo()), (1, 1, 1));
+    }
 }

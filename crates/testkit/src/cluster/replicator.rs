@@ -68,7 +68,7 @@ pub(crate) fn replicate_now(st: &mut State, topic: &str, partition: i32) -> bool
 /// Follower `f` of `p` fetches from its leader (whose log ends at `leader_leo`): copies what
 /// the leader has beyond its own log end, or truncates to the leader's; and is caught up
 /// when level with it.
-fn fetch(p: &mut Partition, f: i32, leader_leo: i64, now: Instant) {
+pub(crate) fn fetch(p: &mut Partition, f: i32, leader_leo: i64, now: Instant) {
     let follower_leo = p.logs.get(&f).map_or(0, |r| r.log.leo());
     if follower_leo < leader_leo {
         let copied = p.logs.get(&p.leader).and_then(|r| r.log.entries_from(follower_leo));
