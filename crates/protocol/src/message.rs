@@ -308,10 +308,6 @@ impl MessageAndOffset {
     }
 }
 
-/// A scratch buffer of [`MessageSet::compress`] larger than this is let go after use rather
-/// than kept by its thread.
-const SCRATCH_KEEP: usize = 1 << 20;
-
 /// A MessageSet: the bytes as they travel on the wire (see the module docs).
 ///
 /// Usually one buffer; a set a producer laid out in several (its entries where they were
@@ -690,9 +686,9 @@ impl MessageSet {
     ///
     /// The codec writes into this thread's scratch buffer straight after room for the
     /// wrapper's entry header and message header, which are filled in once its length is
-    /// known; the set is then one copy of exactly its size, into `buffer(size)`. Compressing into a buffer of its
-    /// own (grown as the codec wrote) and encoding the wrapper from it took three allocations a
-    /// batch or more; cutting that buffer to size instead (a shrinking `realloc`) cost system
+    /// known; the set is then one copy of exactly its size, into `buffer(size)`. Compressing
+    /// into a buffer of its own (grown as the codec wrote) and encoding the wrapper from it took
+    /// three allocations a batch or more; cutting that buffer to size instead (a shrinking `realloc`) cost system
     /// CPU (glibc giving the tail back).
     fn wrap_raw(
         raw: &[&[u8]],
@@ -701,6 +697,8 @@ impl MessageSet {
         buffer: impl FnOnce(usize) -> BytesMut,
     ) -> Result<MessageSet> {
         const HEAD: usize = ENTRY_HEADER_SIZE + MESSAGE_V0_OVERHEAD;
+        /// A larger scratch buffer is let go after use rather than kept by its thread.
+        const KEEP: usize = 1 << 20;
         thread_local! {
             static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
@@ -729,7 +727,7 @@ impl MessageSet {
                 set.extend_from_slice(&out);
                 Ok(MessageSet::from_bytes(set.freeze()))
             });
-        if out.capacity() <= SCRATCH_KEEP {
+        if out.capacity() <= KEEP {
             let _ = SCRATCH.try_with(|scratch| scratch.replace(out));
         }
         wrapped

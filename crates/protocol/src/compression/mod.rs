@@ -325,18 +325,13 @@ pub fn compress_for_magic(
     input: &[u8],
     out: &mut Vec<u8>,
 ) -> Result<(), CompressionError> {
-    if magic < codec.min_magic() {
-        return Err(CompressionError::CodecNeedsMagic { codec, magic });
-    }
-    match codec {
-        Compression::Lz4 if magic >= 1 => lz4::compress_with(input, lz4::HeaderChecksum::Standard, out),
-        _ => compress(codec, input, out),
-    }
+    compress_parts_for_magic(codec, magic, &[input], out)
 }
 
-/// [`compress_for_magic`] of `parts` one after the other, read where they are: snappy and lz4 take their fixed-size blocks from them (a block across two parts is
-/// gathered in a buffer of one block); gzip and zstd join them first. The same bytes as compressing the
-/// parts joined.
+/// [`compress_for_magic`] of `parts` one after the other, read where they are: snappy and lz4
+/// take their fixed-size blocks from them (a block across two parts is gathered in a buffer
+/// of one block); gzip and zstd join them first (deflate's output depends on how its input is
+/// cut into writes). The same bytes as compressing the parts joined.
 ///
 /// # Errors
 ///
@@ -347,24 +342,23 @@ pub fn compress_parts_for_magic(
     parts: &[&[u8]],
     out: &mut Vec<u8>,
 ) -> Result<(), CompressionError> {
-    if let [input] = parts {
-        return compress_for_magic(codec, magic, input, out);
-    }
     if magic < codec.min_magic() {
         return Err(CompressionError::CodecNeedsMagic { codec, magic });
     }
+    let joined = || match parts {
+        [one] => std::borrow::Cow::Borrowed(*one),
+        _ => std::borrow::Cow::Owned(parts.concat()),
+    };
     match codec {
         Compression::None => {
             parts.iter().for_each(|part| out.extend_from_slice(part));
             Ok(())
         }
-        // deflate's output depends on how its input is cut into writes: joined, so that a set
-        // in parts compresses to the bytes of the set in one buffer
-        Compression::Gzip => gzip::compress(&parts.concat(), out),
+        Compression::Gzip => gzip::compress(&joined(), out),
         Compression::Snappy => snappy::compress_parts(parts, out),
         Compression::Lz4 if magic >= 1 => lz4::compress_parts(parts, lz4::HeaderChecksum::Standard, out),
         Compression::Lz4 => lz4::compress_parts(parts, lz4::HeaderChecksum::Kafka08, out),
-        Compression::Zstd => zstd::compress(&parts.concat(), out),
+        Compression::Zstd => zstd::compress(&joined(), out),
     }
 }
 
