@@ -1076,13 +1076,17 @@ mod tests {
         assert_eq!(runs, [(t0 + 50 * MS, 1), (t0, 1)]);
     }
 
+    /// A message whose entry takes a log block of its own (blocks are at most 64 KiB).
+    fn block_sized_message() -> EncodedMessage {
+        EncodedMessage::encode(&gregor_protocol::Message::new(None, Some(vec![7u8; 40_000].into()))).unwrap()
+    }
+
     /// A batch across log blocks is sent as the blocks' bytes, one part each, not a copy.
     #[test]
     fn a_batch_across_log_blocks_is_their_bytes_in_parts() {
         let t0 = Instant::now();
         let mut a = acc(AccumulatorConfig { capacity: 100, batch_num_messages: 3, ..config() });
-        let message =
-            EncodedMessage::encode(&gregor_protocol::Message::new(None, Some(vec![7u8; 40_000].into()))).unwrap();
+        let message = block_sized_message();
         for r in 0..3 {
             // an entry to a block
             a.append_with(&tp(0), r, t0, |_, log| log.push(message.as_bytes()));
@@ -1103,8 +1107,7 @@ mod tests {
     fn spent_blocks_are_kept_while_records_are_held_and_go_once_none_are() {
         let t0 = Instant::now();
         let mut a = acc(AccumulatorConfig { capacity: 100, batch_num_messages: 4, ..config() });
-        let message =
-            EncodedMessage::encode(&gregor_protocol::Message::new(None, Some(vec![7u8; 40_000].into()))).unwrap();
+        let message = block_sized_message();
         for (p, r) in [(0, 0), (0, 1), (2, 2), (2, 3)] {
             // two partitions of broker 0, an entry to a block
             a.append_with(&tp(p), r, t0, |_, log| log.push(message.as_bytes()));

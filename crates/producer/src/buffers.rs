@@ -21,56 +21,30 @@ const KEEP: usize = 40;
 /// Buffers free again kept besides the one taken.
 const SPARE: usize = 1;
 
-/// Shared by a producer's rounds (cloned into each round's task).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct SetBuffers(Arc<Mutex<Kept>>);
-
-/// Oldest first: the part of each allocation after its set (empty, sharing the allocation) and
-/// the allocation's size.
+/// Allocations kept to be used again once nothing made of them is alive, oldest first: the
+/// part of each after what was handed out (empty, sharing the allocation) and its size. The
+/// one mechanism behind [`SetBuffers`] and the logs' spent blocks (`crate::log::Spent`).
 #[derive(Debug, Default)]
-struct Kept(VecDeque<(BytesMut, usize)>);
-
-impl SetBuffers {
-    /// An empty buffer with room for exactly `n` bytes (a set of that size): part of a kept
-    /// allocation whose set is gone and that is large enough, else of a new one.
-    pub(crate) fn take(&self, n: usize) -> BytesMut {
-        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let (mut buffer, had) = kept.free(n).unwrap_or_else(|| {
-            let step = (n.next_power_of_two() / 8).max(4096);
-            let size = n.div_ceil(step).max(1) * step;
-            (BytesMut::with_capacity(size), size)
-        });
-        // the set is the allocation's first `n` bytes; the rest stays here, to tell when the
-        // set is gone
-        let rest = buffer.split_off(n);
-        kept.0.push_back((rest, had));
-        if kept.0.len() > KEEP {
-            // its set (if alive) keeps its allocation; it is not used again
-            kept.0.pop_front();
-        }
-        buffer
-    }
-
-    /// Lets every kept allocation go (each set still alive keeps its own): for an idle
-    /// producer.
-    pub(crate) fn clear(&self) {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).0.clear();
-    }
-
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).0.len()
-    }
-}
+pub(crate) struct Kept(VecDeque<(BytesMut, usize)>);
 
 impl Kept {
-    /// A kept allocation whose set is gone and that holds `n` bytes (taken out), the whole of
-    /// it; of the others found free, [`SPARE`] stay.
-    fn free(&mut self, n: usize) -> Option<(BytesMut, usize)> {
+    /// Keeps `rest`, the remainder of an allocation of `had` bytes; beyond `keep` kept, the
+    /// oldest is let go (what is made of it keeps it alive; it is not used again).
+    pub(crate) fn push(&mut self, rest: BytesMut, had: usize, keep: usize) {
+        self.0.push_back((rest, had));
+        if self.0.len() > keep {
+            self.0.pop_front();
+        }
+    }
+
+    /// The oldest kept allocation free again that holds `n` bytes, whole (taken out); of the
+    /// others found free, `spare` stay and the rest are let go.
+    pub(crate) fn free(&mut self, n: usize, spare: usize) -> Option<(BytesMut, usize)> {
         let mut taken = None;
-        let mut spare = 0;
+        let mut free = 0;
         self.0.retain_mut(|(buffer, had)| {
-            // `try_reclaim` succeeds when this holds the only handle left: the set is gone
+            // `try_reclaim` succeeds when this holds the only handle left: nothing made of
+            // the allocation is alive
             if !buffer.try_reclaim(*had) {
                 return true;
             }
@@ -78,10 +52,49 @@ impl Kept {
                 taken = Some((std::mem::take(buffer), *had));
                 return false;
             }
-            spare += 1;
-            spare <= SPARE
+            free += 1;
+            free <= spare
         });
         taken
+    }
+
+    /// How many allocations are kept (free or not).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// Shared by a producer's rounds (cloned into each round's task).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SetBuffers(Arc<Mutex<Kept>>);
+
+impl SetBuffers {
+    /// An empty buffer with room for exactly `n` bytes (a set of that size): part of a kept
+    /// allocation whose set is gone and that is large enough, else of a new one.
+    pub(crate) fn take(&self, n: usize) -> BytesMut {
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let (mut buffer, had) = kept.free(n, SPARE).unwrap_or_else(|| {
+            let step = (n.next_power_of_two() / 8).max(4096);
+            let size = n.div_ceil(step).max(1) * step;
+            (BytesMut::with_capacity(size), size)
+        });
+        // the set is the allocation's first `n` bytes; the rest stays here, to tell when the
+        // set is gone
+        let rest = buffer.split_off(n);
+        kept.push(rest, had, KEEP);
+        buffer
+    }
+
+    /// Lets every kept allocation go (each set still alive keeps its own): for an idle
+    /// producer.
+    pub(crate) fn clear(&self) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Kept::default();
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
 }
 

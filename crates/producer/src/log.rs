@@ -24,6 +24,8 @@ use std::collections::VecDeque;
 use bytes::{BufMut, BytesMut};
 use gregor_protocol::{EncodedMessage, MessageSet};
 
+use crate::buffers::Kept;
+
 /// Bytes before each message in a set: its offset (8) and size (4).
 const ENTRY_HEADER: usize = 12;
 
@@ -46,30 +48,22 @@ const KEEP_SPENT: usize = 512;
 /// list keeping at most 32 free blocks held 207 bytes per message at a queue of 100,000
 /// where this holds 145; `benchmarks/timing/memory.md`).
 #[derive(Debug, Default)]
-pub(crate) struct Spent {
-    blocks: VecDeque<(BytesMut, usize)>,
-}
+pub(crate) struct Spent(Kept);
 
 impl Spent {
     fn push(&mut self, bytes: BytesMut, had: usize) {
-        self.blocks.push_back((bytes, had));
-        if self.blocks.len() > KEEP_SPENT {
-            self.blocks.pop_front();
-        }
+        self.0.push(bytes, had, KEEP_SPENT);
     }
 
-    /// The oldest block free again of at least `size` bytes, whole.
+    /// The oldest block free again of at least `size` bytes, whole (every free one stays).
     fn free(&mut self, size: usize) -> Option<(BytesMut, usize)> {
-        // `try_reclaim` succeeds when this holds the only handle left: the whole allocation
-        // is free again
-        let at = self.blocks.iter_mut().position(|(block, had)| *had >= size && block.try_reclaim(*had))?;
-        self.blocks.remove(at)
+        self.0.free(size, usize::MAX)
     }
 
     /// How many blocks are kept.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.blocks.len()
+        self.0.len()
     }
 }
 
