@@ -22,6 +22,7 @@
 //! a request log ([`FakeCluster::requests`]) that names the fault each request met.
 
 mod admin;
+mod alarm;
 mod codes;
 mod config;
 mod controller;

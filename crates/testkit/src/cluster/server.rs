@@ -211,7 +211,19 @@ async fn serve_one(ctx: &BrokerCtx, mut frame: Bytes, muted: bool, sasl: &mut Sa
         // what goes out takes its turn on the broker too (a Fetch's records)
         let now = tokio::time::Instant::now();
         let out = ctx.shared.clocks().broker(id, now, plan.bytes.len(), timing.broker_bytes_per_sec);
-        tokio::time::sleep_until(due.max(out)).await;
+        let answer_at = due.max(out);
+        super::alarm::sleep_until(answer_at).await;
+        // what the timing profile did to this request (RUST_LOG=gregor_testkit::timing=trace)
+        tracing::trace!(
+            target: "gregor_testkit::timing",
+            broker = id,
+            api = %header.api_key,
+            bytes = frame_len,
+            handled_us = now.saturating_duration_since(arrived).as_micros() as u64,
+            due_us = answer_at.saturating_duration_since(arrived).as_micros() as u64,
+            late_us = answer_at.elapsed().as_micros() as u64,
+            "answer due"
+        );
     }
     plan
 }
