@@ -177,8 +177,9 @@ pub(crate) struct Batch<T> {
     pub(crate) id: u64,
     /// Where it goes.
     pub(crate) tp: PartitionKey,
-    /// The records, in order.
-    pub(crate) records: Vec<T>,
+    /// The records, in order, those packed in their partition's queue still packed (8 bytes
+    /// each, see `crate::blocks`).
+    pub(crate) records: Blocks<T>,
     /// How many times it has been sent, counting the send it was drained for.
     pub(crate) attempts: u32,
     /// Its records' bytes as its partition's log gave them (uncompressed Message v0 entries,
@@ -290,8 +291,8 @@ impl<T: Pack> PartitionQueue<T> {
     }
 
     /// Takes the `n` oldest queued records (`n` at most `queued.len()`) and their bytes.
-    fn take(&mut self, n: usize, spent: &mut Spent) -> (Vec<T>, Option<MessageSet>) {
-        let records = self.queued.take_front(n);
+    fn take(&mut self, n: usize, spent: &mut Spent) -> (Blocks<T>, Option<MessageSet>) {
+        let records = self.queued.split_front(n);
         let plain = self.log.take(n, spent);
         if self.loose > self.queued.len() {
             // the batch took loose records: what is left of them stays loose
@@ -716,7 +717,7 @@ impl<T: Pack> Accumulator<T> {
             // batch's go with it)
             self.spent = Spent::default();
         }
-        batch.records
+        batch.records.into_vec()
     }
 
     /// A batch failed in a way worth retrying (see `crate::outcome`, which also keeps the
@@ -828,9 +829,9 @@ impl<T: Pack> Accumulator<T> {
 /// its bytes were in the log or its batch; returns how many.
 fn release_queue<T: Pack>(tp: &PartitionKey, q: &mut PartitionQueue<T>, out: &mut Vec<Released<T>>) -> usize {
     let before = out.len();
-    let mut release = |records: Vec<T>, plain: Option<MessageSet>, attempts: u32| {
+    let mut release = |records: Blocks<T>, plain: Option<MessageSet>, attempts: u32| {
         let mut messages = plain.iter().flat_map(log::messages);
-        out.extend(records.into_iter().map(|record| Released {
+        out.extend(records.into_vec().into_iter().map(|record| Released {
             topic: tp.topic.clone(),
             partition: Some(tp.partition),
             attempts,
@@ -888,7 +889,10 @@ mod tests {
     fn shape(rounds: &[Round<u32>]) -> Shape {
         rounds
             .iter()
-            .map(|r| (r.broker, r.batches.iter().map(|b| (b.tp.partition, b.records.clone(), b.attempts)).collect()))
+            .map(|r| {
+                let batches = r.batches.iter().map(|b| (b.tp.partition, b.records.iter().map(|q| q.record()).collect(), b.attempts));
+                (r.broker, batches.collect())
+            })
             .collect()
     }
 

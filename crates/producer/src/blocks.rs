@@ -155,6 +155,26 @@ impl<T> PackedBlock<T> {
         }
     }
 
+    /// Moves its `k` oldest records (at most its length) to a block of their own: their
+    /// offsets copied, the same first number, handler and opaque.
+    fn split_front(&mut self, k: usize) -> PackedBlock<T> {
+        let (from, to) = (self.front, self.front + k);
+        let opaques = match &self.opaques {
+            Opaques::Narrow(v) => Opaques::Narrow(v[from..to].to_vec()),
+            Opaques::Wide(v) => Opaques::Wide(v[from..to].to_vec()),
+        };
+        self.front = to;
+        PackedBlock {
+            seq: self.seq,
+            handler: self.handler,
+            opaque: self.opaque,
+            front: 0,
+            seqs: self.seqs[from..to].to_vec(),
+            opaques,
+            unpack: self.unpack,
+        }
+    }
+
     /// Takes the `k` oldest records (at most its length) into `out`.
     fn take(&mut self, k: usize, out: &mut Vec<T>) {
         let (from, to) = (self.front, self.front + k);
@@ -263,6 +283,51 @@ impl<T> Blocks<T> {
         out
     }
 
+    /// Moves the `n` oldest records (at most all of them) to a queue of their own, the packed
+    /// ones staying packed (a batch in flight holds its records in 8 bytes each, as its
+    /// partition's queue did): whole blocks move as they are, a block cut in two gives a copy
+    /// of its taken records' offsets. Records are not pushed onto the queue it returns.
+    pub(crate) fn split_front(&mut self, n: usize) -> Blocks<T> {
+        let n = n.min(self.len);
+        let mut out = Blocks { blocks: VecDeque::new(), len: n };
+        let mut left = n;
+        while left > 0 {
+            let block = self.blocks.front_mut().expect("records are in blocks");
+            if block.len() <= left {
+                left -= block.len();
+                out.blocks.push_back(self.blocks.pop_front().expect("looked at"));
+                continue;
+            }
+            out.blocks.push_back(match block {
+                Block::Kept(b) => Block::Kept(b.drain(..left).collect()),
+                Block::Packed(b) => Block::Packed(b.split_front(left)),
+            });
+            left = 0;
+        }
+        self.len -= n;
+        out
+    }
+
+    /// The record `i` places from the oldest.
+    pub(crate) fn get(&self, mut i: usize) -> Option<Queued<'_, T>> {
+        for block in &self.blocks {
+            if i < block.len() {
+                return match block {
+                    Block::Kept(b) => b.get(i).map(Queued::Kept),
+                    Block::Packed(b) => Some(Queued::Packed(b.get(b.front + i))),
+                };
+            }
+            i -= block.len();
+        }
+        None
+    }
+
+    /// Every record, oldest first, the packed ones made records again.
+    pub(crate) fn into_vec(mut self) -> Vec<T> {
+        let n = self.len;
+        self.take_front(n)
+    }
+
     /// Room for records the queue holds now (its blocks' slots).
     #[cfg(test)]
     pub(crate) fn capacity(&self) -> usize {
@@ -310,6 +375,16 @@ impl<T: Pack> Blocks<T> {
             },
         };
         self.blocks.push_back(Block::Packed(PackedBlock::new(record, T::unpack)));
+    }
+}
+
+impl<T: Pack> FromIterator<T> for Blocks<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(records: I) -> Self {
+        let mut blocks = Blocks::default();
+        for record in records {
+            blocks.push_back(record);
+        }
+        blocks
     }
 }
 
@@ -437,6 +512,46 @@ mod tests {
         let back = q.take_front(usize::MAX);
         let want: Vec<u64> = (0..5000 + 3 * BLOCK as u64).collect();
         assert_eq!(back.iter().map(Either::n).collect::<Vec<_>>(), want);
+    }
+
+    /// A batch split off the front keeps its records packed, in order, whatever blocks the cut
+    /// falls in; the queue goes on after it; `get` finds every record of both.
+    #[test]
+    fn split_off_records_stay_packed_and_in_order() {
+        let mut q: Blocks<Either> = Blocks::default();
+        let n = 4 * BLOCK as u64 + 100;
+        for i in 0..n {
+            // a run of kept records inside the packed ones
+            q.push_back(if (1500..1530).contains(&i) { Either::Kept(i) } else { Either::Packs(i) });
+        }
+        let mut start = 0u64;
+        let packed_total = q.iter().filter(|r| matches!(r, Queued::Packed(_))).count();
+        for take in [1000, 1, 600, 1024, 2, usize::MAX] {
+            let before = q.len();
+            let kinds = |q: &Blocks<Either>, k: usize| -> Vec<bool> {
+                q.iter().take(k).map(|r| matches!(r, Queued::Packed(_))).collect()
+            };
+            let k = take.min(before);
+            let packed_before = kinds(&q, k);
+            let batch = q.split_front(take);
+            assert_eq!((batch.len(), q.len()), (k, before - k));
+            assert_eq!(kinds(&batch, k), packed_before, "split at {start}+{k}: packed as they were");
+            for (j, i) in (start..start + k as u64).enumerate() {
+                assert_eq!(batch.get(j).map(|r| r.record().n()), Some(i));
+            }
+            assert!(batch.get(k).is_none());
+            assert_eq!(q.get(0).map(|r| r.record().n()), (start + (k as u64) < n).then_some(start + k as u64));
+            let back: Vec<u64> = batch.into_vec().iter().map(Either::n).collect();
+            assert!(back.into_iter().eq(start..start + k as u64));
+            start += k as u64;
+        }
+        assert_eq!(start, n);
+        assert_eq!(packed_total, n as usize - 30 - (KEPT_RUN - 30), "only the kept run and those after it in its block are kept");
+        assert!(q.is_empty() && q.split_front(3).is_empty());
+        // a split block's records take their own 8 bytes each, not a copy of the whole block
+        let mut q: Blocks<u64> = (0..BLOCK as u64).collect();
+        let batch = q.split_front(10);
+        assert_eq!(batch.bytes(), 10 * 8);
     }
 
     /// A queue dropped with packed records in it drops each as a record.

@@ -11,6 +11,7 @@
 use tokio::sync::Semaphore;
 
 use crate::accumulator::Batch;
+use crate::blocks::Queued;
 use crate::delivery::Pending;
 use crate::record::Header;
 
@@ -26,12 +27,12 @@ pub(crate) fn held_bytes(key: usize, value: usize, headers: &[Header]) -> usize 
 }
 
 /// What a queued record weighs (its encoded message already holds the key and value).
-fn held_by(pending: &Pending) -> usize {
+fn held_by(pending: Queued<'_, Pending>) -> usize {
     held_by_message(pending, pending.message().len())
 }
 
 /// What a record whose message is `len` bytes weighs.
-fn held_by_message(pending: &Pending, len: usize) -> usize {
+fn held_by_message(pending: Queued<'_, Pending>, len: usize) -> usize {
     // the encoded message is a Message v0: 14 bytes around the key and value
     let headers = pending.extra().map_or(&[][..], |e| &e.headers[..]);
     held_bytes(0, len.saturating_sub(14), headers)
@@ -76,7 +77,7 @@ impl QueueBounds {
         for p in records.filter(|p| p.has_slot()) {
             places += 1;
             if self.bytes.is_some() {
-                bytes += held_by(p);
+                bytes += held_by(Queued::Kept(p));
             }
         }
         self.places.add_permits(places);
@@ -131,8 +132,8 @@ mod tests {
         let pending = |extra: Option<RecordExtra>| {
             Pending::new(crate::topic::TopicId::UNREGISTERED, None, message.clone(), None, extra)
         };
-        assert_eq!(held_by(&pending(None)), 128);
-        assert_eq!(held_by(&pending(Some(extra.clone()))), held_bytes(2, 100, &extra.headers));
+        assert_eq!(held_by(Queued::Kept(&pending(None))), 128);
+        assert_eq!(held_by(Queued::Kept(&pending(Some(extra.clone())))), held_bytes(2, 100, &extra.headers));
         assert_eq!(held_bytes(2, 100, &extra.headers), 128 + 8);
     }
 

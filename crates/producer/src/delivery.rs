@@ -377,7 +377,7 @@ impl Pack for Pending {
     }
 }
 
-impl Queued<'_, Pending> {
+impl<'a> Queued<'a, Pending> {
     /// The record's order of arrival at the background task.
     pub(crate) fn seq(&self) -> u64 {
         match self {
@@ -388,10 +388,26 @@ impl Queued<'_, Pending> {
 
     /// Its message: the placeholder while its bytes are in a log or batch (as a packed
     /// record's always are).
-    pub(crate) fn message(&self) -> &EncodedMessage {
-        match self {
+    pub(crate) fn message(&self) -> &'a EncodedMessage {
+        match *self {
             Queued::Kept(p) => p.message(),
             Queued::Packed(_) => &PLACEHOLDER,
+        }
+    }
+
+    /// True when it has a result to give (see [`Pending::has_slot`]).
+    pub(crate) fn has_slot(&self) -> bool {
+        match self {
+            Queued::Kept(p) => p.has_slot(),
+            Queued::Packed(p) => p.handler != NO_HANDLER,
+        }
+    }
+
+    /// Its timestamp or headers, if the application gave any (a packed record has none).
+    pub(crate) fn extra(&self) -> Option<&'a crate::record::RecordExtra> {
+        match *self {
+            Queued::Kept(p) => p.extra(),
+            Queued::Packed(_) => None,
         }
     }
 }

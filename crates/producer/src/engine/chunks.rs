@@ -9,6 +9,7 @@ use gregor_protocol::{Compression, MessageSet};
 use super::blocking::offload;
 use super::Engine;
 use crate::accumulator::PartitionKey;
+use crate::blocks::Blocks;
 use crate::delivery::Pending;
 
 /// Eager compression: a partition of a compressed topic gets its records compressed in chunks
@@ -129,14 +130,15 @@ impl Engine {
     /// The chunks that begin `records` (a fresh batch of `tp`), in order, and how many records
     /// they cover. Chunks of later records stay; the others are stale (their records went
     /// another way, or only some of them are in this batch) and are dropped.
-    pub(super) fn take_chunks(&mut self, tp: &PartitionKey, records: &[Pending]) -> (Vec<ChunkSet>, usize) {
+    pub(super) fn take_chunks(&mut self, tp: &PartitionKey, records: &Blocks<Pending>) -> (Vec<ChunkSet>, usize) {
         let Some(chunks) = self.chunks.made.get_mut(tp) else { return (Vec::new(), 0) };
         let mut sets = Vec::new();
         let mut covered = 0;
+        let seq = |i: usize| records.get(i).map(|p| p.seq());
         while let Some(c) = chunks.front() {
             let fits = covered + c.records <= records.len()
-                && records[covered].seq == c.first
-                && records[covered + c.records - 1].seq == c.last;
+                && seq(covered) == Some(c.first)
+                && seq(covered + c.records - 1) == Some(c.last);
             if fits {
                 covered += c.records;
                 sets.push(chunks.pop_front().expect("looked at").set);
@@ -146,7 +148,7 @@ impl Engine {
             // first record is in it was cut by its end; one whose first record is neither is of
             // records that went another way (a record held for metadata can come back with an
             // older number, so the tests are membership, not order)
-            let in_batch = records[covered..].iter().any(|p| p.seq == c.first);
+            let in_batch = records.iter().skip(covered).any(|p| p.seq() == c.first);
             if !in_batch && self.acc.queued(tp).is_some_and(|mut q| q.any(|p| p.seq() == c.first)) {
                 break;
             }
@@ -225,12 +227,12 @@ mod tests {
         e.chunks.made.insert(tp.clone(), chunks.into_iter().collect());
         // a batch of records 0 to 4: the chunk of records gone another way is dropped, 0-2
         // goes, 3-5 is cut by the batch's end (dropped), 6-8 is of queued records (kept)
-        let batch: Vec<Pending> = (0..5).map(|seq| pending(seq, "v")).collect();
+        let batch: Blocks<Pending> = (0..5).map(|seq| pending(seq, "v")).collect();
         let (sets, covered) = e.take_chunks(&tp, &batch);
         assert_eq!((tags(&sets), covered), (vec![1], 3));
         assert_eq!(e.chunks.made[&tp].iter().map(|c| c.first).collect::<Vec<_>>(), [6]);
         // a batch of records 5 to 9: 6-8 does not begin it, so it goes with none
-        let batch: Vec<Pending> = (5..10).map(|seq| pending(seq, "v")).collect();
+        let batch: Blocks<Pending> = (5..10).map(|seq| pending(seq, "v")).collect();
         let (sets, covered) = e.take_chunks(&tp, &batch);
         assert_eq!((sets.len(), covered), (0, 0));
         assert!(!e.chunks.made.contains_key(&tp), "nothing left for the partition");

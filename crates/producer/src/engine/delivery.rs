@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use gregor_protocol::MessageSet;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -71,13 +72,12 @@ impl Engine {
     /// (when there are any), then handed to the delivery task as a whole (the observer's own
     /// records go with it: they have no slot and hold no queue place, so nothing is delivered
     /// for them).
-    pub(super) fn succeed(&mut self, mut batch: Batch<Pending>, base_offset: i64) {
+    pub(super) fn succeed(&mut self, batch: Batch<Pending>, base_offset: i64) {
         let (topic, partition, held) = (self.result_topic(&batch.tp.topic), batch.tp.partition, batch.held);
-        if self.out.observer.is_some() {
-            // the observer reads the records' messages
-            restore_messages(&mut batch);
-        }
-        let records = self.acc.done(batch);
+        // the observer reads the records' messages
+        let plain = if self.out.observer.is_some() { batch.plain_or_sent() } else { None };
+        let mut records = self.acc.done(batch);
+        restore_messages(&mut records, plain);
         self.idle_sets();
         if !self.out.flushes.is_empty() || self.out.observer.is_some() {
             for (i, pending) in records.iter().enumerate() {
@@ -90,11 +90,13 @@ impl Engine {
         self.hand_out(Delivery::Acked { topic, partition, base_offset, records, held });
     }
 
-    pub(super) fn fail_batch(&mut self, mut batch: Batch<Pending>, error: Error) {
+    pub(super) fn fail_batch(&mut self, batch: Batch<Pending>, error: Error) {
         let (topic, partition, attempts) = (self.result_topic(&batch.tp.topic), batch.tp.partition, batch.attempts);
         // each record's error carries its key and value
-        restore_messages(&mut batch);
-        for pending in self.acc.done(batch) {
+        let plain = batch.plain_or_sent();
+        let mut records = self.acc.done(batch);
+        restore_messages(&mut records, plain);
+        for pending in records {
             self.fail(pending, topic.clone(), Some(partition), attempts, error.clone());
         }
         self.idle_sets();
@@ -293,11 +295,11 @@ pub(super) async fn deliver_loop(
     }
 }
 
-/// Gives a batch's records their messages back from its bytes (they hold a placeholder while
-/// their bytes are the batch's), for their errors and the observer.
-fn restore_messages(batch: &mut Batch<Pending>) {
-    if let Some(plain) = batch.plain_or_sent() {
-        for (pending, message) in batch.records.iter_mut().zip(crate::log::messages(&plain)) {
+/// Gives a batch's records their messages back from its bytes `plain` (they hold a
+/// placeholder while their bytes are the batch's), for their errors and the observer.
+fn restore_messages(records: &mut [Pending], plain: Option<MessageSet>) {
+    if let Some(plain) = plain {
+        for (pending, message) in records.iter_mut().zip(crate::log::messages(&plain)) {
             pending.set_message(message);
         }
     }

@@ -218,9 +218,8 @@ impl Engine {
                     } else {
                         self.take_chunks(&batch.tp, &batch.records)
                     };
-                    let rest = &batch.records[covered..];
                     let plain = match &batch.plain {
-                        _ if rest.is_empty() => Ok(None),
+                        _ if covered == batch.records.len() => Ok(None),
                         // the log's bytes, as they are
                         Some(plain) if covered == 0 => Ok(Some(plain.clone())),
                         // the records after the chunks, numbered from 0 (a copy: compressed next)
@@ -230,7 +229,8 @@ impl Engine {
                         }
                         // records that kept their own bytes (appended without the log: tests)
                         None => {
-                            MessageSet::from_encoded(rest.iter().map(Pending::message), Compression::None).map(Some)
+                            let rest = batch.records.iter().skip(covered);
+                            MessageSet::from_encoded(rest.map(|p| p.message()), Compression::None).map(Some)
                         }
                     };
                     match plain {
