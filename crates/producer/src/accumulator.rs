@@ -890,7 +890,10 @@ mod tests {
         rounds
             .iter()
             .map(|r| {
-                let batches = r.batches.iter().map(|b| (b.tp.partition, b.records.iter().map(|q| q.record()).collect(), b.attempts));
+                let batches = r
+                    .batches
+                    .iter()
+                    .map(|b| (b.tp.partition, b.records.iter().map(|q| q.record()).collect(), b.attempts));
                 (r.broker, batches.collect())
             })
             .collect()
