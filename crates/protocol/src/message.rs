@@ -688,8 +688,8 @@ impl MessageSet {
     /// wrapper's entry header and message header, which are filled in once its length is
     /// known; the set is then one copy of exactly its size, into `buffer(size)`. Compressing
     /// into a buffer of its own (grown as the codec wrote) and encoding the wrapper from it took
-    /// three allocations a batch or more; cutting that buffer to size instead (a shrinking `realloc`) cost system
-    /// CPU (glibc giving the tail back).
+    /// three allocations a batch or more; cutting that buffer to size instead (a shrinking
+    /// `realloc`) cost system CPU (glibc giving the tail back).
     fn wrap_raw(
         raw: &[&[u8]],
         last: i64,

@@ -10,7 +10,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::{Condvar, Mutex, Once};
 use std::time::Instant;
 
 use tokio::sync::oneshot;
@@ -39,7 +39,6 @@ impl Ord for Alarm {
     }
 }
 
-#[derive(Default)]
 struct Pending {
     heap: BinaryHeap<Reverse<Alarm>>,
     next_seq: u64,
@@ -50,18 +49,18 @@ struct Clock {
     changed: Condvar,
 }
 
-/// The process's one alarm thread, started on first use.
+/// The process's deadlines, and its one alarm thread, started on first use.
 fn clock() -> &'static Clock {
-    static CLOCK: OnceLock<&'static Clock> = OnceLock::new();
-    CLOCK.get_or_init(|| {
-        let clock: &'static Clock =
-            Box::leak(Box::new(Clock { pending: Mutex::new(Pending::default()), changed: Condvar::new() }));
+    static CLOCK: Clock =
+        Clock { pending: Mutex::new(Pending { heap: BinaryHeap::new(), next_seq: 0 }), changed: Condvar::new() };
+    static STARTED: Once = Once::new();
+    STARTED.call_once(|| {
         std::thread::Builder::new()
             .name("gregor-testkit-alarm".into())
-            .spawn(move || ring(clock))
+            .spawn(|| ring(&CLOCK))
             .expect("the testkit's alarm thread starts");
-        clock
-    })
+    });
+    &CLOCK
 }
 
 /// The alarm thread: wakes each waiter at its deadline, earliest first.
@@ -152,9 +151,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_past_deadline_returns_at_once_and_a_dropped_waiter_harms_nothing() {
-        sleep_until(tokio::time::Instant::now() - Duration::from_millis(1)).await;
+        let within = |d| tokio::time::timeout(Duration::from_secs(5), d);
+        let past = tokio::time::Instant::now() - Duration::from_millis(1);
+        assert!(within(sleep_until(past)).await.is_ok(), "a past deadline waits for nothing");
         let soon = tokio::time::Instant::now() + Duration::from_millis(5);
-        drop(tokio::time::timeout(Duration::from_millis(1), sleep_until(soon)).await);
-        sleep_until(tokio::time::Instant::now() + Duration::from_millis(10)).await;
+        assert!(tokio::time::timeout(Duration::from_millis(1), sleep_until(soon)).await.is_err(), "dropped waiting");
+        // the alarm thread rings past the dropped waiter and goes on
+        let next = tokio::time::Instant::now() + Duration::from_millis(10);
+        assert!(within(sleep_until(next)).await.is_ok(), "the next waiter is woken");
     }
 }
