@@ -61,6 +61,8 @@ enum SetSource {
 pub(super) struct InFlight {
     pub(super) broker: i32,
     batches: Vec<Batch<Pending>>,
+    /// When it was handed to its task or its connection (for the trace of its round trip).
+    sent: Instant,
     /// Per batch, the bytes of a batch built for this round (see [`Kept`]).
     kept: Vec<Option<Kept>>,
 }
@@ -278,8 +280,8 @@ impl Engine {
         let timeout = self.config.request_timeout().as_millis().min(i32::MAX as u128) as i32;
         let id = self.rounds.next_id;
         self.rounds.next_id += 1;
-        tracing::debug!(broker, batches = batches.len(), records, "produce");
-        self.rounds.in_flight.insert(id, InFlight { broker, batches, kept: kept.clone() });
+        tracing::debug!(broker, round = id, batches = batches.len(), records, "produce");
+        self.rounds.in_flight.insert(id, InFlight { broker, batches, kept: kept.clone(), sent: Instant::now() });
         let pool = self.meta.cache.pool().clone();
         let sources =
             match self.send_round_now(id, broker, acks, timeout, sources, &kept, &sequences, &extras, to_compress) {
@@ -449,6 +451,15 @@ impl Engine {
     ) {
         let Some(in_flight) = self.rounds.in_flight.remove(&round) else { return };
         let broker = in_flight.broker;
+        // RUST_LOG=gregor_producer::engine::rounds=trace: each round's way there and back, as
+        // the engine sees it (its task or connection, the broker, the response's wake-up)
+        tracing::trace!(
+            broker,
+            round,
+            ok = result.is_ok(),
+            round_trip_us = now.saturating_duration_since(in_flight.sent).as_micros() as u64,
+            "produce answered"
+        );
         self.acc.round_done(broker);
         // the sets the task built stay with their batches (a retry sends them as they are);
         // a batch that could not be encoded was not sent, and fails here
