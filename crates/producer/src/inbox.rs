@@ -73,8 +73,16 @@ pub(crate) enum Refused {
 }
 
 /// After a take, a deque keeping more room than this gives it back (a burst that filled the
-/// queue does not hold its memory for the producer's lifetime).
-const KEEP_CAPACITY: usize = 16 * 1024;
+/// queue does not hold its memory for the producer's lifetime): 4,096 places of 40 bytes.
+/// With a full queue on a broker that takes milliseconds, the records that come while the task
+/// is busy (a response's results, a round's compression) pile up here in bursts of thousands;
+/// the inbox's two deques (the one being filled, the one the task took) each kept up to
+/// 16,384 places (640 KiB) after their largest burst, resident beside everything else at the
+/// client's peak. Keeping 4,096: snappy at a queue of 100,000, 156 -> 146.5 bytes above the
+/// fixed part per message held (6 runs; 157.5 -> 149.5 in 12 more), at 1,000,000 153 -> 143,
+/// none unchanged (`benchmarks/timing/session-25.md`). Keeping 1,024 saved as much but cost
+/// system CPU (the deques growing again): a third more per message at 1,000,000.
+const KEEP_CAPACITY: usize = 4096;
 
 /// A small record in the inbox: its message is the next `len` bytes of the byte stream.
 struct Packed {
@@ -456,6 +464,29 @@ mod tests {
         // and as the engine queues it, its bytes in its partition's log
         assert_eq!(std::mem::size_of::<Pending>(), 24);
         assert_eq!(std::mem::size_of::<Option<Slot>>(), 16);
+    }
+
+    #[test]
+    fn a_burst_taken_leaves_the_inbox_at_most_keep_capacity_places() {
+        let (tx, mut rx) = inbox(TopicNames::new());
+        let mut results = Vec::new();
+        let burst = 3 * KEEP_CAPACITY;
+        for i in 0..burst {
+            results.push(record(&tx, format!("{i}").as_bytes()));
+        }
+        assert!(tx.queue.lock().queued.capacity() >= burst);
+        let mut got = Incoming::default();
+        rx.try_recv_all(&mut got);
+        assert_eq!(all(&mut got).len(), burst);
+        // the task's deque took the burst; the one the inbox has now was the task's (empty)
+        assert!(got.queued.capacity() >= burst);
+        // the next take swaps them back: the burst's deque gives back all but KEEP_CAPACITY
+        record(&tx, b"next");
+        rx.try_recv_all(&mut got);
+        assert_eq!(all(&mut got).iter().map(value).collect::<Vec<_>>(), [b"next".to_vec()]);
+        let kept = tx.queue.lock().queued.capacity();
+        assert!(kept <= KEEP_CAPACITY, "the inbox kept {kept} places after a burst of {burst}");
+        assert!(got.queued.capacity() <= KEEP_CAPACITY);
     }
 
     #[tokio::test]
