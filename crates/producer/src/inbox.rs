@@ -78,10 +78,10 @@ pub(crate) enum Refused {
 /// is busy (a response's results, a round's compression) pile up here in bursts of thousands;
 /// the inbox's two deques (the one being filled, the one the task took) each kept up to
 /// 16,384 places (640 KiB) after their largest burst, resident beside everything else at the
-/// client's peak. Keeping 4,096: snappy at a queue of 100,000, 156 -> 146.5 bytes above the
-/// fixed part per message held (6 runs; 157.5 -> 149.5 in 12 more), at 1,000,000 153 -> 143,
-/// none unchanged (`benchmarks/timing/session-25.md`). Keeping 1,024 saved as much but cost
-/// system CPU (the deques growing again): a third more per message at 1,000,000.
+/// client's peak. Keeping 4,096: snappy at a queue of 100,000, 158 -> 148.5 bytes above the
+/// fixed part per message held (12 runs each), at 1,000,000 153 -> 143, none unchanged
+/// (`benchmarks/timing/session-25.md`). Keeping 1,024 saved as much but cost system CPU (the
+/// deques growing again): a third more per message at 1,000,000.
 const KEEP_CAPACITY: usize = 4096;
 
 /// A small record in the inbox: its message is the next `len` bytes of the byte stream.
@@ -469,10 +469,9 @@ mod tests {
     #[test]
     fn a_burst_taken_leaves_the_inbox_at_most_keep_capacity_places() {
         let (tx, mut rx) = inbox(TopicNames::new());
-        let mut results = Vec::new();
         let burst = 3 * KEEP_CAPACITY;
         for i in 0..burst {
-            results.push(record(&tx, format!("{i}").as_bytes()));
+            record(&tx, format!("{i}").as_bytes());
         }
         assert!(tx.queue.lock().queued.capacity() >= burst);
         let mut got = Incoming::default();
