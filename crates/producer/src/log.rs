@@ -273,13 +273,19 @@ pub(crate) fn messages(set: &MessageSet) -> impl Iterator<Item = EncodedMessage>
 /// read back from them for a failure or the observer. Timestamps and headers are not kept
 /// (a record's error carries its key and value). `None` when the set cannot be read.
 pub(crate) fn plain_of(encoded: &MessageSet) -> Option<MessageSet> {
-    let bytes = encoded.parts().first()?;
-    // Message v0/v1 entries, uncompressed (attributes' codec bits 0): already plain
-    let (magic, attributes) = (bytes.get(16).copied(), bytes.get(17).copied());
-    if matches!(magic, Some(0 | 1)) && attributes.is_some_and(|a| a & 0x07 == 0) {
+    encoded.parts().first()?;
+    if is_plain(encoded) {
         return Some(encoded.clone());
     }
     MessageSet::from_messages(records_of(encoded).ok()?, gregor_protocol::Compression::None).ok()
+}
+
+/// `encoded` starts with uncompressed Message v0/v1 entries (attributes' codec bits 0): it
+/// is its own plain set, and [`plain_of`] reads nothing back.
+pub(crate) fn is_plain(encoded: &MessageSet) -> bool {
+    let Some(bytes) = encoded.parts().first() else { return false };
+    let (magic, attributes) = (bytes.get(16).copied(), bytes.get(17).copied());
+    matches!(magic, Some(0 | 1)) && attributes.is_some_and(|a| a & 0x07 == 0)
 }
 
 /// Every record of `set` (Message v0/v1 entries with their wrappers expanded, or RecordBatch

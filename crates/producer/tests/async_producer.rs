@@ -19,8 +19,8 @@ use gregor_producer::{
 use gregor_protocol::frame::ApiKey;
 use gregor_protocol::messages::AnyRequest;
 use gregor_protocol::{Compression, ErrorCode};
-use gregor_testkit::fault::{Fault, Rule};
 use gregor_testkit::support::{self, cluster_or_skip};
+use gregor_testkit::FakeCluster;
 
 fn rec(topic: &str, value: impl ToString) -> Record<String, String> {
     Record::new(topic, value.to_string())
@@ -445,15 +445,16 @@ async fn each_codec_travels_as_one_wrapper_and_reads_back_intact() {
     assert_eq!(log_values(&c, "plain", 0).await, ["b"]);
 }
 
-/// A round's compression runs off the runtime's threads: on a current-thread runtime, while a
-/// large gzip round is built (8 MB of hard-to-compress text, far longer than a tick), a task
-/// ticking every millisecond never waits for as long as half of what the same compression
-/// takes on this machine (built in place, the round would hold the only thread for all of it).
-/// The ticks are watched until the broker has the round; it answers a second later, so the
-/// records' failures, read back from the compressed set on the engine's task (for this round
-/// 41 ms against 216 of compression in a release build here, 1.9 s against 3.8 in a debug
-/// one), are not counted as the compression's. The FakeCluster runs on this same thread, so
-/// the broker refuses the set by its size (message.max.bytes, 1 MB), before decompressing it.
+/// A round's compression, and the read-back of its records' keys and values when it fails,
+/// run off the runtime's threads: on a current-thread runtime, while a large gzip round is
+/// built (8 MB of hard-to-compress text, far longer than a tick) and while its records are read
+/// back from the set the broker refused, a task ticking every millisecond never waits for as
+/// long as half of what reading them back takes on this machine (itself a fifth to a half of
+/// the compression: built or read back in place, the round would hold the only thread for all
+/// of it). A record sent after the round and acknowledged while its records are read back gets
+/// its result after theirs, in the order they were decided. The FakeCluster runs on this same
+/// thread, so the broker refuses the set by its size (message.max.bytes, 1 MB), before
+/// decompressing it.
 #[tokio::test(flavor = "current_thread")]
 async fn a_large_compressed_round_does_not_stall_a_current_thread_runtime() {
     let c = cluster_or_skip!("offload-compression");
@@ -470,14 +471,18 @@ async fn a_large_compressed_round_does_not_stall_a_current_thread_runtime() {
             .collect()
     };
     let values: Vec<String> = (0..10).map(|_| text(800_000)).collect();
-    // what compressing this round takes here, on this thread
+    // what compressing this round and reading its messages back take here, on this thread
     let messages: Vec<gregor_protocol::Message> = values
         .iter()
         .map(|v| gregor_protocol::Message::new(None, Some(bytes::Bytes::copy_from_slice(v.as_bytes()))))
         .collect();
     let started = Instant::now();
-    gregor_protocol::MessageSet::from_messages(messages, Compression::Gzip).unwrap();
+    let set = gregor_protocol::MessageSet::from_messages(messages, Compression::Gzip).unwrap();
     let compression = started.elapsed();
+    let started = Instant::now();
+    let decoded = set.decode(&gregor_protocol::message::DecodeOptions::default()).unwrap();
+    assert_eq!(decoded.messages.len(), 10);
+    let read_back = started.elapsed();
 
     let p = producer(
         config(&c)
@@ -487,36 +492,47 @@ async fn a_large_compressed_round_does_not_stall_a_current_thread_runtime() {
             .request_timeout(Duration::from_secs(30)),
     );
     warm(&p, "t").await;
-    c.intercept(Rule::on(ApiKey::Produce, Fault::Delay(Duration::from_secs(1))).once());
+    let done = std::cell::Cell::new(false);
     let ticking = async {
         let (mut last, mut longest) = (Instant::now(), Duration::ZERO);
-        while produce_requests(&c, "t").len() < 2 {
+        while !done.get() {
             tokio::time::sleep(Duration::from_millis(1)).await;
             longest = longest.max(last.elapsed());
             last = Instant::now();
         }
         longest
     };
+    let results = Arc::new(std::sync::Mutex::new(Vec::new()));
     let sending = async {
-        let mut deliveries = Vec::new();
-        for v in &values {
-            // the 10th record fills the batch: one round of all ten
-            deliveries.push(p.send(rec("t", v)).await.unwrap());
+        let record = |i: usize| {
+            let results = results.clone();
+            move |r: DeliveryResult| results.lock().unwrap().push((i, r.map(|_| ()).map_err(|e| e.error)))
+        };
+        // the 10th record fills the batch: one round of all ten
+        for (i, v) in values.iter().enumerate() {
+            p.send_with_callback(rec("t", v), record(i)).await.unwrap();
         }
-        deliveries
+        // then one more, acknowledged while the ten are read back
+        p.send_with_callback(rec("t", "after"), record(10)).await.unwrap();
+        p.flush().await;
+        done.set(true);
     };
-    let (longest, deliveries) = tokio::join!(ticking, sending);
-    for d in deliveries {
-        let e = d.bounded().await.unwrap_err();
-        assert!(matches!(e.error, Error::Broker { code: ErrorCode::MessageSizeTooLarge, .. }), "{e:?}");
-    }
-    eprintln!("compressing the round takes {compression:?} here; the longest tick {longest:?}");
-    assert!(
-        longest < compression / 2,
-        "the runtime's only thread was held for {longest:?} (compression {compression:?})"
+    let (longest, ()) = tokio::join!(ticking, sending);
+    eprintln!(
+        "compressing the round takes {compression:?} here, reading it back {read_back:?}; the longest tick {longest:?}"
     );
+    assert!(
+        longest < read_back / 2,
+        "the runtime's only thread was held for {longest:?} (compression {compression:?}, read-back {read_back:?})"
+    );
+    let results = std::mem::take(&mut *results.lock().unwrap());
+    assert_eq!(results.iter().map(|(i, _)| *i).collect::<Vec<_>>(), (0..=10).collect::<Vec<_>>(), "decided order");
+    for (_, r) in &results[..10] {
+        assert!(matches!(r, Err(Error::Broker { code: ErrorCode::MessageSizeTooLarge, .. })), "{r:?}");
+    }
+    assert!(results[10].1.is_ok(), "{:?}", results[10]);
     let sets = produced_entries(&c, "t");
-    assert_eq!(sets.len(), 2, "the warm-up record, then one round of all ten");
+    assert_eq!(sets.len(), 3, "the warm-up record, one round of all ten, then the one after");
     assert_eq!(sets[1][0].compression().unwrap(), Compression::Gzip);
 }
 
@@ -570,28 +586,34 @@ async fn records_of_every_size_land_byte_exact_and_failures_give_them_back() {
     }
     // failures carry the record's own bytes back, also from a compressed batch in flight
     // (which keeps only the set it sent: they are read back from it)
+    let values: Vec<String> = sizes.iter().enumerate().map(|(i, n)| value(i, *n)).collect();
+    close_gives_back_the_records_in_flight(&c, "sizes-failed", &values).await;
+}
+
+/// For each codec: records in flight to a paused cluster fail with Closed when the close
+/// bound runs out, and the close report gives back each one's key and value.
+async fn close_gives_back_the_records_in_flight(c: &FakeCluster, prefix: &str, values: &[String]) {
     for codec in [Compression::None, Compression::Snappy, Compression::Gzip] {
-        let topic = format!("sizes-failed-{codec}");
+        let topic = format!("{prefix}-{codec}");
         c.create_topic(&topic, 1, 1).await.unwrap();
-        let p = producer(config(&c).compression_codec(codec).queue_buffering_max(Duration::from_secs(10)));
+        let p = producer(config(c).compression_codec(codec).queue_buffering_max(Duration::from_secs(10)));
         warm(&p, &topic).await;
-        pause_all(&c);
+        pause_all(c);
         let mut want = Vec::new();
         let mut deliveries = Vec::new();
-        for (i, n) in sizes.iter().enumerate() {
-            let v = value(i, *n);
+        for (i, v) in values.iter().enumerate() {
             want.push((format!("k{i}"), v.clone()));
-            deliveries.push(p.send(Record::new(topic.as_str(), v).with_key(format!("k{i}"))).await.unwrap());
+            deliveries.push(p.send(Record::new(topic.as_str(), v.clone()).with_key(format!("k{i}"))).await.unwrap());
         }
         let report = p.close(Duration::from_millis(300)).bounded().await;
-        resume_all(&c);
+        resume_all(c);
         let mut in_flight = 0;
         for d in deliveries {
             let e = d.bounded().await.unwrap_err();
             assert!(matches!(e.error, Error::Closed { .. }), "{e:?}");
             in_flight += usize::from(matches!(e.error, Error::Closed { in_flight: true }));
         }
-        assert_eq!(in_flight, sizes.len(), "{codec}: the close sent them; they were in flight");
+        assert_eq!(in_flight, values.len(), "{codec}: the close sent them; they were in flight");
         let got: Vec<(String, String)> = report
             .undelivered
             .iter()
@@ -604,6 +626,31 @@ async fn records_of_every_size_land_byte_exact_and_failures_give_them_back() {
         assert_eq!(got.len(), want.len());
         assert!(got == want, "{codec}: the undelivered records' keys and values differ from what was sent");
     }
+}
+
+/// As the failures of `records_of_every_size_land_byte_exact_and_failures_give_them_back`, on
+/// a current-thread runtime with sets large enough to be read back on the blocking pool
+/// (hard-to-compress text, 380 KB a batch).
+#[tokio::test(flavor = "current_thread")]
+async fn on_one_thread_records_read_back_off_the_thread_come_back_whole() {
+    let c = cluster_or_skip!("read-back-one-thread");
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let values: Vec<String> = [100usize, 8 * 1024, 70_000, 300_000]
+        .iter()
+        .map(|n| {
+            (0..*n)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    char::from(
+                        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[(seed % 64) as usize],
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    close_gives_back_the_records_in_flight(&c, "read-back", &values).await;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -91,6 +91,10 @@ impl Engine {
     }
 
     pub(super) fn fail_batch(&mut self, batch: Batch<Pending>, error: Error) {
+        if let Some(read) = self.read_back_offloaded(&batch) {
+            self.fail_batch_later(batch, read, error);
+            return;
+        }
         let (topic, partition, attempts) = (self.result_topic(&batch.tp.topic), batch.tp.partition, batch.attempts);
         // each record's error carries its key and value
         let plain = batch.plain_or_sent();
@@ -103,7 +107,7 @@ impl Engine {
     }
 
     /// Nothing queued or in flight: an idle producer keeps no allocations for compressed sets.
-    fn idle_sets(&mut self) {
+    pub(super) fn idle_sets(&mut self) {
         if self.acc.is_empty() {
             self.rounds.sets.clear();
         }
@@ -139,8 +143,16 @@ impl Engine {
     }
 
     /// Results, flush and close reports leave in the order they were decided: through the
-    /// delivery task when it runs, here otherwise.
-    pub(super) fn hand_out(&self, delivery: Delivery) {
+    /// delivery task when it runs, here otherwise; behind the failures of a batch whose
+    /// records are still being read back (`read_back`).
+    pub(super) fn hand_out(&mut self, delivery: Delivery) {
+        if let Some(delivery) = self.read_backs.hold(delivery) {
+            self.hand_out_now(delivery);
+        }
+    }
+
+    /// [`Engine::hand_out`], with nothing decided before it still held.
+    pub(super) fn hand_out_now(&self, delivery: Delivery) {
         match &self.out.deliveries {
             Some(tx) => {
                 if let Err(mpsc::error::SendError(delivery)) = tx.send(delivery) {
@@ -170,6 +182,8 @@ impl Engine {
         tracing::warn!(records = self.acc.len(), "close timed out; failing what is left");
         self.tasks.abort_all();
         self.task_kinds.clear();
+        // the records being read back, read in place (their tasks were aborted)
+        self.read_back_in_place();
         // its refresh was aborted too and will report nothing
         self.meta.refreshing = None;
         self.meta.schedule.abandoned();
@@ -189,6 +203,7 @@ impl Engine {
         if !self.input.incoming.is_empty()
             || !self.acc.is_empty()
             || !self.rounds.in_flight.is_empty()
+            || !self.read_backs.is_empty()
             || closing.reply.is_none()
         {
             return;
@@ -228,9 +243,12 @@ impl Drop for Engine {
     /// its [`Error::Closed`] here, with its topic, key and value (a record whose bytes are in
     /// its partition's log or its batch's set would have neither, dropped on its own).
     fn drop(&mut self) {
-        if self.acc.is_empty() && self.rounds.in_flight.is_empty() {
+        if self.acc.is_empty() && self.rounds.in_flight.is_empty() && self.read_backs.is_empty() {
             return;
         }
+        // no task runs any more: every read-back in place
+        self.rounds.compressing = None;
+        self.read_back_in_place();
         let rounds: Vec<InFlight> = self.rounds.in_flight.drain().map(|(_, r)| r).collect();
         for round in rounds {
             for batch in round.into_batches() {
@@ -297,7 +315,7 @@ pub(super) async fn deliver_loop(
 
 /// Gives a batch's records their messages back from its bytes `plain` (they hold a
 /// placeholder while their bytes are the batch's), for their errors and the observer.
-fn restore_messages(records: &mut [Pending], plain: Option<MessageSet>) {
+pub(super) fn restore_messages(records: &mut [Pending], plain: Option<MessageSet>) {
     if let Some(plain) = plain {
         for (pending, message) in records.iter_mut().zip(crate::log::messages(&plain)) {
             pending.set_message(message);

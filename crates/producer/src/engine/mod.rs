@@ -24,7 +24,9 @@
 //!   `chunks`: a partition's records compressed ahead of their batch ([`chunks::Chunks`]);
 //!   `blocking`: work on tokio's blocking pool, for both;
 //! * `delivery`: results out, in order, through the delivery task; flushes and close
-//!   ([`delivery::Outbox`]).
+//!   ([`delivery::Outbox`]); `read_back`: on a current-thread runtime, a failed compressed
+//!   batch's records read back on the blocking pool, the results decided after it held behind
+//!   it ([`read_back::ReadBacks`]).
 
 mod blocking;
 mod chunks;
@@ -32,6 +34,7 @@ mod delivery;
 mod format;
 mod idempotence;
 mod metadata;
+mod read_back;
 mod rounds;
 mod route;
 
@@ -61,6 +64,7 @@ use crate::topic::TopicNames;
 use chunks::{Chunks, CHUNK_BYTES};
 use delivery::{deliver_loop, Closing, Delivery, FlushWaiter, Outbox};
 use metadata::Metadata;
+use read_back::ReadBacks;
 use rounds::Rounds;
 use route::Inbound;
 
@@ -79,12 +83,18 @@ enum Completion {
     Metadata {
         result: Result<(), gregor_net::Error>,
     },
+    /// A failed batch's records read back (`None`: its set could not be read).
+    ReadBack {
+        id: u64,
+        plain: Option<MessageSet>,
+    },
 }
 
 /// What a task of the engine's was doing (to tell, when it failed, what failed with it).
 enum TaskKind {
     Round(u64),
     Metadata,
+    ReadBack(u64),
 }
 
 /// The background task's state: the accumulator and the partitioner, and one part per concern
@@ -103,6 +113,9 @@ pub(crate) struct Engine {
     chunks: Chunks,
     /// Results, flushes and close on their way out.
     out: Outbox,
+    /// Failed batches whose records are read back off the runtime's thread, and the results
+    /// waiting behind them.
+    read_backs: ReadBacks,
     tasks: JoinSet<Completion>,
     task_kinds: HashMap<Id, TaskKind>,
     /// Everything is done: the run loop ends.
@@ -147,6 +160,7 @@ impl Engine {
             rounds: Rounds::new(idempotent),
             chunks: Chunks::default(),
             out: Outbox::new(permits, observer),
+            read_backs: ReadBacks::default(),
             tasks: JoinSet::new(),
             task_kinds: HashMap::new(),
             done: false,
@@ -203,14 +217,19 @@ impl Engine {
 
     /// Everything that does not wait: deadlines, refreshes, draining, finished flushes.
     fn step(&mut self, now: Instant) {
-        if self.out.closing.as_ref().is_some_and(|c| now >= c.deadline) {
+        // (once: the batches' read-backs it starts are let finish)
+        if self.out.closing.as_ref().is_some_and(|c| now >= c.deadline)
+            && !(self.acc.is_empty() && self.rounds.in_flight.is_empty())
+        {
             self.abandon_everything();
         }
         self.poll_refresh(now);
         // the observer's records that are due join the queue; a closing (or dropped) producer's
         // observer says its last once nothing else is held
-        let last =
-            (self.out.closing.is_some() || !self.input.open) && self.acc.is_empty() && self.rounds.in_flight.is_empty();
+        let last = (self.out.closing.is_some() || !self.input.open)
+            && self.acc.is_empty()
+            && self.rounds.in_flight.is_empty()
+            && self.read_backs.is_empty();
         let due = self.out.observer.as_mut().map(|o| o.on_tick(now, last)).unwrap_or_default();
         for pending in due {
             self.on_command(Command::Record(pending), now);
@@ -227,6 +246,7 @@ impl Engine {
             && self.input.incoming.is_empty()
             && self.acc.is_empty()
             && self.rounds.in_flight.is_empty()
+            && self.read_backs.is_empty()
         {
             self.done = true;
         }
@@ -265,13 +285,13 @@ impl Engine {
                 self.route(pending, now, now);
             }
             Command::Flush { reply } => {
-                if self.acc.is_empty() {
+                if self.acc.is_empty() && self.read_backs.is_empty() {
                     // after the results handed out before it
                     self.hand_out(Delivery::Flush(reply, FlushReport::default()));
                 } else {
                     self.out.flushes.push(FlushWaiter {
                         below: self.input.next_seq,
-                        remaining: self.acc.len(),
+                        remaining: self.acc.len() + self.read_backs.records(),
                         failed: Vec::new(),
                         reply,
                     });
@@ -293,6 +313,7 @@ impl Engine {
         match completion {
             Completion::Produce { round, encoded, result } => self.on_produce(round, encoded, result, now),
             Completion::Metadata { result } => self.on_metadata(result, now),
+            Completion::ReadBack { id, plain } => self.on_read_back(id, plain),
         }
     }
 
@@ -318,6 +339,7 @@ impl Engine {
                         let failed = gregor_net::Error::NoBrokerAvailable { tried: Vec::new(), last: None };
                         self.on_metadata(Err(failed), now)
                     }
+                    Some(TaskKind::ReadBack(id)) => self.read_back_now(id),
                     None => {}
                 }
             }
