@@ -49,8 +49,8 @@ pub(super) struct ReadBacks {
     next_id: u64,
     /// Oldest first; empty when no read-back is running.
     held: VecDeque<Held>,
-    /// The read-back whose failures are being decided (they take its place in `held`).
-    filling: Option<(u64, Vec<Delivery>)>,
+    /// The failures of the read-back being finished (they take its place in `held`).
+    filling: Option<Vec<Delivery>>,
 }
 
 impl ReadBacks {
@@ -67,7 +67,7 @@ impl ReadBacks {
     /// Keeps `delivery` in its place when a read-back decided before it still runs; gives
     /// it back otherwise (to hand out at once).
     pub(super) fn hold(&mut self, delivery: Delivery) -> Option<Delivery> {
-        if let Some((_, filled)) = &mut self.filling {
+        if let Some(filled) = &mut self.filling {
             filled.push(delivery);
             return None;
         }
@@ -84,8 +84,18 @@ impl ReadBacks {
         }
     }
 
-    /// The results now free to leave, in order: those before the oldest read-back still
-    /// running.
+    /// Read-back `id` decided `filled` (its records' failures), which take its place: the
+    /// results now free to leave, in order (those before the oldest read-back still running).
+    fn finished(&mut self, id: u64, filled: Vec<Delivery>) -> Vec<Delivery> {
+        match self.held.iter_mut().find(|h| matches!(h, Held::ReadBack(i) if *i == id)) {
+            Some(place) => *place = Held::Ready(filled),
+            // (never: a running read-back has its place) out at once rather than lost
+            None => self.held.push_front(Held::Ready(filled)),
+        }
+        self.released()
+    }
+
+    /// The results free to leave, in order: those before the oldest read-back still running.
     fn released(&mut self) -> Vec<Delivery> {
         let mut out = Vec::new();
         while let Some(Held::Ready(_)) = self.held.front() {
@@ -140,15 +150,12 @@ impl Engine {
         let Some(read) = self.read_backs.running.remove(&id) else { return };
         let mut records = read.records;
         super::delivery::restore_messages(&mut records, plain);
-        self.read_backs.filling = Some((id, Vec::new()));
+        self.read_backs.filling = Some(Vec::new());
         for pending in records {
             self.fail(pending, read.topic.clone(), Some(read.partition), read.attempts, read.error.clone());
         }
-        let (_, filled) = self.read_backs.filling.take().expect("set above");
-        if let Some(place) = self.read_backs.held.iter_mut().find(|h| matches!(h, Held::ReadBack(i) if *i == id)) {
-            *place = Held::Ready(filled);
-        }
-        for delivery in self.read_backs.released() {
+        let filled = self.read_backs.filling.take().unwrap_or_default();
+        for delivery in self.read_backs.finished(id, filled) {
             self.hand_out_now(delivery);
         }
     }
@@ -167,5 +174,55 @@ impl Engine {
         for id in ids {
             self.read_back_now(id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::testing::pending;
+    use crate::record::RecordMetadata;
+
+    /// A result of the record numbered `seq`.
+    fn result(seq: u64) -> Delivery {
+        let meta = RecordMetadata { topic: Topic::unknown(), partition: 0, offset: seq as i64 };
+        Delivery::Results(vec![(pending(seq, "v"), Ok(meta))])
+    }
+
+    fn seqs(deliveries: Vec<Delivery>) -> Vec<u64> {
+        let mut out = Vec::new();
+        for delivery in deliveries {
+            if let Delivery::Results(results) = delivery {
+                out.extend(results.iter().map(|(p, _)| p.seq));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn results_decided_after_a_read_back_leave_after_its_failures_in_order() {
+        let mut r = ReadBacks::default();
+        assert_eq!(seqs(r.hold(result(1)).into_iter().collect()), [1], "nothing running: out at once");
+        r.held.push_back(Held::ReadBack(0));
+        assert!(r.hold(result(2)).is_none());
+        assert!(r.hold(result(3)).is_none());
+        r.held.push_back(Held::ReadBack(1));
+        assert!(r.hold(result(4)).is_none());
+        // the younger one finishes first: everything still waits for the older one
+        assert!(r.finished(1, vec![result(40), result(41)]).is_empty());
+        assert!(r.hold(result(5)).is_none());
+        assert_eq!(seqs(r.finished(0, vec![result(10)])), [10, 2, 3, 40, 41, 4, 5]);
+        assert!(r.held.is_empty());
+        assert_eq!(seqs(r.hold(result(6)).into_iter().collect()), [6], "none running again");
+    }
+
+    #[test]
+    fn a_read_back_being_finished_takes_what_is_handed_out_meanwhile() {
+        let mut r = ReadBacks::default();
+        r.held.push_back(Held::ReadBack(0));
+        r.filling = Some(Vec::new());
+        assert!(r.hold(result(1)).is_none());
+        let filled = r.filling.take().unwrap();
+        assert_eq!(seqs(r.finished(0, filled)), [1]);
     }
 }
