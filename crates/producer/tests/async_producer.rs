@@ -445,6 +445,19 @@ async fn each_codec_travels_as_one_wrapper_and_reads_back_intact() {
     assert_eq!(log_values(&c, "plain", 0).await, ["b"]);
 }
 
+/// `n` letters of base64's alphabet from an xorshift generator at `seed` (moved on): text no
+/// codec shrinks much.
+fn hard_to_compress(seed: &mut u64, n: usize) -> String {
+    (0..n)
+        .map(|_| {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            char::from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[(*seed % 64) as usize])
+        })
+        .collect()
+}
+
 /// A round's compression, and the read-back of its records' keys and values when it fails,
 /// run off the runtime's threads: on a current-thread runtime, while a large gzip round is
 /// built (8 MB of hard-to-compress text, far longer than a tick) and while its records are read
@@ -460,17 +473,7 @@ async fn a_large_compressed_round_does_not_stall_a_current_thread_runtime() {
     let c = cluster_or_skip!("offload-compression");
     c.create_topic("t", 1, 1).await.unwrap();
     let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut text = |n: usize| -> String {
-        (0..n)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                char::from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[(seed % 64) as usize])
-            })
-            .collect()
-    };
-    let values: Vec<String> = (0..10).map(|_| text(800_000)).collect();
+    let values: Vec<String> = (0..10).map(|_| hard_to_compress(&mut seed, 800_000)).collect();
     // what compressing this round and reading its messages back take here, on this thread
     let messages: Vec<gregor_protocol::Message> = values
         .iter()
@@ -635,21 +638,7 @@ async fn close_gives_back_the_records_in_flight(c: &FakeCluster, prefix: &str, v
 async fn on_one_thread_records_read_back_off_the_thread_come_back_whole() {
     let c = cluster_or_skip!("read-back-one-thread");
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let values: Vec<String> = [100usize, 8 * 1024, 70_000, 300_000]
-        .iter()
-        .map(|n| {
-            (0..*n)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    char::from(
-                        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[(seed % 64) as usize],
-                    )
-                })
-                .collect()
-        })
-        .collect();
+    let values: Vec<String> = [100, 8 * 1024, 70_000, 300_000].map(|n| hard_to_compress(&mut seed, n)).to_vec();
     close_gives_back_the_records_in_flight(&c, "read-back", &values).await;
 }
 

@@ -96,14 +96,27 @@ impl Engine {
             return;
         }
         let (topic, partition, attempts) = (self.result_topic(&batch.tp.topic), batch.tp.partition, batch.attempts);
-        // each record's error carries its key and value
         let plain = batch.plain_or_sent();
-        let mut records = self.acc.done(batch);
+        let records = self.acc.done(batch);
+        self.fail_records(records, plain, &topic, partition, attempts, &error);
+        self.idle_sets();
+    }
+
+    /// A failed batch's `records` fail, each error with its key and value (read back from
+    /// `plain`, the batch's bytes).
+    pub(super) fn fail_records(
+        &mut self,
+        mut records: Vec<Pending>,
+        plain: Option<MessageSet>,
+        topic: &Topic,
+        partition: i32,
+        attempts: u32,
+        error: &Error,
+    ) {
         restore_messages(&mut records, plain);
         for pending in records {
             self.fail(pending, topic.clone(), Some(partition), attempts, error.clone());
         }
-        self.idle_sets();
     }
 
     /// Nothing queued or in flight: an idle producer keeps no allocations for compressed sets.
@@ -315,7 +328,7 @@ pub(super) async fn deliver_loop(
 
 /// Gives a batch's records their messages back from its bytes `plain` (they hold a
 /// placeholder while their bytes are the batch's), for their errors and the observer.
-pub(super) fn restore_messages(records: &mut [Pending], plain: Option<MessageSet>) {
+fn restore_messages(records: &mut [Pending], plain: Option<MessageSet>) {
     if let Some(plain) = plain {
         for (pending, message) in records.iter_mut().zip(crate::log::messages(&plain)) {
             pending.set_message(message);

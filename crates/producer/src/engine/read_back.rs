@@ -6,7 +6,7 @@
 //! tokio's blocking pool as the compression did, and the results decided after it wait behind
 //! it: the application sees them in the order they were decided, as if it had run in place.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use gregor_protocol::MessageSet;
@@ -27,6 +27,7 @@ const OFFLOAD_READ_BACK: usize = 32 * 1024;
 
 /// A failed batch waiting for its records' keys and values.
 struct ReadBack {
+    id: u64,
     records: Vec<Pending>,
     /// The set they are read back from (kept to read them in place if the task is lost).
     set: MessageSet,
@@ -36,19 +37,18 @@ struct ReadBack {
     error: Error,
 }
 
-/// A place in the order results leave in: a read-back's, or results decided after one.
+/// A place in the order results leave in: a read-back running, or results decided after one.
 enum Held {
-    ReadBack(u64),
+    ReadBack(Box<ReadBack>),
     Ready(Vec<Delivery>),
 }
 
-/// The read-backs running and the results behind them.
+/// The read-backs running, each in its place among the results held behind them.
 #[derive(Default)]
 pub(super) struct ReadBacks {
-    running: HashMap<u64, ReadBack>,
-    next_id: u64,
-    /// Oldest first; empty when no read-back is running.
+    /// Oldest first; empty when no read-back runs, else a read-back is first.
     held: VecDeque<Held>,
+    next_id: u64,
     /// The failures of the read-back being finished (they take its place in `held`).
     filling: Option<Vec<Delivery>>,
 }
@@ -56,12 +56,19 @@ pub(super) struct ReadBacks {
 impl ReadBacks {
     /// No read-back runs.
     pub(super) fn is_empty(&self) -> bool {
-        self.running.is_empty()
+        self.held.is_empty()
+    }
+
+    fn running(&self) -> impl Iterator<Item = &ReadBack> {
+        self.held.iter().filter_map(|h| match h {
+            Held::ReadBack(read) => Some(&**read),
+            Held::Ready(_) => None,
+        })
     }
 
     /// How many records wait for their read-back (their results are still to come).
     pub(super) fn records(&self) -> usize {
-        self.running.values().map(|r| r.records.len()).sum()
+        self.running().map(|r| r.records.len()).sum()
     }
 
     /// Keeps `delivery` in its place when a read-back decided before it still runs; gives
@@ -84,19 +91,20 @@ impl ReadBacks {
         }
     }
 
-    /// Read-back `id` decided `filled` (its records' failures), which take its place: the
-    /// results now free to leave, in order (those before the oldest read-back still running).
-    fn finished(&mut self, id: u64, filled: Vec<Delivery>) -> Vec<Delivery> {
-        match self.held.iter_mut().find(|h| matches!(h, Held::ReadBack(i) if *i == id)) {
-            Some(place) => *place = Held::Ready(filled),
-            // (never: a running read-back has its place) out at once rather than lost
-            None => self.held.push_front(Held::Ready(filled)),
+    /// Read-back `id`, taken out of its place (left empty for its failures), if it runs.
+    fn take(&mut self, id: u64) -> Option<(usize, ReadBack)> {
+        let i = self.held.iter().position(|h| matches!(h, Held::ReadBack(r) if r.id == id))?;
+        match std::mem::replace(&mut self.held[i], Held::Ready(Vec::new())) {
+            Held::ReadBack(read) => Some((i, *read)),
+            Held::Ready(_) => unreachable!("matched above"),
         }
-        self.released()
     }
 
-    /// The results free to leave, in order: those before the oldest read-back still running.
-    fn released(&mut self) -> Vec<Delivery> {
+    /// The read-back that was at place `i` decided `filled` (its records' failures), which
+    /// take its place: the results now free to leave, in order (those before the oldest
+    /// read-back still running).
+    fn finished(&mut self, i: usize, filled: Vec<Delivery>) -> Vec<Delivery> {
+        self.held[i] = Held::Ready(filled);
         let mut out = Vec::new();
         while let Some(Held::Ready(_)) = self.held.front() {
             if let Some(Held::Ready(ready)) = self.held.pop_front() {
@@ -139,38 +147,33 @@ impl Engine {
             Completion::ReadBack { id, plain }
         });
         self.task_kinds.insert(handle.id(), TaskKind::ReadBack(id));
-        self.read_backs.running.insert(id, ReadBack { records, set, topic, partition, attempts, error });
-        self.read_backs.held.push_back(Held::ReadBack(id));
+        let read = ReadBack { id, records, set, topic, partition, attempts, error };
+        self.read_backs.held.push_back(Held::ReadBack(Box::new(read)));
     }
 
     /// Read-back `id` is done (`plain`: its records' bytes, when the set could be read):
     /// its records fail, in its place in the order results leave in, and the results held
     /// behind it go when nothing older still runs.
     pub(super) fn on_read_back(&mut self, id: u64, plain: Option<MessageSet>) {
-        let Some(read) = self.read_backs.running.remove(&id) else { return };
-        let mut records = read.records;
-        super::delivery::restore_messages(&mut records, plain);
+        let Some((i, read)) = self.read_backs.take(id) else { return };
         self.read_backs.filling = Some(Vec::new());
-        for pending in records {
-            self.fail(pending, read.topic.clone(), Some(read.partition), read.attempts, read.error.clone());
-        }
+        self.fail_records(read.records, plain, &read.topic, read.partition, read.attempts, &read.error);
         let filled = self.read_backs.filling.take().unwrap_or_default();
-        for delivery in self.read_backs.finished(id, filled) {
+        for delivery in self.read_backs.finished(i, filled) {
             self.hand_out_now(delivery);
         }
     }
 
     /// Read-back `id` done here, in place (its task was lost).
     pub(super) fn read_back_now(&mut self, id: u64) {
-        let plain = self.read_backs.running.get(&id).and_then(|r| crate::log::plain_of(&r.set));
+        let plain = self.read_backs.running().find(|r| r.id == id).and_then(|r| crate::log::plain_of(&r.set));
         self.on_read_back(id, plain);
     }
 
     /// Every read-back still running done here, in place, oldest first (the tasks are
     /// aborted, or the engine is dropped).
     pub(super) fn read_back_in_place(&mut self) {
-        let mut ids: Vec<u64> = self.read_backs.running.keys().copied().collect();
-        ids.sort_unstable();
+        let ids: Vec<u64> = self.read_backs.running().map(|r| r.id).collect();
         for id in ids {
             self.read_back_now(id);
         }
@@ -199,30 +202,44 @@ mod tests {
         out
     }
 
+    /// A read-back numbered `id` of no records.
+    fn running(id: u64) -> Held {
+        let error = Error::Closed { in_flight: true };
+        let (set, topic) = (MessageSet::new(), Topic::unknown());
+        Held::ReadBack(Box::new(ReadBack { id, records: Vec::new(), set, topic, partition: 0, attempts: 1, error }))
+    }
+
+    /// Read-back `id` finished with `filled`: what leaves.
+    fn finish(r: &mut ReadBacks, id: u64, filled: Vec<Delivery>) -> Vec<u64> {
+        let (i, _) = r.take(id).expect("running");
+        seqs(r.finished(i, filled))
+    }
+
     #[test]
     fn results_decided_after_a_read_back_leave_after_its_failures_in_order() {
         let mut r = ReadBacks::default();
         assert_eq!(seqs(r.hold(result(1)).into_iter().collect()), [1], "nothing running: out at once");
-        r.held.push_back(Held::ReadBack(0));
+        r.held.push_back(running(0));
         assert!(r.hold(result(2)).is_none());
         assert!(r.hold(result(3)).is_none());
-        r.held.push_back(Held::ReadBack(1));
+        r.held.push_back(running(1));
         assert!(r.hold(result(4)).is_none());
         // the younger one finishes first: everything still waits for the older one
-        assert!(r.finished(1, vec![result(40), result(41)]).is_empty());
+        assert!(finish(&mut r, 1, vec![result(40), result(41)]).is_empty());
         assert!(r.hold(result(5)).is_none());
-        assert_eq!(seqs(r.finished(0, vec![result(10)])), [10, 2, 3, 40, 41, 4, 5]);
-        assert!(r.held.is_empty());
+        assert_eq!(finish(&mut r, 0, vec![result(10)]), [10, 2, 3, 40, 41, 4, 5]);
+        assert!(r.is_empty());
         assert_eq!(seqs(r.hold(result(6)).into_iter().collect()), [6], "none running again");
     }
 
     #[test]
     fn a_read_back_being_finished_takes_what_is_handed_out_meanwhile() {
         let mut r = ReadBacks::default();
-        r.held.push_back(Held::ReadBack(0));
+        r.held.push_back(running(0));
+        let (i, _) = r.take(0).unwrap();
         r.filling = Some(Vec::new());
         assert!(r.hold(result(1)).is_none());
         let filled = r.filling.take().unwrap();
-        assert_eq!(seqs(r.finished(0, filled)), [1]);
+        assert_eq!(seqs(r.finished(i, filled)), [1]);
     }
 }
