@@ -88,7 +88,15 @@ fn main() -> ExitCode {
             Command::Health(args) => admin::health(args).await,
             Command::Reassign(args) => admin::reassign(args).await,
             Command::ElectLeaders(args) => admin::elect_leaders(args).await,
-            Command::Perf(cli::PerfCommand::Produce(args)) => perf::produce(args).await,
+            // the sending loop on one of the runtime's workers, as an application's sending
+            // code usually runs, rather than on this thread: with it here, the loop, the
+            // producer's task and the second worker made three threads busy at once, which on a
+            // 2-core machine shared with a broker cost up to 14% of the throughput (benchmarks/timing/
+            // session-27.md)
+            Command::Perf(cli::PerfCommand::Produce(args)) => match tokio::spawn(perf::produce(args)).await {
+                Ok(result) => result,
+                Err(e) => Err(CliError::new("perf produce stopped", e)),
+            },
             Command::Perf(cli::PerfCommand::Consume(args)) => perf::consume(args).await,
             Command::Audit(args) => audit::run(args).await,
         }
