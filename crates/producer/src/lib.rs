@@ -43,6 +43,13 @@
 //!   its queue of 100,000 records stays full, and glibc's per-thread malloc arenas add to that
 //!   as the task moves between workers: client memory 43 MiB (1 partition) and 51 MiB
 //!   (6 partitions), 36 and 39 MiB with `MALLOC_ARENA_MAX=1`.
+//! * On a machine whose few cores the brokers share (a test box, a small VM), send from a task
+//!   on the multi-thread runtime rather than from the thread that drives it (`block_on`, the
+//!   body of `#[tokio::main]`): from there the sending loop is a third busy thread beside the
+//!   runtime's two workers, and the brokers wait for a core. On 2 cores against the testkit's
+//!   `kafka-0.8.2` profile, one partition with lz4, the benchmark's producer made about 8% more
+//!   with its loop spawned as a task, `gregor perf produce` 14% more
+//!   (`benchmarks/timing/session-27.md`).
 //! * At the highest rates, make the [`Topic`] once and clone it into each record (its count
 //!   changes on the sending thread only: a producer maps it to a small number of its own
 //!   before the record leaves that thread, and results carry the producer's own copy of the
