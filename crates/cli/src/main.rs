@@ -90,9 +90,9 @@ fn main() -> ExitCode {
             Command::ElectLeaders(args) => admin::elect_leaders(args).await,
             // the sending loop on one of the runtime's workers, as an application's sending
             // code usually runs, rather than on this thread: with it here, the loop, the
-            // producer's task and the second worker made three threads busy at once, which on a
-            // 2-core machine shared with a broker cost up to 14% of the throughput (benchmarks/timing/
-            // session-27.md)
+            // producer's task and the second worker made three threads busy at once, which on
+            // a 2-core machine shared with a broker cost up to 14% of the throughput
+            // (benchmarks/timing/session-27.md)
             Command::Perf(cli::PerfCommand::Produce(args)) => match tokio::spawn(perf::produce(args)).await {
                 Ok(result) => result,
                 Err(e) => Err(CliError::new("perf produce stopped", e)),

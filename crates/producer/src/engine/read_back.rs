@@ -96,7 +96,7 @@ impl ReadBacks {
         let i = self.held.iter().position(|h| matches!(h, Held::ReadBack(r) if r.id == id))?;
         match std::mem::replace(&mut self.held[i], Held::Ready(Vec::new())) {
             Held::ReadBack(read) => Some((i, *read)),
-            Held::Ready(_) => unreachable!("matched above"),
+            Held::Ready(_) => None,
         }
     }
 
@@ -155,7 +155,13 @@ impl Engine {
     /// its records fail, in its place in the order results leave in, and the results held
     /// behind it go when nothing older still runs.
     pub(super) fn on_read_back(&mut self, id: u64, plain: Option<MessageSet>) {
-        let Some((i, read)) = self.read_backs.take(id) else { return };
+        if let Some((i, read)) = self.read_backs.take(id) {
+            self.finish_read_back(i, read, plain);
+        }
+    }
+
+    /// The read-back that was at place `i` is done: its records fail (`plain`: their bytes).
+    fn finish_read_back(&mut self, i: usize, read: ReadBack, plain: Option<MessageSet>) {
         self.read_backs.filling = Some(Vec::new());
         self.fail_records(read.records, plain, &read.topic, read.partition, read.attempts, &read.error);
         let filled = self.read_backs.filling.take().unwrap_or_default();
@@ -166,8 +172,10 @@ impl Engine {
 
     /// Read-back `id` done here, in place (its task was lost).
     pub(super) fn read_back_now(&mut self, id: u64) {
-        let plain = self.read_backs.running().find(|r| r.id == id).and_then(|r| crate::log::plain_of(&r.set));
-        self.on_read_back(id, plain);
+        if let Some((i, read)) = self.read_backs.take(id) {
+            let plain = crate::log::plain_of(&read.set);
+            self.finish_read_back(i, read, plain);
+        }
     }
 
     /// Every read-back still running done here, in place, oldest first (the tasks are
