@@ -470,10 +470,10 @@ fn producer_section(s: &mut String, args: &Args, res: &ProfileResults, title: &s
          the same for every client); peak held = the most messages handed to the client and not yet \
          acknowledged to the benchmark at once (sampled every 256 messages): its queue and what is in \
          flight, which its memory holds (a client whose sending side outruns its network fills its \
-         queue to queue.buffering.max.messages). gregor runs on tokio's multi-thread runtime (the sending loop in \
-         `block_on`, the producer's task on the workers), gregor-ct on a current-thread runtime (both \
-         on one thread, but for rounds with more than about 40 us of compression, which it builds on \
-         tokio's blocking pool). Every run verified: all acknowledged, the topic's high watermarks sum to N.\n",
+         queue to queue.buffering.max.messages). gregor runs on tokio's multi-thread runtime (the sending loop a task \
+         spawned on the workers, as `gregor perf produce` runs it, and the producer's task on the \
+         workers), gregor-ct on a current-thread runtime (both on one thread, but for rounds with more \
+         than about 40 us of compression, which it builds on tokio's blocking pool). Every run verified: all acknowledged, the topic's high watermarks sum to N.\n",
         args.messages,
         args.message_size,
         args.repeat,

@@ -26,7 +26,7 @@ pub fn mark_first() {
 }
 
 pub fn run(spec: RunSpec) -> Result<RunResult, String> {
-    let payloads = payloads(spec.message_size, 4096);
+    let payloads = Arc::new(payloads(spec.message_size, 4096));
     // a paced run's latencies are reported: every message timed
     let every = if spec.rate.is_some() { 1 } else { crate::measure::UNPACED_EVERY };
     let rec = Arc::new(Recorder::new(spec.messages, every));
@@ -34,8 +34,8 @@ pub fn run(spec: RunSpec) -> Result<RunResult, String> {
     let cpu0 = Cpu::now();
     let t0 = Instant::now();
     let outcome = match spec.client {
-        Client::Gregor => crate::client_gregor::run(&spec, &payloads, rec.clone(), false),
-        Client::GregorCt => crate::client_gregor::run(&spec, &payloads, rec.clone(), true),
+        Client::Gregor => crate::client_gregor::run(&spec, payloads.clone(), rec.clone(), false),
+        Client::GregorCt => crate::client_gregor::run(&spec, payloads.clone(), rec.clone(), true),
         Client::Librdkafka => crate::client_rdkafka::run(&spec, &payloads, rec.clone()),
         Client::KafkaRust => crate::client_kafka_rust::run(&spec, &payloads, rec.clone()),
     };
