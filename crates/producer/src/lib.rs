@@ -49,7 +49,7 @@
 //!   runtime's two workers, and the brokers wait for a core. On 2 cores against the testkit's
 //!   `kafka-0.8.2` profile, one partition with lz4, the benchmark's producer made about 8% more
 //!   with its loop spawned as a task, `gregor perf produce` 14% more
-//!   (`benchmarks/timing/session-27.md`).
+//!   (`benchmarks/timing/session-27.md`); both now send from a task.
 //! * At the highest rates, make the [`Topic`] once and clone it into each record (its count
 //!   changes on the sending thread only: a producer maps it to a small number of its own
 //!   before the record leaves that thread, and results carry the producer's own copy of the
