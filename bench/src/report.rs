@@ -700,8 +700,9 @@ fn consumer_section(s: &mut String, args: &Args, res: &ProfileResults, title: &s
          rebalance); start-up ms = creating the consumer to its first message handed to the app. \
          fetch.message.max.bytes={} and fetch.wait.max.ms={} for every client, CRCs checked by every \
          client (librdkafka: check.crcs=true).\n\n\
-         * gregor-simple: `SimpleConsumer::fetch` of every unfinished partition per round (one Fetch \
-         per leader, all leaders at once).\n\
+         * gregor-simple: a task per partition on tokio's multi-thread runtime, each reading its \
+         partition with `SimpleConsumer::fetch_partition` in a loop, one `SimpleConsumer` shared (its \
+         Fetch requests to a leader pipelined).\n\
          * gregor-group: the ZooKeeper high-level consumer, one member of a fresh group with {}, a task per stream on tokio's multi-thread runtime, auto.commit.enable=false, \
          auto.offset.reset=smallest, queued.max.message.chunks at its default.\n\
          * librdkafka: BaseConsumer, `assign()` of every partition at offset 0, no offset store or \
