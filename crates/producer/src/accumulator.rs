@@ -681,6 +681,32 @@ impl<T: Pack> Accumulator<T> {
         next
     }
 
+    /// How many more records, and bytes of them, may be appended before anything becomes ready
+    /// by their number or size (as [`Accumulator::drain`] and
+    /// [`Accumulator::take_due_chunks`] count): records before a broker's partitions hold
+    /// `batch.num.messages` or the accumulator fills, bytes before a partition takes in
+    /// `chunk_bytes` (`usize::MAX` without chunks); each at least 1. Any record may go to any
+    /// broker and partition, so the fullest counts.
+    pub(crate) fn room(&self) -> (usize, usize) {
+        let mut by_broker: BTreeMap<BrokerId, usize> = BTreeMap::new();
+        let mut loose_bytes = 0;
+        for q in self.partitions.values() {
+            loose_bytes = loose_bytes.max(q.loose_bytes);
+            if let Some(broker) = q.leader {
+                *by_broker.entry(broker).or_default() += q.pending();
+            }
+        }
+        let most = by_broker.values().copied().max().unwrap_or(0);
+        let records = (self.config.batch_num_messages.saturating_sub(most))
+            .min(self.config.capacity.saturating_sub(self.len()))
+            .max(1);
+        let bytes = match self.config.chunk_bytes {
+            0 => usize::MAX,
+            chunk => chunk.saturating_sub(loose_bytes).max(1),
+        };
+        (records, bytes)
+    }
+
     /// The round to `broker` is over (call before handing back its batches): the broker may
     /// get another round.
     pub(crate) fn round_done(&mut self, broker: BrokerId) {
@@ -924,6 +950,43 @@ mod tests {
         assert_eq!(finish(&mut a, rounds), [1, 2]);
         assert!(a.is_empty());
         assert_eq!(a.next_wakeup(t0), None);
+    }
+
+    /// `room` is what may still come before a broker has a batch's worth (the fullest broker
+    /// counts: any record may go there) or the queue is full, and before a partition takes in
+    /// a chunk's bytes: as many more make a round ready, one fewer does not.
+    #[test]
+    fn room_is_what_can_come_before_anything_is_ready_by_count_or_size() {
+        let t0 = Instant::now();
+        let mut a = acc(config());
+        assert_eq!(a.room(), (3, usize::MAX), "empty: a batch's worth; no chunks");
+        a.append(&tp(1), 101, t0);
+        a.append(&tp(0), 1, t0);
+        a.append(&tp(2), 2, t0);
+        assert_eq!(a.room(), (1, usize::MAX), "broker 0 holds 2 of 3 (p0 and p2)");
+        assert!(a.drain(t0).is_empty());
+        a.append(&tp(0), 3, t0);
+        assert_eq!(shape(&a.drain(t0)).len(), 1, "the room's one more made broker 0 ready");
+        assert_eq!(a.room(), (2, usize::MAX), "broker 1 now the fullest, 1 of 3");
+        // the queue's bound: 4 places, 3 taken
+        let mut a = acc(AccumulatorConfig { batch_num_messages: 100, capacity: 4, ..config() });
+        for r in 0..3 {
+            a.append(&tp(r % 2), r as u32, t0);
+        }
+        assert_eq!(a.room(), (1, usize::MAX));
+        a.append(&tp(0), 3, t0);
+        assert!(a.is_full());
+        assert_eq!(a.room(), (1, usize::MAX), "at least one");
+        // chunks: the partition with the most loose bytes counts
+        let mut a =
+            acc(AccumulatorConfig { chunk_bytes: 3 * LARGE_WEIGHT, capacity: 100, batch_num_messages: 50, ..config() });
+        a.append(&tp(0), 1, t0);
+        a.append(&tp(1), 2, t0);
+        a.append(&tp(1), 3, t0);
+        assert_eq!(a.room(), (48, LARGE_WEIGHT));
+        assert!(a.take_due_chunks().is_empty());
+        a.append(&tp(1), 4, t0);
+        assert_eq!(a.take_due_chunks(), [tp(1)]);
     }
 
     /// With `chunk_bytes`, a partition is listed once its records since its last chunk reach

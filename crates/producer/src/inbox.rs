@@ -5,10 +5,20 @@
 //! moves each command in and out of it with a few atomic operations. Here a send is one
 //! uncontended lock and a push into a `VecDeque` that keeps its capacity; the task swaps the
 //! whole deque with its own (empty) one under the lock, so it takes everything queued with one
-//! lock. A wake-up is sent only when the queue goes from empty to not empty (the task, which
-//! empties it on every take, is asleep or about to look). The queue holds no more than the
+//! lock. The queue holds no more than the
 //! producer's records (each `send` holds a place of `queue.buffering.max.messages` first) plus
 //! a few flush/close commands.
+//!
+//! Wake-ups: the task says, each time it waits, how many records (and message bytes) it wants
+//! before it is woken ([`Wanted`]): one while nothing of its lingers, else as many as can come
+//! without making a batch ready, since it wakes at the linger's end anyway. A wake-up is sent
+//! once that much is queued, at once for a command (a flush, a close, a large record), for a
+//! record of a topic not seen before (its metadata is to be asked for) and when a sender waits
+//! for room in the queue ([`InboxSender::nudge`]); one wake-up per take at most. Why: waking the
+//! task at the first record after each take woke it every hundred-odd records at 3 M msg/s on a
+//! multi-thread runtime (7,000 wake-ups per million records, each a write to the runtime's
+//! eventfd and a worker unparked); the task took a few records each time
+//! (`benchmarks/timing/session-29.md`).
 //!
 //! Records are encoded here, by the sending thread ([`InboxSender::send_record`]): the
 //! application's key and value are dropped at once, on the thread that made them, and a small
@@ -84,6 +94,19 @@ pub(crate) enum Refused {
 /// deques growing again): a third more per message at 1,000,000.
 const KEEP_CAPACITY: usize = 4096;
 
+/// What the task waits for before it is woken ([`InboxReceiver::recv_many`]): this many
+/// records queued, or this many bytes of small records' messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Wanted {
+    pub(crate) records: usize,
+    pub(crate) bytes: usize,
+}
+
+impl Wanted {
+    /// The first record.
+    pub(crate) const ANY: Wanted = Wanted { records: 1, bytes: 1 };
+}
+
 /// A small record in the inbox: its message is the next `len` bytes of the byte stream.
 struct Packed {
     topic: TopicId,
@@ -109,6 +132,8 @@ struct Stream {
     block: BytesMut,
     /// The size of the next block (0: none made yet).
     next: usize,
+    /// Bytes pushed since the last take.
+    pushed: usize,
 }
 
 impl Stream {
@@ -122,10 +147,12 @@ impl Stream {
             self.block = BytesMut::with_capacity(size.max(message.len()));
         }
         self.block.extend_from_slice(message);
+        self.pushed += message.len();
     }
 
     /// Moves every byte pushed so far to the end of `into` (the block's spare room stays).
     fn take(&mut self, into: &mut VecDeque<Bytes>) {
+        self.pushed = 0;
         into.extend(self.full.drain(..));
         if !self.block.is_empty() {
             into.push_back(self.block.split().freeze());
@@ -142,19 +169,35 @@ struct State {
     sender_gone: bool,
     /// The receiver closed the queue: sends fail.
     closed: bool,
+    /// What the task waits for (or last waited for).
+    wanted: Wanted,
+    /// A wake-up was sent since the last take.
+    woken: bool,
 }
 
 impl State {
-    /// Queues `queued`; true when the queue was empty (the task is to be woken, once the
-    /// lock is let go).
-    fn enqueue(&mut self, queued: Queued) -> bool {
+    /// Queues `queued`; true when the task is to be woken (once the lock is let go): it was
+    /// not since the last take and `urgent`, or the task has what it waits for.
+    fn enqueue(&mut self, queued: Queued, urgent: bool) -> bool {
         reserve_one(&mut self.queued, usize::MAX);
         self.queued.push_back(queued);
-        self.queued.len() == 1
+        self.wake_if(urgent)
+    }
+
+    /// True (once per take) when `urgent` or the task has what it waits for.
+    fn wake_if(&mut self, urgent: bool) -> bool {
+        let wake = !self.woken && (urgent || self.has_wanted());
+        self.woken |= wake;
+        wake
+    }
+
+    fn has_wanted(&self) -> bool {
+        self.queued.len() >= self.wanted.records || self.stream.pushed >= self.wanted.bytes
     }
 
     /// Moves everything queued to the end of `into`.
     fn take(&mut self, into: &mut Incoming) {
+        self.woken = false;
         if into.queued.is_empty() {
             std::mem::swap(&mut into.queued, &mut self.queued);
             if self.queued.capacity() > KEEP_CAPACITY {
@@ -275,6 +318,8 @@ pub(crate) fn inbox(names: Arc<TopicNames>) -> (InboxSender, InboxReceiver) {
             topics: TopicMap::new(names),
             sender_gone: false,
             closed: false,
+            wanted: Wanted::ANY,
+            woken: false,
         }),
         wake: Padded(Notify::new()),
     });
@@ -299,12 +344,23 @@ impl InboxSender {
         Ok(())
     }
 
-    /// Queues under the held lock (the caller checked that the inbox is open), and wakes the
-    /// task when the queue was empty.
+    /// Queues a command under the held lock (the caller checked that the inbox is open), and
+    /// wakes the task.
     fn push(&self, mut state: MutexGuard<'_, State>, queued: Queued) {
-        let first = state.enqueue(queued);
+        let wake = state.enqueue(queued, true);
         drop(state);
-        if first {
+        if wake {
+            self.queue.wake.notify_one();
+        }
+    }
+
+    /// Wakes the task whatever it waits for, when anything is queued: a sender is about to wait
+    /// for room in the queue, which only the records' results give back.
+    pub(crate) fn nudge(&self) {
+        let mut state = self.queue.lock();
+        let wake = !state.queued.is_empty() && state.wake_if(true);
+        drop(state);
+        if wake {
             self.queue.wake.notify_one();
         }
     }
@@ -340,8 +396,9 @@ impl InboxSender {
                 }
                 state.stream.push(&scratch);
                 let slot = slot.take().expect("a record has one slot");
-                let topic = state.topics.id(&topic);
-                Ok(Some(state.enqueue(Queued::Packed(Packed { topic, partition, len: len as u32, slot }))))
+                // a topic not seen before wakes the task (its metadata is to be asked for)
+                let (topic, new) = state.topics.id_new(&topic);
+                Ok(Some(state.enqueue(Queued::Packed(Packed { topic, partition, len: len as u32, slot }), new)))
             });
             match packed {
                 Ok(Ok(Some(wake))) => {
@@ -385,14 +442,16 @@ pub(crate) struct InboxReceiver {
 }
 
 impl InboxReceiver {
-    /// Waits until commands are queued and moves all of them to the end of `into`; false once
-    /// the sender is gone and nothing is left. Cancel safe: commands move only when it
-    /// returns.
-    pub(crate) async fn recv_many(&mut self, into: &mut Incoming) -> bool {
+    /// Waits until what the task wants is queued (or a command, a record of a new topic, a
+    /// sender waiting for room: see the module docs) and moves everything queued to the end of
+    /// `into`; false once the sender is gone and nothing is left. Cancel safe: commands move
+    /// only when it returns.
+    pub(crate) async fn recv_many(&mut self, into: &mut Incoming, wanted: Wanted) -> bool {
         loop {
             {
                 let mut state = self.queue.lock();
-                if !state.queued.is_empty() {
+                state.wanted = Wanted { records: wanted.records.max(1), bytes: wanted.bytes.max(1) };
+                if !state.queued.is_empty() && (state.woken || state.sender_gone || state.has_wanted()) {
                     state.take(into);
                     return true;
                 }
@@ -488,13 +547,97 @@ mod tests {
         assert!(got.queued.capacity() <= KEEP_CAPACITY);
     }
 
+    /// A task waiting in `rx` for `wanted`; gives back what it took.
+    fn waiter(mut rx: InboxReceiver, wanted: Wanted) -> tokio::task::JoinHandle<(InboxReceiver, bool, Vec<Vec<u8>>)> {
+        tokio::spawn(async move {
+            let mut got = Incoming::default();
+            let received = rx.recv_many(&mut got, wanted).await;
+            let values = all(&mut got).iter().filter(|c| matches!(c, Command::Record(_))).map(value).collect();
+            (rx, received, values)
+        })
+    }
+
+    /// True when `task` is still waiting after a while (the wake-up did not come).
+    async fn still_waiting<T>(task: &tokio::task::JoinHandle<T>) -> bool {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        !task.is_finished()
+    }
+
+    async fn finished<T>(task: tokio::task::JoinHandle<T>) -> T {
+        tokio::time::timeout(Duration::from_secs(5), task).await.expect("woken").unwrap()
+    }
+
+    const THREE: Wanted = Wanted { records: 3, bytes: usize::MAX };
+
+    #[tokio::test]
+    async fn a_task_waiting_for_a_batchs_worth_is_woken_when_it_is_queued_not_before() {
+        let (tx, rx) = inbox(TopicNames::new());
+        // the first record of a topic wakes the task whatever it wants (metadata to ask for)
+        let task = waiter(rx, THREE);
+        record(&tx, b"0");
+        let (rx, received, values) = finished(task).await;
+        assert!(received);
+        assert_eq!(values, [b"0".to_vec()]);
+        // then the topic's records wake it at the third
+        let task = waiter(rx, THREE);
+        record(&tx, b"1");
+        record(&tx, b"2");
+        assert!(still_waiting(&task).await, "woken before its third record");
+        record(&tx, b"3");
+        let (rx, _, values) = finished(task).await;
+        assert_eq!(values, [b"1".to_vec(), b"2".to_vec(), b"3".to_vec()]);
+        // by bytes: one message's bytes and one more wake it at the second
+        let one = Message::new(None, Some(bytes::Bytes::from_static(b"four"))).encoded_len();
+        let task = waiter(rx, Wanted { records: 1000, bytes: one + 1 });
+        record(&tx, b"four");
+        assert!(still_waiting(&task).await, "woken before the bytes it wants");
+        record(&tx, b"five");
+        let (_, _, values) = finished(task).await;
+        assert_eq!(values, [b"four".to_vec(), b"five".to_vec()]);
+    }
+
+    #[tokio::test]
+    async fn a_command_a_nudge_or_the_senders_going_wake_the_task_at_once() {
+        let (tx, rx) = inbox(TopicNames::new());
+        record(&tx, b"known");
+        let mut first = Incoming::default();
+        let mut rx = rx;
+        rx.try_recv_all(&mut first);
+        // a flush, behind a record, whatever the task wants
+        let task = waiter(rx, THREE);
+        record(&tx, b"a");
+        let (c, _reply) = flush();
+        assert!(tx.send(c).is_ok());
+        let (rx, _, values) = finished(task).await;
+        assert_eq!(values, [b"a".to_vec()]);
+        // a nudge (a sender waiting for room) with a record queued; none without
+        let task = waiter(rx, THREE);
+        tx.nudge();
+        assert!(still_waiting(&task).await, "a nudge with nothing queued woke the task");
+        record(&tx, b"b");
+        assert!(still_waiting(&task).await);
+        tx.nudge();
+        let (rx, _, values) = finished(task).await;
+        assert_eq!(values, [b"b".to_vec()]);
+        // the sender's going: what is queued is taken, then the end
+        let task = waiter(rx, THREE);
+        record(&tx, b"c");
+        assert!(still_waiting(&task).await);
+        drop(tx);
+        let (rx, received, values) = finished(task).await;
+        assert!(received);
+        assert_eq!(values, [b"c".to_vec()]);
+        let (_, received, _) = finished(waiter(rx, THREE)).await;
+        assert!(!received, "nothing left and no sender");
+    }
+
     #[tokio::test]
     async fn takes_everything_queued_in_order_and_wakes_on_the_first_send() {
         let (tx, mut rx) = inbox(TopicNames::new());
         let mut got = Incoming::default();
         let waiter = tokio::spawn(async move {
             let mut got = Incoming::default();
-            assert!(rx.recv_many(&mut got).await);
+            assert!(rx.recv_many(&mut got, Wanted::ANY).await);
             (rx, all(&mut got).len())
         });
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -507,11 +650,11 @@ mod tests {
         let (mut rx, first) = tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap();
         assert!((1..=3).contains(&first), "took {first}");
         if first < 3 {
-            assert!(tokio::time::timeout(Duration::from_secs(5), rx.recv_many(&mut got)).await.unwrap());
+            assert!(tokio::time::timeout(Duration::from_secs(5), rx.recv_many(&mut got, Wanted::ANY)).await.unwrap());
             assert_eq!(first + all(&mut got).len(), 3);
         }
         drop(tx);
-        assert!(!tokio::time::timeout(Duration::from_secs(5), rx.recv_many(&mut got)).await.unwrap());
+        assert!(!tokio::time::timeout(Duration::from_secs(5), rx.recv_many(&mut got, Wanted::ANY)).await.unwrap());
     }
 
     #[tokio::test]
@@ -543,7 +686,7 @@ mod tests {
         let (tx, mut rx) = inbox(TopicNames::new());
         let waiter = tokio::spawn(async move {
             let mut got = Incoming::default();
-            rx.recv_many(&mut got).await
+            rx.recv_many(&mut got, Wanted::ANY).await
         });
         tokio::time::sleep(Duration::from_millis(20)).await;
         drop(tx);
@@ -573,7 +716,7 @@ mod tests {
             expected.push(Some(v));
         }
         let mut got = Incoming::default();
-        assert!(rx.recv_many(&mut got).await);
+        assert!(rx.recv_many(&mut got, Wanted::ANY).await);
         let blocks: Vec<usize> = got.stream.iter().map(Bytes::len).collect();
         assert_eq!(got.at, 0);
         assert!(blocks.len() > 5, "several blocks: {blocks:?}");
@@ -600,7 +743,7 @@ mod tests {
         let (tx, mut rx) = inbox(TopicNames::new());
         let first = record(&tx, b"taken, not processed");
         let mut got = Incoming::default();
-        assert!(rx.recv_many(&mut got).await);
+        assert!(rx.recv_many(&mut got, Wanted::ANY).await);
         let second = record(&tx, b"left in the inbox");
         let big = vec![b'x'; SHARED_MAX + 1];
         let third = record(&tx, &big);
@@ -644,7 +787,7 @@ mod tests {
         .join()
         .unwrap();
         let mut got = Incoming::default();
-        assert!(rx.recv_many(&mut got).await);
+        assert!(rx.recv_many(&mut got, Wanted::ANY).await);
         assert!(matches!(got.queued[0], Queued::Command(_)), "the inner send took its own allocation");
         assert!(matches!(got.queued[1], Queued::Packed(_)));
         assert!(matches!(got.queued[2], Queued::Packed(_)));
@@ -684,7 +827,7 @@ mod tests {
         let mut got = Vec::new();
         let mut incoming = Incoming::default();
         while got.len() < THREADS * EACH {
-            assert!(rx.recv_many(&mut incoming).await);
+            assert!(rx.recv_many(&mut incoming, Wanted::ANY).await);
             got.extend(all(&mut incoming));
         }
         let mut next = [0usize; THREADS];

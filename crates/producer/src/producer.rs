@@ -316,7 +316,7 @@ where
         tokio::task::coop::consume_budget().await;
         let capacity = self.shared.config.queue_buffering_max_messages();
         let timeout = self.shared.config.queue_enqueue_timeout();
-        let permit = match take(&self.shared.permits.places, 1, timeout).await {
+        let permit = match take(&self.shared.permits.places, 1, timeout, &self.shared.inbox).await {
             Take::Got(p) => p,
             Take::Full(waited) => return Err(SendError::QueueFull { record, capacity, waited }),
             Take::Closed => return Err(SendError::Closed { record }),
@@ -337,7 +337,7 @@ where
                     let reason = format!("the record weighs {need} bytes, more than queue.buffering.max.bytes ({max})");
                     return Err(SendError::InvalidRecord { record, reason });
                 };
-                match take(bytes, need, timeout).await {
+                match take(bytes, need, timeout, &self.shared.inbox).await {
                     Take::Got(p) => Some(p),
                     Take::Full(waited) => return Err(SendError::QueueBytesFull { record, max_bytes: *max, waited }),
                     Take::Closed => return Err(SendError::Closed { record }),
@@ -407,14 +407,17 @@ enum Take<'a> {
 /// `n` places (or bytes) of `sem`, as `queue.enqueue.timeout.ms` says: blocking, failing at
 /// once or after a wait. Room free now is taken without the future (and its waiter
 /// bookkeeping): the common case costs one compare-and-swap; only a full queue waits in line
-/// (tokio gives released permits to waiters first, so free room means none is waiting).
-async fn take(sem: &Semaphore, n: u32, timeout: EnqueueTimeout) -> Take<'_> {
+/// (tokio gives released permits to waiters first, so free room means none is waiting). No
+/// room wakes the background task for what `inbox` holds (it may be waiting for a batch's
+/// worth of records that cannot come in).
+async fn take<'a>(sem: &'a Semaphore, n: u32, timeout: EnqueueTimeout, inbox: &InboxSender) -> Take<'a> {
     use tokio::sync::TryAcquireError;
     match sem.try_acquire_many(n) {
         Ok(p) => return Take::Got(p),
         Err(TryAcquireError::Closed) => return Take::Closed,
         Err(TryAcquireError::NoPermits) => {}
     }
+    inbox.nudge();
     let waited = match timeout {
         EnqueueTimeout::FailFast => return Take::Full(Duration::ZERO),
         EnqueueTimeout::Block => sem.acquire_many(n).await,

@@ -325,21 +325,27 @@ impl TopicMap {
 
     /// The number of `topic`'s name (registered the first time).
     pub(crate) fn id(&mut self, topic: &Topic) -> TopicId {
+        self.id_new(topic).0
+    }
+
+    /// [`TopicMap::id`], and whether the name was registered now (the first record of the
+    /// topic).
+    pub(crate) fn id_new(&mut self, topic: &Topic) -> (TopicId, bool) {
         if let Some((last, id)) = &self.last {
             if last.same_handle(topic) || last.0 == topic.0 {
-                return *id;
+                return (*id, false);
             }
         }
-        let id = match self.known.get(topic.as_str()) {
-            Some(id) => *id,
+        let (id, new) = match self.known.get(topic.as_str()) {
+            Some(id) => (*id, false),
             None => {
                 let (id, own) = self.names.register(topic);
                 self.known.insert(own, id);
-                id
+                (id, true)
             }
         };
         self.last = Some((topic.clone(), id));
-        id
+        (id, new)
     }
 }
 

@@ -296,6 +296,43 @@ async fn the_linger_sends_one_request_after_queue_buffering_max_ms() {
     assert_eq!(requests[0].len(), 10);
 }
 
+/// While records wait for their linger, the producer's task is not woken for every record
+/// that comes (it wakes at the linger's end anyway): one that came meanwhile, for another
+/// broker, is taken then, and still goes within its own linger (stamped as having come when
+/// the task began to wait: its linger may end early, not late).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_taken_at_another_records_linger_end_still_goes_within_its_own() {
+    let c = cluster_or_skip!("batch-lazy");
+    c.create_topic("t", 3, 1).await.unwrap();
+    let linger = Duration::from_secs(1);
+    let p = producer(config(&c).queue_buffering_max(linger));
+    let leader = |partition| c.leader("t", partition).expect("a leader");
+    let other = (1..3).find(|q| leader(*q) != leader(0)).expect("a partition led by another broker");
+    let warmed = p.send(rec("t", "warm").with_partition(other)).await.unwrap();
+    assert!(p.flush().bounded().await.is_ok());
+    warmed.bounded().await.unwrap();
+    let first_sent = Instant::now();
+    let first = p.send(rec("t", "first").with_partition(0)).await.unwrap();
+    tokio::time::sleep(linger * 6 / 10).await;
+    let second_sent = Instant::now();
+    let second = p.send(rec("t", "second").with_partition(other)).await.unwrap();
+    let (first, second) = tokio::join!(
+        async {
+            first.bounded().await.unwrap();
+            first_sent.elapsed()
+        },
+        async {
+            second.bounded().await.unwrap();
+            second_sent.elapsed()
+        }
+    );
+    // the first waited its linger (less the 1 ms of the engine's timer slack)
+    assert!(first >= linger - Duration::from_millis(1), "{first:?}");
+    // the second at most its own (stamped at its arrival, or before it), with room for a
+    // loaded machine; stamped when the task took it, it would have waited 1.4 s
+    assert!(second <= linger + Duration::from_millis(250), "{second:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_queue_is_sent_at_once() {
     let c = cluster_or_skip!("batch-full");

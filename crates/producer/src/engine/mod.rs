@@ -56,7 +56,7 @@ use crate::bounds::QueueBounds;
 use crate::config::ProducerConfig;
 use crate::delivery::{CloseReport, FlushReport, Pending};
 use crate::error::Error;
-use crate::inbox::{Command, InboxReceiver, Next};
+use crate::inbox::{Command, InboxReceiver, Next, Wanted};
 use crate::observer::Observer;
 use crate::partitioner::PartitionerState;
 use crate::topic::TopicNames;
@@ -175,33 +175,48 @@ impl Engine {
         self.out.deliveries = Some(deliveries);
         loop {
             let mut now = Instant::now();
+            if self.input.waited_since.is_some() && self.input.incoming.is_empty() && self.input.open {
+                // the engine waited for a batch's worth of records and woke for something else
+                // (a linger's end, a response): what came meanwhile is placed before draining
+                self.input.inbox.try_recv_all(&mut self.input.incoming);
+            }
             if !self.input.incoming.is_empty() {
                 // one clock reading for the burst: it stamps the records' arrival (their linger
-                // starts here) and orders the timers
+                // starts here) and orders the timers; records that came during a wait for a
+                // batch's worth are stamped with the wait's start, before they came (their
+                // linger may end early, never late)
+                let stamp = self.input.waited_since.unwrap_or(now);
                 let mut incoming = std::mem::take(&mut self.input.incoming);
                 for _ in 0..INBOX_BURST {
                     match incoming.next_raw() {
                         None => break,
-                        Some(Next::Command(command)) => self.on_command(command, now),
-                        Some(Next::Record(record, message)) => self.on_packed(record, message, now),
+                        Some(Next::Command(command)) => self.on_command(command, stamp),
+                        Some(Next::Record(record, message)) => self.on_packed(record, message, stamp),
                     }
                 }
                 self.input.incoming = incoming;
                 now = Instant::now();
             }
+            if self.input.incoming.is_empty() {
+                self.input.waited_since = None;
+            }
             self.step(now);
             if self.done {
                 break;
             }
-            let wake = self.next_wakeup(now);
+            let (wake, lingering) = self.next_wakeup(now);
             let more = !self.input.incoming.is_empty();
+            let wanted = self.wanted(lingering);
+            if wanted != Wanted::ANY && !more {
+                self.input.waited_since = Some(now);
+            }
             tokio::select! {
                 biased;
                 Some(joined) = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => self.on_joined(joined, Instant::now()),
                 Some(completion) = self.rounds.responses.next(), if !self.rounds.responses.is_empty() => {
                     self.on_completion(completion, Instant::now())
                 }
-                received = self.input.inbox.recv_many(&mut self.input.incoming), if self.input.open && !more => {
+                received = self.input.inbox.recv_many(&mut self.input.incoming, wanted), if self.input.open && !more => {
                     if !received {
                         tracing::debug!(queued = self.acc.len(), "every producer handle dropped; sending what is queued");
                         self.input.open = false;
@@ -261,10 +276,13 @@ impl Engine {
         (self.config.queue_buffering_max() / 4).min(Duration::from_millis(1))
     }
 
-    fn next_wakeup(&self, now: Instant) -> Option<Instant> {
+    /// When the engine is next to look at its timers, and whether the accumulator has a
+    /// record waiting for its linger (or a retry for its backoff) then.
+    fn next_wakeup(&self, now: Instant) -> (Option<Instant>, bool) {
         // the accumulator's times are matched against now + slack in `step`
         let slack = self.timer_slack();
         let mut next = self.acc.next_wakeup(now + slack).map(|at| at.checked_sub(slack).unwrap_or(at));
+        let lingering = next.is_some();
         let mut consider = |at: Option<Instant>| {
             if let Some(at) = at {
                 next = Some(next.map_or(at, |n| n.min(at)));
@@ -273,7 +291,26 @@ impl Engine {
         consider(self.meta.schedule.next_wakeup());
         consider(self.out.closing.as_ref().map(|c| c.deadline));
         consider(self.out.observer.as_ref().and_then(|o| o.next_wakeup()));
-        next
+        (next, lingering)
+    }
+
+    /// What the engine waits for in the inbox before it is woken: the first record, unless
+    /// the accumulator's timer is set (`lingering`: the engine wakes at its end anyway, and
+    /// what comes meanwhile would wait longer than the records that set it): then as many
+    /// records (and bytes, for compression's chunks) as can come without making anything
+    /// ready before that ([`Accumulator::room`]). Always the first while a flush or close
+    /// runs, and with a linger of zero.
+    fn wanted(&self, lingering: bool) -> Wanted {
+        if !lingering
+            || !self.input.open
+            || self.out.closing.is_some()
+            || !self.out.flushes.is_empty()
+            || self.config.queue_buffering_max().is_zero()
+        {
+            return Wanted::ANY;
+        }
+        let (records, bytes) = self.acc.room();
+        Wanted { records, bytes }
     }
 
     fn on_command(&mut self, command: Command, now: Instant) {

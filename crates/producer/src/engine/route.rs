@@ -36,6 +36,9 @@ pub(super) struct Inbound {
     /// The engine's own allocation of each topic its records came with (the known topics'),
     /// by the producer's number for it.
     pub(super) names: HashMap<TopicId, Arc<str>>,
+    /// The engine waits (or waited, and has not taken everything since) for more than the
+    /// first record since this time: the arrival stamp of what it takes meanwhile.
+    pub(super) waited_since: Option<Instant>,
 }
 
 impl Inbound {
@@ -47,6 +50,7 @@ impl Inbound {
             next_seq: 0,
             last_topic: None,
             names: HashMap::new(),
+            waited_since: None,
         }
     }
 }
