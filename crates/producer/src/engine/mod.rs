@@ -276,13 +276,14 @@ impl Engine {
         (self.config.queue_buffering_max() / 4).min(Duration::from_millis(1))
     }
 
-    /// When the engine is next to look at its timers, and whether the accumulator has a
-    /// record waiting for its linger (or a retry for its backoff) then.
+    /// When the engine is next to look at its timers, and whether the accumulator's next
+    /// wake-up (a linger's end, a retry's backoff) comes within a linger from `now`.
     fn next_wakeup(&self, now: Instant) -> (Option<Instant>, bool) {
         // the accumulator's times are matched against now + slack in `step`
         let slack = self.timer_slack();
         let mut next = self.acc.next_wakeup(now + slack).map(|at| at.checked_sub(slack).unwrap_or(at));
-        let lingering = next.is_some();
+        // a record coming from now on lingers past this wake-up (a retry's backoff may end later)
+        let lingering = next.is_some_and(|at| at <= now + self.config.queue_buffering_max());
         let mut consider = |at: Option<Instant>| {
             if let Some(at) = at {
                 next = Some(next.map_or(at, |n| n.min(at)));
@@ -295,8 +296,8 @@ impl Engine {
     }
 
     /// What the engine waits for in the inbox before it is woken: the first record, unless
-    /// the accumulator's timer is set (`lingering`: the engine wakes at its end anyway, and
-    /// what comes meanwhile would wait longer than the records that set it): then as many
+    /// the accumulator's timer ends within a linger (`lingering`: the engine wakes then
+    /// anyway, and what comes meanwhile would linger longer): then as many
     /// records (and bytes, for compression's chunks) as can come without making anything
     /// ready before that ([`Accumulator::room`]). Always the first while a flush or close
     /// runs, and with a linger of zero.
@@ -415,6 +416,11 @@ pub(super) mod testing {
             .compression_codec(codec)
             .build()
             .unwrap();
+        engine_configured(config, observer)
+    }
+
+    /// An engine with `config` and `observer` (its brokers never asked).
+    pub(crate) fn engine_configured(config: ProducerConfig, observer: Option<Box<dyn Observer>>) -> Engine {
         let cache = MetadataCache::new(config.metadata_broker_list(), Pool::new(ConnectionConfig::default())).unwrap();
         let names = TopicNames::new();
         let (_tx, rx) = crate::inbox::inbox(names.clone());
@@ -431,5 +437,41 @@ pub(super) mod testing {
         let mut pending = Pending::new(TopicId::UNREGISTERED, Some(0), message, None, None);
         pending.seq = seq;
         pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{engine_configured, pending};
+    use super::*;
+    use crate::accumulator::PartitionKey;
+
+    /// The engine waits in its inbox for more than the first record only while the
+    /// accumulator's next wake-up comes within a linger: a retry's longer backoff does not
+    /// hold back records that came meanwhile.
+    #[test]
+    fn the_engine_waits_for_a_batchs_worth_only_while_its_timer_ends_within_a_linger() {
+        let linger = Duration::from_millis(10);
+        let config = ProducerConfig::builder()
+            .metadata_broker_list("127.0.0.1:1")
+            .queue_buffering_max(linger)
+            .batch_num_messages(100)
+            .retry_backoff(Duration::from_secs(1))
+            .build()
+            .unwrap();
+        let mut e = engine_configured(config, None);
+        let now = Instant::now();
+        let wanted = |e: &Engine, now| e.wanted(e.next_wakeup(now).1);
+        assert_eq!(wanted(&e, now), Wanted::ANY, "nothing queued");
+        let tp = PartitionKey::new("t", 0);
+        e.acc.set_leader(&tp, Some(1));
+        e.acc.append(&tp, pending(0, "a"), now);
+        assert_eq!(wanted(&e, now), Wanted { records: 99, bytes: usize::MAX }, "one record lingers");
+        let mut rounds = e.acc.drain(now + linger);
+        let batch = rounds.pop().unwrap().batches.pop().unwrap();
+        e.acc.round_done(1);
+        e.acc.retry(batch, now + linger + Duration::from_secs(1));
+        assert_eq!(wanted(&e, now + linger), Wanted::ANY, "a retry's backoff ends after a linger");
+        assert_ne!(wanted(&e, now + Duration::from_secs(1)), Wanted::ANY, "and then within one");
     }
 }
