@@ -450,7 +450,7 @@ impl InboxReceiver {
         loop {
             {
                 let mut state = self.queue.lock();
-                state.wanted = Wanted { records: wanted.records.max(1), bytes: wanted.bytes.max(1) };
+                state.wanted = wanted;
                 if !state.queued.is_empty() && (state.woken || state.sender_gone || state.has_wanted()) {
                     state.take(into);
                     return true;

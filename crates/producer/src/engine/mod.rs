@@ -206,8 +206,9 @@ impl Engine {
             }
             let (wake, lingering) = self.next_wakeup(now);
             let more = !self.input.incoming.is_empty();
-            let wanted = self.wanted(lingering);
-            if wanted != Wanted::ANY && !more {
+            // (the inbox is not waited on while taken records are left)
+            let wanted = if more { Wanted::ANY } else { self.wanted(lingering) };
+            if wanted != Wanted::ANY {
                 self.input.waited_since = Some(now);
             }
             tokio::select! {
