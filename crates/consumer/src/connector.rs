@@ -525,7 +525,11 @@ impl Coordinator {
             tokio::select! {
                 Some(()) = changes.recv() => {
                     if expired { continue; }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    // later changes settle for a moment, so that members joining together cost
+                    // one rebalance; the first runs at once, as Java's registration does
+                    if first.is_none() {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
                     while changes.try_recv().is_ok() {}
                     let topics = self.synced_rebalance().await;
                     self.arm_topic_watches(&topics, &tx);
