@@ -230,32 +230,9 @@ impl<'a> MessageView<'a> {
     ///
     /// [`Error::Crc`], [`Error::UnsupportedMagic`], [`Error::MalformedMessage`].
     pub fn parse(bytes: &'a [u8], location: impl FnOnce() -> MessageLocation) -> Result<MessageView<'a>> {
-        if bytes.len() < MESSAGE_V0_OVERHEAD {
-            return Err(Error::MalformedMessage {
-                location: location(),
-                reason: format!("{} bytes cannot hold a message (at least {MESSAGE_V0_OVERHEAD})", bytes.len()),
-            });
-        }
-        let stored = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-        let computed = crc32fast::hash(&bytes[4..]);
-        let magic = bytes[4] as i8;
-        if magic != MAGIC_V0 {
-            return Err(Error::UnsupportedMagic { location: location(), magic });
-        }
-        if stored != computed {
-            return Err(Error::Crc { location: location(), stored, computed });
-        }
-        let attributes = bytes[5] as i8;
-        let mut rest = &bytes[6..];
-        let fields = (|| Ok::<_, Error>((nullable_field(&mut rest, "key")?, nullable_field(&mut rest, "value")?)))();
-        match fields {
-            Ok((key, value)) if rest.is_empty() => Ok(MessageView { attributes, key, value }),
-            Ok(_) => Err(Error::MalformedMessage {
-                location: location(),
-                reason: format!("{} bytes left after the value", rest.len()),
-            }),
-            Err(e) => Err(Error::MalformedMessage { location: location(), reason: e.to_string() }),
-        }
+        let head = LegacyHead::read(bytes, location, &[MAGIC_V0], true)?;
+        let slice = |r: Option<(usize, usize)>| r.map(|(from, to)| &bytes[from..to]);
+        Ok(MessageView { attributes: head.attributes, key: slice(head.key), value: slice(head.value) })
     }
 
     /// The codec named by the attributes.
@@ -271,25 +248,6 @@ impl<'a> MessageView<'a> {
     pub fn is_wrapper(&self) -> bool {
         self.attributes & Compression::ATTRIBUTE_MASK != 0
     }
-}
-
-/// An `int32`-prefixed nullable field of `buf`, borrowed; the same errors as
-/// [`wire::get_nullable_bytes`].
-fn nullable_field<'a>(buf: &mut &'a [u8], field: &'static str) -> Result<Option<&'a [u8]>> {
-    let Some((len, rest)) = buf.split_first_chunk::<4>() else {
-        return Err(Error::truncated(field, 4, buf.len()));
-    };
-    let len = i32::from_be_bytes(*len);
-    if len == -1 {
-        *buf = rest;
-        return Ok(None);
-    }
-    if len < 0 || len as usize > rest.len() {
-        return Err(Error::InvalidLength { field, length: len.into(), remaining: rest.len() });
-    }
-    let (value, rest) = rest.split_at(len as usize);
-    *buf = rest;
-    Ok(Some(value))
 }
 
 /// A message with its offset in the partition.
@@ -1176,10 +1134,38 @@ impl LegacyMessage {
     /// Reads a message that fills `bytes` exactly, of one of the magics `magics` (0, 1),
     /// verifying its CRC.
     pub(crate) fn parse(
-        mut bytes: Bytes,
+        bytes: Bytes,
         location: impl FnOnce() -> MessageLocation,
         magics: &[i8],
     ) -> Result<LegacyMessage> {
+        let head = LegacyHead::read(&bytes, location, magics, true)?;
+        Ok(head.message(&bytes))
+    }
+}
+
+/// A message of magic 0 or 1 read in place: its fields, and where its key and value lie in
+/// the bytes it was read from (nothing copied, nothing shared).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LegacyHead {
+    pub(crate) magic: i8,
+    pub(crate) crc: u32,
+    pub(crate) attributes: i8,
+    /// -1 for magic 0.
+    pub(crate) timestamp: i64,
+    pub(crate) key: Option<(usize, usize)>,
+    pub(crate) value: Option<(usize, usize)>,
+}
+
+impl LegacyHead {
+    /// Reads a message that fills `bytes` exactly, of one of the magics `magics` (0, 1),
+    /// verifying its CRC if `verify_crc` (not when it was verified before, as a lazy reader's
+    /// second reading of an entry it checked). Every other check is made either way.
+    pub(crate) fn read(
+        bytes: &[u8],
+        location: impl FnOnce() -> MessageLocation,
+        magics: &[i8],
+        verify_crc: bool,
+    ) -> Result<LegacyHead> {
         let malformed = |location: MessageLocation, reason| Error::MalformedMessage { location, reason };
         if bytes.len() < MESSAGE_V0_OVERHEAD {
             let reason = format!("{} bytes cannot hold a message (at least {MESSAGE_V0_OVERHEAD})", bytes.len());
@@ -1194,28 +1180,66 @@ impl LegacyMessage {
             let reason = format!("{} bytes cannot hold a message v{magic} (at least {overhead})", bytes.len());
             return Err(malformed(location(), reason));
         }
-        let stored = bytes.get_u32();
-        let computed = crc32fast::hash(&bytes);
-        if stored != computed {
-            return Err(Error::Crc { location: location(), stored, computed });
-        }
-        bytes.advance(1);
-        let attributes = bytes.get_i8();
-        let timestamp = if magic == MAGIC_V1 { bytes.get_i64() } else { -1 };
-        let fields = (|| {
-            Ok::<_, Error>((
-                wire::get_nullable_bytes(&mut bytes, "key")?,
-                wire::get_nullable_bytes(&mut bytes, "value")?,
-            ))
-        })();
-        match fields {
-            Ok((key, value)) if bytes.is_empty() => {
-                Ok(LegacyMessage { magic, crc: stored, attributes, timestamp, key, value })
+        let stored = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        if verify_crc {
+            let computed = crc32fast::hash(&bytes[4..]);
+            if stored != computed {
+                return Err(Error::Crc { location: location(), stored, computed });
             }
-            Ok(_) => Err(malformed(location(), format!("{} bytes left after the value", bytes.len()))),
+        }
+        let attributes = bytes[5] as i8;
+        let (timestamp, mut at) = if magic == MAGIC_V1 {
+            (i64::from_be_bytes(bytes[6..14].try_into().expect("8 bytes")), 14)
+        } else {
+            (-1, 6)
+        };
+        let fields = (|| Ok::<_, Error>((field_at(bytes, &mut at, "key")?, field_at(bytes, &mut at, "value")?)))();
+        match fields {
+            Ok((key, value)) if at == bytes.len() => {
+                Ok(LegacyHead { magic, crc: stored, attributes, timestamp, key, value })
+            }
+            Ok(_) => Err(malformed(location(), format!("{} bytes left after the value", bytes.len() - at))),
             Err(e) => Err(malformed(location(), e.to_string())),
         }
     }
+
+    /// The message, its key and value slices of `bytes` (the bytes it was read from).
+    pub(crate) fn message(&self, bytes: &Bytes) -> LegacyMessage {
+        let slice = |r: Option<(usize, usize)>| r.map(|(from, to)| bytes.slice(from..to));
+        LegacyMessage {
+            magic: self.magic,
+            crc: self.crc,
+            attributes: self.attributes,
+            timestamp: self.timestamp,
+            key: slice(self.key),
+            value: slice(self.value),
+        }
+    }
+
+    /// True when the codec bits are not 0: the value is a compressed inner set.
+    pub(crate) fn is_wrapper(&self) -> bool {
+        self.attributes & Compression::ATTRIBUTE_MASK != 0
+    }
+}
+
+/// Where the `int32`-prefixed nullable field at `*at` of `bytes` lies, `*at` moved past it;
+/// the same errors as [`wire::get_nullable_bytes`].
+fn field_at(bytes: &[u8], at: &mut usize, field: &'static str) -> Result<Option<(usize, usize)>> {
+    let rest = &bytes[*at..];
+    let Some((len, after)) = rest.split_first_chunk::<4>() else {
+        return Err(Error::truncated(field, 4, rest.len()));
+    };
+    let len = i32::from_be_bytes(*len);
+    *at += 4;
+    if len == -1 {
+        return Ok(None);
+    }
+    if len < 0 || len as usize > after.len() {
+        return Err(Error::InvalidLength { field, length: len.into(), remaining: after.len() });
+    }
+    let from = *at;
+    *at += len as usize;
+    Ok(Some((from, *at)))
 }
 
 impl MessageSet {

@@ -229,6 +229,25 @@ proptest! {
     }
 
     #[test]
+    fn sets_mixing_codecs_with_offset_gaps_read_the_same(
+        era in prop_oneof![Just(Era::V0), Just(Era::V1), Just(Era::V2)],
+        parts in prop::collection::vec((any::<prop::sample::Index>(), prop::collection::vec(kv(), 1..12), 0i64..3), 1..6),
+        min in 0i64..40,
+    ) {
+        // plain runs broken by wrappers (or batches) and by gaps in the offsets (a compacted log)
+        let (mut data, mut base) = (Vec::new(), 0);
+        for (codec, records, gap) in &parts {
+            let codec = *codec.get(&codecs(era));
+            data.extend(batch(era, codec, base + gap, records));
+            base += gap + records.len() as i64;
+        }
+        agree(era, &data, &options(min, 1 << 24))?;
+        let mut cut = data.clone();
+        cut.truncate(data.len() - 1); // the last entry partial
+        agree(era, &cut, &options(min, 1 << 24))?;
+    }
+
+    #[test]
     fn the_decompression_bound_holds_alike((era, codec, batches) in input(), max in 0usize..20_000) {
         agree(era, &blob(era, codec, &batches), &options(0, max))?;
     }
@@ -280,4 +299,62 @@ fn a_raw_snappy_v2_batch_reads_the_same() {
     assert_eq!(got.len(), 50);
     assert_eq!(got[3].value.as_deref(), Some(records[3].as_slice()));
     assert_eq!(got[3].offset, 10);
+}
+
+#[test]
+fn plain_messages_in_a_row_are_one_batch_read_again_as_iterated() {
+    let kvs = |n: usize, tag: &str| -> Vec<Kv> {
+        (0..n).map(|i| (Some(format!("k{i}").into_bytes()), Some(format!("{tag} {i}").into_bytes()))).collect()
+    };
+    // 100 plain messages, a gzip wrapper of 5, 10 plain, then a gap of 3 offsets and 4 plain
+    let mut data = batch(Era::V0, Compression::None, 0, &kvs(100, "a"));
+    data.extend(batch(Era::V0, Compression::Gzip, 100, &kvs(5, "b")));
+    data.extend(batch(Era::V0, Compression::None, 105, &kvs(10, "c")));
+    data.extend(batch(Era::V0, Compression::None, 118, &kvs(4, "d")));
+    let blob = Bytes::from(data);
+    let batches: Vec<_> =
+        LazyBatches::message_v0(blob.clone(), &options(0, 1 << 20)).collect::<Result<_, _>>().unwrap();
+    let spans: Vec<(i64, i64, i32)> =
+        batches.iter().map(|b| (b.header().base_offset, b.header().last_offset(), b.header().record_count)).collect();
+    // a gap in the offsets does not end a run: the records carry their own offsets
+    assert_eq!(spans, vec![(0, 99, 100), (104, 104, 1), (105, 121, 14)]);
+    assert_eq!(batches[2].next_offset(), 122);
+    // the run's bytes are its entries as they came
+    assert_eq!(batches[0].raw().len() + batches[1].raw().len() + batches[2].raw().len(), blob.len());
+    let records: Vec<Record> = LazyRecords::new(batches, 1 << 20).collect::<Result<_, _>>().unwrap();
+    assert_eq!(records, whole_v0(&blob, &options(0, 1 << 20)).unwrap());
+    let offsets: Vec<i64> = records.iter().map(|r| r.offset).collect();
+    assert_eq!(&offsets[113..], &[113, 114, 118, 119, 120, 121]);
+
+    // from offset 50: the run begins there; a v0 message then a v1 one: two runs
+    let batches: Vec<_> =
+        LazyBatches::message_v0(blob.clone(), &options(50, 1 << 20)).collect::<Result<_, _>>().unwrap();
+    assert_eq!((batches[0].header().base_offset, batches[0].header().record_count), (50, 50));
+    let mut mixed = batch(Era::V0, Compression::None, 0, &kvs(3, "v0"));
+    mixed.extend(batch(Era::V1, Compression::None, 3, &kvs(3, "v1")));
+    let mixed = Bytes::from(mixed);
+    let batches: Vec<_> = LazyBatches::new(mixed.clone(), &options(0, 1 << 20)).collect::<Result<_, _>>().unwrap();
+    let magics: Vec<(i8, i32)> = batches.iter().map(|b| (b.header().magic, b.header().record_count)).collect();
+    assert_eq!(magics, vec![(0, 3), (1, 3)]);
+    let records: Vec<Record> = LazyRecords::new(batches, 1 << 20).collect::<Result<_, _>>().unwrap();
+    assert_eq!(records, whole(&mixed, &options(0, 1 << 20)).unwrap());
+    assert_eq!(records[4].timestamp, 1001);
+}
+
+#[test]
+fn a_bad_message_after_a_run_ends_the_walk_after_the_run() {
+    let kvs: Vec<Kv> = (0..20).map(|i| (None, Some(vec![b'x'; i]))).collect();
+    let mut data = batch(Era::V0, Compression::None, 0, &kvs);
+    // the CRC of the 11th message (offset 10) broken
+    let mut at = 0;
+    for _ in 0..10 {
+        at += 12 + i32::from_be_bytes(data[at + 8..at + 12].try_into().unwrap()) as usize;
+    }
+    data[at + 12] ^= 0xff;
+    let mut walk = LazyBatches::message_v0(Bytes::from(data), &options(0, 1 << 20));
+    let first = walk.next().unwrap().unwrap();
+    assert_eq!((first.header().base_offset, first.header().record_count), (0, 10));
+    let err = walk.next().unwrap().unwrap_err();
+    assert!(err.to_string().contains("CRC") || err.to_string().contains("crc"), "{err}");
+    assert!(walk.next().is_none());
 }

@@ -5,7 +5,9 @@
 //! chunks).
 //!
 //! ```text
-//!  LazyBatches (blob -> LazyBatch per entry: header, CRC checked, body still compressed)
+//!  LazyBatches (blob -> LazyBatch per entry: header, CRC checked, body still compressed;
+//!               uncompressed messages v0/v1 in a row: one LazyBatch, a run, read again
+//!               as iterated)
 //!      └─ LazyRecords (the batches of a chunk, one budget) ──► StreamedRecords per batch
 //!            └─ Decompressor::read_into(window) a step at a time; each record split off
 //!               the window (key and value slices of it), the window refilled when read
@@ -35,7 +37,7 @@ use super::{Headers, Record, TimestampType};
 use crate::compression::stream::Decompressor;
 use crate::compression::Compression;
 use crate::error::{Error, MessageLocation, Result};
-use crate::message::{DecodeOptions, LegacyMessage, ENTRY_HEADER_SIZE, MAGIC_V1, MESSAGE_V0_OVERHEAD};
+use crate::message::{DecodeOptions, LegacyHead, LegacyMessage, ENTRY_HEADER_SIZE, MAGIC_V1, MESSAGE_V0_OVERHEAD};
 use crate::schema::varint;
 
 /// Bytes up to and including the magic of any entry.
@@ -57,6 +59,12 @@ pub const WINDOW_CAPACITY: usize = 64 * 1024;
 /// Fetch v0/v1 answer as [`crate::MessageSet::decode`] does (Message v0 only, every entry's
 /// CRC checked, wrappers kept whatever their offset). A partial entry at the end is dropped and counted; after an error the
 /// iteration ends.
+///
+/// Uncompressed messages v0/v1 in a row (same magic and attributes, offsets rising) come as
+/// one batch, a *run*: its header has the first and last offsets, the count, the first and
+/// largest timestamps; its bytes are the entries as they came, each checked, and its records
+/// are read from them again as they are iterated. So a chunk of small messages costs one
+/// batch, not one per message (the per-message batches took more memory than the messages).
 #[derive(Debug)]
 pub struct LazyBatches {
     rest: Bytes,
@@ -65,6 +73,69 @@ pub struct LazyBatches {
     partial: usize,
     whole: usize,
     failed: bool,
+    /// The run of uncompressed messages being gathered.
+    run: Option<Run>,
+    /// What comes after a run that had to be handed out first.
+    held: Option<Result<LazyBatch>>,
+}
+
+/// What one step of the walk met.
+enum Stepped {
+    /// The end of the blob (or of its whole entries).
+    End,
+    /// An entry below `min_offset`, passed over.
+    Skipped,
+    /// An uncompressed message, now in [`LazyBatches::run`].
+    Plain,
+    /// Any other entry.
+    Batch(LazyBatch),
+}
+
+/// Uncompressed messages v0/v1 in a row, gathered into one batch (see [`LazyBatches`]).
+#[derive(Debug)]
+struct Run {
+    /// The blob from the run's first entry on (the run is its first `len` bytes).
+    start: Bytes,
+    len: usize,
+    first: i64,
+    last: i64,
+    count: i32,
+    magic: i8,
+    attributes: i8,
+    crc: u32,
+    first_timestamp: i64,
+    max_timestamp: i64,
+}
+
+impl Run {
+    /// True if the message at `offset` can follow in this run.
+    fn takes(&self, offset: i64, head: &LegacyHead) -> bool {
+        self.magic == head.magic
+            && self.attributes == head.attributes
+            && offset > self.last
+            && self.count < i32::MAX
+            && i32::try_from(offset - self.first).is_ok()
+    }
+
+    fn finish(mut self, options: &Arc<DecodeOptions>) -> LazyBatch {
+        self.start.truncate(self.len);
+        let header = BatchHeader {
+            base_offset: self.first,
+            batch_length: i32::try_from(self.len - LOG_OVERHEAD).unwrap_or(i32::MAX),
+            partition_leader_epoch: super::batch::NO_PARTITION_LEADER_EPOCH,
+            magic: self.magic,
+            crc: self.crc,
+            attributes: i16::from(self.attributes as u8),
+            last_offset_delta: (self.last - self.first) as i32,
+            base_timestamp: self.first_timestamp,
+            max_timestamp: self.max_timestamp,
+            producer_id: super::batch::NO_PRODUCER_ID,
+            producer_epoch: super::batch::NO_PRODUCER_EPOCH,
+            base_sequence: super::batch::NO_SEQUENCE,
+            record_count: self.count,
+        };
+        LazyBatch { header, raw: self.start, body: Body::Run, options: Arc::clone(options) }
+    }
 }
 
 impl LazyBatches {
@@ -77,6 +148,8 @@ impl LazyBatches {
             partial: 0,
             whole: 0,
             failed: false,
+            run: None,
+            held: None,
         }
     }
 
@@ -105,16 +178,15 @@ impl LazyBatches {
         Error::MalformedMessage { location: self.location(offset), reason }
     }
 
-    /// `None` at the end, `Some(None)` for a skipped entry.
-    fn step(&mut self) -> Result<Option<Option<LazyBatch>>> {
+    fn step(&mut self) -> Result<Stepped> {
         if self.rest.is_empty() {
-            return Ok(None);
+            return Ok(Stepped::End);
         }
         let least = if self.v0 { ENTRY_HEADER_SIZE } else { HEADER_SIZE_UP_TO_MAGIC };
         if self.rest.len() < least {
             self.partial = self.rest.len();
             self.rest.clear();
-            return Ok(None);
+            return Ok(Stepped::End);
         }
         let offset = i64::from_be_bytes(self.rest[..8].try_into().expect("8 bytes"));
         let size = i32::from_be_bytes(self.rest[LENGTH_AT..LENGTH_AT + 4].try_into().expect("4 bytes"));
@@ -129,41 +201,79 @@ impl LazyBatches {
         if self.rest.len() - LOG_OVERHEAD < size {
             self.partial = self.rest.len();
             self.rest.clear();
-            return Ok(None);
+            return Ok(Stepped::End);
         }
-        let raw = self.rest.split_to(LOG_OVERHEAD + size);
+        let n = LOG_OVERHEAD + size;
         self.whole += 1;
-        if self.v0 {
-            let message = LegacyMessage::parse(raw.slice(LOG_OVERHEAD..), || self.location(offset), &[0])?;
-            // a wrapper is read whatever its own offset, as MessageSet::decode does: its inner
-            // messages below min_offset are left out as they are read
-            if offset < self.options.min_offset && message.attributes & Compression::ATTRIBUTE_MASK == 0 {
-                return Ok(Some(None));
-            }
-            return self.legacy(offset, raw, message).map(|b| Some(Some(b)));
-        }
-        match raw[MAGIC_AT] as i8 {
-            0 | 1 => {
+        let magics: &[i8] = if self.v0 {
+            &[0]
+        } else {
+            match self.rest[MAGIC_AT] as i8 {
                 // a wrapper's offset is its last inner message's
-                if offset < self.options.min_offset {
-                    return Ok(Some(None));
+                0 | 1 if offset < self.options.min_offset => {
+                    self.rest.advance(n);
+                    return Ok(Stepped::Skipped);
                 }
-                let message = LegacyMessage::parse(raw.slice(LOG_OVERHEAD..), || self.location(offset), &[0, 1])?;
-                self.legacy(offset, raw, message).map(|b| Some(Some(b)))
+                0 | 1 => &[0, 1],
+                2 => {
+                    let raw = self.rest.split_to(n);
+                    return self.v2(offset, raw);
+                }
+                magic => return Err(Error::UnsupportedMagic { location: self.location(offset), magic }),
             }
-            2 => self.v2(offset, raw),
-            magic => Err(Error::UnsupportedMagic { location: self.location(offset), magic }),
+        };
+        let head = LegacyHead::read(&self.rest[LOG_OVERHEAD..n], || self.location(offset), magics, true)?;
+        if !head.is_wrapper() {
+            // (a wrapper is read whatever its own offset, as MessageSet::decode does: its
+            // inner messages below min_offset are left out as they are read)
+            if offset < self.options.min_offset {
+                self.rest.advance(n);
+                return Ok(Stepped::Skipped);
+            }
+            self.plain(offset, n, &head);
+            return Ok(Stepped::Plain);
         }
+        let raw = self.rest.split_to(n);
+        let message = head.message(&raw.slice(LOG_OVERHEAD..));
+        self.legacy(offset, raw, message).map(Stepped::Batch)
     }
 
-    fn v2(&mut self, offset: i64, raw: Bytes) -> Result<Option<Option<LazyBatch>>> {
+    /// Adds the uncompressed message of `n` bytes at the front of the blob to the run (a run
+    /// it cannot join is finished and held, and a new one begins).
+    fn plain(&mut self, offset: i64, n: usize, head: &LegacyHead) {
+        if !self.run.as_ref().is_some_and(|run| run.takes(offset, head)) {
+            if let Some(run) = self.run.take() {
+                self.held = Some(Ok(run.finish(&self.options)));
+            }
+            self.run = Some(Run {
+                start: self.rest.clone(),
+                len: 0,
+                first: offset,
+                last: offset,
+                count: 0,
+                magic: head.magic,
+                attributes: head.attributes,
+                crc: head.crc,
+                first_timestamp: head.timestamp,
+                max_timestamp: head.timestamp,
+            });
+        }
+        let run = self.run.as_mut().expect("a run was just begun");
+        run.len += n;
+        run.last = offset;
+        run.count += 1;
+        run.max_timestamp = run.max_timestamp.max(head.timestamp);
+        self.rest.advance(n);
+    }
+
+    fn v2(&mut self, offset: i64, raw: Bytes) -> Result<Stepped> {
         let Some(head) = raw.first_chunk::<BATCH_HEADER_SIZE>() else {
             let reason = format!("a batch of {} bytes is shorter than its {BATCH_HEADER_SIZE}-byte header", raw.len());
             return Err(self.malformed(offset, reason));
         };
         let header = BatchHeader::parse(head);
         if header.last_offset() < self.options.min_offset {
-            return Ok(Some(None));
+            return Ok(Stepped::Skipped);
         }
         let computed = super::crc32c(&raw[ATTRIBUTES_AT..]);
         if computed != header.crc {
@@ -183,32 +293,25 @@ impl LazyBatches {
             return Err(self.malformed(offset, reason));
         }
         let body = Body::V2 { codec, records };
-        Ok(Some(Some(LazyBatch { header, raw, body, options: Arc::clone(&self.options) })))
+        Ok(Stepped::Batch(LazyBatch { header, raw, body, options: Arc::clone(&self.options) }))
     }
 
+    /// A compressed message v0/v1 (a wrapper).
     fn legacy(&self, offset: i64, raw: Bytes, message: LegacyMessage) -> Result<LazyBatch> {
         let codec = Compression::from_attributes(message.attributes)
             .map_err(|_| Error::UnknownCodec { location: self.location(offset), bits: message.attributes & 0x07 })?;
         let header = BatchHeader::of_legacy(offset, raw.len(), &message);
-        let body = if codec == Compression::None {
-            Body::Message(Record {
-                offset,
-                timestamp: header.base_timestamp,
-                timestamp_type: header.timestamp_type(),
-                key: message.key,
-                value: message.value,
-                headers: Headers::default(),
-            })
-        } else {
-            let Some(value) = message.value else {
-                return Err(self.malformed(offset, format!("{codec} wrapper has a null value")));
-            };
-            let log_append_time = (message.magic >= MAGIC_V1
-                && header.timestamp_type() == TimestampType::LogAppendTime)
-                .then_some(message.timestamp);
-            Body::Wrapper { codec, value, magic: message.magic, log_append_time, empty_ok: self.v0 }
+        let Some(value) = message.value else {
+            return Err(self.malformed(offset, format!("{codec} wrapper has a null value")));
         };
+        let log_append_time = (message.magic >= MAGIC_V1 && header.timestamp_type() == TimestampType::LogAppendTime)
+            .then_some(message.timestamp);
+        let body = Body::Wrapper { codec, value, magic: message.magic, log_append_time, empty_ok: self.v0 };
         Ok(LazyBatch { header, raw, body, options: Arc::clone(&self.options) })
+    }
+
+    fn end_run(&mut self) -> Option<LazyBatch> {
+        self.run.take().map(|run| run.finish(&self.options))
     }
 }
 
@@ -216,19 +319,39 @@ impl Iterator for LazyBatches {
     type Item = Result<LazyBatch>;
 
     fn next(&mut self) -> Option<Result<LazyBatch>> {
+        if let Some(held) = self.held.take() {
+            return Some(held);
+        }
         if self.failed {
             return None;
         }
         loop {
-            match self.step() {
-                Ok(None) => return None,
-                Ok(Some(None)) => {}
-                Ok(Some(Some(batch))) => return Some(Ok(batch)),
+            let after_run = match self.step() {
+                Ok(Stepped::End) => return self.end_run().map(Ok),
+                Ok(Stepped::Plain) => None,
+                Ok(Stepped::Skipped) => self.end_run().map(Ok), // the run's bytes end here
+                Ok(Stepped::Batch(batch)) => match self.end_run() {
+                    Some(run) => {
+                        self.held = Some(Ok(batch));
+                        Some(Ok(run))
+                    }
+                    None => return Some(Ok(batch)),
+                },
                 Err(e) => {
                     self.failed = true;
                     self.rest.clear();
-                    return Some(Err(e));
+                    match self.end_run() {
+                        Some(run) => {
+                            self.held = Some(Err(e));
+                            Some(Ok(run))
+                        }
+                        None => return Some(Err(e)),
+                    }
                 }
+            };
+            // a run ended (by another entry, or by a message it could not take)
+            if let Some(out) = after_run.or_else(|| self.held.take()) {
+                return Some(out);
             }
         }
     }
@@ -239,8 +362,9 @@ impl Iterator for LazyBatches {
 enum Body {
     /// A v2 batch's records section, compressed with `codec` (or not).
     V2 { codec: Compression, records: Bytes },
-    /// One uncompressed message v0/v1, read.
-    Message(Record),
+    /// Uncompressed messages v0/v1 in a row: the batch's raw bytes are their entries, checked
+    /// (see [`LazyBatches`]).
+    Run,
     /// A compressed message v0/v1: its value is the compressed inner set.
     Wrapper {
         codec: Compression,
@@ -252,7 +376,8 @@ enum Body {
     },
 }
 
-/// One entry of a fetched blob, checked but not decompressed (see [`LazyBatches`]).
+/// One entry of a fetched blob, checked but not decompressed, or a run of uncompressed
+/// messages (see [`LazyBatches`]).
 ///
 /// For a compressed message v0/v1 the header knows the wrapper's offset only, which is its
 /// last inner message's: `base_offset` and `last_offset()` are it, `next_offset()` the one
@@ -286,7 +411,8 @@ impl LazyBatch {
         self.header.is_transactional()
     }
 
-    /// The entry's bytes as they came (offset and length included), compressed if it was.
+    /// The entry's bytes as they came (offset and length included), compressed if it was; a
+    /// run's (see [`LazyBatches`]): all its entries'.
     pub fn raw(&self) -> &Bytes {
         &self.raw
     }
@@ -303,7 +429,7 @@ impl LazyBatch {
                 window: Window::new(*codec, records.clone(), max_decompressed, location),
                 left: self.header.record_count,
             },
-            Body::Message(record) => Source::One(Some(record.clone())),
+            Body::Run => Source::Run { at: 0, left: self.header.record_count },
             Body::Wrapper { codec, value, magic, log_append_time, empty_ok } => Source::Inner {
                 window: Window::new(*codec, value.clone(), max_decompressed, location),
                 inner: Inner { base: 0, magic: *magic, log_append_time: *log_append_time },
@@ -372,10 +498,25 @@ impl Window {
 
 #[derive(Debug)]
 enum Source {
-    One(Option<Record>),
-    Plain { rest: Bytes, left: i32 },
-    V2 { window: Window, left: i32 },
-    Inner { window: Window, inner: Inner, scanned: bool, count: usize },
+    /// The next entry of a run at `at` of its raw bytes, `left` of them to read.
+    Run {
+        at: usize,
+        left: i32,
+    },
+    Plain {
+        rest: Bytes,
+        left: i32,
+    },
+    V2 {
+        window: Window,
+        left: i32,
+    },
+    Inner {
+        window: Window,
+        inner: Inner,
+        scanned: bool,
+        count: usize,
+    },
 }
 
 /// Iterator over the records of a [`LazyBatch`], decoded as it goes. Ends after the first
@@ -418,7 +559,13 @@ impl StreamedRecords {
             reason: format!("record {index} of the batch: {reason}"),
         };
         match &mut self.source {
-            Source::One(record) => record.take().map(Ok),
+            Source::Run { at, left } => {
+                if *left == 0 {
+                    return None;
+                }
+                *left -= 1;
+                Some(run_record(&batch.raw, at, &batch.header, options).map_err(|reason| malformed(&reason)))
+            }
             Source::Plain { rest, left } => {
                 if *left == 0 {
                     if rest.is_empty() {
@@ -475,6 +622,38 @@ impl StreamedRecords {
             }
         }
     }
+}
+
+/// The message at `*at` of a run's `raw` bytes, `*at` moved past it. Its entry was checked
+/// when the run was gathered (CRC included), so an error here means bytes that changed.
+fn run_record(
+    raw: &Bytes,
+    at: &mut usize,
+    header: &BatchHeader,
+    options: &DecodeOptions,
+) -> std::result::Result<Record, String> {
+    let Some(entry) = raw.get(*at..).and_then(|rest| rest.first_chunk::<LOG_OVERHEAD>()) else {
+        return Err(format!("entry at byte {} of {} cut short", *at, raw.len()));
+    };
+    let offset = i64::from_be_bytes(entry[..8].try_into().expect("8 bytes"));
+    let size = u32::from_be_bytes(entry[8..].try_into().expect("4 bytes")) as usize;
+    let from = *at + LOG_OVERHEAD;
+    let Some(bytes) = raw.get(from..from.saturating_add(size)) else {
+        return Err(format!("entry of {size} bytes at byte {} of {} cut short", *at, raw.len()));
+    };
+    let message =
+        LegacyHead::read(bytes, || options.location(offset), &[header.magic], false).map_err(|e| e.to_string())?;
+    *at = from + size;
+    let slice = |r: Option<(usize, usize)>| r.map(|(a, b)| raw.slice(from + a..from + b));
+    Ok(Record {
+        offset,
+        timestamp: message.timestamp,
+        // every message of a run has the run's magic and attributes
+        timestamp_type: header.timestamp_type(),
+        key: slice(message.key),
+        value: slice(message.value),
+        headers: Headers::default(),
+    })
 }
 
 /// A failure while reading from a window: the reason a record or entry is malformed (`Ok`)
@@ -620,34 +799,17 @@ impl Iterator for StreamedRecords {
 /// error.
 #[derive(Debug)]
 pub struct LazyRecords {
-    items: std::vec::IntoIter<Item>,
+    batches: std::vec::IntoIter<LazyBatch>,
     /// The batch being read (boxed: a chunk waits in queues, small, until it is read).
     current: Option<Box<StreamedRecords>>,
     budget: usize,
     failed: bool,
 }
 
-/// One entry of a [`LazyRecords`]: an uncompressed message is kept read (it takes no more
-/// than its wire bytes, which its key and value share), anything else as it came.
-#[derive(Debug)]
-enum Item {
-    Record(Record),
-    Batch(LazyBatch),
-}
-
 impl LazyRecords {
     /// The records of `batches`, with at most `max_decompressed_bytes` decompressed in all.
     pub fn new(batches: Vec<LazyBatch>, max_decompressed_bytes: usize) -> LazyRecords {
-        let min_offset = batches.first().map_or(0, |b| b.options.min_offset);
-        let items: Vec<Item> = batches
-            .into_iter()
-            .filter_map(|b| match b.body {
-                Body::Message(record) if record.offset < min_offset => None,
-                Body::Message(record) => Some(Item::Record(record)),
-                _ => Some(Item::Batch(b)),
-            })
-            .collect();
-        LazyRecords { items: items.into_iter(), current: None, budget: max_decompressed_bytes, failed: false }
+        LazyRecords { batches: batches.into_iter(), current: None, budget: max_decompressed_bytes, failed: false }
     }
 
     /// Bytes of decompressed output held now (see [`StreamedRecords::buffered_bytes`]).
@@ -678,10 +840,8 @@ impl Iterator for LazyRecords {
                     }
                 }
             }
-            match self.items.next()? {
-                Item::Record(record) => return Some(Ok(record)),
-                Item::Batch(batch) => self.current = Some(Box::new(batch.into_records(self.budget))),
-            }
+            let batch = self.batches.next()?;
+            self.current = Some(Box::new(batch.into_records(self.budget)));
         }
     }
 }
