@@ -621,7 +621,10 @@ fn latency_section(s: &mut String, args: &Args, res: &ProfileResults, title: &st
          acknowledgement: gregor's delivery handler, librdkafka's delivery report; kafka-rust is \
          synchronous, so its messages are acknowledged when the `send_all` carrying them returns (it \
          collects up to linger.ms={} of messages per slice). Pacing sleeps in whole milliseconds (a \
-         message due within the next millisecond goes at once), the same for every client. Same \
+         message due within the next millisecond goes at once), the same for every client, each \
+         sleep ending within about 0.1 ms of its deadline (gregor's sending task is woken by a \
+         thread of the benchmark, not by tokio's 1 ms timer, which woke it 1.1 ms late and doubled \
+         its bursts). Same \
          batching settings as the throughput runs. \"(behind)\": the client delivered less than 95% of \
          the offered rate, so its latencies include a growing backlog. TCP RTOs (loss probes): the \
          machine's TCP retransmission timeouts (each at least the kernel's 200 ms minimum) and tail \
