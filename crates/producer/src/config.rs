@@ -770,7 +770,15 @@ impl ProducerConfigBuilder {
     /// producer: every partition's records are in the log in send order, retries included.
     /// More pipelines requests (for brokers leading few partitions, or far away), and then a
     /// retried batch may land after a later batch of its partition — as with librdkafka or
-    /// Java's producer without idempotence.
+    /// Java's producer without idempotence. What pipelines is full requests (`batch.num.messages`
+    /// records for the broker), a full queue's, retries and a flush's: a request made ready by
+    /// the linger alone waits until the broker has no request of this producer in flight. A
+    /// broker serves a connection's requests one at a time, so it would wait there behind the
+    /// other anyway; waiting in the producer, the records that come meanwhile join it and the
+    /// broker serves one request instead of several (at a linger of 0, small requests pipelined
+    /// five deep to brokers whose acks=-1 requests take 6 ms: a median latency of 44 ms; one at
+    /// a time, 12 ms). The cost: those records also wait for the network's round trip between
+    /// the broker's answer and their request's arrival.
     pub fn max_in_flight(mut self, n: usize) -> Self {
         self.config.max_in_flight = n;
         self

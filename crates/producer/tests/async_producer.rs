@@ -333,6 +333,35 @@ async fn a_record_taken_at_another_records_linger_end_still_goes_within_its_own(
     assert!(second <= linger + Duration::from_millis(250), "{second:?}");
 }
 
+/// At a linger of 0 with requests pipelined (5 in flight), records that come while their
+/// broker has a request in flight wait for its answer and then go together in one request,
+/// rather than one small request each queued behind the first on the broker's connection
+/// (which it serves one request at a time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_linger_0_records_sent_during_a_request_go_together_after_it() {
+    let c = cluster_or_skip!("linger0-behind", |b| b.timing.request_service = Duration::from_secs(1));
+    c.create_topic("t", 1, 1).await.unwrap();
+    let p = producer(config(&c).queue_buffering_max(Duration::ZERO).max_in_flight(5));
+    let first = p.send(rec("t", "r0")).await.unwrap();
+    eventually("the first request reaches the broker", Duration::from_secs(5), async || {
+        produce_requests(&c, "t").len() == 1
+    })
+    .await;
+    let mut rest = Vec::new();
+    for i in 1..=20 {
+        rest.push(p.send(rec("t", format!("r{i}"))).await.unwrap());
+    }
+    first.bounded().await.unwrap();
+    for d in rest {
+        d.bounded().await.unwrap();
+    }
+    let requests = produced_entries(&c, "t");
+    let sizes: Vec<usize> = requests.iter().map(|r| r.len()).collect();
+    assert_eq!(sizes, [1, 20], "the first record, then the twenty that came while it was served");
+    let expected: Vec<String> = (0..=20).map(|i| format!("r{i}")).collect();
+    assert_eq!(log_values(&c, "t", 0).await, expected);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_queue_is_sent_at_once() {
     let c = cluster_or_skip!("batch-full");
