@@ -701,6 +701,19 @@ impl<T: Pack> Accumulator<T> {
         next
     }
 
+    /// True when queued records wait for a round's outcome (their broker has as many rounds in
+    /// flight as they may go behind): the caller hears of it anyway, as it would a timer.
+    pub(crate) fn waits_for_a_round(&self) -> bool {
+        self.partitions.values().any(|q| {
+            q.leader.is_some_and(|broker| {
+                q.has_data()
+                    && (q.in_flight >= self.config.max_in_flight
+                        || self.broker_full(broker)
+                        || !self.lingered_may_go(broker))
+            })
+        })
+    }
+
     /// How many more records, and bytes of them, may be appended before anything becomes ready
     /// by their number or size (as [`Accumulator::drain`] and
     /// [`Accumulator::take_due_chunks`] count): records before a broker's partitions hold
@@ -1321,14 +1334,17 @@ mod tests {
         };
         let mut a = acc(config);
         a.append(&tp(0), 1, t0);
+        assert!(!a.waits_for_a_round(), "nothing in flight");
         let first = a.drain(t0);
         assert_eq!(shape(&first), [(0, vec![(0, vec![1], 1)])]);
+        assert!(!a.waits_for_a_round(), "nothing queued");
         // broker 0 has a round in flight: p0's and p2's lingered records wait, p1's go
         a.append(&tp(0), 2, t0);
         a.append(&tp(2), 3, t0);
         a.append(&tp(1), 4, t0);
         assert_eq!(shape(&a.drain(t0 + MS)), [(1, vec![(1, vec![4], 1)])]);
         assert!(a.drain(t0 + 10 * MS).is_empty(), "lingered long enough, but broker 0 is busy");
+        assert!(a.waits_for_a_round());
         assert_eq!(a.next_wakeup(t0 + 10 * MS), None, "only the round's outcome lets them go");
         // a full batch's worth pipelines behind the round in flight
         a.append(&tp(0), 5, t0);
@@ -1345,6 +1361,7 @@ mod tests {
         assert_eq!(shape(&a.drain(t0 + 10 * MS)), [(0, vec![(0, vec![7], 1), (2, vec![8], 1)])]);
         // a flush does not wait
         a.append(&tp(0), 9, t0);
+        assert!(a.waits_for_a_round(), "record 9 waits for the round of 7 and 8");
         assert!(a.drain(t0 + 10 * MS).is_empty());
         a.set_flushing(true);
         assert_eq!(shape(&a.drain(t0 + 10 * MS)), [(0, vec![(0, vec![9], 1)])]);

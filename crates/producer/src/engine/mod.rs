@@ -277,14 +277,17 @@ impl Engine {
         (self.config.queue_buffering_max() / 4).min(Duration::from_millis(1))
     }
 
-    /// When the engine is next to look at its timers, and whether the accumulator's next
-    /// wake-up (a linger's end, a retry's backoff) comes within a linger from `now`.
+    /// When the engine is next to look at its timers, and whether it will look at the
+    /// accumulator again within a linger from `now` whatever comes: its next wake-up (a
+    /// linger's end, a retry's backoff) is that soon, or queued records wait for a round's
+    /// outcome (which wakes the engine).
     fn next_wakeup(&self, now: Instant) -> (Option<Instant>, bool) {
         // the accumulator's times are matched against now + slack in `step`
         let slack = self.timer_slack();
         let mut next = self.acc.next_wakeup(now + slack).map(|at| at.checked_sub(slack).unwrap_or(at));
         // a record coming from now on lingers past this wake-up (a retry's backoff may end later)
-        let lingering = next.is_some_and(|at| at <= now + self.config.queue_buffering_max());
+        let lingering = next.is_some_and(|at| at <= now + self.config.queue_buffering_max())
+            || (!self.rounds.in_flight.is_empty() && self.acc.waits_for_a_round());
         let mut consider = |at: Option<Instant>| {
             if let Some(at) = at {
                 next = Some(next.map_or(at, |n| n.min(at)));
@@ -297,8 +300,9 @@ impl Engine {
     }
 
     /// What the engine waits for in the inbox before it is woken: the first record, unless
-    /// the accumulator's timer ends within a linger (`lingering`: the engine wakes then
-    /// anyway, and what comes meanwhile would linger longer): then as many
+    /// the accumulator's timer ends within a linger or its records wait for a round's outcome
+    /// (`lingering`: the engine wakes then anyway, and what comes meanwhile would linger
+    /// longer): then as many
     /// records (and bytes, for compression's chunks) as can come without making anything
     /// ready before that ([`Accumulator::room`]). Always the first while a flush or close
     /// runs, and with a linger of zero.
