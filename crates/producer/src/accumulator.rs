@@ -680,38 +680,33 @@ impl<T: Pack> Accumulator<T> {
 
     /// When [`Accumulator::drain`] may next have something to send, if nothing else happens
     /// (a linger ending, a retry backoff passing); `None` when only an outside event (a
-    /// record, a leader, a round's outcome) can change that. Call it after `drain`.
-    pub(crate) fn next_wakeup(&self, now: Instant) -> Option<Instant> {
+    /// record, a leader, a round's outcome) can change that. And whether queued records wait
+    /// for a round's outcome (their partition or broker has as many rounds in flight as they
+    /// may go behind): the caller hears of that outcome anyway, as it would of a timer. One
+    /// walk for both. Call it after `drain`.
+    pub(crate) fn wakeup(&self, now: Instant) -> (Option<Instant>, bool) {
         let mut next: Option<Instant> = None;
+        let mut behind_a_round = false;
         for q in self.partitions.values() {
             let Some(broker) = q.leader else { continue };
             if q.in_flight >= self.config.max_in_flight || self.broker_full(broker) {
+                behind_a_round |= q.has_data();
                 continue;
             }
             let at = match (q.retry.front(), q.oldest()) {
                 (Some(r), _) => r.not_before,
                 (None, Some(at)) if self.urgent(broker) => now.max(at),
                 // only a round's outcome lets its lingered records go
-                (None, Some(_)) if !self.lingered_may_go(broker) => continue,
+                (None, Some(_)) if !self.lingered_may_go(broker) => {
+                    behind_a_round = true;
+                    continue;
+                }
                 (None, Some(at)) => at + self.config.linger,
                 (None, None) => continue,
             };
             next = Some(next.map_or(at, |n| n.min(at)));
         }
-        next
-    }
-
-    /// True when queued records wait for a round's outcome (their broker has as many rounds in
-    /// flight as they may go behind): the caller hears of it anyway, as it would a timer.
-    pub(crate) fn waits_for_a_round(&self) -> bool {
-        self.partitions.values().any(|q| {
-            q.leader.is_some_and(|broker| {
-                q.has_data()
-                    && (q.in_flight >= self.config.max_in_flight
-                        || self.broker_full(broker)
-                        || !self.lingered_may_go(broker))
-            })
-        })
+        (next, behind_a_round)
     }
 
     /// How many more records, and bytes of them, may be appended before anything becomes ready
@@ -938,6 +933,18 @@ mod tests {
 
     fn tp(p: i32) -> PartitionKey {
         PartitionKey::new("t", p)
+    }
+
+    impl<T: Pack> Accumulator<T> {
+        /// [`Accumulator::wakeup`]'s first part.
+        fn next_wakeup(&self, now: Instant) -> Option<Instant> {
+            self.wakeup(now).0
+        }
+
+        /// [`Accumulator::wakeup`]'s second part.
+        fn waits_for_a_round(&self) -> bool {
+            self.wakeup(Instant::now()).1
+        }
     }
 
     fn acc(config: AccumulatorConfig) -> Accumulator<u32> {

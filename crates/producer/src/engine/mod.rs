@@ -284,10 +284,11 @@ impl Engine {
     fn next_wakeup(&self, now: Instant) -> (Option<Instant>, bool) {
         // the accumulator's times are matched against now + slack in `step`
         let slack = self.timer_slack();
-        let mut next = self.acc.next_wakeup(now + slack).map(|at| at.checked_sub(slack).unwrap_or(at));
+        let (at, behind_a_round) = self.acc.wakeup(now + slack);
+        let mut next = at.map(|at| at.checked_sub(slack).unwrap_or(at));
         // a record coming from now on lingers past this wake-up (a retry's backoff may end later)
         let lingering = next.is_some_and(|at| at <= now + self.config.queue_buffering_max())
-            || (!self.rounds.in_flight.is_empty() && self.acc.waits_for_a_round());
+            || (behind_a_round && !self.rounds.in_flight.is_empty());
         let mut consider = |at: Option<Instant>| {
             if let Some(at) = at {
                 next = Some(next.map_or(at, |n| n.min(at)));
