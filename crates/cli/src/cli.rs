@@ -149,7 +149,8 @@ pub(crate) struct PerfProduceArgs {
     #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..))]
     pub(crate) messages: u64,
 
-    /// Bytes per message value
+    /// Bytes per message value: random uppercase letters, cycling through up to 4,096
+    /// distinct values (so compression meets data a real topic could hold)
     #[arg(long, value_name = "BYTES", default_value_t = 100)]
     pub(crate) message_size: usize,
 

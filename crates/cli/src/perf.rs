@@ -162,6 +162,33 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// key, and 0.8's default partitioner would send them all to one partition.
 const PERF_PARTITIONER: &str = "round_robin";
 
+/// At most this many distinct values in `perf produce`'s pool ([`payloads`]).
+const PAYLOADS: usize = 4096;
+
+/// At most about this many bytes in `perf produce`'s pool of values (fewer values for large
+/// messages, at least one).
+const PAYLOAD_POOL_BYTES: usize = 16 << 20;
+
+/// The values `perf produce` cycles through: up to [`PAYLOADS`] distinct ones of
+/// `size` random uppercase letters (what Kafka's own performance tool fills its values with),
+/// slices of one buffer. A single repeated value, or one letter repeated, lets a compressed
+/// batch point back at the previous message and shrink to almost nothing, which no real
+/// topic does: 4,096 values of 100 bytes span more than gzip's window (32 KiB) and a snappy
+/// block (64 KiB). The same values every run (a fixed seed), so runs compare.
+fn payloads(size: usize) -> Vec<Bytes> {
+    let count = (PAYLOAD_POOL_BYTES / size.max(1)).clamp(1, PAYLOADS);
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut letter = move || {
+        // xorshift64*
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        b'A' + ((state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) % 26) as u8
+    };
+    let all = Bytes::from((0..count * size).map(|_| letter()).collect::<Vec<u8>>());
+    (0..count).map(|i| all.slice(i * size..(i + 1) * size)).collect()
+}
+
 /// Runs `gregor perf produce`.
 pub(crate) async fn produce(args: PerfProduceArgs) -> Result<(), CliError> {
     let mut props: Vec<(String, String)> = vec![
@@ -178,13 +205,13 @@ pub(crate) async fn produce(args: PerfProduceArgs) -> Result<(), CliError> {
     let partitioner = config.partitioner().class_name().to_owned();
     let producer: AsyncProducer<Bytes, Bytes> = AsyncProducer::new(config, BytesEncoder, BytesEncoder)
         .map_err(|e| CliError::usage("could not create the producer", e))?;
-    let payload = Bytes::from(vec![b'x'; args.message_size]);
+    let payloads = payloads(args.message_size);
     let latencies = Arc::new(Mutex::new(Vec::with_capacity(args.messages as usize)));
     let per_partition: Arc<Mutex<BTreeMap<i32, u64>>> = Arc::default();
     let mut progress = Progress::new(args.messages);
     let started = Instant::now();
     for i in 0..args.messages {
-        let record = Record::new(args.topic.clone(), payload.clone());
+        let record = Record::new(args.topic.clone(), payloads[i as usize % payloads.len()].clone());
         let (latencies, per_partition) = (latencies.clone(), per_partition.clone());
         let sent_at = Instant::now();
         let callback = move |r: gregor_producer::DeliveryResult| {
@@ -286,4 +313,38 @@ pub(crate) async fn consume(args: PerfConsumeArgs) -> Result<(), CliError> {
     }
     Summary { messages, bytes, failed: 0, elapsed: last - started, latencies_us, spread: None }
         .print("consumed", args.output)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    #[test]
+    fn perf_values_are_distinct_random_letters_bounded_in_bytes() {
+        let values = payloads(100);
+        assert_eq!(values.len(), PAYLOADS);
+        assert!(values.iter().all(|v| v.len() == 100 && v.iter().all(u8::is_ascii_uppercase)));
+        let distinct: HashSet<&[u8]> = values.iter().map(|v| &v[..]).collect();
+        assert_eq!(distinct.len(), PAYLOADS, "every value differs");
+        // every letter, none dominating: not one letter repeated
+        let mut counts = [0usize; 26];
+        for v in &values {
+            for b in v.iter() {
+                counts[(b - b'A') as usize] += 1;
+            }
+        }
+        let total = 100 * PAYLOADS;
+        assert!(counts.iter().all(|&n| n > total / 26 * 9 / 10 && n < total / 26 * 11 / 10), "{counts:?}");
+        // the same values each run
+        assert_eq!(payloads(100), values);
+        // large values: fewer of them, the pool stays near its bound
+        let big = payloads(1 << 20);
+        assert_eq!(big.len(), PAYLOAD_POOL_BYTES >> 20);
+        assert_ne!(big[0], big[1]);
+        // a value larger than the pool's bound: one; empty values: one per slot, empty
+        assert_eq!(payloads(PAYLOAD_POOL_BYTES * 2).len(), 1);
+        assert!(payloads(0).iter().all(Bytes::is_empty));
+    }
 }
