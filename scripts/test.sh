@@ -38,6 +38,11 @@ cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 step "clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+# the API docs as docs.rs would build them: a broken or private intra-doc link is an error
+# (the libraries only: the cli's binary and the root crate share the name `gregor`)
+step "docs (warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --locked
+
 # bench/ and fuzz/ are packages of their own (kept out of the workspace's build): they must
 # still build against the crates as they are now. One target dir for all three, so what they
 # share compiles once.

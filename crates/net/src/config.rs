@@ -16,7 +16,7 @@
 //! | [`ConnectionConfig::tls`] | `security.protocol=SSL`, `ssl.*` ([`TlsConfig`]) | plaintext |
 //! | [`ConnectionConfig::sasl`] | `security.protocol=SASL_*`, `sasl.*` ([`SaslConfig`]) | none |
 //!
-//! [`Security`](crate::Security) reads `security.protocol` and the `ssl.*` and `sasl.*`
+//! [`Security`] reads `security.protocol` and the `ssl.*` and `sasl.*`
 //! properties into the last two ([`ConnectionConfigBuilder::security`]).
 //! | [`MetadataConfig::refresh_interval`] | `topic.metadata.refresh.interval.ms` | 600 s ([`DEFAULT_REFRESH_INTERVAL`]) |
 //! | [`MetadataConfig::retry_backoff`] | `retry.backoff.ms` | 100 ms ([`DEFAULT_RETRY_BACKOFF`]) |

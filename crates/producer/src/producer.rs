@@ -467,7 +467,7 @@ impl<K, V> AsyncProducer<K, V> {
     /// Stops the producer: refuses new records ([`SendError::Closed`], also for sends waiting
     /// for room), sends what is queued at once, and waits up to `timeout` for every record's
     /// result. Records still queued or in flight when `timeout` runs out fail with
-    /// [`Error::Closed`](crate::Error::Closed). Returns every record that was not delivered
+    /// [`Error::Closed`]. Returns every record that was not delivered
     /// (each also got its error through its future or callback). Never waits much longer than
     /// `timeout`.
     ///

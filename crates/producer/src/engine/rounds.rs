@@ -51,8 +51,9 @@ const DIRECT_COMPRESSION: usize = 32 * 1024;
 enum SetSource {
     Encoded(MessageSet, Compression),
     Plain(MessageSet, Compression),
-    /// Wrappers of chunks (see [`CHUNK_BYTES`]), the first of them maybe still compressing,
-    /// then the batch's other records (uncompressed, if any), compressed with the codec.
+    /// Wrappers of chunks (see [`CHUNK_BYTES`](super::chunks::CHUNK_BYTES)), the first of
+    /// them maybe still compressing, then the batch's other records (uncompressed, if any),
+    /// compressed with the codec.
     Chunked(Vec<ChunkSet>, Option<MessageSet>, Compression),
     Failed(gregor_protocol::Error),
 }

@@ -51,8 +51,9 @@ const MIN_RECORD_SIZE: usize = 7;
 /// the last one are still held).
 pub const WINDOW_CAPACITY: usize = 64 * 1024;
 
-/// Iterator over the entries of a fetched `records` blob, checked but not decompressed (see
-/// the [module docs](self)).
+/// Iterator over the entries of a fetched `records` blob, checked but not decompressed: each
+/// a [`LazyBatch`], whose records [`LazyRecords`] decode through a streaming decompressor as
+/// they are iterated.
 ///
 /// [`LazyBatches::new`] reads any magic as [`super::Batches`] does (entries ending below
 /// `min_offset` skipped before their CRC is checked); [`LazyBatches::message_v0`] reads a
