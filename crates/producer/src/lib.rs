@@ -49,7 +49,13 @@
 //!   runtime's two workers, and the brokers wait for a core. On 2 cores against the testkit's
 //!   `kafka-0.8.2` profile, one partition with lz4, the benchmark's producer made about 8% more
 //!   with its loop spawned as a task, `gregor perf produce` 14% more
-//!   (`benchmarks/timing/session-27.md`); both now send from a task.
+//!   (`benchmarks/timing/session-27.md`); both now send from a task. Even so, each answer
+//!   from a broker wakes both workers at once (the producer's task and the application
+//!   refilling the queue), just when the broker wants a core to read the next request: one
+//!   partition, acks=1, snappy, the same profile, 3% less than on a current-thread runtime
+//!   (315 against 324 thousand records/s), and level with it when the client kept to a core
+//!   of its own (`benchmarks/timing/session-32.md`). Where the cores are that few, the
+//!   current-thread runtime is the better home for a producer.
 //! * At the highest rates, make the [`Topic`] once and clone it into each record (its count
 //!   changes on the sending thread only: a producer maps it to a small number of its own
 //!   before the record leaves that thread, and results carry the producer's own copy of the
