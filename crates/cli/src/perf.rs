@@ -77,6 +77,8 @@ struct Summary {
     latencies_us: Vec<u64>,
     /// `produce` only: the partitioner and the messages delivered to each partition.
     spread: Option<Spread>,
+    /// `produce` only: why the first message that failed (refused or not delivered) failed.
+    first_error: Option<String>,
 }
 
 /// How a `perf produce` run partitioned its messages.
@@ -124,6 +126,9 @@ impl Summary {
                     "seconds": secs, "messages_per_second": msg_s, "mb_per_second": mb_s,
                     "latency_p50_ms": p50, "latency_p99_ms": p99,
                 });
+                if let Some(error) = &self.first_error {
+                    j["first_error"] = json!(error);
+                }
                 if let Some(spread) = &self.spread {
                     let per: serde_json::Map<String, serde_json::Value> =
                         spread.per_partition.iter().map(|(p, n)| (p.to_string(), json!(n))).collect();
@@ -144,8 +149,9 @@ impl Summary {
         let _ = std::io::stdout().write_all(text.as_bytes());
         let _ = std::io::stdout().flush();
         if self.failed > 0 {
+            let first = self.first_error.as_ref().map(|e| format!("; the first: {e}")).unwrap_or_default();
             return Err(CliError::msg(format!(
-                "{} of {} messages were not delivered",
+                "{} of {} messages were not delivered{first}",
                 self.failed,
                 self.messages + self.failed
             )));
@@ -208,20 +214,30 @@ pub(crate) async fn produce(args: PerfProduceArgs) -> Result<(), CliError> {
     let payloads = payloads(args.message_size);
     let latencies = Arc::new(Mutex::new(Vec::with_capacity(args.messages as usize)));
     let per_partition: Arc<Mutex<BTreeMap<i32, u64>>> = Arc::default();
+    let first_error: Arc<Mutex<Option<String>>> = Arc::default();
+    // the error with its causes, as `gregor produce` lists failures
+    let note_error = |e: &(dyn std::error::Error + 'static), errors: &Mutex<Option<String>>| {
+        lock(errors).get_or_insert_with(|| crate::error::chain(e));
+    };
+    // the topic made once and cloned into each record (a count, not a copy of the name)
+    let topic = gregor_producer::Topic::new(&args.topic);
     let mut progress = Progress::new(args.messages);
     let started = Instant::now();
     for i in 0..args.messages {
-        let record = Record::new(args.topic.clone(), payloads[i as usize % payloads.len()].clone());
-        let (latencies, per_partition) = (latencies.clone(), per_partition.clone());
+        let record = Record::new(topic.clone(), payloads[i as usize % payloads.len()].clone());
+        let (latencies, per_partition, errors) = (latencies.clone(), per_partition.clone(), first_error.clone());
         let sent_at = Instant::now();
-        let callback = move |r: gregor_producer::DeliveryResult| {
-            if let Ok(metadata) = r {
+        let callback = move |r: gregor_producer::DeliveryResult| match r {
+            Ok(metadata) => {
                 lock(&latencies).push(sent_at.elapsed().as_micros() as u64);
                 *lock(&per_partition).entry(metadata.partition).or_default() += 1;
             }
+            Err(e) => note_error(&*e, &errors),
         };
         // a refused message counts as failed below (no delivery recorded)
-        let _ = producer.send_with_callback(record, callback).await;
+        if let Err(e) = producer.send_with_callback(record, callback).await {
+            note_error(&e, &first_error);
+        }
         progress.tick(i + 1);
     }
     producer.flush().await;
@@ -232,6 +248,7 @@ pub(crate) async fn produce(args: PerfProduceArgs) -> Result<(), CliError> {
     let delivered = latencies_us.len() as u64;
     let failed = args.messages - delivered;
     let spread = Spread { partitioner, per_partition: std::mem::take(&mut *lock(&per_partition)) };
+    let first_error = lock(&first_error).take();
     Summary {
         messages: delivered,
         bytes: delivered * args.message_size as u64,
@@ -239,6 +256,7 @@ pub(crate) async fn produce(args: PerfProduceArgs) -> Result<(), CliError> {
         elapsed,
         latencies_us,
         spread: Some(spread),
+        first_error,
     }
     .print("produced", args.output)
 }
@@ -311,7 +329,7 @@ pub(crate) async fn consume(args: PerfConsumeArgs) -> Result<(), CliError> {
     if let Some(e) = error {
         return Err(e);
     }
-    Summary { messages, bytes, failed: 0, elapsed: last - started, latencies_us, spread: None }
+    Summary { messages, bytes, failed: 0, elapsed: last - started, latencies_us, spread: None, first_error: None }
         .print("consumed", args.output)
 }
 

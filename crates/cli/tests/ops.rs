@@ -560,6 +560,22 @@ async fn perf_produce_and_consume_summarize_throughput_and_latency() {
     gregor(&["perf", "consume", "--zookeeper", c.zookeeper(), "--topic", "nope", "--messages", "1"])
         .await
         .fails_with_error_line(1, "topic \"nope\" does not exist");
+    // a run that fails says why (here the broker's message.max.bytes, 1,000,012 in 0.8.2)
+    let run = gregor(&[
+        "perf",
+        "produce",
+        "--broker-list",
+        &b,
+        "--topic",
+        "p",
+        "--messages",
+        "2",
+        "--message-size",
+        "1100000",
+    ])
+    .await;
+    run.fails_with_error_line(1, "2 of 2 messages were not delivered; the first: record for p/");
+    assert!(run.stderr.contains("MESSAGE_SIZE_TOO_LARGE (10)"), "{}", run.stderr);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -586,6 +602,16 @@ async fn unreachable_zookeeper_fails_with_exit_1_and_usage_errors_exit_2() {
         gregor(&args).await.fails_with_error_line(1, "could not connect to zookeeper at 127.0.0.1:1");
     }
     assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    // perf produce with no broker to reach: the cause, in the error and in the JSON summary
+    let perf = ["perf", "produce", "--broker-list", "127.0.0.1:1", "--topic", "t", "--messages", "2"];
+    let run = gregor(&perf).await;
+    run.fails_with_error_line(1, "2 of 2 messages were not delivered; the first: record for t ");
+    assert!(run.stderr.contains("could not connect to broker at 127.0.0.1:1"), "{}", run.stderr);
+    let run = gregor(&[&perf[..], &["--output", "json"]].concat()).await;
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    let j: serde_json::Value = serde_json::from_str(&run.stdout).expect("a JSON summary");
+    assert_eq!(j["failed"], 2, "{j}");
+    assert!(j["first_error"].as_str().is_some_and(|e| e.contains("could not connect to broker")), "{j}");
 
     let z = ["--zookeeper", "127.0.0.1:1"];
     let usage: &[(&[&str], &str)] = &[
