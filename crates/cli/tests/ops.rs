@@ -517,22 +517,9 @@ async fn perf_produce_and_consume_summarize_throughput_and_latency() {
     hws.sort_unstable();
     assert_eq!(hws, [666, 667, 667]);
     // the partitioner can still be chosen, and the summary says which ran
-    let j = gregor(&[
-        "perf",
-        "produce",
-        "--broker-list",
-        &b,
-        "--topic",
-        "p",
-        "--messages",
-        "300",
-        "--property",
-        "partitioner.class=kafka.producer.DefaultPartitioner",
-        "--output",
-        "json",
-    ])
-    .await
-    .json();
+    let produce_p = ["perf", "produce", "--broker-list", &b, "--topic", "p"];
+    let partitioner = ["--messages", "300", "--property", "partitioner.class=kafka.producer.DefaultPartitioner"];
+    let j = gregor(&[&produce_p[..], &partitioner, &["--output", "json"]].concat()).await.json();
     assert_eq!(j["partitioner"], "kafka.producer.DefaultPartitioner", "{j}");
     let per = j["messages_per_partition"].as_object().expect("a per-partition object");
     assert_eq!(per.len(), 1, "0.8's sticky rule sends a run's null keys to one partition: {j}");
@@ -561,19 +548,7 @@ async fn perf_produce_and_consume_summarize_throughput_and_latency() {
         .await
         .fails_with_error_line(1, "topic \"nope\" does not exist");
     // a run that fails says why (here the broker's message.max.bytes, 1,000,012 in 0.8.2)
-    let run = gregor(&[
-        "perf",
-        "produce",
-        "--broker-list",
-        &b,
-        "--topic",
-        "p",
-        "--messages",
-        "2",
-        "--message-size",
-        "1100000",
-    ])
-    .await;
+    let run = gregor(&[&produce_p[..], &["--messages", "2", "--message-size", "1100000"]].concat()).await;
     run.fails_with_error_line(1, "2 of 2 messages were not delivered; the first: record for p/");
     assert!(run.stderr.contains("MESSAGE_SIZE_TOO_LARGE (10)"), "{}", run.stderr);
 }
