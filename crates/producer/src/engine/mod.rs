@@ -303,9 +303,8 @@ impl Engine {
     /// What the engine waits for in the inbox before it is woken: the first record, unless
     /// the accumulator's timer ends within a linger or its records wait for a round's outcome
     /// (`lingering`: the engine wakes then anyway, and what comes meanwhile would linger
-    /// longer): then as many
-    /// records (and bytes, for compression's chunks) as can come without making anything
-    /// ready before that ([`Accumulator::room`]). Always the first while a flush or close
+    /// longer): then as many records (and bytes, for compression's chunks) as can come
+    /// without making anything ready before that ([`Accumulator::room`]). Always the first while a flush or close
     /// runs, and with a linger of zero.
     fn wanted(&self, lingering: bool) -> Wanted {
         if !lingering
