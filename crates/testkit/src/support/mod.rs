@@ -7,7 +7,8 @@
 //!   [`check!`](crate::support::check) returns. Every timeout is a failure guard, generous
 //!   enough for a loaded machine, never the measurement; all of them follow tokio's clock, so
 //!   they work under `tokio::time::pause()`.
-//! * Memory: [`CountingAllocator`], a global allocator that counts the live heap, its peak, and
+//! * Memory: [`CountingAllocator`], a global allocator that counts the live heap (and the part
+//!   of it in blocks of 1 MiB or more), its peak, and
 //!   the largest single allocation of a thread; each test binary installs its own with
 //!   [`counting_allocator!`](crate::counting_allocator).
 //! * Messages: [`MessageAt`], one message as a client read it, with a `Debug` short enough
@@ -39,7 +40,7 @@ mod cluster;
 mod message;
 mod wait;
 
-pub use alloc::{CountingAllocator, LargestAllocation};
+pub use alloc::{CountingAllocator, LargestAllocation, LARGE_ALLOCATION};
 pub use cluster::{chroot, cluster, TestClusterBuilder, QUICK_OFFSETS_PARTITIONS, QUICK_REPLICA_LAG};
 pub use message::MessageAt;
 pub use wait::{bounded, eventually, poll_until, side_by_side, Condition, POLL_INTERVAL};
