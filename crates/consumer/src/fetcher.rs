@@ -127,6 +127,12 @@ impl FetchTarget {
         true
     }
 
+    /// Whether the last answer said the partition has nothing beyond the offset to fetch.
+    fn caught_up(&self) -> bool {
+        let high_watermark = self.part.high_watermark.load(Ordering::Acquire);
+        high_watermark >= 0 && self.offset >= high_watermark
+    }
+
     /// When the partition may be fetched for data: now, later (a stuck partition whose error
     /// was taken), or not until something changes (`None`).
     fn fetchable_at(&mut self, now: Instant, backoff: Duration) -> Option<Instant> {
@@ -344,7 +350,16 @@ async fn broker_fetcher(
         let now = Instant::now();
         let ready: Vec<Option<Instant>> = targets.iter_mut().map(|t| t.fetchable_at(now, backoff)).collect();
         let full: Vec<bool> = ready.iter().map(|r| r.is_some_and(|at| at <= now)).collect();
-        let any_full = full.contains(&true);
+        // A long poll only when it can bring data at once, or when nothing waits for room. A
+        // broker holds a long poll for fetch.wait.max.ms when every partition asked for data is
+        // at its end; a partition whose chunk then finds room would wait that long to be
+        // fetched again (one chunk per fetch.wait.max.ms while the others are caught up). So
+        // while a chunk waits for room and every fetchable partition is at its high watermark,
+        // this waits for room as when nothing is fetchable, and probes (max_wait 0, the caught-up
+        // partitions asked for data) every fetch.wait.max.ms. Java 0.8.2's fetcher sends
+        // nothing at all while a chunk waits (its thread blocks on the full queue).
+        let waits_for_room = targets.iter().any(|t| t.pending.is_some());
+        let any_full = full.iter().zip(&targets).any(|(&f, t)| f && !(waits_for_room && t.caught_up()));
         if !any_full {
             // nothing to fetch for data: wait for room, a new partition, a stuck partition's
             // retry, or the next high-watermark probe

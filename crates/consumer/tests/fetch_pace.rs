@@ -1,0 +1,79 @@
+//! A partition at its end does not hold back another of the same broker. A broker holds a
+//! Fetch for `fetch.wait.max.ms` when every partition it is asked data for is at its end; a
+//! fetcher that asked so while another partition's chunk waited for room in its stream would
+//! leave that partition unfetched until the poll came back: one chunk per `fetch.wait.max.ms`
+//! for a partition with a backlog, whenever its neighbour is caught up and the app is not far
+//! ahead of the fetches.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use gregor_consumer::{AutoOffsetReset, ConsumerConfig, ConsumerConnector};
+use gregor_serde::StringDecoder;
+
+const BACKLOG: usize = 100;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_caught_up_partition_does_not_pace_its_neighbours_backlog() {
+    let Some(cluster) = cluster("consumer_fetch_pace", 1).await else { return };
+    cluster.create_topic("pace", 2, 1).await.unwrap();
+    // p0: one message, at its end after the first fetch; p1: a backlog of 34 chunks
+    produce_values(&cluster, "pace", 0, &["a0".into()]).await;
+    let backlog: Vec<String> = (0..BACKLOG).map(|i| format!("{i:04}{}", "b".repeat(996))).collect();
+    produce_values(&cluster, "pace", 1, &backlog).await;
+    let wait = Duration::from_millis(1000);
+    let a = ConsumerConnector::new(
+        ConsumerConfig::builder()
+            .group_id("gpace")
+            .zookeeper_connect(cluster.zookeeper())
+            .auto_offset_reset(AutoOffsetReset::Smallest)
+            .auto_commit_enable(false)
+            .fetch_message_max_bytes(4096) // 3 messages of 1,026 wire bytes a chunk
+            .queued_max_message_chunks(1)
+            .fetch_wait_max(wait)
+            .build()
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    let mut s = a
+        .create_message_streams(HashMap::from([("pace".to_string(), 1)]), Arc::new(StringDecoder::new()))
+        .await
+        .unwrap();
+    let stream = &mut s.get_mut("pace").unwrap()[0];
+
+    // the app takes a little time per message, so the next chunk of p1 is fetched while the
+    // stream is still full and waits for room. Timed from p1's first message: a partition
+    // handed to the fetcher while a long poll is out waits for it once (as in Java 0.8.2).
+    let mut first = None;
+    let mut p1 = Vec::new();
+    let mut p0 = 0;
+    while p1.len() < BACKLOG {
+        let m = tokio::time::timeout(Duration::from_secs(60), stream.next())
+            .await
+            .expect("the backlog keeps coming")
+            .expect("the stream is open")
+            .expect("no stream error");
+        match m.partition {
+            0 => p0 += 1,
+            _ => {
+                first.get_or_insert_with(tokio::time::Instant::now);
+                p1.push(m.offset);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let took = first.expect("p1 came").elapsed();
+    assert_eq!(p0, 1);
+    assert!(p1.iter().copied().eq(0..BACKLOG as i64), "p1 in order, once each");
+    // 34 chunks: paced by p0's long polls they take many seconds (measured: 16 s); fetched as
+    // room frees, a fraction of one
+    eprintln!("fetch_pace: {BACKLOG} messages of p1 in {took:?}");
+    assert!(took < 5 * wait, "p1's backlog took {took:?}: paced by p0's long polls of {wait:?}");
+    a.shutdown().await.unwrap();
+    cluster.shutdown().await;
+}
