@@ -507,7 +507,10 @@ impl ConsumerConfigBuilder {
         self
     }
     /// `rebalance.backoff.ms`: pause between rebalance attempts (jittered); default
-    /// [`DEFAULT_REBALANCE_BACKOFF_MS`] (0.8.2 defaults it to `zookeeper.sync.time.ms`).
+    /// [`DEFAULT_REBALANCE_BACKOFF_MS`] (0.8.2 defaults it to `zookeeper.sync.time.ms`). An
+    /// attempt that failed on a partition another member owns retries as soon as that member
+    /// releases it, without waiting out the pause (and without counting against
+    /// `rebalance.max.retries`).
     pub fn rebalance_backoff(mut self, v: Duration) -> Self {
         self.rebalance_backoff = Some(v);
         self

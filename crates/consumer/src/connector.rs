@@ -630,12 +630,21 @@ impl Coordinator {
     /// Rebalances with `rebalance.max.retries` attempts; returns the topics of the group (to
     /// watch their partitions). Each attempt, with its backoff when it fails, runs in a span
     /// `rebalance{group, consumer_id, attempt}`.
+    ///
+    /// After a failed attempt it backs off `rebalance.backoff.ms` (jittered), as Java 0.8.2
+    /// does, but an attempt that failed on a partition another member still owns retries as
+    /// soon as that owner znode is deleted: the other member releasing it in its own rebalance
+    /// is what the backoff waits for, and it usually comes within milliseconds (a member
+    /// joining a group took the whole backoff, 2 s by default, to start). Such a retry does not
+    /// count against `rebalance.max.retries` (each needs a release; at most
+    /// [`QUICK_RETRIES`] of them).
     async fn synced_rebalance(&mut self) -> Vec<String> {
         let attempts = self.config.rebalance_max_retries.max(1);
         let mut reason = String::new();
         let mut topics = Vec::new();
         let mut conflict = None;
-        for attempt in 0..attempts {
+        let (mut attempt, mut quick) = (0, 0);
+        while attempt < attempts {
             let span = tracing::info_span!(
                 "rebalance",
                 group = %self.config.group_id,
@@ -657,8 +666,22 @@ impl Coordinator {
                 self.release().await;
                 let base = self.config.rebalance_backoff.as_millis() as f64;
                 let jitter: f64 = rand::rng().random_range(0.5..1.5);
-                tokio::time::sleep(Duration::from_millis((base * jitter) as u64)).await;
-                Err(failed)
+                let backoff = tokio::time::sleep(Duration::from_millis((base * jitter) as u64));
+                tokio::pin!(backoff);
+                let released = match (&failed.1, quick < QUICK_RETRIES) {
+                    (Some((_, path)), true) => tokio::select! {
+                        () = &mut backoff => false,
+                        gone = gone(self.zk.watch_data(path)) => gone,
+                    },
+                    _ => false,
+                };
+                if released {
+                    tracing::debug!("the owner znode was deleted: retrying now");
+                } else {
+                    // also when the watch ended early (the session closed)
+                    backoff.await;
+                }
+                Err((failed, released))
             }
             .instrument(span)
             .await;
@@ -670,11 +693,16 @@ impl Coordinator {
                     }
                     return t;
                 }
-                Err((r, c)) => {
+                Err(((r, c), released)) => {
                     reason = r;
                     if let Some((t, path)) = c {
                         topics = t;
                         conflict = Some(path);
+                    }
+                    if released {
+                        quick += 1;
+                    } else {
+                        attempt += 1;
                     }
                 }
             }
@@ -764,6 +792,20 @@ fn forward<T: Send + 'static>(mut w: gregor_zk::Watch<T>, tx: mpsc::Sender<()>) 
 }
 
 /// Signals once when the watched znode is gone (at once if it already is).
+/// How many rebalance attempts a member may retry at once, because the owner znode it failed
+/// on was deleted, before its attempts count against `rebalance.max.retries` again.
+const QUICK_RETRIES: u32 = 32;
+
+/// True once the watched znode is gone; false if the watch ends first (the session closed).
+async fn gone(mut w: gregor_zk::Watch<Option<Vec<u8>>>) -> bool {
+    while let Some(Ok(v)) = w.next().await {
+        if v.is_none() {
+            return true;
+        }
+    }
+    false
+}
+
 fn forward_when_gone(mut w: gregor_zk::Watch<Option<Vec<u8>>>, tx: mpsc::Sender<()>) -> JoinHandle<()> {
     tokio::spawn(async move {
         while let Some(Ok(v)) = w.next().await {

@@ -473,6 +473,47 @@ async fn rebalance_gives_up_on_a_foreign_owner_then_recovers_when_it_goes() {
     cluster.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_conflicting_owner_releasing_its_partition_ends_the_backoff_at_once() {
+    let Some(cluster) = cluster("consumer_quick_retry", 1).await else { return };
+    cluster.create_topic("q", 2, 1).await.unwrap();
+    produce_n(&cluster, "q", 2, 3, "m").await;
+    // another member's owner znode (as a Java member's, which releases in its own rebalance)
+    let foreign = gregor_zk::ZkClient::connect(cluster.zookeeper(), Duration::from_secs(6)).await.unwrap();
+    foreign.create_all("/consumers/gq/owners/q/1", b"gq_java-0", gregor_zk::CreateMode::Ephemeral).await.unwrap();
+    // a backoff long enough to tell apart: its jitter makes it 4-12 s
+    let backoff = Duration::from_secs(8);
+    let a = ConsumerConnector::new(
+        config(&cluster, "gq").consumer_id("a").rebalance_max_retries(2).rebalance_backoff(backoff).build().unwrap(),
+    )
+    .await
+    .unwrap();
+    // the first attempt (inside create_message_streams) fails on q/1 and backs off; the owner
+    // releases it meanwhile
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        foreign.delete("/consumers/gq/owners/q/1", None).await.unwrap();
+        (tokio::time::Instant::now(), foreign)
+    });
+    let mut s = a.create_message_streams(HashMap::from([("q".to_string(), 1)]), dec()).await.unwrap();
+    let owned = tokio::time::Instant::now();
+    let (released, foreign) = release.await.unwrap();
+    let took = owned.saturating_duration_since(released);
+    let got = drain(&mut s.get_mut("q").unwrap()[0], 6).await;
+    assert_eq!(got.len(), 6);
+    assert_eq!(
+        owners(&cluster, "gq", "q").await,
+        BTreeMap::from([(0, "gq_a-0".to_string()), (1, "gq_a-0".to_string())])
+    );
+    // the retry followed the release, not the backoff (at least 4 s from the first attempt)
+    assert!(took < Duration::from_secs(3), "the rebalance ended {took:?} after the release");
+    let stats = a.stats();
+    assert_eq!((stats.rebalances, stats.failed_rebalances), (1, 0), "{stats:?}");
+    a.shutdown().await.unwrap();
+    foreign.close().await.unwrap();
+    cluster.shutdown().await;
+}
+
 struct Member {
     connector: ConsumerConnector,
     seen: Vec<Arc<std::sync::Mutex<Vec<String>>>>,
