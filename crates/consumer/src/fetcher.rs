@@ -283,7 +283,11 @@ pub(crate) async fn run_fetchers(
             tracing::warn!(error = %e, "metadata refresh failed: retrying after refresh.leader.backoff.ms");
             continue;
         }
+        // every offset first, then every partition to its broker's task at once: a partition
+        // handed over while its broker's task has a long poll out waits for that poll
+        // (fetch.wait.max.ms) before it is fetched
         let mut still = Vec::new();
+        let mut ready = Vec::new();
         for mut t in pending.drain(..) {
             if t.offset < 0 {
                 match reset_offset(&ctx.config, &metadata, &t.part.topic, t.part.partition).await {
@@ -298,18 +302,26 @@ pub(crate) async fn run_fetchers(
                     }
                 }
             }
+            ready.push(t);
+        }
+        // a new broker's task starts once it has all of its partitions
+        let mut started = Vec::new();
+        for t in ready {
             let Some(leader) = metadata.leader(&t.part.topic, t.part.partition) else {
                 still.push(t);
                 continue;
             };
             let tx = workers.entry(leader).or_insert_with(|| {
                 let (tx, rx) = mpsc::unbounded_channel();
-                tasks.spawn(broker_fetcher(ctx.clone(), leader, rx, back_tx.clone()));
+                started.push((leader, rx));
                 tx
             });
             if let Err(mpsc::error::SendError(t)) = tx.send(t) {
                 still.push(t); // cannot happen: broker tasks run until the supervisor ends
             }
+        }
+        for (leader, rx) in started {
+            tasks.spawn(broker_fetcher(ctx.clone(), leader, rx, back_tx.clone()));
         }
         pending = still;
     }

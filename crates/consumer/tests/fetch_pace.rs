@@ -47,8 +47,8 @@ async fn a_caught_up_partition_does_not_pace_its_neighbours_backlog() {
     let stream = &mut s.get_mut("pace").unwrap()[0];
 
     // the app takes a little time per message, so the next chunk of p1 is fetched while the
-    // stream is still full and waits for room. Timed from p1's first message: a partition
-    // handed to the fetcher while a long poll is out waits for it once (as in Java 0.8.2).
+    // stream is still full and waits for room. Timed from p1's first message (the start is
+    // the other test's).
     let mut first = None;
     let mut p1 = Vec::new();
     let mut p0 = 0;
@@ -74,6 +74,46 @@ async fn a_caught_up_partition_does_not_pace_its_neighbours_backlog() {
     // room frees, a fraction of one
     eprintln!("fetch_pace: {BACKLOG} messages of p1 in {took:?}");
     assert!(took < 5 * wait, "p1's backlog took {took:?}: paced by p0's long polls of {wait:?}");
+    a.shutdown().await.unwrap();
+    cluster.shutdown().await;
+}
+
+/// The partitions a rebalance gives a broker's fetcher reach it together: one that came a
+/// moment after the others (its offset looked up in between) waited for the long poll of
+/// those already fetched, `fetch.wait.max.ms` when they were at their end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn partitions_handed_over_together_are_fetched_together() {
+    let Some(cluster) = cluster("consumer_fetch_together", 1).await else { return };
+    cluster.create_topic("together", 2, 1).await.unwrap();
+    // p0 empty: the first fetch finds it at its end; p1 has a message
+    produce_values(&cluster, "together", 1, &["b0".into()]).await;
+    let wait = Duration::from_millis(2000);
+    let a = ConsumerConnector::new(
+        ConsumerConfig::builder()
+            .group_id("gtogether")
+            .zookeeper_connect(cluster.zookeeper())
+            .auto_offset_reset(AutoOffsetReset::Smallest) // no commit: each offset looked up
+            .auto_commit_enable(false)
+            .fetch_wait_max(wait)
+            .build()
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    let mut s = a
+        .create_message_streams(HashMap::from([("together".to_string(), 1)]), Arc::new(StringDecoder::new()))
+        .await
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let m = tokio::time::timeout(Duration::from_secs(30), s.get_mut("together").unwrap()[0].next())
+        .await
+        .expect("p1's message comes")
+        .expect("the stream is open")
+        .expect("no stream error");
+    let took = started.elapsed();
+    assert_eq!((m.partition, m.offset, m.value.as_deref()), (1, 0, Some("b0")));
+    eprintln!("fetch_together: p1's message after {took:?}");
+    assert!(took < wait / 2, "p1 waited {took:?}: for p0's long poll of {wait:?}");
     a.shutdown().await.unwrap();
     cluster.shutdown().await;
 }
