@@ -25,6 +25,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .map_err(|e| e.to_string())?,
         );
     }
+    // Kafka 0.8.2's async producer holds a batch up to queue.buffering.max.ms (5 s by
+    // default) or batch.num.messages (200): flush sends these 20 now
+    producer.flush().await;
     for d in deliveries {
         d.await?;
     }
