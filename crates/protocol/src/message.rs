@@ -871,6 +871,19 @@ impl EncodedMessage {
         take_nullable(&mut rest)?
     }
 
+    /// The message v0 in `bytes` (laid out as [`EncodedMessage::as_bytes`]) read in place, as
+    /// [`MessageView::parse`] reads it but without checking the CRC: for a producer reading
+    /// back what it encoded itself. `None` when `bytes` is not one message v0.
+    pub fn view_of(bytes: &[u8]) -> Option<MessageView<'_>> {
+        if !is_one_message(bytes) {
+            return None;
+        }
+        let mut rest = &bytes[6..];
+        let key = take_nullable(&mut rest)?;
+        let value = take_nullable(&mut rest)?;
+        Some(MessageView { attributes: bytes[5] as i8, key, value })
+    }
+
     /// The same message in an allocation of its own (so it no longer keeps a shared buffer
     /// alive).
     pub fn detached(&self) -> EncodedMessage {
