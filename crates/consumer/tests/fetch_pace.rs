@@ -12,10 +12,33 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use gregor_consumer::{AutoOffsetReset, ConsumerConfig, ConsumerConnector};
+use gregor_consumer::{AutoOffsetReset, ConsumerConfig, ConsumerConfigBuilder, ConsumerConnector, KafkaStream};
 use gregor_serde::StringDecoder;
+use gregor_testkit::FakeCluster;
 
 const BACKLOG: usize = 100;
+
+/// A member of `group` (from the smallest offset, no auto commit, and `settings`) with its one
+/// stream of `topic`.
+async fn member(
+    cluster: &FakeCluster,
+    group: &str,
+    topic: &str,
+    settings: impl FnOnce(ConsumerConfigBuilder) -> ConsumerConfigBuilder,
+) -> (ConsumerConnector, KafkaStream<String>) {
+    let builder = ConsumerConfig::builder()
+        .group_id(group)
+        .zookeeper_connect(cluster.zookeeper())
+        .auto_offset_reset(AutoOffsetReset::Smallest)
+        .auto_commit_enable(false);
+    let a = ConsumerConnector::new(settings(builder).build().unwrap()).await.unwrap();
+    let mut s = a
+        .create_message_streams(HashMap::from([(topic.to_string(), 1)]), Arc::new(StringDecoder::new()))
+        .await
+        .unwrap();
+    let stream = s.get_mut(topic).unwrap().remove(0);
+    (a, stream)
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_caught_up_partition_does_not_pace_its_neighbours_backlog() {
@@ -26,25 +49,12 @@ async fn a_caught_up_partition_does_not_pace_its_neighbours_backlog() {
     let backlog: Vec<String> = (0..BACKLOG).map(|i| format!("{i:04}{}", "b".repeat(996))).collect();
     produce_values(&cluster, "pace", 1, &backlog).await;
     let wait = Duration::from_millis(1000);
-    let a = ConsumerConnector::new(
-        ConsumerConfig::builder()
-            .group_id("gpace")
-            .zookeeper_connect(cluster.zookeeper())
-            .auto_offset_reset(AutoOffsetReset::Smallest)
-            .auto_commit_enable(false)
-            .fetch_message_max_bytes(4096) // 3 messages of 1,026 wire bytes a chunk
+    let (a, mut stream) = member(&cluster, "gpace", "pace", |c| {
+        c.fetch_message_max_bytes(4096) // 3 messages of 1,026 wire bytes a chunk
             .queued_max_message_chunks(1)
             .fetch_wait_max(wait)
-            .build()
-            .unwrap(),
-    )
-    .await
-    .unwrap();
-    let mut s = a
-        .create_message_streams(HashMap::from([("pace".to_string(), 1)]), Arc::new(StringDecoder::new()))
-        .await
-        .unwrap();
-    let stream = &mut s.get_mut("pace").unwrap()[0];
+    })
+    .await;
 
     // the app takes a little time per message, so the next chunk of p1 is fetched while the
     // stream is still full and waits for room. Timed from p1's first message (the start is
@@ -88,24 +98,10 @@ async fn partitions_handed_over_together_are_fetched_together() {
     // p0 empty: the first fetch finds it at its end; p1 has a message
     produce_values(&cluster, "together", 1, &["b0".into()]).await;
     let wait = Duration::from_millis(2000);
-    let a = ConsumerConnector::new(
-        ConsumerConfig::builder()
-            .group_id("gtogether")
-            .zookeeper_connect(cluster.zookeeper())
-            .auto_offset_reset(AutoOffsetReset::Smallest) // no commit: each offset looked up
-            .auto_commit_enable(false)
-            .fetch_wait_max(wait)
-            .build()
-            .unwrap(),
-    )
-    .await
-    .unwrap();
-    let mut s = a
-        .create_message_streams(HashMap::from([("together".to_string(), 1)]), Arc::new(StringDecoder::new()))
-        .await
-        .unwrap();
+    // no commit: each offset is looked up
+    let (a, mut stream) = member(&cluster, "gtogether", "together", |c| c.fetch_wait_max(wait)).await;
     let started = tokio::time::Instant::now();
-    let m = tokio::time::timeout(Duration::from_secs(30), s.get_mut("together").unwrap()[0].next())
+    let m = tokio::time::timeout(Duration::from_secs(30), stream.next())
         .await
         .expect("p1's message comes")
         .expect("the stream is open")
