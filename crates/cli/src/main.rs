@@ -57,6 +57,7 @@ mod perf;
 mod produce;
 mod properties;
 mod table;
+mod tally;
 
 use std::process::ExitCode;
 

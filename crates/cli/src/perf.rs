@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -25,6 +25,7 @@ use serde_json::json;
 
 use crate::cli::{OutputFormat, PerfConsumeArgs, PerfProduceArgs};
 use crate::error::CliError;
+use crate::tally::{lock, PartitionCounts};
 
 /// How often the progress line is redrawn.
 const PROGRESS_EVERY: Duration = Duration::from_millis(200);
@@ -175,10 +176,6 @@ impl Summary {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// `partitioner.class` of `perf produce` unless a `--property` sets it: its messages have no
 /// key, and 0.8's default partitioner would send them all to one partition.
 const PERF_PARTITIONER: &str = "round_robin";
@@ -213,10 +210,6 @@ fn payloads(size: usize) -> Vec<Bytes> {
 /// How often (in messages) `perf produce` asks its progress line whether to redraw.
 const PROGRESS_CHECK: u64 = 1024;
 
-/// Partitions counted without a lock by `perf produce` (ids from 0); higher ids are counted
-/// under one.
-const COUNTED_PARTITIONS: usize = 1024;
-
 /// What `perf produce` learns of its messages: their send times and latencies, the partitions
 /// they went to, the first failure. Its [`DeliveryHandler`] is the run's only one, called for
 /// every message with the message's number.
@@ -226,8 +219,7 @@ struct Tally {
     /// Per message: its send time in µs since `started` until its delivery, then its latency
     /// with [`DELIVERED`] set.
     slots: Vec<AtomicU64>,
-    partitions: Vec<AtomicU64>,
-    other_partitions: Mutex<BTreeMap<i32, u64>>,
+    partitions: PartitionCounts,
     first_error: Mutex<Option<String>>,
 }
 
@@ -237,13 +229,7 @@ const DELIVERED: u64 = 1 << 63;
 impl Tally {
     fn new(messages: u64) -> Tally {
         let slots = (0..messages).map(|_| AtomicU64::new(0)).collect();
-        Tally {
-            started: Instant::now(),
-            slots,
-            partitions: (0..COUNTED_PARTITIONS).map(|_| AtomicU64::new(0)).collect(),
-            other_partitions: Mutex::default(),
-            first_error: Mutex::default(),
-        }
+        Tally { started: Instant::now(), slots, partitions: PartitionCounts::default(), first_error: Mutex::default() }
     }
 
     fn now_us(&self) -> u64 {
@@ -269,18 +255,6 @@ impl Tally {
             .map(|v| v & !DELIVERED)
             .collect()
     }
-
-    /// Messages delivered per partition.
-    fn per_partition(&self) -> BTreeMap<i32, u64> {
-        let mut all = lock(&self.other_partitions).clone();
-        for (p, n) in self.partitions.iter().enumerate() {
-            let n = n.load(Ordering::Relaxed);
-            if n > 0 {
-                all.insert(p as i32, n);
-            }
-        }
-        all
-    }
 }
 
 impl DeliveryHandler for Tally {
@@ -290,12 +264,7 @@ impl DeliveryHandler for Tally {
                 let Some(slot) = self.slots.get(i as usize) else { return };
                 let latency = self.now_us().saturating_sub(slot.load(Ordering::Relaxed));
                 slot.store(latency | DELIVERED, Ordering::Relaxed);
-                match self.partitions.get(metadata.partition as usize) {
-                    Some(n) => {
-                        n.fetch_add(1, Ordering::Relaxed);
-                    }
-                    None => *lock(&self.other_partitions).entry(metadata.partition).or_default() += 1,
-                }
+                self.partitions.add(metadata.partition);
             }
             Err(e) => self.note_error(&*e),
         }
@@ -344,7 +313,7 @@ pub(crate) async fn produce(args: PerfProduceArgs) -> Result<(), CliError> {
     let latencies_us = tally.latencies_us();
     let delivered = latencies_us.len() as u64;
     let failed = args.messages - delivered;
-    let spread = Spread { partitioner, per_partition: tally.per_partition() };
+    let spread = Spread { partitioner, per_partition: tally.partitions.totals() };
     let first_error = lock(&tally.first_error).take();
     Summary::new(
         delivered,
@@ -453,7 +422,7 @@ mod tests {
         let latencies = tally.latencies_us();
         assert_eq!(latencies.len(), 4, "{latencies:?}");
         assert!(latencies.iter().all(|&l| (3_000..1_000_000).contains(&l)), "{latencies:?}");
-        assert_eq!(tally.per_partition(), BTreeMap::from([(0, 1), (7, 2), (5000, 1)]));
+        assert_eq!(tally.partitions.totals(), BTreeMap::from([(0, 1), (7, 2), (5000, 1)]));
         assert!(lock(&tally.first_error).is_none());
         let summary = Summary::new(4, 400, 1, Duration::from_secs(1), vec![30, 10, 40, 20], None, None);
         assert_eq!((summary.percentile(0.0), summary.percentile(100.0)), (0.01, 0.04), "sorted once, at the start");

@@ -10,8 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -21,6 +20,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 use crate::cli::ProduceArgs;
 use crate::error::{chain, CliError};
+use crate::tally::{lock, PartitionCounts};
 
 /// The client.id of this command, unless `--property client.id=...` says otherwise.
 const CLIENT_ID: &str = "gregor-produce";
@@ -114,7 +114,7 @@ pub(crate) async fn run(args: ProduceArgs) -> Result<(), CliError> {
         };
         match sent {
             Ok(()) => accepted += 1,
-            Err(e) => lock(&results.rest).failure(line_no, chain(&e)),
+            Err(e) => lock(&results.failures).failure(line_no, chain(&e)),
         }
     }
     // every result in: flush waits for the records queued so far (bounded by the retries and
@@ -138,60 +138,33 @@ pub(crate) async fn run(args: ProduceArgs) -> Result<(), CliError> {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Partitions whose deliveries are counted without a lock (ids from 0); higher ids are
-/// counted under one.
-const COUNTED_PARTITIONS: usize = 1024;
-
 /// The messages' results as they come, from the run's one [`DeliveryHandler`]: deliveries
-/// counted in atomics, failures (with their line numbers) under a lock.
-#[derive(Debug)]
+/// counted per partition without a lock, failures (with their line numbers) under one.
+#[derive(Debug, Default)]
 struct Results {
-    /// Results counted here (the others in `rest`).
-    results: AtomicU64,
-    delivered: Vec<AtomicU64>,
-    /// The results of partitions past the lock-free counters, the failures (refusals at
-    /// `send` too).
-    rest: Mutex<Tally>,
-}
-
-impl Default for Results {
-    fn default() -> Self {
-        Results {
-            results: AtomicU64::new(0),
-            delivered: (0..COUNTED_PARTITIONS).map(|_| AtomicU64::new(0)).collect(),
-            rest: Mutex::default(),
-        }
-    }
+    /// Deliveries (the failures are counted in `failures`).
+    delivered: PartitionCounts,
+    /// The failures, refusals at `send` too.
+    failures: Mutex<Tally>,
 }
 
 impl DeliveryHandler for Results {
     fn on_delivery(&self, line: u64, result: DeliveryResult) {
-        if let Ok(metadata) = &result {
-            if let Some(n) = self.delivered.get(metadata.partition as usize) {
-                n.fetch_add(1, Ordering::Relaxed);
-                self.results.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
+        match result {
+            Ok(metadata) => self.delivered.add(metadata.partition),
+            Err(_) => lock(&self.failures).result(line, result),
         }
-        lock(&self.rest).result(line, result);
     }
 }
 
 impl Results {
     /// Every message's fate: `read` lines, `accepted` by the producer, and what came here.
     fn tally(&self, read: u64, accepted: u64) -> Tally {
-        let mut tally = std::mem::take(&mut *lock(&self.rest));
+        let mut tally = std::mem::take(&mut *lock(&self.failures));
         (tally.read, tally.accepted) = (read, accepted);
-        tally.results += self.results.load(Ordering::Relaxed);
-        for (p, n) in self.delivered.iter().enumerate() {
-            let n = n.load(Ordering::Relaxed);
-            if n > 0 {
-                *tally.delivered.entry(p as i32).or_default() += n;
-            }
+        for (p, n) in self.delivered.totals() {
+            *tally.delivered.entry(p).or_default() += n;
+            tally.results += n;
         }
         tally
     }
