@@ -21,7 +21,7 @@
 
 use std::collections::VecDeque;
 
-use bytes::{BufMut, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use gregor_protocol::{EncodedMessage, MessageSet};
 
 use crate::buffers::Kept;
@@ -248,22 +248,38 @@ fn number(block: &mut BytesMut, first: usize, k: usize) -> usize {
 /// sharing its bytes, one at a time (nothing collected: a batch's weight and its records'
 /// messages are read on the producer's task); stops at anything else.
 pub(crate) fn messages(set: &MessageSet) -> impl Iterator<Item = EncodedMessage> + '_ {
+    entries(set).map_while(|entry| entry.and_then(|(part, at)| EncodedMessage::from_bytes(part.slice(at))))
+}
+
+/// Where each entry's message lies in a set laid out as [`Log::take`] makes it (each part of
+/// whole entries): its part and range, read in place; `None` for an entry whose size does not
+/// fit its part, and nothing after it.
+pub(crate) fn entries(set: &MessageSet) -> impl Iterator<Item = Option<(&Bytes, std::ops::Range<usize>)>> + '_ {
     let mut parts = set.parts().iter();
     let mut bytes = parts.next();
     let mut pos = 0;
+    let mut broken = false;
     std::iter::from_fn(move || loop {
+        if broken {
+            return None;
+        }
         let part = bytes?;
         if pos == part.len() {
             // a part of whole entries read: the next one
             (bytes, pos) = (parts.next(), 0);
             continue;
         }
-        let header = part.get(pos + 8..pos + ENTRY_HEADER)?;
-        let size = usize::try_from(i32::from_be_bytes(header.try_into().expect("4 bytes"))).ok()?;
-        let end = (pos + ENTRY_HEADER).checked_add(size).filter(|end| *end <= part.len())?;
-        let message = EncodedMessage::from_bytes(part.slice(pos + ENTRY_HEADER..end))?;
+        let size = part
+            .get(pos + 8..pos + ENTRY_HEADER)
+            .and_then(|header| usize::try_from(i32::from_be_bytes(header.try_into().expect("4 bytes"))).ok());
+        let end = size.and_then(|size| (pos + ENTRY_HEADER).checked_add(size)).filter(|end| *end <= part.len());
+        let Some(end) = end else {
+            broken = true;
+            return Some(None);
+        };
+        let at = pos + ENTRY_HEADER..end;
         pos = end;
-        return Some(message);
+        return Some(Some((part, at)));
     })
 }
 

@@ -68,24 +68,12 @@ fn from_any(
     timestamp: i64,
     extras: &[(usize, RecordExtra)],
 ) -> Result<(), gregor_protocol::Error> {
-    let (mut index, mut extras) = (0, extras.iter().peekable());
-    let mut headers: Vec<HeaderRef<'_>> = Vec::new();
+    let mut stamps = Stamps::new(timestamp, extras);
     // a set in parts (a batch across its log's blocks) holds whole entries in each
     for batch in set.parts().iter().flat_map(|part| Batches::new(part.clone(), &DecodeOptions::default())) {
         for record in batch?.records() {
             let record = record?;
-            match extras.next_if(|(i, _)| *i == index) {
-                Some((_, extra)) => {
-                    headers.clear();
-                    headers.extend(extra.headers.iter().map(|h| (h.key.as_str(), h.value.as_deref())));
-                    let at = extra.timestamp.unwrap_or(timestamp);
-                    builder.append_with_headers(at, record.key.as_deref(), record.value.as_deref(), &headers)?;
-                }
-                None => {
-                    builder.append(timestamp, record.key.as_deref(), record.value.as_deref())?;
-                }
-            }
-            index += 1;
+            stamps.append(builder, record.key.as_deref(), record.value.as_deref())?;
         }
     }
     Ok(())
@@ -93,41 +81,59 @@ fn from_any(
 
 /// Appends the records of `set` to `builder` when `set` is what the producer's log makes:
 /// uncompressed Message v0 entries, each part of whole entries. Their keys and values are read
-/// in place (no CRC checked again, no shared buffer's count touched per record: the general
-/// reader below did both, a fifth of a modern leader's produce path). `None`, with `builder`
-/// to be dropped, at any other entry.
+/// in place (no CRC checked again, no shared buffer's count touched per record: [`from_any`]'s
+/// reader did both, a fifth of a modern leader's produce path). `None`, with `builder` to be
+/// dropped, at any other entry.
 fn from_plain(
     builder: &mut RecordBatchBuilder,
     set: &MessageSet,
     timestamp: i64,
     extras: &[(usize, RecordExtra)],
 ) -> Option<Result<(), gregor_protocol::Error>> {
-    const ENTRY_HEADER: usize = 12; // offset and size
-    let (mut index, mut extras) = (0, extras.iter().peekable());
-    let mut headers: Vec<HeaderRef<'_>> = Vec::new();
-    for part in set.parts() {
-        let mut rest: &[u8] = part;
-        while !rest.is_empty() {
-            let size = i32::from_be_bytes(rest.get(8..ENTRY_HEADER)?.try_into().ok()?);
-            let end = ENTRY_HEADER.checked_add(usize::try_from(size).ok()?)?;
-            let message = EncodedMessage::view_of(rest.get(ENTRY_HEADER..end)?).filter(|m| m.attributes == 0)?;
-            let (key, value) = (message.key, message.value);
-            rest = &rest[end..];
-            let appended = match extras.next_if(|(i, _)| *i == index) {
-                Some((_, extra)) => {
-                    headers.clear();
-                    headers.extend(extra.headers.iter().map(|h| (h.key.as_str(), h.value.as_deref())));
-                    builder.append_with_headers(extra.timestamp.unwrap_or(timestamp), key, value, &headers)
-                }
-                None => builder.append(timestamp, key, value),
-            };
-            if let Err(e) = appended {
-                return Some(Err(e));
-            }
-            index += 1;
+    let mut stamps = Stamps::new(timestamp, extras);
+    for entry in crate::log::entries(set) {
+        let (part, at) = entry?;
+        let message = EncodedMessage::view_of(&part[at]).filter(|m| m.attributes == 0)?;
+        if let Err(e) = stamps.append(builder, message.key, message.value) {
+            return Some(Err(e));
         }
     }
     Some(Ok(()))
+}
+
+/// The records' own timestamps and headers (`extras`, by index in the set), as the records
+/// are appended in order; the others are stamped `timestamp`.
+struct Stamps<'e> {
+    timestamp: i64,
+    index: usize,
+    extras: std::iter::Peekable<std::slice::Iter<'e, (usize, RecordExtra)>>,
+    headers: Vec<HeaderRef<'e>>,
+}
+
+impl<'e> Stamps<'e> {
+    fn new(timestamp: i64, extras: &'e [(usize, RecordExtra)]) -> Stamps<'e> {
+        Stamps { timestamp, index: 0, extras: extras.iter().peekable(), headers: Vec::new() }
+    }
+
+    /// Appends the next record to `builder`, with its timestamp and headers if it has its own.
+    fn append(
+        &mut self,
+        builder: &mut RecordBatchBuilder,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<(), gregor_protocol::Error> {
+        let index = self.index;
+        self.index += 1;
+        let appended = match self.extras.next_if(|(i, _)| *i == index) {
+            Some((_, extra)) => {
+                self.headers.clear();
+                self.headers.extend(extra.headers.iter().map(|h| (h.key.as_str(), h.value.as_deref())));
+                builder.append_with_headers(extra.timestamp.unwrap_or(self.timestamp), key, value, &self.headers)
+            }
+            None => builder.append(self.timestamp, key, value),
+        };
+        appended.map(|_| ())
+    }
 }
 
 /// A message set of Message v0 (compressed with `codec`) of the records of a v2 batch: for a
