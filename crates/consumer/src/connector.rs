@@ -806,13 +806,10 @@ async fn gone(mut w: gregor_zk::Watch<Option<Vec<u8>>>) -> bool {
     false
 }
 
-fn forward_when_gone(mut w: gregor_zk::Watch<Option<Vec<u8>>>, tx: mpsc::Sender<()>) -> JoinHandle<()> {
+fn forward_when_gone(w: gregor_zk::Watch<Option<Vec<u8>>>, tx: mpsc::Sender<()>) -> JoinHandle<()> {
     tokio::spawn(async move {
-        while let Some(Ok(v)) = w.next().await {
-            if v.is_none() {
-                let _ = tx.try_send(());
-                return;
-            }
+        if gone(w).await {
+            let _ = tx.try_send(());
         }
     })
 }
