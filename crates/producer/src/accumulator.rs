@@ -772,6 +772,8 @@ impl<T: Pack> Accumulator<T> {
         }
         self.len -= batch.records.len();
         self.in_flight_records -= batch.records.len();
+        // its set goes when this returns (its records are taken out)
+        self.spent.batch_gone();
         if self.len == 0 {
             // nothing queued or in flight: an idle producer keeps no spent blocks (this
             // batch's go with it)
@@ -794,6 +796,8 @@ impl<T: Pack> Accumulator<T> {
         let at = q.retry.iter().position(|r| r.batch.id > batch.id).unwrap_or(q.retry.len());
         q.retry.insert(at, Retry { batch, not_before });
         self.in_flight_records -= n;
+        // the round that sent it may have let go of the rest of its bytes
+        self.spent.batch_gone();
     }
 
     /// A metadata round (a refresh of `topics`, successful or not) is over and the caller has
@@ -827,6 +831,7 @@ impl<T: Pack> Accumulator<T> {
             if q.leaderless_rounds > max {
                 q.leaderless_rounds = 0;
                 self.len -= release_queue(tp, q, &mut released);
+                self.spent.batch_gone();
             }
         }
         for topic in topics {
@@ -857,6 +862,7 @@ impl<T: Pack> Accumulator<T> {
         let mut released = Vec::new();
         if let Some(q) = self.partitions.get_mut(tp) {
             self.len -= release_queue(tp, q, &mut released);
+            self.spent.batch_gone();
             if q.in_flight == 0 {
                 self.partitions.remove(tp);
             }
@@ -1219,6 +1225,28 @@ mod tests {
 
     /// Spent log blocks are kept for any partition's next ones while the producer holds
     /// records, and let go once it holds none.
+    #[test]
+    fn blocks_of_finished_batches_are_used_again_by_any_partition() {
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig { capacity: 100, batch_num_messages: 4, ..config() });
+        let message = block_sized_message();
+        for (p, r) in [(0, 0), (0, 1), (2, 2), (2, 3)] {
+            a.append_with(&tp(p), r, t0, |_, log| log.push(message.as_bytes()));
+        }
+        let rounds = a.drain(t0);
+        assert_eq!(a.spent.len(), 4, "every block's entries taken: spent");
+        // a block wanted while their batches are in flight: none is free, a new one
+        a.append_with(&tp(1), 4, t0, |_, log| log.push(message.as_bytes()));
+        assert_eq!(a.spent.len(), 4);
+        assert_eq!(finish(&mut a, rounds), [0, 1, 2, 3]);
+        // the batches are gone (through `done`): the next blocks are spent ones (a
+        // partition's first block fits its first entry, its next ones are 64 KiB)
+        for r in 5..8 {
+            a.append_with(&tp(1), r, t0, |_, log| log.push(message.as_bytes()));
+        }
+        assert_eq!(a.spent.len(), 2, "the two spent blocks of 64 KiB used again");
+    }
+
     #[test]
     fn spent_blocks_are_kept_while_records_are_held_and_go_once_none_are() {
         let t0 = Instant::now();

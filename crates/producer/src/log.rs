@@ -47,23 +47,49 @@ const KEEP_SPENT: usize = 512;
 /// go to the allocator and taking new ones again cost more memory than it saved (a shared
 /// list keeping at most 32 free blocks held 207 bytes per message at a queue of 100,000
 /// where this holds 145; `benchmarks/timing/memory.md`).
+///
+/// A block is free again when the last batch holding a part of it is dropped, which the
+/// blocks cannot see; looking means trying every kept block. So the list is looked at only
+/// while a block may be free: after a batch is gone ([`Spent::batch_gone`], which whoever
+/// lets batches go calls) or one was spent free, until a look finds none. Without that, a
+/// topic of many partitions (small blocks, more of them in flight than are kept) tried all
+/// 512 kept blocks for each new one and found none free: 13% of the producer's time for a
+/// 1,000-partition topic (`benchmarks/timing/session-34.md`).
 #[derive(Debug, Default)]
-pub(crate) struct Spent(Kept);
+pub(crate) struct Spent {
+    kept: Kept,
+    /// False once a look found no free block, until a batch is gone or a free block spent.
+    may_be_free: bool,
+}
 
 impl Spent {
-    fn push(&mut self, bytes: BytesMut, had: usize) {
-        self.0.push(bytes, had, KEEP_SPENT);
+    fn push(&mut self, mut bytes: BytesMut, had: usize) {
+        // free already when every batch made of it is gone (its entries taken long ago)
+        if bytes.try_reclaim(had) {
+            self.may_be_free = true;
+        }
+        self.kept.push(bytes, had, KEEP_SPENT);
     }
 
     /// The oldest block free again of at least `size` bytes, whole (every free one stays).
     fn free(&mut self, size: usize) -> Option<(BytesMut, usize)> {
-        self.0.free(size, usize::MAX)
+        if !self.may_be_free {
+            return None;
+        }
+        let (taken, others) = self.kept.free(size, usize::MAX);
+        self.may_be_free = others > 0;
+        taken
+    }
+
+    /// A batch was let go: blocks it held may be free again.
+    pub(crate) fn batch_gone(&mut self) {
+        self.may_be_free = true;
     }
 
     /// How many blocks are kept.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.0.len()
+        self.kept.len()
     }
 }
 
@@ -367,6 +393,7 @@ mod tests {
         other.push(ms[0].as_bytes(), &mut spent);
         assert_ne!(other.blocks[0].bytes.as_ptr(), block, "its batches are alive");
         drop((first, second));
+        spent.batch_gone();
         let mut third = Log::default();
         third.push(ms[0].as_bytes(), &mut spent);
         assert_eq!(third.blocks[0].bytes.as_ptr(), block, "free again: used by another log");
@@ -415,6 +442,7 @@ mod tests {
         log.push(m.as_bytes(), &mut spent);
         assert_ne!(log.blocks.back().unwrap().bytes.as_ptr(), first_block);
         drop(batch);
+        spent.batch_gone();
         let _second = log.take(8, &mut spent).unwrap();
         for _ in 0..8 {
             log.push(m.as_bytes(), &mut spent);
@@ -448,6 +476,7 @@ mod tests {
         }
         assert!(!blocks.contains(&log.blocks.back().unwrap().bytes.as_ptr()), "the first batch lives: a new block");
         drop(first);
+        spent.batch_gone();
         for _ in 0..2 {
             log.push(m.as_bytes(), &mut spent);
         }
@@ -456,6 +485,44 @@ mod tests {
         let rest = log.len();
         assert_eq!(messages(&log.take(rest, &mut spent).unwrap()).collect::<Vec<_>>(), vec![m; 4]);
         log.release(&mut spent);
+    }
+
+    #[test]
+    fn a_block_spent_after_its_batches_are_gone_is_used_again_at_once() {
+        let mut log = Log { next: MAX_BLOCK, ..Log::default() };
+        let mut spent = Spent::default();
+        let m = message(30_000, 1); // 30,026 bytes each: two to a block, every block 64 KiB
+        log.push(m.as_bytes(), &mut spent);
+        log.push(m.as_bytes(), &mut spent);
+        let block = log.blocks[0].bytes.as_ptr();
+        // its entries taken and their batch gone, but the block is still the one appended to
+        drop(log.take(2, &mut spent).unwrap());
+        // the third needs a new block: the emptied one is spent free and taken again
+        log.push(m.as_bytes(), &mut spent);
+        assert_eq!(spent.len(), 0);
+        assert_eq!(log.blocks.back().unwrap().bytes.as_ptr(), block, "the same allocation");
+    }
+
+    #[test]
+    fn a_look_that_found_no_free_block_is_not_repeated_until_a_batch_is_gone() {
+        let mut log = Log { next: MAX_BLOCK, ..Log::default() };
+        let mut spent = Spent::default();
+        let m = message(30_000, 1); // 30,026 bytes each: two to a block, every block 64 KiB
+        for _ in 0..4 {
+            log.push(m.as_bytes(), &mut spent);
+        }
+        let first = log.blocks[0].bytes.as_ptr();
+        let batch = log.take(2, &mut spent).unwrap();
+        assert_eq!(spent.len(), 1, "the first block is spent, its batch alive");
+        log.push(m.as_bytes(), &mut spent); // a look: none free, a new block
+        drop(batch);
+        log.push(m.as_bytes(), &mut spent);
+        log.push(m.as_bytes(), &mut spent); // nobody said a batch went: no look, a new block
+        assert_ne!(log.blocks.back().unwrap().bytes.as_ptr(), first);
+        spent.batch_gone();
+        log.push(m.as_bytes(), &mut spent);
+        log.push(m.as_bytes(), &mut spent); // a look: the first block is free
+        assert_eq!(log.blocks.back().unwrap().bytes.as_ptr(), first);
     }
 
     #[test]
