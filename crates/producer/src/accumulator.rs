@@ -355,6 +355,18 @@ impl<T: Pack> PartitionQueue<T> {
     }
 }
 
+/// What a broker's sendable partitions hold, to tell whether a round goes to it
+/// ([`Accumulator::drain`]).
+#[derive(Debug, Default, Clone, Copy)]
+struct Readiness {
+    /// Records in their next batches.
+    count: usize,
+    /// One of them is a batch to retry.
+    retry: bool,
+    /// One of them has a record that waited out the linger.
+    lingered: bool,
+}
+
 #[derive(Debug)]
 struct Held<T> {
     records: VecDeque<(T, Instant)>,
@@ -608,27 +620,38 @@ impl<T: Pack> Accumulator<T> {
     /// The rounds to send now: for each broker without a round in flight whose partitions are
     /// ready, one round of at most `batch.num.messages` records (see the module docs).
     pub(crate) fn drain(&mut self, now: Instant) -> Vec<Round<T>> {
+        // first what each broker's sendable partitions hold, without a key copied or looked
+        // up (most calls find no broker ready: a topic of many partitions made this walk
+        // the costliest part of an engine step)
+        let mut ready: BTreeMap<BrokerId, Readiness> = BTreeMap::new();
+        for q in self.partitions.values() {
+            let Some(broker) = q.leader else { continue };
+            if !self.may_send(q, broker, now) {
+                continue;
+            }
+            let r = ready.entry(broker).or_default();
+            r.count += q.pending();
+            r.retry |= !q.retry.is_empty();
+            r.lingered |= q.oldest().is_some_and(|at| at + self.config.linger <= now);
+        }
+        ready.retain(|broker, r| {
+            self.urgent(*broker)
+                || r.count >= self.config.batch_num_messages
+                || r.retry
+                || (r.lingered && self.lingered_may_go(*broker))
+        });
+        if ready.is_empty() {
+            return Vec::new();
+        }
         let mut by_broker: BTreeMap<BrokerId, Vec<PartitionKey>> = BTreeMap::new();
         for (tp, q) in &self.partitions {
             let Some(broker) = q.leader else { continue };
-            if q.in_flight >= self.config.max_in_flight || self.broker_full(broker) || !q.sendable(now) {
-                continue;
+            if ready.contains_key(&broker) && self.may_send(q, broker, now) {
+                by_broker.entry(broker).or_default().push(tp.clone());
             }
-            by_broker.entry(broker).or_default().push(tp.clone());
         }
         let mut rounds = Vec::new();
         for (broker, tps) in by_broker {
-            let count: usize = tps.iter().map(|tp| self.partitions[tp].pending()).sum();
-            let ready = self.urgent(broker)
-                || count >= self.config.batch_num_messages
-                || tps.iter().any(|tp| !self.partitions[tp].retry.is_empty())
-                || (self.lingered_may_go(broker)
-                    && tps
-                        .iter()
-                        .any(|tp| self.partitions[tp].oldest().is_some_and(|at| at + self.config.linger <= now)));
-            if !ready {
-                continue;
-            }
             // start after the partition the last round of this broker started at
             let start = self.cursor.get(&broker).map_or(0, |c| tps.iter().position(|tp| tp > c).unwrap_or(0));
             let mut budget = self.config.batch_num_messages;
@@ -757,6 +780,12 @@ impl<T: Pack> Accumulator<T> {
     /// (see [`LINGERED_ROUNDS_AHEAD`]).
     fn lingered_may_go(&self, broker: BrokerId) -> bool {
         self.busy.get(&broker).is_none_or(|n| *n < LINGERED_ROUNDS_AHEAD)
+    }
+
+    /// True when the partition, led by `broker`, may send its next batch now (a round may
+    /// take it).
+    fn may_send(&self, q: &PartitionQueue<T>, broker: BrokerId, now: Instant) -> bool {
+        q.in_flight < self.config.max_in_flight && !self.broker_full(broker) && q.sendable(now)
     }
 
     /// True when the broker has `max_in_flight` rounds in flight.
