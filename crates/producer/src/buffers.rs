@@ -38,8 +38,8 @@ impl Kept {
     }
 
     /// The oldest kept allocation free again that holds `n` bytes, whole (taken out); of the
-    /// others found free, `spare` stay and the rest are let go. Also how many free ones stay.
-    pub(crate) fn free(&mut self, n: usize, spare: usize) -> (Option<(BytesMut, usize)>, usize) {
+    /// others found free, `spare` stay and the rest are let go.
+    pub(crate) fn free(&mut self, n: usize, spare: usize) -> Option<(BytesMut, usize)> {
         let mut taken = None;
         let mut free = 0;
         self.0.retain_mut(|(buffer, had)| {
@@ -55,7 +55,14 @@ impl Kept {
             free += 1;
             free <= spare
         });
-        (taken, free.min(spare))
+        taken
+    }
+
+    /// The oldest kept allocation free again that holds `n` bytes, whole (taken out); the
+    /// look ends there, and every other stays.
+    pub(crate) fn first_free(&mut self, n: usize) -> Option<(BytesMut, usize)> {
+        let at = self.0.iter_mut().position(|(buffer, had)| *had >= n && buffer.try_reclaim(*had))?;
+        self.0.remove(at)
     }
 
     /// How many allocations are kept (free or not).
@@ -74,7 +81,7 @@ impl SetBuffers {
     /// allocation whose set is gone and that is large enough, else of a new one.
     pub(crate) fn take(&self, n: usize) -> BytesMut {
         let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let (mut buffer, had) = kept.free(n, SPARE).0.unwrap_or_else(|| {
+        let (mut buffer, had) = kept.free(n, SPARE).unwrap_or_else(|| {
             let step = (n.next_power_of_two() / 8).max(4096);
             let size = n.div_ceil(step).max(1) * step;
             (BytesMut::with_capacity(size), size)

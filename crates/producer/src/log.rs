@@ -71,13 +71,15 @@ impl Spent {
         self.kept.push(bytes, had, KEEP_SPENT);
     }
 
-    /// The oldest block free again of at least `size` bytes, whole (every free one stays).
+    /// The oldest block free again of at least `size` bytes, whole (every other stays).
     fn free(&mut self, size: usize) -> Option<(BytesMut, usize)> {
         if !self.may_be_free {
             return None;
         }
-        let (taken, others) = self.kept.free(size, usize::MAX);
-        self.may_be_free = others > 0;
+        let taken = self.kept.first_free(size);
+        // after one found, the next look may find another; after none, only a batch gone can
+        // free one (free blocks too small for this stay, for smaller ones after that)
+        self.may_be_free = taken.is_some();
         taken
     }
 
