@@ -49,7 +49,9 @@ async fn send_all(spec: RunSpec, payloads: Arc<Vec<Vec<u8>>>, rec: Arc<Recorder>
         .producer_type(gregor_producer::ProducerType::Async)
         .request_required_acks(spec.acks)
         .compression_codec(spec.codec.gregor())
-        .batch_num_messages(spec.batch * spec.partitions_per_broker.max(1))
+        // per request, as librdkafka's is per partition; at most the queue (a request of more
+        // could never fill: gregor refuses such a setting)
+        .batch_num_messages((spec.batch * spec.partitions_per_broker.max(1)).min(spec.queue))
         .queue_buffering_max(Duration::from_millis(spec.linger_ms))
         .queue_buffering_max_messages(spec.queue)
         // pipelining, the same for librdkafka (see client_rdkafka.rs); gregor's default, 1,

@@ -460,7 +460,7 @@ fn producer_section(s: &mut String, args: &Args, res: &ProfileResults, title: &s
          message i to partition i mod partitions, each run on a fresh topic (after one unmeasured warm-up run per partition count); {} run(s) per cell, the median by \
          throughput shown (range in brackets). Batching: librdkafka batch.num.messages={} linger.ms={} \
          queue.buffering.max.messages={} max.in.flight.requests.per.connection={}; gregor batch.num.messages={} × the partitions each broker leads \
-         (it counts per request) max.in.flight.requests.per.connection={} queue.buffering.max.ms={} \
+         (it counts per request; at most the queue bound) max.in.flight.requests.per.connection={} queue.buffering.max.ms={} \
          queue.buffering.max.messages={}; kafka-rust \
          send_all slices of {} × partitions. Messages handed over as fast as each client takes them. \
          CPU = user+sys of the client's process from producer creation to the last acknowledgement, \
