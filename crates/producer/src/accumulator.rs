@@ -1252,46 +1252,43 @@ mod tests {
         assert!(a.is_empty());
     }
 
-    /// Spent log blocks are kept for any partition's next ones while the producer holds
-    /// records, and let go once it holds none.
-    #[test]
-    fn blocks_of_finished_batches_are_used_again_by_any_partition() {
+    /// Four records of two partitions of broker 0, an entry to a block, drained (their blocks
+    /// spent); then a fifth for partition 1 while their batches are in flight (none of the
+    /// spent blocks is free: a new one). The accumulator, the rounds in flight, the message.
+    fn four_spent_blocks_in_flight() -> (Accumulator<u32>, Vec<Round<u32>>, EncodedMessage) {
         let t0 = Instant::now();
         let mut a = acc(AccumulatorConfig { capacity: 100, batch_num_messages: 4, ..config() });
         let message = block_sized_message();
         for (p, r) in [(0, 0), (0, 1), (2, 2), (2, 3)] {
-            a.append_with(&tp(p), r, t0, |_, log| log.push(message.as_bytes()));
-        }
-        let rounds = a.drain(t0);
-        assert_eq!(a.spent.len(), 4, "every block's entries taken: spent");
-        // a block wanted while their batches are in flight: none is free, a new one
-        a.append_with(&tp(1), 4, t0, |_, log| log.push(message.as_bytes()));
-        assert_eq!(a.spent.len(), 4);
-        assert_eq!(finish(&mut a, rounds), [0, 1, 2, 3]);
-        // the batches are gone (through `done`): the next blocks are spent ones (a
-        // partition's first block fits its first entry, its next ones are 64 KiB)
-        for r in 5..8 {
-            a.append_with(&tp(1), r, t0, |_, log| log.push(message.as_bytes()));
-        }
-        assert_eq!(a.spent.len(), 2, "the two spent blocks of 64 KiB used again");
-    }
-
-    #[test]
-    fn spent_blocks_are_kept_while_records_are_held_and_go_once_none_are() {
-        let t0 = Instant::now();
-        let mut a = acc(AccumulatorConfig { capacity: 100, batch_num_messages: 4, ..config() });
-        let message = block_sized_message();
-        for (p, r) in [(0, 0), (0, 1), (2, 2), (2, 3)] {
-            // two partitions of broker 0, an entry to a block
             a.append_with(&tp(p), r, t0, |_, log| log.push(message.as_bytes()));
         }
         let rounds = a.drain(t0);
         assert_eq!(a.spent.len(), 4, "every block's entries taken: spent");
         a.append_with(&tp(1), 4, t0, |_, log| log.push(message.as_bytes()));
         assert_eq!(a.spent.len(), 4, "held by the batches in flight: not used again yet");
+        (a, rounds, message)
+    }
+
+    #[test]
+    fn blocks_of_finished_batches_are_used_again_by_any_partition() {
+        let (mut a, rounds, message) = four_spent_blocks_in_flight();
+        assert_eq!(finish(&mut a, rounds), [0, 1, 2, 3]);
+        // the batches are gone (through `done`): the next blocks are spent ones (a
+        // partition's first block fits its first entry, its next ones are 64 KiB)
+        for r in 5..8 {
+            a.append_with(&tp(1), r, Instant::now(), |_, log| log.push(message.as_bytes()));
+        }
+        assert_eq!(a.spent.len(), 2, "the two spent blocks of 64 KiB used again");
+    }
+
+    /// Spent log blocks are kept for any partition's next ones while the producer holds
+    /// records, and let go once it holds none.
+    #[test]
+    fn spent_blocks_are_kept_while_records_are_held_and_go_once_none_are() {
+        let (mut a, rounds, _) = four_spent_blocks_in_flight();
         assert_eq!(finish(&mut a, rounds), [0, 1, 2, 3]);
         assert_eq!(a.spent.len(), 4, "a record is still held");
-        let rounds = a.drain(t0 + 200 * MS);
+        let rounds = a.drain(Instant::now() + 200 * MS);
         assert_eq!(finish(&mut a, rounds), [4]);
         assert!(a.is_empty());
         assert_eq!(a.spent.len(), 0, "nothing held: the blocks go");
