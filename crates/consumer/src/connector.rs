@@ -791,7 +791,6 @@ fn forward<T: Send + 'static>(mut w: gregor_zk::Watch<T>, tx: mpsc::Sender<()>) 
     })
 }
 
-/// Signals once when the watched znode is gone (at once if it already is).
 /// How many rebalance attempts a member may retry at once, because the owner znode it failed
 /// on was deleted, before its attempts count against `rebalance.max.retries` again.
 const QUICK_RETRIES: u32 = 32;
@@ -806,6 +805,7 @@ async fn gone(mut w: gregor_zk::Watch<Option<Vec<u8>>>) -> bool {
     false
 }
 
+/// Signals once when the watched znode is gone (at once if it already is).
 fn forward_when_gone(w: gregor_zk::Watch<Option<Vec<u8>>>, tx: mpsc::Sender<()>) -> JoinHandle<()> {
     tokio::spawn(async move {
         if gone(w).await {
