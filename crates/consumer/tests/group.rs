@@ -426,14 +426,22 @@ async fn session_expiry_stops_reregisters_reowns_and_loses_nothing() {
     cluster.shutdown().await;
 }
 
+/// A cluster (`name`) with `topic` of 2 partitions, 3 messages each, and an owner znode of
+/// `topic`/1 in `group`, held as `{group}_java-0` by a ZooKeeper session of its own (as another
+/// member's would be). The cluster and that session.
+async fn foreign_owner_of_one(name: &str, topic: &str, group: &str) -> Option<(FakeCluster, gregor_zk::ZkClient)> {
+    let cluster = cluster(name, 1).await?;
+    cluster.create_topic(topic, 2, 1).await.unwrap();
+    produce_n(&cluster, topic, 2, 3, "m").await;
+    let foreign = gregor_zk::ZkClient::connect(cluster.zookeeper(), Duration::from_secs(6)).await.unwrap();
+    let (path, owner) = (format!("/consumers/{group}/owners/{topic}/1"), format!("{group}_java-0"));
+    foreign.create_all(&path, owner.as_bytes(), gregor_zk::CreateMode::Ephemeral).await.unwrap();
+    Some((cluster, foreign))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn rebalance_gives_up_on_a_foreign_owner_then_recovers_when_it_goes() {
-    let Some(cluster) = cluster("consumer_give_up", 1).await else { return };
-    cluster.create_topic("f", 2, 1).await.unwrap();
-    produce_n(&cluster, "f", 2, 3, "m").await;
-    // a foreign session holds f/1
-    let foreign = gregor_zk::ZkClient::connect(cluster.zookeeper(), Duration::from_secs(6)).await.unwrap();
-    foreign.create_all("/consumers/gf/owners/f/1", b"gf_java-0", gregor_zk::CreateMode::Ephemeral).await.unwrap();
+    let Some((cluster, foreign)) = foreign_owner_of_one("consumer_give_up", "f", "gf").await else { return };
 
     let a = ConsumerConnector::new(
         config(&cluster, "gf")
@@ -475,12 +483,8 @@ async fn rebalance_gives_up_on_a_foreign_owner_then_recovers_when_it_goes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_conflicting_owner_releasing_its_partition_ends_the_backoff_at_once() {
-    let Some(cluster) = cluster("consumer_quick_retry", 1).await else { return };
-    cluster.create_topic("q", 2, 1).await.unwrap();
-    produce_n(&cluster, "q", 2, 3, "m").await;
     // another member's owner znode (as a Java member's, which releases in its own rebalance)
-    let foreign = gregor_zk::ZkClient::connect(cluster.zookeeper(), Duration::from_secs(6)).await.unwrap();
-    foreign.create_all("/consumers/gq/owners/q/1", b"gq_java-0", gregor_zk::CreateMode::Ephemeral).await.unwrap();
+    let Some((cluster, foreign)) = foreign_owner_of_one("consumer_quick_retry", "q", "gq").await else { return };
     // a backoff long enough to tell apart: its jitter makes it 4-12 s
     let backoff = Duration::from_secs(8);
     let a = ConsumerConnector::new(
