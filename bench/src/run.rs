@@ -824,7 +824,16 @@ async fn produce_and_check(cluster: &Cluster, spec: RunSpec, args: &Args) -> Res
         (Some(b), Some(c)) => Some((b - c - result.process_cpu_s).max(0.0)),
         _ => None,
     };
-    let hws = cluster.high_watermarks(&spec.topic, spec.partitions).await?;
+    // a high watermark moves once the followers have the records (acks=1 answers before
+    // that): read again for a while when short of what was acknowledged
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let hws = loop {
+        let hws = cluster.high_watermarks(&spec.topic, spec.partitions).await?;
+        if hws.iter().sum::<i64>() >= result.acked as i64 || Instant::now() >= deadline {
+            break hws;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     let sum: i64 = hws.iter().sum();
     result.high_watermark_sum = Some(sum);
     result.high_watermarks = hws.clone();
