@@ -1,5 +1,6 @@
 //! librdkafka (rdkafka crate, BaseProducer) in Kafka 0.8.2 mode: api.version.request=false,
-//! broker.version.fallback=0.8.2 (so Produce v0, Message v0, Metadata v0). The sending
+//! broker.version.fallback=0.8.2 (so Produce v0, Message v0, Metadata v0); on the modern
+//! profile it asks the brokers' versions, as gregor does (and writes RecordBatch v2). The sending
 //! thread is the polling thread, librdkafka's own canonical loop (rdkafka_performance): on
 //! QueueFull it polls (serving delivery reports) until there is room.
 
@@ -33,10 +34,9 @@ impl ProducerContext for Ctx {
 
 /// The librdkafka properties of a run (also printed into the report).
 pub fn properties(spec: &RunSpec) -> Vec<(&'static str, String)> {
-    vec![
-        ("bootstrap.servers", spec.brokers.clone()),
-        ("api.version.request", "false".into()),
-        ("broker.version.fallback", "0.8.2".into()),
+    let mut props = vec![("bootstrap.servers", spec.brokers.clone())];
+    props.extend(versions(spec.timing.as_deref()));
+    props.extend([
         ("client.id", "librdkafka-bench".into()),
         ("acks", spec.acks.to_string()),
         (
@@ -57,7 +57,23 @@ pub fn properties(spec: &RunSpec) -> Vec<(&'static str, String)> {
         // the same pipelining as gregor's (librdkafka's default allows 1,000,000 requests in
         // flight per connection)
         ("max.in.flight.requests.per.connection", crate::client_gregor::GREGOR_MAX_IN_FLIGHT.to_string()),
-    ]
+    ]);
+    if spec.timing.as_deref() == Some(crate::plan::MODERN) {
+        // as gregor's producer: not idempotent unless asked (librdkafka 2.x's default too)
+        props.push(("enable.idempotence", "false".into()));
+    }
+    props
+}
+
+/// How librdkafka learns what the brokers speak: told 0.8.2 (it would otherwise wait out
+/// `api.version.request.timeout.ms` on each 0.8.2 broker, which closes the connection on
+/// ApiVersions), or, on the modern profile, asking them.
+pub fn versions(timing: Option<&str>) -> Vec<(&'static str, String)> {
+    if timing == Some(crate::plan::MODERN) {
+        vec![("api.version.request", "true".into())]
+    } else {
+        vec![("api.version.request", "false".into()), ("broker.version.fallback", "0.8.2".into())]
+    }
 }
 
 /// Serves every delivery report waiting (rdkafka's `poll` handles one event, a batch of

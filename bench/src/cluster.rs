@@ -15,6 +15,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use gregor_admin::Admin;
+use gregor_net::{BrokerConnection, ConnectionConfig};
+use gregor_protocol::messages::{
+    CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest, DeleteTopicState, DeleteTopicsRequest,
+    MetadataRequest,
+};
 use gregor_simple_consumer::{SimpleConsumer, SimpleConsumerConfig};
 use gregor_zk::payloads::TopicAssignment;
 use gregor_zk::{paths, CreateMode, ZkClient};
@@ -44,9 +49,13 @@ pub struct Cluster {
     pub brokers: String,
     pub zookeeper: String,
     pub broker_ids: Vec<i32>,
-    zk: ZkClient,
+    /// The cluster's ZooKeeper (None: a modern cluster, which has none).
+    zk: Option<ZkClient>,
     /// On an external cluster, topics are created and deleted through gregor-admin.
     admin: Option<Admin>,
+    /// On a modern cluster, topics are created and deleted through this connection to a
+    /// broker (CreateTopics, DeleteTopics), as `kafka-topics.sh --bootstrap-server` does.
+    kraft: Option<BrokerConnection>,
     /// On an external cluster: why deletions are no longer waited for (a topic outlived its
     /// deletion request: the brokers probably run without `delete.topic.enable=true`).
     deletion_off: RefCell<Option<String>>,
@@ -103,8 +112,15 @@ impl Cluster {
     pub async fn start(binary: &Path, brokers: usize, threads: Option<usize>, timing: &str) -> Result<Cluster, String> {
         let log = std::env::temp_dir().join(format!("gregor-bench-testkit-{}-{timing}.log", std::process::id()));
         let log_file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let modern = timing == crate::plan::MODERN;
+        let brokers_arg = brokers.to_string();
+        let args: Vec<&str> = if modern {
+            vec!["--modern", "--brokers", &brokers_arg]
+        } else {
+            vec!["--brokers", &brokers_arg, "--delete-topic-enable", "--timing", timing]
+        };
         let mut child = Command::new(binary)
-            .args(["--brokers", &brokers.to_string(), "--delete-topic-enable", "--timing", timing])
+            .args(&args)
             .envs(threads.map(|n| ("TOKIO_WORKER_THREADS", n.to_string())))
             .stdin(Stdio::piped()) // it runs until its stdin closes: it dies with us
             .stdout(Stdio::piped())
@@ -131,6 +147,10 @@ impl Cluster {
                 zookeeper = Some(v.to_owned());
             }
         }
+        if let (true, Some(brokers_s)) = (modern, &brokers_s) {
+            let process = Process { child, pid, log };
+            return Cluster::modern(process, brokers_s, brokers).await;
+        }
         let (Some(brokers_s), Some(zookeeper)) = (brokers_s, zookeeper) else {
             let _ = child.kill();
             return Err(format!("unexpected ready line {line:?}; see {}", log.display()));
@@ -153,8 +173,40 @@ impl Cluster {
             brokers: brokers_s,
             zookeeper,
             broker_ids,
-            zk,
+            zk: Some(zk),
             admin: None,
+            kraft: None,
+            deletion_off: RefCell::new(None),
+        })
+    }
+
+    /// The modern testkit just started (`process`, listening at `brokers_s`): its brokers from
+    /// a Metadata request, a connection for the topic admin requests.
+    async fn modern(mut process: Process, brokers_s: &str, brokers: usize) -> Result<Cluster, String> {
+        let first = brokers_s.split(',').next().unwrap_or_default().to_owned();
+        let kraft = match BrokerConnection::connect(first.as_str(), &ConnectionConfig::default()).await {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = process.child.kill();
+                return Err(format!("connect to the modern cluster at {first}: {}", chain(&e)));
+            }
+        };
+        let version = kraft.version_for::<MetadataRequest>(0..=12).map_err(|e| chain(&e))?;
+        let answer = kraft.request(version, &MetadataRequest::default()).await.map_err(|e| chain(&e))?;
+        let mut broker_ids: Vec<i32> = answer.brokers.iter().map(|b| b.node_id).collect();
+        broker_ids.sort_unstable();
+        if broker_ids.len() != brokers {
+            let _ = process.child.kill();
+            return Err(format!("{} brokers in the modern cluster's metadata, wanted {brokers}", broker_ids.len()));
+        }
+        Ok(Cluster {
+            process: Some(process),
+            brokers: brokers_s.to_owned(),
+            zookeeper: String::new(),
+            broker_ids,
+            zk: None,
+            admin: None,
+            kraft: Some(kraft),
             deletion_off: RefCell::new(None),
         })
     }
@@ -185,8 +237,9 @@ impl Cluster {
             brokers: brokers.clone(),
             zookeeper: zookeeper.clone(),
             broker_ids,
-            zk,
+            zk: Some(zk),
             admin: Some(admin),
+            kraft: None,
             deletion_off: RefCell::new(None),
         };
         if let Err(e) = cluster.check_brokers(source, rf).await {
@@ -256,24 +309,48 @@ impl Cluster {
         let n = self.broker_ids.len();
         let assignment: BTreeMap<i32, Vec<i32>> =
             (0..partitions).map(|p| (p, (0..rf).map(|r| self.broker_ids[(p as usize + r) % n]).collect())).collect();
-        match &self.admin {
-            Some(admin) => {
+        match (&self.admin, &self.zk, &self.kraft) {
+            (_, _, Some(kraft)) => {
+                let topic_request = CreatableTopic {
+                    name: topic.to_owned(),
+                    num_partitions: -1,
+                    replication_factor: -1,
+                    assignments: assignment
+                        .into_iter()
+                        .map(|(partition_index, broker_ids)| CreatableReplicaAssignment {
+                            partition_index,
+                            broker_ids,
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                };
+                let request =
+                    CreateTopicsRequest { topics: vec![topic_request], timeout_ms: 30_000, ..Default::default() };
+                let version = kraft.version_for::<CreateTopicsRequest>(0..=7).map_err(|e| chain(&e))?;
+                let answer =
+                    kraft.request(version, &request).await.map_err(|e| format!("create {topic}: {}", chain(&e)))?;
+                if let Some(t) = answer.topics.iter().find(|t| t.error_code != 0) {
+                    return Err(format!("create {topic}: error {} {:?}", t.error_code, t.error_message));
+                }
+            }
+            (Some(admin), _, _) => {
                 let replicas: Vec<Vec<i32>> = assignment.into_values().collect();
                 admin
                     .create_topic_with_assignment(topic, &replicas, [] as [(&str, &str); 0])
                     .await
                     .map_err(|e| format!("create {topic} on {}: {}", self.zookeeper, chain(&e)))?;
             }
-            None => {
-                self.zk
-                    .create_all(
-                        &paths::topic(topic),
-                        &TopicAssignment::new(assignment).to_json(),
-                        CreateMode::Persistent,
-                    )
-                    .await
-                    .map_err(|e| format!("create {topic}: {e}"))?;
+            (None, Some(zk), None) => {
+                zk.create_all(
+                    &paths::topic(topic),
+                    &TopicAssignment::new(assignment).to_json(),
+                    CreateMode::Persistent,
+                )
+                .await
+                .map_err(|e| format!("create {topic}: {e}"))?;
             }
+            (None, None, None) => unreachable!("a cluster has ZooKeeper or a modern broker connection"),
         }
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
@@ -331,12 +408,36 @@ impl Cluster {
     /// of the run (later topics are still marked; every run has a topic name of its own), and
     /// the report says so.
     pub async fn delete_topic(&self, topic: &str) {
+        if let Some(kraft) = &self.kraft {
+            // a KRaft controller deletes the topic before it answers
+            let answer = match kraft.version_for::<DeleteTopicsRequest>(0..=6) {
+                Ok(v) => {
+                    // by name: in `topics` from v6, in `topic_names` before
+                    let (topics, topic_names) = if v >= 6 {
+                        (vec![DeleteTopicState { name: Some(topic.to_owned()), ..Default::default() }], vec![])
+                    } else {
+                        (vec![], vec![topic.to_owned()])
+                    };
+                    let request = DeleteTopicsRequest { topics, topic_names, timeout_ms: 10_000, ..Default::default() };
+                    kraft.request(v, &request).await
+                }
+                Err(e) => Err(e),
+            };
+            match answer {
+                Ok(a) => {
+                    if let Some(r) = a.responses.iter().find(|r| r.error_code != 0) {
+                        eprintln!("warning: delete {topic}: error {}", r.error_code);
+                    }
+                }
+                Err(e) => eprintln!("warning: delete {topic}: {}", chain(&e)),
+            }
+            return;
+        }
+        let Some(zk) = &self.zk else { return };
         let request = paths::delete_topic(topic);
         let marked = match &self.admin {
             Some(admin) => admin.delete_topic(topic).await.map(drop).map_err(|e| chain(&e)),
-            None => {
-                self.zk.create_all(&request, b"", CreateMode::Persistent).await.map(drop).map_err(|e| e.to_string())
-            }
+            None => zk.create_all(&request, b"", CreateMode::Persistent).await.map(drop).map_err(|e| e.to_string()),
         };
         if let Err(e) = marked {
             eprintln!("warning: delete {topic}: {e}");
@@ -348,7 +449,7 @@ impl Cluster {
         let start = Instant::now();
         let mut poked = false;
         while start.elapsed() < Duration::from_secs(10) {
-            match self.zk.exists(&paths::topic(topic)).await {
+            match zk.exists(&paths::topic(topic)).await {
                 Ok(None) => return,
                 Ok(Some(_)) => tokio::time::sleep(Duration::from_millis(20)).await,
                 Err(e) => {
@@ -359,8 +460,8 @@ impl Cluster {
             if !poked && start.elapsed() > Duration::from_secs(2) {
                 poked = true;
                 eprintln!("note: topic {topic} not deleted 2 s after the request; asking again");
-                let _ = self.zk.delete(&request, None).await;
-                let _ = self.zk.create_all(&request, b"", CreateMode::Persistent).await;
+                let _ = zk.delete(&request, None).await;
+                let _ = zk.create_all(&request, b"", CreateMode::Persistent).await;
             }
         }
         eprintln!("warning: topic {topic} still exists 10 s after its deletion was asked for");
@@ -405,7 +506,12 @@ impl Cluster {
                 let _ = admin.close().await;
             }
             None => {
-                let _ = self.zk.close().await;
+                if let Some(zk) = &self.zk {
+                    let _ = zk.close().await;
+                }
+                if let Some(kraft) = &self.kraft {
+                    kraft.close().await;
+                }
             }
         }
     }

@@ -1,4 +1,5 @@
-//! librdkafka (rdkafka crate, BaseConsumer) reading a filled topic back in Kafka 0.8.2 mode:
+//! librdkafka (rdkafka crate, BaseConsumer) reading a filled topic back in Kafka 0.8.2 mode (on
+//! the modern profile asking the brokers' versions, see `client_rdkafka::versions`):
 //! 0.8.2 has no group coordination API, so every partition is `assign()`ed at an explicit
 //! offset (0: the topic is fresh) and no offset is ever stored or committed. librdkafka needs
 //! a `group.id` for `assign()`; with 0.8.2 it only looks up the group's coordinator
@@ -21,10 +22,9 @@ const STALL: Duration = Duration::from_secs(30);
 
 /// The librdkafka properties of a consumer run.
 pub fn properties(spec: &ConsumeSpec) -> Vec<(&'static str, String)> {
-    vec![
-        ("bootstrap.servers", spec.brokers.clone()),
-        ("api.version.request", "false".into()),
-        ("broker.version.fallback", "0.8.2".into()),
+    let mut props = vec![("bootstrap.servers", spec.brokers.clone())];
+    props.extend(crate::client_rdkafka::versions(spec.timing.as_deref()));
+    props.extend([
         ("client.id", "librdkafka-bench".into()),
         ("group.id", format!("librdkafka-bench-{}", spec.topic)),
         ("enable.auto.commit", "false".into()),
@@ -35,7 +35,8 @@ pub fn properties(spec: &ConsumeSpec) -> Vec<(&'static str, String)> {
         ("fetch.message.max.bytes", spec.fetch_max_bytes.to_string()),
         ("fetch.wait.max.ms", spec.fetch_wait_ms.to_string()),
         ("socket.nagle.disable", "true".into()),
-    ]
+    ]);
+    props
 }
 
 pub fn run(spec: &ConsumeSpec, sink: Sink) -> Result<(), String> {

@@ -43,7 +43,7 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec,memory] 
                     [--codec-samples N] [--codec-sample-ms MS]
                     [--memory-queues 2000,100000,1000000] [--memory-codecs none,snappy] [--memory-repeat R]
                     [--redo N] [--max-other-cpu F] [--timeout-s S] [--wrap CMD] [--librdkafka KEY=VALUE]...
-                    [--testkit PATH] [--cluster-threads N] [--timing instant,kafka-0.8.2]
+                    [--testkit PATH] [--cluster-threads N] [--timing instant,kafka-0.8.2,modern]
                     [--real-timing-repeat R]
                     [--brokers HOST:PORT[,...] --zookeeper HOST:PORT[,...][/chroot]]
 
@@ -95,7 +95,10 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec,memory] 
                       core); it shares the machine's cores with the client under test
   --timing LIST       the brokers' timing profiles (default instant,kafka-0.8.2): instant
                       (answers at once) and kafka-0.8.2 (service time, throughput per broker
-                      and partition, followers' fetch: gregor_testkit::Timing::kafka_0_8_2).
+                      and partition, followers' fetch: gregor_testkit::Timing::kafka_0_8_2);
+                      also modern (gregor-testkit --modern: Kafka 3.7-4.x without ZooKeeper,
+                      answering at once; every client negotiates versions; no kafka-rust,
+                      no gregor-group, no memory suite).
                       A cluster of its own per profile, in turn; the producer, latency and
                       consumer suites run on each, the codec suite once; one report, a
                       summary and sections per profile
@@ -319,7 +322,8 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
             "--zookeeper" => zookeeper = Some(it.next().ok_or("--zookeeper needs HOST:PORT[/chroot]")?),
             "--timing" => {
                 fake_only.push("--timing");
-                a.timing = plan::parse_timing(&it.next().ok_or("--timing needs instant, kafka-0.8.2 or both")?)?;
+                a.timing =
+                    plan::parse_timing(&it.next().ok_or("--timing needs instant, kafka-0.8.2, modern or several")?)?;
             }
             "--real-timing-repeat" => {
                 fake_only.push("--real-timing-repeat");

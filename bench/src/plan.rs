@@ -4,22 +4,37 @@
 //! covers both profiles; the real-timing one then runs each cell once (`--real-timing-repeat`),
 //! its runs being several times longer, so that the whole run stays within about 40 minutes.
 
+use crate::spec::{Client, ConsumerClient};
 use crate::Args;
 
 /// Answers at once (`gregor_testkit::Timing::instant`).
 pub const INSTANT: &str = "instant";
 /// A real broker's timing (`gregor_testkit::Timing::kafka_0_8_2`).
 pub const REAL: &str = "kafka-0.8.2";
-/// Every profile, in the default run's order.
+/// The FakeCluster in its modern mode (`gregor-testkit --modern`: KRaft-style, Kafka 3.7-4.x,
+/// no ZooKeeper), answering at once: the clients negotiate versions and write RecordBatch v2.
+pub const MODERN: &str = "modern";
+/// The default run's profiles, in order.
 pub const PROFILES: [&str; 2] = [INSTANT, REAL];
+/// Every profile `--timing` takes.
+pub const ALL_PROFILES: [&str; 3] = [INSTANT, REAL, MODERN];
+
+/// Why a client or consumer of `--clients`/`--consumers` does not run on `profile` (the
+/// report says so), or None.
+pub fn left_out(profile: &str) -> Option<&'static str> {
+    (profile == MODERN).then_some(
+        "kafka-rust (Kafka 0.8 requests only, no version negotiation) and gregor-group (its group \
+         lives in ZooKeeper, which a modern cluster has not) do not run on the modern profile",
+    )
+}
 
 /// `--timing LIST`: the profiles named, in the order given, each once.
 pub fn parse_timing(list: &str) -> Result<Vec<String>, String> {
     let mut out: Vec<String> = Vec::new();
     for t in list.split(',').map(str::trim) {
-        if !PROFILES.contains(&t) {
+        if !ALL_PROFILES.contains(&t) {
             return Err(format!(
-                "--timing: unknown profile {t:?} (instant, kafka-0.8.2, or both: instant,kafka-0.8.2)"
+                "--timing: unknown profile {t:?} (instant, kafka-0.8.2, modern, or several: instant,kafka-0.8.2)"
             ));
         }
         if !out.iter().any(|o| o == t) {
@@ -50,12 +65,21 @@ impl Plan {
         self.timing.as_deref().unwrap_or("external")
     }
 
-    /// The options as this cluster's runs use them (its runs per cell).
+    /// The options as this cluster's runs use them (its runs per cell; on the modern profile,
+    /// the clients that speak to it).
     pub fn apply(&self, args: &Args) -> Args {
+        let modern = self.timing.as_deref() == Some(MODERN);
         Args {
             repeat: self.repeat,
             consumer_repeat: self.consumer_repeat,
             latency_repeat: self.latency_repeat,
+            clients: args.clients.iter().copied().filter(|c| !(modern && *c == Client::KafkaRust)).collect(),
+            consumers: args
+                .consumers
+                .iter()
+                .copied()
+                .filter(|c| !(modern && matches!(c, ConsumerClient::KafkaRust | ConsumerClient::GregorGroup)))
+                .collect(),
             ..args.clone()
         }
     }
@@ -74,8 +98,12 @@ pub fn plans(args: &Args) -> Vec<Plan> {
     if args.external.is_some() {
         return vec![Plan { memory: true, ..base(None) }];
     }
-    let memory_on =
-        if args.timing.iter().any(|t| t == REAL) { REAL } else { args.timing.first().map_or(REAL, String::as_str) };
+    // (never the modern profile: it answers at once, and a full queue is what it measures)
+    let memory_on = if args.timing.iter().any(|t| t == REAL) {
+        REAL
+    } else {
+        args.timing.iter().map(String::as_str).find(|t| *t != MODERN).unwrap_or(REAL)
+    };
     let several = args.timing.len() > 1;
     // given, it applies whatever the profiles; by default only beside another profile
     let real_repeat = args.real_timing_repeat.or(several.then_some(1));
@@ -116,6 +144,7 @@ mod tests {
         assert_eq!(parse_timing("instant").unwrap(), ["instant"]);
         assert_eq!(parse_timing("instant,kafka-0.8.2").unwrap(), ["instant", "kafka-0.8.2"]);
         assert_eq!(parse_timing("kafka-0.8.2, instant,kafka-0.8.2").unwrap(), ["kafka-0.8.2", "instant"]);
+        assert_eq!(parse_timing("modern,instant").unwrap(), ["modern", "instant"]);
         assert!(parse_timing("instant,slow").unwrap_err().contains("\"slow\""));
         assert!(parse_timing("").is_err());
     }
@@ -130,6 +159,8 @@ mod tests {
         assert_eq!(on(&[]), ["kafka-0.8.2"]);
         assert_eq!(on(&["--timing", "kafka-0.8.2,instant"]), ["kafka-0.8.2"]);
         assert_eq!(on(&["--timing", "instant"]), ["instant"]);
+        assert_eq!(on(&["--timing", "modern,instant", "--suites", "memory"]), ["instant"]);
+        assert!(on(&["--timing", "modern", "--suites", "memory"]).is_empty());
         assert_eq!(on(&["--brokers", "h:9092", "--zookeeper", "h:2181"]), ["external"]);
     }
 
@@ -170,5 +201,19 @@ mod tests {
         );
         let external = one(&["--brokers", "h:9092", "--zookeeper", "h:2181"]);
         assert_eq!(external, [of("external", 3, 3, 3, false)]);
+    }
+
+    #[test]
+    fn the_modern_profile_leaves_out_the_clients_that_cannot_speak_to_it() {
+        let p = plans_of(&["--timing", "instant,modern"]);
+        let args = crate::parse_args(vec!["--timing".into(), "instant,modern".into()]).unwrap();
+        let (instant, modern) = (p[0].apply(&args), p[1].apply(&args));
+        assert_eq!(instant.clients, args.clients);
+        assert_eq!(instant.consumers, args.consumers);
+        assert!(args.clients.contains(&Client::KafkaRust));
+        assert!(!modern.clients.contains(&Client::KafkaRust));
+        assert_eq!(modern.clients.len(), args.clients.len() - 1);
+        assert_eq!(modern.consumers, [ConsumerClient::GregorSimple, ConsumerClient::Librdkafka]);
+        assert!(left_out(MODERN).is_some() && left_out(INSTANT).is_none());
     }
 }

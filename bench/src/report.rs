@@ -133,7 +133,14 @@ fn escape(s: &str) -> String {
 pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String {
     let mut s = String::new();
     let (_, rdkafka_version) = rdkafka::util::get_rdkafka_version();
-    let _ = writeln!(s, "# Benchmarks: gregor vs librdkafka vs kafka-rust on Kafka 0.8.2\n");
+    let modern = args.external.is_none() && args.timing.iter().any(|t| t == crate::plan::MODERN);
+    let classic = args.external.is_some() || args.timing.iter().any(|t| t != crate::plan::MODERN);
+    let era = match (classic, modern) {
+        (true, true) => "Kafka 0.8.2 and a modern (3.7-4.x) cluster",
+        (false, true) => "a modern (Kafka 3.7-4.x) cluster",
+        _ => "Kafka 0.8.2",
+    };
+    let _ = writeln!(s, "# Benchmarks: gregor vs librdkafka vs kafka-rust on {era}\n");
     let _ = writeln!(
         s,
         "Written by the benchmark harness in `bench/` (method, fairness settings and options: \
@@ -161,7 +168,8 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
     let _ = writeln!(
         s,
         "| peers | librdkafka {rdkafka_version} (rdkafka crate 0.37, `api.version.request=false`, \
-         `broker.version.fallback=0.8.2`{}); kafka-rust (kafka crate 0.10) |",
+         `broker.version.fallback=0.8.2`; on the modern profile `api.version.request=true`{}); kafka-rust \
+         (kafka crate 0.10) |",
         if overrides.is_empty() { String::new() } else { format!("; set with --librdkafka: {}", overrides.join(", ")) }
     );
     let _ = writeln!(s, "| compiler | {} (release, `debug = 1`) |", m.rustc);
@@ -206,8 +214,9 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
                 .collect();
             let _ = writeln!(
                 s,
-                "| cluster | 3-broker FakeCluster + real ZooKeeper (`gregor-testkit`, a process of its own, {}); \
-                 {profiles}; every topic replication factor {}{} |",
+                "| cluster | 3-broker FakeCluster + real ZooKeeper (`gregor-testkit`, a process of its own, {}; \
+                 the modern profile's without ZooKeeper, `gregor-testkit --modern`); {profiles}; every topic \
+                 replication factor {}{} |",
                 args.cluster_threads
                     .map_or("its runtime with tokio's default worker threads, one per core".to_string(), |n| {
                         format!("its runtime with {n} worker thread(s), `--cluster-threads`")
@@ -281,6 +290,10 @@ fn timing_description(name: &str) -> String {
                 t.replica_fetch_delay.as_secs_f64() * 1e3
             )
         }
+        crate::plan::MODERN => "the FakeCluster's modern mode (Kafka 3.7-4.x, no ZooKeeper; topics made with \
+             CreateTopics), answering at once: every client asks the brokers' versions and writes RecordBatch \
+             v2; kafka-rust and gregor-group do not run"
+            .into(),
         _ => "answers at once".into(),
     }
 }
