@@ -54,6 +54,9 @@ cargo build --manifest-path fuzz/Cargo.toml --bins --locked
 step "tests"
 cargo test --workspace --lib --bins --tests --examples --locked
 cargo test --workspace --doc --locked
+# the benchmark's own unit tests (its options, plans and report), after the workspace's tests so
+# the crates they share are built once
+cargo test --manifest-path bench/Cargo.toml --locked
 
 # what the run left on disk (a CI machine's disk once filled up: stop 28)
 du -sh "$CARGO_TARGET_DIR" >&2 || true
