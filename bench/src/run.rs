@@ -410,7 +410,12 @@ pub async fn coordinate(args: Args) -> Result<bool, String> {
         }
         let mut profile = ProfileResults::new(plan.clone());
         profile.broker_ids = cluster.broker_ids.clone();
-        profile.notes.extend(plan.timing.as_deref().and_then(crate::plan::left_out).map(str::to_owned));
+        let kept = plan.apply(&args);
+        let fewer_producers = (args.suites.producer || args.suites.latency) && kept.clients.len() < args.clients.len();
+        let fewer_consumers = args.suites.consumer && kept.consumers.len() < args.consumers.len();
+        if fewer_producers || fewer_consumers {
+            profile.notes.extend(plan.timing.as_deref().and_then(crate::plan::left_out).map(str::to_owned));
+        }
         results.profiles.push(profile);
         let at = results.profiles.len() - 1;
         let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
