@@ -168,8 +168,8 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
     let _ = writeln!(
         s,
         "| peers | librdkafka {rdkafka_version} (rdkafka crate 0.37, `api.version.request=false`, \
-         `broker.version.fallback=0.8.2`; on the modern profile `api.version.request=true`{}); kafka-rust \
-         (kafka crate 0.10) |",
+         `broker.version.fallback=0.8.2`{}{}); kafka-rust (kafka crate 0.10) |",
+        if modern { "; on the modern profile `api.version.request=true`" } else { "" },
         if overrides.is_empty() { String::new() } else { format!("; set with --librdkafka: {}", overrides.join(", ")) }
     );
     let _ = writeln!(s, "| compiler | {} (release, `debug = 1`) |", m.rustc);
@@ -214,13 +214,13 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
                 .collect();
             let _ = writeln!(
                 s,
-                "| cluster | 3-broker FakeCluster + real ZooKeeper (`gregor-testkit`, a process of its own, {}; \
-                 the modern profile's without ZooKeeper, `gregor-testkit --modern`); {profiles}; every topic \
-                 replication factor {}{} |",
+                "| cluster | 3-broker FakeCluster + real ZooKeeper (`gregor-testkit`, a process of its own, {}{}); \
+                 {profiles}; every topic replication factor {}{} |",
                 args.cluster_threads
                     .map_or("its runtime with tokio's default worker threads, one per core".to_string(), |n| {
                         format!("its runtime with {n} worker thread(s), `--cluster-threads`")
                     }),
+                if modern { "; the modern profile's without ZooKeeper, `gregor-testkit --modern`" } else { "" },
                 args.rf,
                 if rss.is_empty() { String::new() } else { format!("; cluster RSS at the end {}", rss.join(", ")) }
             );
