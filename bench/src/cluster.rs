@@ -18,7 +18,6 @@ use gregor_admin::Admin;
 use gregor_net::{BrokerConnection, ConnectionConfig};
 use gregor_protocol::messages::{
     CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest, DeleteTopicState, DeleteTopicsRequest,
-    MetadataRequest,
 };
 use gregor_simple_consumer::{SimpleConsumer, SimpleConsumerConfig};
 use gregor_zk::payloads::TopicAssignment;
@@ -59,6 +58,27 @@ pub struct Cluster {
     /// On an external cluster: why deletions are no longer waited for (a topic outlived its
     /// deletion request: the brokers probably run without `delete.topic.enable=true`).
     deletion_off: RefCell<Option<String>>,
+}
+
+/// gregor's simple consumer on `brokers`: the bench's view of a cluster's metadata and offsets.
+fn consumer_of(brokers: &str) -> Result<SimpleConsumer, String> {
+    let config = SimpleConsumerConfig::builder()
+        .metadata_broker_list(brokers.to_owned())
+        .client_id("gregor-bench-verify")
+        .build()
+        .map_err(|e| e.to_string())?;
+    SimpleConsumer::new(config).map_err(|e| e.to_string())
+}
+
+/// The broker ids the brokers at `brokers` name in a Metadata answer, sorted.
+async fn metadata_broker_ids(brokers: &str) -> Result<Vec<i32>, String> {
+    let consumer = consumer_of(brokers)?;
+    let answered = consumer.metadata().refresh(&[]).await;
+    let mut ids: Vec<i32> = consumer.metadata().snapshot().brokers().map(|b| b.id).collect();
+    consumer.close().await;
+    answered.map_err(|e| chain(&e))?;
+    ids.sort_unstable();
+    Ok(ids)
 }
 
 /// An error and its sources, `a: b: c` (gregor's errors do not repeat their sources).
@@ -191,10 +211,9 @@ impl Cluster {
                 return Err(format!("connect to the modern cluster at {first}: {}", chain(&e)));
             }
         };
-        let version = kraft.version_for::<MetadataRequest>(0..=12).map_err(|e| chain(&e))?;
-        let answer = kraft.request(version, &MetadataRequest::default()).await.map_err(|e| chain(&e))?;
-        let mut broker_ids: Vec<i32> = answer.brokers.iter().map(|b| b.node_id).collect();
-        broker_ids.sort_unstable();
+        let broker_ids = metadata_broker_ids(brokers_s)
+            .await
+            .map_err(|e| format!("no broker of the modern cluster at {brokers_s} answered a Metadata request: {e}"))?;
         if broker_ids.len() != brokers {
             let _ = process.child.kill();
             return Err(format!("{} brokers in the modern cluster's metadata, wanted {brokers}", broker_ids.len()));
@@ -253,13 +272,9 @@ impl Cluster {
     /// there are enough of them for the replication factor.
     async fn check_brokers(&self, source: &str, rf: usize) -> Result<(), String> {
         let (brokers, zookeeper) = (&self.brokers, &self.zookeeper);
-        let consumer = self.consumer()?;
-        let answered = consumer.metadata().refresh(&[]).await;
-        let mut metadata_ids: Vec<i32> = consumer.metadata().snapshot().brokers().map(|b| b.id).collect();
-        consumer.close().await;
-        answered
-            .map_err(|e| format!("no broker of {brokers} ({source}) answered a Metadata request: {}", chain(&e)))?;
-        metadata_ids.sort_unstable();
+        let metadata_ids = metadata_broker_ids(brokers)
+            .await
+            .map_err(|e| format!("no broker of {brokers} ({source}) answered a Metadata request: {e}"))?;
         if metadata_ids != self.broker_ids {
             return Err(format!(
                 "the brokers at {brokers} report broker ids {metadata_ids:?} but ZooKeeper at {zookeeper} has \
@@ -376,12 +391,7 @@ impl Cluster {
     }
 
     fn consumer(&self) -> Result<SimpleConsumer, String> {
-        let config = SimpleConsumerConfig::builder()
-            .metadata_broker_list(self.brokers.clone())
-            .client_id("gregor-bench-verify")
-            .build()
-            .map_err(|e| e.to_string())?;
-        SimpleConsumer::new(config).map_err(|e| e.to_string())
+        consumer_of(&self.brokers)
     }
 
     /// The topic's high watermarks (log end offsets), per partition.

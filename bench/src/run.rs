@@ -420,7 +420,7 @@ pub async fn coordinate(args: Args) -> Result<bool, String> {
         let at = results.profiles.len() - 1;
         let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
         let mut co = Coordinator {
-            args: plan.apply(&args),
+            args: kept,
             timing: plan.timing.clone(),
             cluster,
             stamp,
