@@ -301,7 +301,9 @@ impl Cluster {
     pub fn describe(&self) -> String {
         match &self.process {
             Some(p) => {
-                format!("{} (zookeeper {}, pid {}, log {})", self.brokers, self.zookeeper, p.pid, p.log.display())
+                let zookeeper =
+                    if self.zk.is_some() { format!("zookeeper {}", self.zookeeper) } else { "no ZooKeeper".into() };
+                format!("{} ({zookeeper}, pid {}, log {})", self.brokers, p.pid, p.log.display())
             }
             None => {
                 format!("external, {} (zookeeper {}, broker ids {:?})", self.brokers, self.zookeeper, self.broker_ids)
