@@ -26,9 +26,10 @@
 //! by tokio's workers instead, the sending thread of a multi-thread runtime spent about a
 //! third of its time in the allocator.) The encoding (the CRC, the copy) happens in the
 //! sending thread's scratch buffer before the lock is taken, so threads sending at once encode
-//! in parallel; under the lock the message is copied to the end of the inbox's byte stream,
-//! and the record itself is queued without it (a `Packed` record: topic, partition, length,
-//! slot). The stream is made of blocks (4 KiB, doubling up to 64 KiB); the task takes the
+//! in parallel (no CRC while the producer's rounds go out as RecordBatch v2, which has none
+//! per message: `crate::crc`); under the lock the message is copied to the end of the inbox's
+//! byte stream, and the record itself is queued without it (a `Packed` record: topic,
+//! partition, length, slot). The stream is made of blocks (4 KiB, doubling up to 64 KiB); the task takes the
 //! blocks with the records, and [`Incoming::next`] gives each record its message as a slice of
 //! its block. So the sending thread touches no reference count per record: a record holding
 //! a handle on a shared buffer cost a count raised by the sending thread and lowered by the
@@ -47,6 +48,7 @@ use gregor_protocol::{EncodedMessage, Message};
 use tokio::sync::{oneshot, Notify};
 use tokio::time::Instant;
 
+use crate::crc::Crcs;
 use crate::delivery::{CloseReport, FlushReport, Pending, Slot};
 use crate::growth::reserve_one;
 use crate::message::SHARED_MAX;
@@ -286,6 +288,8 @@ impl Drop for Incoming {
 struct Queue {
     state: Mutex<State>,
     wake: Padded<Notify>,
+    /// Whether the sending threads compute their messages' CRCs (`crate::crc`).
+    crcs: Arc<Crcs>,
 }
 
 /// Its own cache lines (two 64-byte lines: adjacent-line prefetch pairs them): the task
@@ -322,6 +326,7 @@ pub(crate) fn inbox(names: Arc<TopicNames>) -> (InboxSender, InboxReceiver) {
             woken: false,
         }),
         wake: Padded(Notify::new()),
+        crcs: Arc::new(Crcs::default()),
     });
     (InboxSender { queue: queue.clone() }, InboxReceiver { queue })
 }
@@ -386,10 +391,15 @@ impl InboxSender {
             // is in use (a send from within a send on this thread: a waker that sends);
             // `Err`: the thread's locals are gone (a send from a thread-local destructor). All
             // but the first go the way of a large record below.
+            let crc = !self.queue.crcs.skip_at_send();
             let packed = SCRATCH.try_with(|scratch| {
                 let Ok(mut scratch) = scratch.try_borrow_mut() else { return Ok(None) };
                 scratch.clear();
-                message.encode(&mut scratch)?;
+                if crc {
+                    message.encode(&mut scratch)?;
+                } else {
+                    message.encode_without_crc(&mut scratch)?;
+                }
                 let mut state = self.queue.lock();
                 if state.closed {
                     return Ok(None);
@@ -442,6 +452,12 @@ pub(crate) struct InboxReceiver {
 }
 
 impl InboxReceiver {
+    /// Whether the sending threads compute their messages' CRCs, for the engine to say
+    /// (`crate::crc`).
+    pub(crate) fn crcs(&self) -> Arc<Crcs> {
+        self.queue.crcs.clone()
+    }
+
     /// Waits until what the task wants is queued (or a command, a record of a new topic, a
     /// sender waiting for room: see the module docs) and moves everything queued to the end of
     /// `into`; false once the sender is gone and nothing is left. Cancel safe: commands move
@@ -666,10 +682,14 @@ mod tests {
         let (c, _) = flush();
         assert!(tx.send(c).is_err(), "a closed inbox refuses");
         let message = Message::new(None, Some(bytes::Bytes::from_static(b"late")));
-        let (future, _result) = tokio::sync::oneshot::channel();
-        match tx.send_record(Topic::new("t"), None, &message, None, Slot::Future(future)) {
-            Err(Refused::Closed(topic, Slot::Future(_))) => assert_eq!(topic, "t", "the record's parts come back"),
-            _ => panic!("a closed inbox refuses records"),
+        // encoded with its CRC, and without (crate::crc)
+        for version in [2, 3] {
+            rx.crcs().round_in(version);
+            let (future, _result) = tokio::sync::oneshot::channel();
+            match tx.send_record(Topic::new("t"), None, &message, None, Slot::Future(future)) {
+                Err(Refused::Closed(topic, Slot::Future(_))) => assert_eq!(topic, "t", "the record's parts come back"),
+                _ => panic!("a closed inbox refuses records"),
+            }
         }
         let mut got = Incoming::default();
         rx.try_recv_all(&mut got);
@@ -695,7 +715,21 @@ mod tests {
 
     #[tokio::test]
     async fn small_and_large_records_and_commands_keep_their_order_across_blocks() {
+        keep_their_order_across_blocks(false).await;
+    }
+
+    /// The same with the producer's rounds going out as RecordBatch v2: the small records are
+    /// encoded without their CRC (`crate::crc`).
+    #[tokio::test]
+    async fn records_sent_without_their_crc_keep_their_order_across_blocks() {
+        keep_their_order_across_blocks(true).await;
+    }
+
+    async fn keep_their_order_across_blocks(without_crc: bool) {
         let (tx, mut rx) = inbox(TopicNames::new());
+        if without_crc {
+            rx.crcs().round_in(crate::engine::FIRST_RECORD_BATCH_VERSION);
+        }
         let mut expected = Vec::new();
         let mut results = Vec::new();
         // 300-byte values fill the 4 KiB first block after 13 records and the blocks after it
@@ -725,7 +759,14 @@ mod tests {
         assert_eq!(got.len(), expected.len());
         for (command, expected) in got.iter().zip(&expected) {
             match expected {
-                Some(v) => assert_eq!(&value(command), v),
+                Some(v) => {
+                    assert_eq!(&value(command), v);
+                    let Command::Record(p) = command else { unreachable!("a record's value was read") };
+                    let crc = crc32fast::hash(&p.message().as_bytes()[4..]);
+                    // a large record has its own allocation, encoded with its CRC as before
+                    let left_out = without_crc && v.len() <= SHARED_MAX;
+                    assert_eq!(p.message().crc(), if left_out { 0 } else { crc });
+                }
                 None => assert!(matches!(command, Command::Flush { .. })),
             }
         }

@@ -130,6 +130,7 @@ mod blocks;
 mod bounds;
 mod buffers;
 pub mod config;
+mod crc;
 mod delivery;
 mod engine;
 mod error;

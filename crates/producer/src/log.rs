@@ -27,7 +27,7 @@ use gregor_protocol::{EncodedMessage, MessageSet};
 use crate::buffers::Kept;
 
 /// Bytes before each message in a set: its offset (8) and size (4).
-const ENTRY_HEADER: usize = 12;
+pub(crate) const ENTRY_HEADER: usize = 12;
 
 const MIN_BLOCK: usize = 1024;
 const MAX_BLOCK: usize = 64 * 1024;

@@ -144,6 +144,23 @@ impl Message {
     ///
     /// [`Error::TooLong`] for a key or value over `i32::MAX` bytes.
     pub fn encode(&self, buf: &mut BytesMut) -> Result<()> {
+        self.encode_crc(buf, true)
+    }
+
+    /// Appends the message with its CRC field left 0: for a producer that sends it as a
+    /// RecordBatch v2 record (whose batch has a CRC-32C of its own and no per-record CRC), and
+    /// fills the CRC in ([`fill_crc`]) only where the message goes out as a Message v0. Every
+    /// reader that checks CRCs rejects the message until then.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TooLong`] for a key or value over `i32::MAX` bytes.
+    pub fn encode_without_crc(&self, buf: &mut BytesMut) -> Result<()> {
+        self.encode_crc(buf, false)
+    }
+
+    /// [`Message::encode`], computing the CRC when `crc`.
+    fn encode_crc(&self, buf: &mut BytesMut, crc: bool) -> Result<()> {
         let (key, value) = (self.key.as_deref(), self.value.as_deref());
         // both lengths checked before anything is written: `buf` is left as it was on error
         let (key_len, value_len) = self.field_lengths()?;
@@ -163,8 +180,9 @@ impl Message {
         if let Some(value) = value {
             buf.extend_from_slice(value);
         }
-        let crc = crc32fast::hash(&buf[crc_at + 4..]);
-        buf[crc_at..crc_at + 4].copy_from_slice(&crc.to_be_bytes());
+        if crc {
+            fill_crc(&mut buf[crc_at..]);
+        }
         Ok(())
     }
 
@@ -926,6 +944,16 @@ impl EncodedMessage {
     }
 }
 
+/// Writes the CRC of the message v0 or v1 that fills `message` (from its magic on) into its
+/// first four bytes: what [`Message::encode_without_crc`] left out. A message shorter than its
+/// CRC and magic is left as it is.
+pub fn fill_crc(message: &mut [u8]) {
+    if message.len() > 4 {
+        let crc = crc32fast::hash(&message[4..]);
+        message[..4].copy_from_slice(&crc.to_be_bytes());
+    }
+}
+
 /// True when `bytes` is one message v0 as [`Message::encode`] lays it out: magic 0, and the key
 /// and value lengths fill the bytes exactly (the CRC is not checked).
 fn is_one_message(bytes: &[u8]) -> bool {
@@ -1397,6 +1425,26 @@ mod tests {
         let e = EncodedMessage::encode_into(&m, &mut buf).unwrap();
         assert_eq!(&buf[..], b"abc");
         assert_eq!(e.to_message(), m);
+    }
+
+    #[test]
+    fn a_message_encoded_without_its_crc_is_refused_until_the_crc_is_filled_in() {
+        for m in [Message::new(b("key"), b("value")), Message::new(None, None), Message::new(None, b("v"))] {
+            let mut whole = BytesMut::from(&b"ab"[..]);
+            m.encode(&mut whole).unwrap();
+            let mut open = BytesMut::from(&b"ab"[..]);
+            m.encode_without_crc(&mut open).unwrap();
+            assert_eq!(&open[..6], b"ab\0\0\0\0", "the CRC field is left 0");
+            assert_eq!(open[6..], whole[6..], "everything after the CRC as encode writes it");
+            let refused = Message::decode(Bytes::copy_from_slice(&open[2..]), MessageLocation::default);
+            assert!(matches!(refused, Err(Error::Crc { stored: 0, .. })), "{refused:?}");
+            fill_crc(&mut open[2..]);
+            assert_eq!(open, whole);
+            assert_eq!(Message::decode(open.split_off(2).freeze(), MessageLocation::default).unwrap(), m);
+        }
+        let mut short = [1u8, 2, 3, 4];
+        fill_crc(&mut short);
+        assert_eq!(short, [1, 2, 3, 4], "too short to hold a message: left as it is");
     }
 
     #[test]

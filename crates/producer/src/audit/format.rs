@@ -94,9 +94,13 @@ pub fn fingerprint(key: Option<&[u8]>, value: Option<&[u8]>) -> u32 {
 }
 
 /// The fingerprint of an application's record: its encoded message's CRC (records are
-/// uncompressed messages with attributes 0, so this is [`fingerprint`] of its key and value).
+/// uncompressed messages with attributes 0, so this is [`fingerprint`] of its key and value),
+/// computed here when `send` left it out (0: `crate::crc`).
 pub(crate) fn message_fingerprint(m: &EncodedMessage) -> u32 {
-    m.crc()
+    match m.crc() {
+        0 => fingerprint(m.key(), m.to_message().value.as_deref()),
+        crc => crc,
+    }
 }
 
 /// Offsets `first..=last` a producer had acknowledged, and the sum of their fingerprints
@@ -320,6 +324,11 @@ mod tests {
             m.encode(&mut buf).unwrap();
             assert_eq!(fingerprint(key, value).to_be_bytes(), buf[..4], "{key:?} {value:?}");
             assert_eq!(message_fingerprint(&EncodedMessage::encode(&m).unwrap()), fingerprint(key, value));
+            // a message `send` left without its CRC (crate::crc): computed here
+            let mut open = bytes::BytesMut::new();
+            m.encode_without_crc(&mut open).unwrap();
+            let open = EncodedMessage::from_bytes(open.freeze()).unwrap();
+            assert_eq!((open.crc(), message_fingerprint(&open)), (0, fingerprint(key, value)));
         }
     }
 

@@ -98,6 +98,11 @@ impl Engine {
                 // records that kept their own bytes (appended without the log: tests)
                 None => MessageSet::from_encoded(records.iter().map(|p| p.message()), Compression::None),
             };
+            // a chunk is a Message v0 wrapper: its messages' CRCs are read (`crate::crc`)
+            let plain = plain.map(|plain| match self.rounds.crcs.may_be_missing() {
+                true => crate::crc::with_crcs(&plain),
+                false => plain,
+            });
             let set = match plain {
                 Ok(plain) => match (&self.rounds.compressing, tokio::runtime::Handle::try_current()) {
                     // current-thread: gzip on the blocking pool, within the rounds' budget of
@@ -286,6 +291,37 @@ mod tests {
         e.start_chunks();
         assert!(!e.chunks.made.contains_key(&tp) && e.chunks.waiting.is_empty());
         assert!(e.acc.take_loose(&tp, true).is_none(), "let go");
+    }
+
+    /// A chunk is a Message v0 wrapper: once `send` may have left CRCs out (the producer's
+    /// rounds went out as RecordBatch v2 for a while), its messages get theirs computed.
+    #[tokio::test]
+    async fn a_chunk_of_messages_sent_without_their_crc_has_them_computed() {
+        let mut e = engine_with(Compression::Snappy);
+        let tp = PartitionKey::new("t", 0);
+        e.acc.set_leader(&tp, Some(1));
+        e.rounds.crcs.round_in(crate::engine::FIRST_RECORD_BATCH_VERSION);
+        e.rounds.crcs.round_in(2);
+        let open = |seq: u64, value: &str| {
+            let mut bytes = bytes::BytesMut::new();
+            gregor_protocol::Message::new(None, Some(bytes::Bytes::copy_from_slice(value.as_bytes())))
+                .encode_without_crc(&mut bytes)
+                .unwrap();
+            let message = gregor_protocol::EncodedMessage::from_bytes(bytes.freeze()).unwrap();
+            let mut p = Pending::new(crate::topic::TopicId::UNREGISTERED, Some(0), message, None, None);
+            p.seq = seq;
+            p
+        };
+        // records not in the arena count as large: two make a chunk's worth
+        for seq in 0..2 {
+            e.acc.append(&tp, open(seq, &format!("value {seq}")), Instant::now());
+        }
+        e.start_chunks();
+        let chunk = e.chunks.made.get_mut(&tp).and_then(VecDeque::pop_front).expect("a chunk made");
+        let ChunkSet::Done(set) = chunk.set else { panic!("compressed in place on a current-thread runtime") };
+        let decoded = set.unwrap().decode(&gregor_protocol::message::DecodeOptions::default()).unwrap();
+        let values: Vec<_> = decoded.messages.iter().map(|m| m.message.value.clone().unwrap()).collect();
+        assert_eq!(values, [bytes::Bytes::from("value 0"), bytes::Bytes::from("value 1")]);
     }
 
     /// The chunks' wrappers and the other records' one make one set whose messages are the

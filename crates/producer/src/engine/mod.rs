@@ -38,6 +38,8 @@ mod read_back;
 mod rounds;
 mod route;
 
+pub(crate) use format::FIRST_RECORD_BATCH_VERSION;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -151,13 +153,14 @@ impl Engine {
             },
         });
         let idempotent = config.enable_idempotence();
+        let crcs = inbox.crcs();
         Engine {
             partitioner: PartitionerState::new(config.partitioner().clone()),
             meta: Metadata::new(cache, &config),
             config,
             acc,
             input: Inbound::new(inbox),
-            rounds: Rounds::new(idempotent),
+            rounds: Rounds::new(idempotent, crcs),
             chunks: Chunks::default(),
             out: Outbox::new(permits, observer),
             read_backs: ReadBacks::default(),

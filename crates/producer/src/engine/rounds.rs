@@ -25,6 +25,7 @@ use super::{Completion, Engine, TaskKind};
 use crate::accumulator::{Batch, PartitionKey, Round};
 use crate::bounds::held_by_batch;
 use crate::buffers::SetBuffers;
+use crate::crc::Crcs;
 use crate::delivery::Pending;
 use crate::error::Error;
 use crate::outcome::{self, Action, Answer, MetadataAction, RetryPolicy, Verdict};
@@ -140,10 +141,12 @@ pub(super) struct Rounds {
     pub(super) responses: FuturesUnordered<Pin<Box<dyn Future<Output = Completion> + Send>>>,
     /// The allocations compressed sets are written into (`crate::buffers`).
     pub(super) sets: SetBuffers,
+    /// Told each round's format; says whether a Message v0 set may lack CRCs (`crate::crc`).
+    pub(super) crcs: Arc<Crcs>,
 }
 
 impl Rounds {
-    pub(super) fn new(idempotent: bool) -> Rounds {
+    pub(super) fn new(idempotent: bool, crcs: Arc<Crcs>) -> Rounds {
         Rounds {
             in_flight: HashMap::new(),
             queue_order: HashMap::new(),
@@ -158,6 +161,7 @@ impl Rounds {
             idem: idempotent.then(Idempotence::default),
             responses: FuturesUnordered::new(),
             sets: SetBuffers::default(),
+            crcs,
         }
     }
 }
@@ -296,6 +300,7 @@ impl Engine {
         let previous = self.rounds.queue_order.insert(broker, queued_rx);
         let compressing = self.rounds.compressing.clone().filter(|_| to_compress >= OFFLOAD_COMPRESSION);
         let sets = self.rounds.sets.clone();
+        let crcs = self.rounds.crcs.clone();
         let handle = self.tasks.spawn(async move {
             let mut sources = sources;
             for (_, source) in &mut sources {
@@ -332,14 +337,16 @@ impl Engine {
                 None => None,
             };
             let format = Format::of(version);
+            crcs.round_in(version);
+            let fill = crcs.may_be_missing();
             let (request, encoded) = if let Some(compressing) = compressing {
                 // milliseconds of CPU for a large gzip set: not on the runtime's only thread
                 offload(compressing, move || {
-                    produce_request((acks, timeout), sources, format, producer, &sequences, &extras, &sets)
+                    produce_request((acks, timeout), sources, format, producer, &sequences, &extras, &sets, fill)
                 })
                 .await
             } else {
-                produce_request((acks, timeout), sources, format, producer, &sequences, &extras, &sets)
+                produce_request((acks, timeout), sources, format, producer, &sequences, &extras, &sets, fill)
             };
             Kept::built(&kept, &encoded);
             let result = async {
@@ -409,8 +416,18 @@ impl Engine {
         let Ok(version) = conn.client_version::<ProduceRequest>() else {
             return Err(sources);
         };
-        let (request, encoded) =
-            produce_request((acks, timeout), sources, Format::of(version), None, sequences, extras, &self.rounds.sets);
+        self.rounds.crcs.round_in(version);
+        let fill = self.rounds.crcs.may_be_missing();
+        let (request, encoded) = produce_request(
+            (acks, timeout),
+            sources,
+            Format::of(version),
+            None,
+            sequences,
+            extras,
+            &self.rounds.sets,
+            fill,
+        );
         Kept::built(kept, &encoded);
         if request.topics.is_empty() {
             // nothing could be encoded: nothing to send
@@ -633,6 +650,9 @@ async fn queue_then_wait(
 /// The Produce request of a round (run by the round's task): each batch's set, built in
 /// `format` from its messages unless it came built (converted when it came built in the other
 /// format), under its topic; and per batch what was built here, to hand back to the engine.
+/// With `fill`, messages that go out as Message v0 get the CRCs `send` may have left out
+/// (`crate::crc`).
+#[allow(clippy::too_many_arguments)] // the round's parts, each its own
 fn produce_request(
     (acks, timeout): (i16, i32),
     sources: Vec<(PartitionKey, SetSource)>,
@@ -641,7 +661,9 @@ fn produce_request(
     sequences: &[Option<i32>],
     extras: &[Vec<(usize, RecordExtra)>],
     sets: &SetBuffers,
+    fill: bool,
 ) -> (ProduceRequest, Vec<Option<Result<MessageSet, gregor_protocol::Error>>>) {
+    let with_crcs = |set: MessageSet| if fill { crate::crc::with_crcs(&set) } else { set };
     let mut topics: Vec<ProduceTopic> = Vec::new();
     let mut encoded = Vec::with_capacity(sources.len());
     for (((tp, source), sequence), extras) in sources.into_iter().zip(sequences).zip(extras) {
@@ -687,17 +709,19 @@ fn produce_request(
                 _ => (to_record_batch(&set, codec, timestamp, numbered, extras), true),
             },
             (SetSource::Plain(plain, codec), Format::MessageSet { .. }) => {
-                (plain.compress_with(codec, |n| sets.take(n)), true)
+                (with_crcs(plain).compress_with(codec, |n| sets.take(n)), true)
             }
             (SetSource::Plain(plain, codec), Format::RecordBatch { timestamp, .. }) => {
                 (to_record_batch(&plain, codec, timestamp, numbered, extras), true)
             }
+            // the rest compressed into a Message v0 wrapper, and read back from it for a
+            // RecordBatch: its CRCs are checked there
             (SetSource::Chunked(chunks, rest, codec), Format::MessageSet { .. }) => {
-                (join_chunks(chunks, rest, codec), true)
+                (join_chunks(chunks, rest.map(with_crcs), codec), true)
             }
             (SetSource::Chunked(chunks, rest, codec), Format::RecordBatch { timestamp, .. }) => {
                 // chunks made before the leader's versions were known: read back, laid out anew
-                let built = join_chunks(chunks, rest, codec);
+                let built = join_chunks(chunks, rest.map(with_crcs), codec);
                 (built.and_then(|set| to_record_batch(&set, codec, timestamp, numbered, extras)), true)
             }
         };
@@ -718,4 +742,71 @@ fn produce_request(
         }
     }
     (ProduceRequest { required_acks: acks, timeout, topics, ..Default::default() }, encoded)
+}
+
+#[cfg(test)]
+mod tests {
+    use gregor_protocol::message::DecodeOptions;
+
+    use super::*;
+    use crate::crc::tests::set;
+
+    /// The values of each partition's set in `request`, read as a consumer reads them (every
+    /// CRC checked), or the reader's error.
+    fn read(request: &ProduceRequest) -> Vec<Result<Vec<String>, gregor_protocol::Error>> {
+        let sets = request.topics.iter().flat_map(|t| &t.partitions).map(|p| &p.message_set);
+        sets.map(|set| {
+            let mut values = Vec::new();
+            for batch in gregor_protocol::Batches::new(set.as_bytes().clone(), &DecodeOptions::default()) {
+                for record in batch?.records() {
+                    values.push(String::from_utf8(record?.value.unwrap().to_vec()).unwrap());
+                }
+            }
+            Ok(values)
+        })
+        .collect()
+    }
+
+    /// Batches of messages `send` left without their CRC, in every way a set reaches a round:
+    /// the log's set to send as it is or to compress, the rest after chunks.
+    fn sources() -> Vec<(PartitionKey, SetSource)> {
+        let values = ["a", "bb", "ccc", "dddd"];
+        let open = || set(&values, &[0, 2, 3]);
+        vec![
+            (PartitionKey::new("t", 0), SetSource::Plain(open(), Compression::None)),
+            (PartitionKey::new("t", 1), SetSource::Plain(open(), Compression::Snappy)),
+            (PartitionKey::new("t", 2), SetSource::Chunked(Vec::new(), Some(open()), Compression::Lz4)),
+        ]
+    }
+
+    /// The round's request, and per batch whether it could be built.
+    fn round(format: Format, fill: bool) -> (ProduceRequest, Vec<bool>) {
+        let extras = vec![Vec::new(); 3];
+        let (request, encoded) =
+            produce_request((1, 1000), sources(), format, None, &[None; 3], &extras, &SetBuffers::default(), fill);
+        (request, encoded.iter().map(|e| e.as_ref().is_none_or(Result::is_ok)).collect())
+    }
+
+    #[test]
+    fn messages_without_their_crc_get_it_when_they_go_out_as_message_v0() {
+        let values: Vec<String> = ["a", "bb", "ccc", "dddd"].map(String::from).to_vec();
+        for version in [0, 2] {
+            let (request, built) = round(Format::MessageSet { version }, true);
+            assert_eq!(built, [true; 3]);
+            for read in read(&request) {
+                assert_eq!(read.unwrap(), values);
+            }
+        }
+        // without `fill` they would have gone out as they were, and been refused
+        let (unfilled, _) = round(Format::MessageSet { version: 2 }, false);
+        assert!(read(&unfilled)[0].as_ref().is_err_and(|e| matches!(e, gregor_protocol::Error::Crc { stored: 0, .. })));
+        // a RecordBatch has no CRC per record: the log's set is laid out as it is; the rest
+        // after chunks is compressed as Message v0 first, and read back from it (its CRCs
+        // checked)
+        let (request, built) = round(Format::RecordBatch { version: 3, timestamp: 1 }, true);
+        assert_eq!(built, [true; 3]);
+        assert!(read(&request).into_iter().all(|read| read.unwrap() == values));
+        let (_, built) = round(Format::RecordBatch { version: 3, timestamp: 1 }, false);
+        assert_eq!(built, [true, true, false]);
+    }
 }
