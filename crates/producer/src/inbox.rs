@@ -26,10 +26,12 @@
 //! by tokio's workers instead, the sending thread of a multi-thread runtime spent about a
 //! third of its time in the allocator.) The encoding (the CRC, the copy) happens in the
 //! sending thread's scratch buffer before the lock is taken, so threads sending at once encode
-//! in parallel (no CRC while the producer's rounds go out as RecordBatch v2, which has none
-//! per message: `crate::crc`); under the lock the message is copied to the end of the inbox's
-//! byte stream, and the record itself is queued without it (a `Packed` record: topic,
-//! partition, length, slot). The stream is made of blocks (4 KiB, doubling up to 64 KiB); the task takes the
+//! in parallel; under the lock the message is copied to the end of the inbox's byte stream.
+//! While the producer's rounds go out as RecordBatch v2, which has no CRC per message
+//! (`crate::crc`), there is no CRC to compute: the message is encoded under the lock straight
+//! into the stream, one copy of its key and value where the scratch buffer took two. Either
+//! way the record itself is queued without it (a `Packed` record: topic, partition, length,
+//! slot). The stream is made of blocks (4 KiB, doubling up to 64 KiB); the task takes the
 //! blocks with the records, and [`Incoming::next`] gives each record its message as a slice of
 //! its block. So the sending thread touches no reference count per record: a record holding
 //! a handle on a shared buffer cost a count raised by the sending thread and lowered by the
@@ -140,16 +142,32 @@ struct Stream {
 
 impl Stream {
     fn push(&mut self, message: &[u8]) {
-        if self.block.capacity() - self.block.len() < message.len() {
+        self.room(message.len());
+        self.block.extend_from_slice(message);
+        self.pushed += message.len();
+    }
+
+    /// Encodes `message` (`len` bytes) at the end of the stream, without its CRC
+    /// (`crate::crc`): the one copy of its key and value on the sending thread.
+    fn push_without_crc(&mut self, message: &Message, len: usize) -> Result<(), gregor_protocol::Error> {
+        self.room(len);
+        // nothing is written when the message cannot be encoded
+        message.encode_without_crc(&mut self.block)?;
+        self.pushed += len;
+        Ok(())
+    }
+
+    /// Makes room for `len` more bytes in the block being filled: a new block when they do not
+    /// fit.
+    fn room(&mut self, len: usize) {
+        if self.block.capacity() - self.block.len() < len {
             if !self.block.is_empty() {
                 self.full.push(self.block.split().freeze());
             }
             let size = if self.next == 0 { FIRST_BLOCK } else { self.next };
             self.next = (size * 2).min(BLOCK);
-            self.block = BytesMut::with_capacity(size.max(message.len()));
+            self.block = BytesMut::with_capacity(size.max(len));
         }
-        self.block.extend_from_slice(message);
-        self.pushed += message.len();
     }
 
     /// Moves every byte pushed so far to the end of `into` (the block's spare room stays).
@@ -387,29 +405,42 @@ impl InboxSender {
         let mut slot = Some(slot);
         // a record with a timestamp or headers goes whole (its extra is an allocation anyway)
         if len <= SHARED_MAX && extra.is_none() {
-            // `Ok(Some(wake))`: queued; `Ok(None)`: the inbox is closed, or the scratch buffer
-            // is in use (a send from within a send on this thread: a waker that sends);
-            // `Err`: the thread's locals are gone (a send from a thread-local destructor). All
-            // but the first go the way of a large record below.
-            let crc = !self.queue.crcs.skip_at_send();
-            let packed = SCRATCH.try_with(|scratch| {
-                let Ok(mut scratch) = scratch.try_borrow_mut() else { return Ok(None) };
-                scratch.clear();
-                if crc {
-                    message.encode(&mut scratch)?;
-                } else {
-                    message.encode_without_crc(&mut scratch)?;
-                }
-                let mut state = self.queue.lock();
-                if state.closed {
-                    return Ok(None);
-                }
-                state.stream.push(&scratch);
+            // under the lock: the message's bytes in the stream, then its record
+            let queue = |mut state: MutexGuard<'_, State>, slot: &mut Option<Slot>| {
                 let slot = slot.take().expect("a record has one slot");
                 // a topic not seen before wakes the task (its metadata is to be asked for)
                 let (topic, new) = state.topics.id_new(&topic);
-                Ok(Some(state.enqueue(Queued::Packed(Packed { topic, partition, len: len as u32, slot }), new)))
-            });
+                state.enqueue(Queued::Packed(Packed { topic, partition, len: len as u32, slot }), new)
+            };
+            // `Ok(Ok(Some(wake)))`: queued; `Ok(Ok(None))`: the inbox is closed, or the
+            // scratch buffer is in use (a send from within a send on this thread: a waker that
+            // sends); `Err`: the thread's locals are gone (a send from a thread-local
+            // destructor). All but the first go the way of a large record below.
+            let packed = if self.queue.crcs.skip_at_send() {
+                // no CRC to compute: encoded straight into the stream, under the lock (as the
+                // copy from the scratch buffer would be), with no scratch copy
+                let mut state = self.queue.lock();
+                if state.closed {
+                    Ok(Ok(None))
+                } else {
+                    match state.stream.push_without_crc(message, len) {
+                        Ok(()) => Ok(Ok(Some(queue(state, &mut slot)))),
+                        Err(e) => Ok(Err(e)),
+                    }
+                }
+            } else {
+                SCRATCH.try_with(|scratch| {
+                    let Ok(mut scratch) = scratch.try_borrow_mut() else { return Ok(None) };
+                    scratch.clear();
+                    message.encode(&mut scratch)?;
+                    let mut state = self.queue.lock();
+                    if state.closed {
+                        return Ok(None);
+                    }
+                    state.stream.push(&scratch);
+                    Ok(Some(queue(state, &mut slot)))
+                })
+            };
             match packed {
                 Ok(Ok(Some(wake))) => {
                     // the wake-up outside the lock and the scratch buffer
@@ -719,7 +750,7 @@ mod tests {
     }
 
     /// The same with the producer's rounds going out as RecordBatch v2: the small records are
-    /// encoded without their CRC (`crate::crc`).
+    /// encoded straight into the stream, without their CRC (`crate::crc`).
     #[tokio::test]
     async fn records_sent_without_their_crc_keep_their_order_across_blocks() {
         keep_their_order_across_blocks(true).await;
