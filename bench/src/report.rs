@@ -715,22 +715,45 @@ fn consumer_section(s: &mut String, args: &Args, res: &ProfileResults, title: &s
          last message (start-up included: connecting, metadata, the group's registration and \
          rebalance); start-up ms = creating the consumer to its first message handed to the app. \
          fetch.message.max.bytes={} and fetch.wait.max.ms={} for every client, CRCs checked by every \
-         client (librdkafka: check.crcs=true).\n\n\
-         * gregor-simple: a task per partition on tokio's multi-thread runtime, each reading its \
-         partition with `SimpleConsumer::fetch_partition` in a loop, one `SimpleConsumer` shared (its \
-         Fetch requests to a leader pipelined).\n\
-         * gregor-group: the ZooKeeper high-level consumer, one member of a fresh group with {}, a task per stream on tokio's multi-thread runtime, auto.commit.enable=false, \
-         auto.offset.reset=smallest, queued.max.message.chunks at its default.\n\
-         * librdkafka: BaseConsumer, `assign()` of every partition at offset 0, no offset store or \
-         commit, one `poll` per message, its prefetching (queued.min.messages) at its defaults.\n\
-         * kafka-rust: `Consumer` of every partition, no group, no offset storage, from the earliest \
-         offset; synchronous `poll()`.\n",
-        args.messages,
-        args.consumer_repeat,
-        args.fetch_max_bytes,
-        args.fetch_wait_ms,
-        args.streams.map_or("one stream per partition".into(), |n| format!("{n} stream(s)"))
+         client (librdkafka: check.crcs=true).\n",
+        args.messages, args.consumer_repeat, args.fetch_max_bytes, args.fetch_wait_ms,
     );
+    // the consumers of this cluster's runs (the modern profile has no group in ZooKeeper and
+    // no kafka-rust)
+    let streams = args.streams.map_or("one stream per partition".into(), |n| format!("{n} stream(s)"));
+    let described = [
+        (
+            ConsumerClient::GregorSimple,
+            "gregor-simple: a task per partition on tokio's multi-thread runtime, each reading its \
+             partition with `SimpleConsumer::fetch_partition` in a loop, one `SimpleConsumer` shared (its \
+             Fetch requests to a leader pipelined)."
+                .to_owned(),
+        ),
+        (
+            ConsumerClient::GregorGroup,
+            format!(
+                "gregor-group: the ZooKeeper high-level consumer, one member of a fresh group with {streams}, a \
+                 task per stream on tokio's multi-thread runtime, auto.commit.enable=false, \
+                 auto.offset.reset=smallest, queued.max.message.chunks at its default."
+            ),
+        ),
+        (
+            ConsumerClient::Librdkafka,
+            "librdkafka: BaseConsumer, `assign()` of every partition at offset 0, no offset store or \
+             commit, one `poll` per message, its prefetching (queued.min.messages) at its defaults."
+                .to_owned(),
+        ),
+        (
+            ConsumerClient::KafkaRust,
+            "kafka-rust: `Consumer` of every partition, no group, no offset storage, from the earliest \
+             offset; synchronous `poll()`."
+                .to_owned(),
+        ),
+    ];
+    for (_, line) in described.iter().filter(|(c, _)| args.consumers.contains(c)) {
+        let _ = writeln!(s, "* {line}");
+    }
+    let _ = writeln!(s);
     let _ = writeln!(
         s,
         "| partitions | codec | client | msg/s | MB/s | CPU s/M msgs | peak RSS MiB | start-up ms | cluster CPU s | other CPU s |"
@@ -1035,6 +1058,24 @@ fn codec_section(s: &mut String, args: &Args, res: &Results) {
 
 fn notes_section(s: &mut String, args: &Args, res: &Results, several: bool) {
     let _ = writeln!(s, "## Notes\n");
+    // the notes are of the clients and consumers that ran on some cluster of the run
+    let ran = |args: &Args| -> Args {
+        if res.profiles.is_empty() {
+            return args.clone();
+        }
+        let each: Vec<Args> = res.profiles.iter().map(|p| p.plan.apply(args)).collect();
+        Args {
+            clients: args.clients.iter().copied().filter(|c| each.iter().any(|a| a.clients.contains(c))).collect(),
+            consumers: args
+                .consumers
+                .iter()
+                .copied()
+                .filter(|c| each.iter().any(|a| a.consumers.contains(c)))
+                .collect(),
+            ..args.clone()
+        }
+    };
+    let args = &ran(args);
     let mut na: Vec<String> = Vec::new();
     for c in &args.clients {
         for codec in &args.codecs {
@@ -1090,4 +1131,43 @@ fn notes_section(s: &mut String, args: &Args, res: &Results, several: bool) {
         args.max_other * 100.0,
         args.redo
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::ProfileResults;
+
+    /// The notes and the consumer section of a run of `argv` whose clusters came up (no rows).
+    fn rendered(argv: &[&str]) -> (String, String) {
+        let args = crate::parse_args(argv.iter().map(|a| a.to_string()).collect()).unwrap();
+        let res = Results {
+            profiles: crate::plan::plans(&args).into_iter().map(ProfileResults::new).collect(),
+            ..Default::default()
+        };
+        let mut notes = String::new();
+        notes_section(&mut notes, &args, &res, false);
+        let mut consumers = String::new();
+        for p in &res.profiles {
+            consumer_section(&mut consumers, &p.plan.apply(&args), p, "");
+        }
+        (notes, consumers)
+    }
+
+    #[test]
+    fn the_report_describes_only_the_clients_that_ran() {
+        let argv = ["--suites", "producer,consumer", "--codecs", "none,lz4"];
+        let (notes, consumers) = rendered(&argv);
+        assert!(notes.contains("producer kafka-rust with lz4: n/a"), "{notes}");
+        assert!(notes.contains("kafka-rust 0.10's fetch decoder"), "{notes}");
+        assert!(consumers.contains("* gregor-group:") && consumers.contains("* kafka-rust:"), "{consumers}");
+        // the modern profile runs neither kafka-rust nor gregor-group
+        let (notes, consumers) = rendered(&[&argv[..], &["--timing", "modern"]].concat());
+        assert!(!notes.contains("kafka-rust"), "{notes}");
+        assert!(!consumers.contains("* gregor-group:") && !consumers.contains("* kafka-rust:"), "{consumers}");
+        assert!(consumers.contains("* gregor-simple:") && consumers.contains("* librdkafka:"), "{consumers}");
+        // beside another profile they ran there
+        let (notes, _) = rendered(&[&argv[..], &["--timing", "modern,instant"]].concat());
+        assert!(notes.contains("producer kafka-rust with lz4: n/a"), "{notes}");
+    }
 }
