@@ -148,6 +148,44 @@ pub(crate) mod tests {
         assert_eq!(with_crcs(&torn).as_bytes(), torn.as_bytes(), "an unreadable set is left to its reader");
     }
 
+    proptest::proptest! {
+        /// Any records (null or empty keys and values too), any of them without their CRC, in
+        /// parts cut anywhere between entries: the same bytes as the set encoded whole.
+        #[test]
+        fn any_set_gets_back_every_crc(
+            records in proptest::collection::vec(
+                (proptest::option::of(proptest::collection::vec(0u8..=255, 0..20)),
+                 proptest::option::of(proptest::collection::vec(0u8..=255, 0..300)),
+                 proptest::bool::ANY,
+                 proptest::bool::ANY),
+                1..40),
+        ) {
+            let mut parts = Vec::new();
+            let mut part = BytesMut::new();
+            let mut messages = Vec::new();
+            for (i, (key, value, open, cut)) in records.into_iter().enumerate() {
+                let message = Message::new(key.map(Bytes::from), value.map(Bytes::from));
+                let mut encoded = BytesMut::new();
+                if open {
+                    message.encode_without_crc(&mut encoded).unwrap();
+                } else {
+                    message.encode(&mut encoded).unwrap();
+                }
+                part.extend_from_slice(&(i as i64).to_be_bytes());
+                part.extend_from_slice(&(encoded.len() as i32).to_be_bytes());
+                part.extend_from_slice(&encoded);
+                if cut {
+                    parts.push(part.split().freeze());
+                }
+                messages.push(MessageAndOffset::new(i as i64, message));
+            }
+            parts.push(part.freeze());
+            let filled = with_crcs(&MessageSet::from_parts(parts));
+            let whole = MessageSet::encode(&messages).unwrap();
+            proptest::prop_assert_eq!(filled.as_bytes(), whole.as_bytes());
+        }
+    }
+
     #[test]
     fn send_leaves_the_crc_out_while_the_rounds_go_out_as_record_batches() {
         let crcs = Crcs::default();
