@@ -214,13 +214,18 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
                 .collect();
             let _ = writeln!(
                 s,
-                "| cluster | 3-broker FakeCluster + real ZooKeeper (`gregor-testkit`, a process of its own, {}{}); \
+                "| cluster | 3-broker FakeCluster{} (`gregor-testkit`, a process of its own, {}{}); \
                  {profiles}; every topic replication factor {}{} |",
+                if classic { " + real ZooKeeper" } else { " in its modern mode, no ZooKeeper" },
                 args.cluster_threads
                     .map_or("its runtime with tokio's default worker threads, one per core".to_string(), |n| {
                         format!("its runtime with {n} worker thread(s), `--cluster-threads`")
                     }),
-                if modern { "; the modern profile's without ZooKeeper, `gregor-testkit --modern`" } else { "" },
+                match (classic, modern) {
+                    (true, true) => "; the modern profile's without ZooKeeper, `gregor-testkit --modern`",
+                    (false, true) => ", `gregor-testkit --modern`",
+                    _ => "",
+                },
                 args.rf,
                 if rss.is_empty() { String::new() } else { format!("; cluster RSS at the end {}", rss.join(", ")) }
             );
@@ -1169,5 +1174,35 @@ mod tests {
         // beside another profile they ran there
         let (notes, _) = rendered(&[&argv[..], &["--timing", "modern,instant"]].concat());
         assert!(notes.contains("producer kafka-rust with lz4: n/a"), "{notes}");
+    }
+
+    /// The report's cluster line, for a run of `argv`.
+    fn cluster_line(argv: &[&str]) -> String {
+        let args = crate::parse_args(argv.iter().map(|a| a.to_string()).collect()).unwrap();
+        let res = Results {
+            profiles: crate::plan::plans(&args).into_iter().map(ProfileResults::new).collect(),
+            ..Default::default()
+        };
+        let m = Machine {
+            cpu: "cpu".into(),
+            cpus: 2,
+            memory: "1 GiB".into(),
+            kernel: "6".into(),
+            date: "today".into(),
+            gregor: "commit".into(),
+            rustc: "rustc".into(),
+        };
+        let report = render(&args, &m, "gregor-bench", &res);
+        report.lines().find(|l| l.starts_with("| cluster |")).expect("a cluster line").to_owned()
+    }
+
+    #[test]
+    fn the_cluster_line_names_zookeeper_only_where_a_profile_has_it() {
+        let modern = cluster_line(&["--timing", "modern"]);
+        assert!(modern.contains("in its modern mode, no ZooKeeper") && !modern.contains("real ZooKeeper"), "{modern}");
+        let both = cluster_line(&["--timing", "instant,modern"]);
+        assert!(both.contains("+ real ZooKeeper") && both.contains("the modern profile's without ZooKeeper"), "{both}");
+        let classic = cluster_line(&["--timing", "instant"]);
+        assert!(classic.contains("+ real ZooKeeper") && !classic.contains("modern"), "{classic}");
     }
 }
