@@ -92,6 +92,20 @@ pub(crate) mod tests {
 
     use super::*;
 
+    /// Appends `message` to `part` as a message set entry at `offset`, without its CRC when
+    /// `open`.
+    fn push_entry(part: &mut BytesMut, offset: usize, message: &Message, open: bool) {
+        let mut encoded = BytesMut::new();
+        if open {
+            message.encode_without_crc(&mut encoded).unwrap();
+        } else {
+            message.encode(&mut encoded).unwrap();
+        }
+        part.extend_from_slice(&(offset as i64).to_be_bytes());
+        part.extend_from_slice(&(encoded.len() as i32).to_be_bytes());
+        part.extend_from_slice(&encoded);
+    }
+
     /// A set of `values` (offsets 0, 1, ...) whose messages at `open` have no CRC, in two parts.
     pub(crate) fn set(values: &[&str], open: &[usize]) -> MessageSet {
         let mut parts = Vec::new();
@@ -100,15 +114,7 @@ pub(crate) mod tests {
             for value in half {
                 let i = values.iter().position(|v| v == value).unwrap();
                 let message = Message::new(None, Some(Bytes::copy_from_slice(value.as_bytes())));
-                let mut encoded = BytesMut::new();
-                if open.contains(&i) {
-                    message.encode_without_crc(&mut encoded).unwrap();
-                } else {
-                    message.encode(&mut encoded).unwrap();
-                }
-                part.extend_from_slice(&(i as i64).to_be_bytes());
-                part.extend_from_slice(&(encoded.len() as i32).to_be_bytes());
-                part.extend_from_slice(&encoded);
+                push_entry(&mut part, i, &message, open.contains(&i));
             }
             parts.push(part.freeze());
         }
@@ -165,15 +171,7 @@ pub(crate) mod tests {
             let mut messages = Vec::new();
             for (i, (key, value, open, cut)) in records.into_iter().enumerate() {
                 let message = Message::new(key.map(Bytes::from), value.map(Bytes::from));
-                let mut encoded = BytesMut::new();
-                if open {
-                    message.encode_without_crc(&mut encoded).unwrap();
-                } else {
-                    message.encode(&mut encoded).unwrap();
-                }
-                part.extend_from_slice(&(i as i64).to_be_bytes());
-                part.extend_from_slice(&(encoded.len() as i32).to_be_bytes());
-                part.extend_from_slice(&encoded);
+                push_entry(&mut part, i, &message, open);
                 if cut {
                     parts.push(part.split().freeze());
                 }
