@@ -19,8 +19,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use gregor_protocol::MessageSet;
 
-use crate::engine::FIRST_RECORD_BATCH_VERSION;
-
 /// Whether the sending threads compute the CRC, shared by them and the engine.
 #[derive(Debug, Default)]
 pub(crate) struct Crcs {
@@ -37,15 +35,14 @@ impl Crcs {
         self.skip.load(Ordering::SeqCst)
     }
 
-    /// A round is built in Produce `version`: the records sent from now on get their CRC only
-    /// if it is older than RecordBatch v2.
-    pub(crate) fn round_in(&self, version: i16) {
-        let modern = version >= FIRST_RECORD_BATCH_VERSION;
-        if modern != self.skip.load(Ordering::SeqCst) {
-            if modern {
+    /// A round is built, as RecordBatch v2 (`record_batch`, Produce v3+) or as Message v0 sets:
+    /// the records sent from now on get their CRC only in the second case.
+    pub(crate) fn round_in(&self, record_batch: bool) {
+        if record_batch != self.skip.load(Ordering::SeqCst) {
+            if record_batch {
                 self.skipped.store(true, Ordering::SeqCst);
             }
-            self.skip.store(modern, Ordering::SeqCst);
+            self.skip.store(record_batch, Ordering::SeqCst);
         }
     }
 
@@ -188,13 +185,13 @@ pub(crate) mod tests {
     fn send_leaves_the_crc_out_while_the_rounds_go_out_as_record_batches() {
         let crcs = Crcs::default();
         assert!(!crcs.skip_at_send() && !crcs.may_be_missing(), "computed until a round says otherwise");
-        crcs.round_in(2);
+        crcs.round_in(false);
         assert!(!crcs.skip_at_send() && !crcs.may_be_missing());
-        crcs.round_in(FIRST_RECORD_BATCH_VERSION);
+        crcs.round_in(true);
         assert!(crcs.skip_at_send() && crcs.may_be_missing());
-        crcs.round_in(9);
+        crcs.round_in(true);
         assert!(crcs.skip_at_send());
-        crcs.round_in(0);
+        crcs.round_in(false);
         assert!(!crcs.skip_at_send(), "a round to an older leader: computed again");
         assert!(crcs.may_be_missing(), "records sent before may still lack theirs");
     }

@@ -300,8 +300,8 @@ mod tests {
         let mut e = engine_with(Compression::Snappy);
         let tp = PartitionKey::new("t", 0);
         e.acc.set_leader(&tp, Some(1));
-        e.rounds.crcs.round_in(crate::engine::FIRST_RECORD_BATCH_VERSION);
-        e.rounds.crcs.round_in(2);
+        e.rounds.crcs.round_in(true);
+        e.rounds.crcs.round_in(false);
         let open = |seq: u64, value: &str| {
             let mut bytes = bytes::BytesMut::new();
             gregor_protocol::Message::new(None, Some(bytes::Bytes::copy_from_slice(value.as_bytes())))

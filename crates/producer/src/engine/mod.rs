@@ -38,8 +38,6 @@ mod read_back;
 mod rounds;
 mod route;
 
-pub(crate) use format::FIRST_RECORD_BATCH_VERSION;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;

@@ -337,7 +337,7 @@ impl Engine {
                 None => None,
             };
             let format = Format::of(version);
-            crcs.round_in(version);
+            crcs.round_in(matches!(format, Format::RecordBatch { .. }));
             let fill = crcs.may_be_missing();
             let (request, encoded) = if let Some(compressing) = compressing {
                 // milliseconds of CPU for a large gzip set: not on the runtime's only thread
@@ -416,18 +416,11 @@ impl Engine {
         let Ok(version) = conn.client_version::<ProduceRequest>() else {
             return Err(sources);
         };
-        self.rounds.crcs.round_in(version);
+        let format = Format::of(version);
+        self.rounds.crcs.round_in(matches!(format, Format::RecordBatch { .. }));
         let fill = self.rounds.crcs.may_be_missing();
-        let (request, encoded) = produce_request(
-            (acks, timeout),
-            sources,
-            Format::of(version),
-            None,
-            sequences,
-            extras,
-            &self.rounds.sets,
-            fill,
-        );
+        let (request, encoded) =
+            produce_request((acks, timeout), sources, format, None, sequences, extras, &self.rounds.sets, fill);
         Kept::built(kept, &encoded);
         if request.topics.is_empty() {
             // nothing could be encoded: nothing to send
