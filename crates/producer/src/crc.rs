@@ -4,8 +4,9 @@
 //! CRC is read only where it goes out as it is: in a message set for a Kafka 0.8-0.10 leader
 //! (Produce v0-v2), or compressed into such a set's wrapper. A leader that speaks RecordBatch
 //! v2 (Produce v3+, Kafka 0.11 on) gets the records laid out again, under one CRC-32C for the
-//! batch and none per record (`engine::format`). Computing the CRC there was 6.8% of the
-//! producer's process against the FakeCluster's modern mode (`benchmarks/timing/session-35.md`).
+//! batch and none per record (`engine::format`). Computing the CRC at `send` for such a leader
+//! was 5.65-6.8% of the producer's process against the FakeCluster's modern mode
+//! (`benchmarks/timing/session-35.md`, `session-36.md`).
 //!
 //! So the producer's rounds say which format they went out in ([`Crcs::round_in`]), and while
 //! the last went out as RecordBatch v2 the sending threads leave the CRC 0
@@ -54,7 +55,7 @@ impl Crcs {
 }
 
 /// `set` (uncompressed Message v0 entries, each part of whole entries, as a partition's log
-/// makes them) with the CRC of every message whose CRC is 0 computed: a copy when there is one,
+/// makes them) with the CRC of every message whose CRC is 0 computed: a copy when one is,
 /// else `set` itself. A set that cannot be read comes back as it is (its reader says what is
 /// wrong with it).
 pub(crate) fn with_crcs(set: &MessageSet) -> MessageSet {
