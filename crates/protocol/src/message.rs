@@ -697,8 +697,7 @@ impl MessageSet {
                 out[17] = codec.attribute_bits() as u8;
                 out[18..22].copy_from_slice(&(-1i32).to_be_bytes());
                 out[22..26].copy_from_slice(&value_len.to_be_bytes());
-                let crc = crc32fast::hash(&out[16..]);
-                out[12..16].copy_from_slice(&crc.to_be_bytes());
+                fill_crc(&mut out[12..]);
                 let mut set = buffer(out.len());
                 set.extend_from_slice(&out);
                 Ok(MessageSet::from_bytes(set.freeze()))
@@ -1142,8 +1141,7 @@ impl MessageV1 {
         if let Some(value) = &self.value {
             buf.extend_from_slice(value);
         }
-        let crc = crc32fast::hash(&buf[crc_at + 4..]);
-        buf[crc_at..crc_at + 4].copy_from_slice(&crc.to_be_bytes());
+        fill_crc(&mut buf[crc_at..]);
         Ok(())
     }
 
