@@ -98,7 +98,8 @@ pub fn fingerprint(key: Option<&[u8]>, value: Option<&[u8]>) -> u32 {
 /// computed here when `send` left it out (0: `crate::crc`).
 pub(crate) fn message_fingerprint(m: &EncodedMessage) -> u32 {
     match m.crc() {
-        0 => fingerprint(m.key(), m.to_message().value.as_deref()),
+        // its key and value read in place (no handle on the shared bytes made per record)
+        0 => EncodedMessage::view_of(m.as_bytes()).map_or(0, |view| fingerprint(view.key, view.value)),
         crc => crc,
     }
 }
