@@ -99,10 +99,8 @@ impl Engine {
                 None => MessageSet::from_encoded(records.iter().map(|p| p.message()), Compression::None),
             };
             // a chunk is a Message v0 wrapper: its messages' CRCs are read (`crate::crc`)
-            let plain = plain.map(|plain| match self.rounds.crcs.may_be_missing() {
-                true => crate::crc::with_crcs(&plain),
-                false => plain,
-            });
+            let fill = self.rounds.crcs.may_be_missing();
+            let plain = plain.map(|plain| if fill { crate::crc::with_crcs(&plain) } else { plain });
             let set = match plain {
                 Ok(plain) => match (&self.rounds.compressing, tokio::runtime::Handle::try_current()) {
                     // current-thread: gzip on the blocking pool, within the rounds' budget of
