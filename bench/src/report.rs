@@ -1064,23 +1064,14 @@ fn codec_section(s: &mut String, args: &Args, res: &Results) {
 fn notes_section(s: &mut String, args: &Args, res: &Results, several: bool) {
     let _ = writeln!(s, "## Notes\n");
     // the notes are of the clients and consumers that ran on some cluster of the run
-    let ran = |args: &Args| -> Args {
-        if res.profiles.is_empty() {
-            return args.clone();
-        }
-        let each: Vec<Args> = res.profiles.iter().map(|p| p.plan.apply(args)).collect();
-        Args {
-            clients: args.clients.iter().copied().filter(|c| each.iter().any(|a| a.clients.contains(c))).collect(),
-            consumers: args
-                .consumers
-                .iter()
-                .copied()
-                .filter(|c| each.iter().any(|a| a.consumers.contains(c)))
-                .collect(),
-            ..args.clone()
-        }
+    let each: Vec<Args> = res.profiles.iter().map(|p| p.plan.apply(args)).collect();
+    let ran = Args {
+        clients: args.clients.iter().copied().filter(|c| each.iter().any(|a| a.clients.contains(c))).collect(),
+        consumers: args.consumers.iter().copied().filter(|c| each.iter().any(|a| a.consumers.contains(c))).collect(),
+        ..args.clone()
     };
-    let args = &ran(args);
+    // (before any cluster is up, the options as given)
+    let args = if each.is_empty() { args } else { &ran };
     let mut na: Vec<String> = Vec::new();
     for c in &args.clients {
         for codec in &args.codecs {
@@ -1143,13 +1134,19 @@ mod tests {
     use super::*;
     use crate::run::ProfileResults;
 
-    /// The notes and the consumer section of a run of `argv` whose clusters came up (no rows).
-    fn rendered(argv: &[&str]) -> (String, String) {
+    /// The options of `argv`, and the results of its run once its clusters came up (no rows).
+    fn run_of(argv: &[&str]) -> (Args, Results) {
         let args = crate::parse_args(argv.iter().map(|a| a.to_string()).collect()).unwrap();
         let res = Results {
             profiles: crate::plan::plans(&args).into_iter().map(ProfileResults::new).collect(),
             ..Default::default()
         };
+        (args, res)
+    }
+
+    /// The notes and the consumer section of a run of `argv`.
+    fn rendered(argv: &[&str]) -> (String, String) {
+        let (args, res) = run_of(argv);
         let mut notes = String::new();
         notes_section(&mut notes, &args, &res, false);
         let mut consumers = String::new();
@@ -1178,11 +1175,7 @@ mod tests {
 
     /// The report's cluster line, for a run of `argv`.
     fn cluster_line(argv: &[&str]) -> String {
-        let args = crate::parse_args(argv.iter().map(|a| a.to_string()).collect()).unwrap();
-        let res = Results {
-            profiles: crate::plan::plans(&args).into_iter().map(ProfileResults::new).collect(),
-            ..Default::default()
-        };
+        let (args, res) = run_of(argv);
         let m = Machine {
             cpu: "cpu".into(),
             cpus: 2,
