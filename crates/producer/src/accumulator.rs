@@ -39,7 +39,7 @@
 //! * **Capacity** — [`Accumulator::len`] counts every record from `append`/`hold` until it is
 //!   handed back by `done` or a release, in flight included.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -274,6 +274,14 @@ struct PartitionQueue<T> {
     /// with about `loose_bytes` bytes.
     loose: usize,
     loose_bytes: usize,
+    /// Its leader takes RecordBatch v2 ([`Accumulator::set_record_batches`]): its batches are
+    /// cut as records are appended (`runs`), and a round takes one whole.
+    whole: bool,
+    /// The sizes of the closed runs at the queue's front, oldest first (each a batch to be;
+    /// they add up to `closed`); the records after them are the open run. Cut at append while
+    /// `whole`, and consumed by every take, whole or not.
+    runs: VecDeque<usize>,
+    closed: usize,
 }
 
 impl<T: Pack> PartitionQueue<T> {
@@ -288,18 +296,42 @@ impl<T: Pack> PartitionQueue<T> {
             log: Log::default(),
             loose: 0,
             loose_bytes: 0,
+            whole: false,
+            runs: VecDeque::new(),
+            closed: 0,
         }
     }
 
     /// Queues a record that arrived at `enqueued_at`; it joins the last run of arrivals when
     /// it came at most `share` after that run's first (not before it: a record that waited
     /// for its topic's metadata comes with its own earlier arrival, and starts a run).
-    fn push(&mut self, record: T, enqueued_at: Instant, share: Duration) {
+    /// While the queue is `whole`, the record closes the open run when that reaches `bound`
+    /// records.
+    fn push(&mut self, record: T, enqueued_at: Instant, share: Duration, bound: usize) {
         self.queued.push_back(record);
         match self.stamps.back_mut() {
             Some((at, n)) if enqueued_at >= *at && enqueued_at.duration_since(*at) <= share => *n += 1,
             _ => self.stamps.push_back((enqueued_at, 1)),
         }
+        if self.whole {
+            let open = self.queued.len() - self.closed;
+            if open >= bound {
+                self.runs.push_back(open);
+                self.closed += open;
+            }
+        }
+    }
+
+    /// How many records its next batch from the queue takes, at most `budget` (the request's
+    /// records left): a whole queue's first run (the open one when none is closed; at most
+    /// `bound`, for records queued before the queue became whole), and `None` when that does
+    /// not fit the budget; otherwise as many as the budget takes.
+    fn next_take(&self, budget: usize, bound: usize) -> Option<usize> {
+        if !self.whole {
+            return Some(budget.min(self.queued.len()));
+        }
+        let run = self.runs.front().copied().unwrap_or(self.queued.len() - self.closed).min(bound);
+        (run <= budget).then_some(run)
     }
 
     /// When the oldest queued record arrived.
@@ -311,6 +343,19 @@ impl<T: Pack> PartitionQueue<T> {
     fn take(&mut self, n: usize, spent: &mut Spent) -> (Blocks<T>, Option<MessageSet>) {
         let records = self.queued.split_front(n);
         let plain = self.log.take(n, spent);
+        // the runs it took, and what it took of the next (a cut not made at append)
+        let mut left = n.min(self.closed);
+        self.closed -= left;
+        while left > 0 {
+            let Some(front) = self.runs.front_mut() else { break };
+            if *front <= left {
+                left -= *front;
+                self.runs.pop_front();
+            } else {
+                *front -= left;
+                left = 0;
+            }
+        }
         if self.loose > self.queued.len() {
             // the batch took loose records: what is left of them stays loose
             self.loose_bytes = self.loose_bytes * self.queued.len() / self.loose;
@@ -394,6 +439,8 @@ pub(crate) struct Accumulator<T> {
     stamp_share: Duration,
     /// The partitions' logs' spent blocks.
     spent: Spent,
+    /// The brokers known to take RecordBatch v2 ([`Accumulator::set_record_batches`]).
+    record_batches: BTreeSet<BrokerId>,
 }
 
 impl<T: Pack> Accumulator<T> {
@@ -418,6 +465,7 @@ impl<T: Pack> Accumulator<T> {
             due_chunks: Vec::new(),
             stamp_share: if config.linger.is_zero() { Duration::MAX } else { config.linger / STAMP_SHARE },
             spent: Spent::default(),
+            record_batches: BTreeSet::new(),
         }
     }
 
@@ -478,8 +526,26 @@ impl<T: Pack> Accumulator<T> {
             None => self.partitions.entry(tp.clone()).or_insert_with(|| PartitionQueue::new(None)),
         };
         q.leader = leader;
+        q.whole = leader.is_some_and(|b| self.record_batches.contains(&b));
         if leader.is_some() {
             q.leaderless_rounds = 0;
+        }
+    }
+
+    /// Says whether `broker` takes RecordBatch v2 (speaks Produce v3 or later, as the caller
+    /// learns from its connection). The partitions it leads then have their batches cut as
+    /// records are appended, at `batch.num.messages` records, and a round takes a batch whole
+    /// or leaves it for the next round: a v2 record's offset and timestamp are deltas from its
+    /// batch's first, so its bytes can be final only once its batch is known
+    /// (`docs/record-path.md`, step 2). Records queued before are cut as they come, at most
+    /// `batch.num.messages` at a time. Message v0 sets carry no deltas: their batches are cut
+    /// when a round takes them, at what is left of its `batch.num.messages`.
+    pub(crate) fn set_record_batches(&mut self, broker: BrokerId, takes: bool) {
+        let changed = if takes { self.record_batches.insert(broker) } else { self.record_batches.remove(&broker) };
+        if changed {
+            for q in self.partitions.values_mut().filter(|q| q.leader == Some(broker)) {
+                q.whole = takes;
+            }
         }
     }
 
@@ -526,7 +592,7 @@ impl<T: Pack> Accumulator<T> {
             Some(q) => {
                 let before = q.log.used();
                 prepare(&mut record, &mut Appender { log: &mut q.log, spent: &mut self.spent });
-                q.push(record, enqueued_at, self.stamp_share);
+                q.push(record, enqueued_at, self.stamp_share, self.config.batch_num_messages);
                 self.len += 1;
                 if self.config.chunk_bytes > 0 {
                     count_loose(q, before, self.config.chunk_bytes, tp, &mut self.due_chunks);
@@ -673,7 +739,11 @@ impl<T: Pack> Accumulator<T> {
                     self.in_flight_records += batch.records.len();
                     batches.push(batch);
                 } else {
-                    let n = budget.min(q.queued.len());
+                    let Some(n) = q.next_take(budget, self.config.batch_num_messages) else {
+                        // a whole run that does not fit what is left of the request: the next
+                        // round's (it fits an empty one)
+                        continue;
+                    };
                     let (records, plain) = q.take(n, &mut self.spent);
                     budget -= n;
                     q.in_flight += 1;
@@ -1601,6 +1671,129 @@ mod tests {
         finish(&mut a, second);
         assert_eq!(shape(&a.drain(t0)), [(0, vec![(0, vec![3, 4], 1)])]);
     }
+
+    #[test]
+    fn a_message_set_batch_is_cut_where_the_round_ends() {
+        // broker 0 (p0, p2) speaks Message v0: a round takes what its budget of 3 leaves
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig { linger: Duration::ZERO, ..config() });
+        for r in [1, 2] {
+            a.append(&tp(0), r, t0);
+        }
+        for r in [3, 4] {
+            a.append(&tp(2), r, t0);
+        }
+        let first = a.drain(t0);
+        assert_eq!(shape(&first), [(0, vec![(0, vec![1, 2], 1), (2, vec![3], 1)])]);
+        finish(&mut a, first);
+        assert_eq!(shape(&a.drain(t0)), [(0, vec![(2, vec![4], 1)])]);
+    }
+
+    #[test]
+    fn a_record_batch_is_cut_as_records_come_and_a_round_takes_it_whole() {
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig { linger: Duration::ZERO, ..config() });
+        a.set_record_batches(0, true);
+        for r in [1, 2] {
+            a.append(&tp(0), r, t0);
+        }
+        for r in [3, 4] {
+            a.append(&tp(2), r, t0);
+        }
+        // p2's two do not fit the one place p0 leaves: they wait for the next round, whole
+        let first = a.drain(t0);
+        assert_eq!(shape(&first), [(0, vec![(0, vec![1, 2], 1)])]);
+        finish(&mut a, first);
+        let second = a.drain(t0);
+        assert_eq!(shape(&second), [(0, vec![(2, vec![3, 4], 1)])]);
+        finish(&mut a, second);
+
+        // cut at batch.num.messages as they come: 3, 3, then the open 1, a round each
+        let mut a = acc(AccumulatorConfig { linger: Duration::ZERO, capacity: 100, ..config() });
+        a.set_record_batches(0, true);
+        for r in 1..=7 {
+            a.append(&tp(0), r, t0);
+        }
+        let mut batches = Vec::new();
+        while !a.is_empty() {
+            let rounds = a.drain(t0);
+            batches.extend(shape(&rounds).into_iter().flat_map(|(_, b)| b).map(|(_, records, _)| records));
+            finish(&mut a, rounds);
+        }
+        assert_eq!(batches, [vec![1, 2, 3], vec![4, 5, 6], vec![7]]);
+    }
+
+    #[test]
+    fn a_broker_found_to_take_record_batches_cuts_what_its_partitions_hold_and_what_comes() {
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig { batch_num_messages: 4, capacity: 100, ..config() });
+        // queued before it is known: cut at 4 when taken, as Message v0 would be
+        for r in 1..=6 {
+            a.append(&tp(0), r, t0);
+        }
+        a.set_record_batches(0, true);
+        let first = a.drain(t0);
+        assert_eq!(shape(&first), [(0, vec![(0, vec![1, 2, 3, 4], 1)])]);
+        // what comes now is cut as it comes: [5, 6, 7, 8] closes at 4 (the open run's first
+        // two were queued before)
+        for r in 7..=10 {
+            a.append(&tp(0), r, t0);
+        }
+        finish(&mut a, first);
+        let second = a.drain(t0);
+        assert_eq!(shape(&second), [(0, vec![(0, vec![5, 6, 7, 8], 1)])]);
+        finish(&mut a, second);
+        // the round starts at p2 (the rotation); p0's open run of three does not fit the two
+        // places p2's two leave
+        for r in 11..=12 {
+            a.append(&tp(2), r, t0);
+        }
+        a.append(&tp(0), 13, t0);
+        let third = a.drain(t0 + 100 * MS);
+        assert_eq!(shape(&third), [(0, vec![(2, vec![11, 12], 1)])]);
+        finish(&mut a, third);
+        assert_eq!(shape(&a.drain(t0 + 100 * MS)), [(0, vec![(0, vec![9, 10, 13], 1)])]);
+    }
+
+    #[test]
+    fn a_leader_that_takes_message_sets_cuts_at_the_round_again() {
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig { linger: Duration::ZERO, capacity: 100, ..config() });
+        a.set_record_batches(0, true);
+        for r in [1, 2] {
+            a.append(&tp(2), r, t0);
+        }
+        for r in [3, 4] {
+            a.append(&tp(0), r, t0);
+        }
+        // p0 moves to broker 1, a Message v0 broker; p2 stays whole on broker 0
+        a.set_leader(&tp(0), Some(1));
+        a.set_leader(&tp(2), Some(0));
+        a.append(&tp(1), 5, t0);
+        a.append(&tp(1), 6, t0);
+        let rounds = a.drain(t0);
+        assert_eq!(
+            shape(&rounds),
+            [(0, vec![(2, vec![1, 2], 1)]), (1, vec![(0, vec![3, 4], 1), (1, vec![5], 1)])],
+            "on broker 1 p1 is cut where the round's 3 end"
+        );
+        finish(&mut a, rounds);
+        // broker 0 no longer takes record batches: p2 is cut at the round too
+        a.set_record_batches(0, false);
+        for r in [7, 8] {
+            a.append(&tp(0), r, t0);
+        }
+        a.set_leader(&tp(0), Some(0));
+        for r in [9, 10] {
+            a.append(&tp(2), r, t0);
+        }
+        let rounds = a.drain(t0);
+        assert_eq!(
+            shape(&rounds),
+            [(0, vec![(0, vec![7, 8], 1), (2, vec![9], 1)]), (1, vec![(1, vec![6], 1)])],
+            "p2 is cut where broker 0's round ends"
+        );
+    }
 }
 
 #[cfg(test)]
@@ -1629,6 +1822,7 @@ mod proptests {
         FailRetriable(usize),
         FailFatal(usize),
         Leader(i32, Option<i32>),
+        RecordBatches(i32, bool),
         MetadataRound,
         Flush(bool),
     }
@@ -1644,6 +1838,7 @@ mod proptests {
             2 => (0..4usize).prop_map(Op::FailRetriable),
             1 => (0..4usize).prop_map(Op::FailFatal),
             1 => (0..3i32, prop::option::of(0..2i32)).prop_map(|(p, l)| Op::Leader(p, l)),
+            1 => (0..2i32, any::<bool>()).prop_map(|(b, takes)| Op::RecordBatches(b, takes)),
             1 => Just(Op::MetadataRound),
             1 => any::<bool>().prop_map(Op::Flush),
         ]
@@ -1679,6 +1874,8 @@ mod proptests {
             let mut brokers = std::collections::HashSet::new();
             for round in &self.in_flight {
                 assert!(brokers.insert(round.broker), "two rounds to broker {}", round.broker);
+                let records: usize = round.batches.iter().map(|b| b.records.len()).sum();
+                assert!(records <= self.acc.config().batch_num_messages, "a round of {records} records");
                 for b in &round.batches {
                     assert!(seen.insert(b.tp.clone()), "two batches of {} in flight", b.tp);
                     assert!(b.records.len() <= self.acc.config().batch_num_messages);
@@ -1777,6 +1974,7 @@ mod proptests {
                     Op::FailRetriable(i) => m.settle(i, 1),
                     Op::FailFatal(i) => m.settle(i, 2),
                     Op::Leader(p, l) => m.acc.set_leader(&PartitionKey::new("t", p), l),
+                    Op::RecordBatches(b, takes) => m.acc.set_record_batches(b, takes),
                     Op::MetadataRound => {
                         for r in m.acc.end_metadata_round(&[Arc::<str>::from("t")]) {
                             m.outcome(r.record, false);

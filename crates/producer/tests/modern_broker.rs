@@ -284,3 +284,89 @@ async fn the_queue_holds_no_more_bytes_than_its_byte_bound() {
     tokio::time::timeout(Duration::from_secs(30), again).await.unwrap().unwrap();
     assert!(producer.close(Duration::from_secs(5)).await.is_ok());
 }
+
+/// A RecordBatch v2 record carries its offset and timestamp as deltas from its batch's first,
+/// so for a leader that takes them a partition's batches are cut as records come
+/// (`docs/record-path.md`, step 2) and a Produce request takes each whole: records queued
+/// behind a round in flight go out as the batches they were cut into, not split where a
+/// request's `batch.num.messages` runs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_leaders_batches_are_cut_as_records_come_and_sent_whole() {
+    use gregor_protocol::message::DecodeOptions;
+    use gregor_protocol::messages::AnyRequest;
+    use gregor_protocol::record::Batches;
+
+    let cluster = gregor_testkit::FakeCluster::modern().brokers(1).start().await.unwrap();
+    cluster.create_topic("whole", 2, 1).await.unwrap();
+    let config = ProducerConfig::builder()
+        .metadata_broker_list(cluster.bootstrap())
+        .request_required_acks(1)
+        .queue_buffering_max(Duration::from_secs(60))
+        .batch_num_messages(4)
+        .max_in_flight(1)
+        .build()
+        .unwrap();
+    let producer: AsyncProducer<Vec<u8>, Vec<u8>> = AsyncProducer::new(config, BytesEncoder, BytesEncoder).unwrap();
+    let record = |partition: i32, value: String| Record::new("whole", value.into_bytes()).with_partition(partition);
+    // the broker's versions known: a round of four to p0
+    let mut pending = Vec::new();
+    for i in 0..4 {
+        pending.push(producer.send(record(0, format!("warm{i}"))).await.unwrap());
+    }
+    for delivery in pending.drain(..) {
+        tokio::time::timeout(Duration::from_secs(30), delivery).await.unwrap().unwrap();
+    }
+    // a round of four held at the paused broker; three records for p1 and three for p0
+    // queue behind it
+    cluster.pause_broker(0);
+    for i in 0..4 {
+        pending.push(producer.send(record(0, format!("held{i}"))).await.unwrap());
+    }
+    for (partition, prefix) in [(1, "b"), (0, "a")] {
+        for i in 0..3 {
+            pending.push(producer.send(record(partition, format!("{prefix}{i}"))).await.unwrap());
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cluster.resume_broker(0);
+    assert!(producer.flush().await.is_ok());
+    for delivery in pending {
+        tokio::time::timeout(Duration::from_secs(30), delivery).await.unwrap().unwrap();
+    }
+    assert!(producer.close(Duration::from_secs(5)).await.is_ok());
+
+    // each Produce request's batches: (partition, its records' values)
+    let mut requests: Vec<Vec<(i32, Vec<String>)>> = Vec::new();
+    for logged in cluster.requests() {
+        let AnyRequest::Produce(produce) = &logged.request else { continue };
+        let mut batches = Vec::new();
+        for partition in produce.topics.iter().flat_map(|t| &t.partitions) {
+            let mut values = Vec::new();
+            for batch in Batches::new(partition.message_set.as_bytes().clone(), &DecodeOptions::default()) {
+                let batch = batch.unwrap();
+                assert_eq!(batch.header().magic, 2);
+                for record in batch.records() {
+                    values.push(String::from_utf8(record.unwrap().value.unwrap().to_vec()).unwrap());
+                }
+            }
+            batches.push((partition.partition, values));
+        }
+        requests.push(batches);
+    }
+    // the batches of the records queued behind the held round (a paused broker logs a request
+    // when it serves it): Message v0 would have sent p1's three with one of p0's, and p0's
+    // other two alone
+    let mut queued: Vec<_> = requests
+        .iter()
+        .flatten()
+        .filter(|(_, values)| !values[0].starts_with("warm") && !values[0].starts_with("held"))
+        .collect();
+    queued.sort();
+    let strings = |values: &[&str]| values.iter().map(|v| v.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        queued,
+        [&(0, strings(&["a0", "a1", "a2"])), &(1, strings(&["b0", "b1", "b2"]))],
+        "every request: {requests:?}"
+    );
+    assert_eq!(requests.len(), 4, "one request per batch: {requests:?}");
+}

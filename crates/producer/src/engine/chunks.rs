@@ -122,7 +122,7 @@ impl Engine {
 
     /// True when the connection to `broker` is open and speaks Produce v3 or later (RecordBatch
     /// v2, see `format`).
-    fn leader_takes_record_batches(&self, broker: i32) -> bool {
+    pub(super) fn leader_takes_record_batches(&self, broker: i32) -> bool {
         let pool = self.meta.cache.pool();
         pool.broker_addr(broker).and_then(|addr| pool.cached(&addr)).is_some_and(|conn| {
             conn.client_version::<gregor_protocol::messages::ProduceRequest>()
