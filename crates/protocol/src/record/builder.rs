@@ -229,40 +229,12 @@ impl RecordBatchBuilder {
         value: Option<&[u8]>,
         headers: &[HeaderRef<'_>],
     ) -> Result<i32> {
-        let too_long = |field, length| Error::TooLong { field, length, max: i32::MAX as usize };
         let offset_delta = self.count;
         if offset_delta == i32::MAX {
-            return Err(too_long("record count", self.count as usize));
-        }
-        let len_of = |field, b: Option<&[u8]>| match b {
-            None => Ok(-1),
-            Some(b) => i32::try_from(b.len()).map_err(|_| too_long(field, b.len())),
-        };
-        let key_len = len_of("key", key)?;
-        let value_len = len_of("value", value)?;
-        let header_count = i32::try_from(headers.len()).map_err(|_| too_long("headers", headers.len()))?;
-        for (k, v) in headers {
-            len_of("header key", Some(k.as_bytes()))?;
-            len_of("header value", *v)?;
+            return Err(Error::TooLong { field: "record count", length: self.count as usize, max: i32::MAX as usize });
         }
         let base_timestamp = if self.count == 0 { timestamp } else { self.base_timestamp };
-        let timestamp_delta = timestamp.wrapping_sub(base_timestamp);
-        let body = body_size(offset_delta, timestamp_delta, key, value, headers);
-        let body_len = i32::try_from(body).map_err(|_| too_long("record", body))?;
-
-        let buf = &mut self.buf;
-        buf.reserve(varint::len_i32(body_len) + body);
-        varint::put_i32(buf, body_len);
-        buf.put_u8(0); // attributes: unused
-        varint::put_i64(buf, timestamp_delta);
-        varint::put_i32(buf, offset_delta);
-        put_field(buf, key_len, key);
-        put_field(buf, value_len, value);
-        varint::put_i32(buf, header_count);
-        for (k, v) in headers {
-            put_field(buf, k.len() as i32, Some(k.as_bytes()));
-            put_field(buf, v.map_or(-1, |v| v.len() as i32), *v);
-        }
+        write_record(&mut self.buf, offset_delta, timestamp.wrapping_sub(base_timestamp), key, value, headers)?;
 
         if self.count == 0 {
             self.base_timestamp = timestamp;
@@ -326,9 +298,228 @@ impl RecordBatchBuilder {
     }
 }
 
+/// Writes one record of a RecordBatch v2's records section, its length first, at the end of
+/// `buf`, as [`RecordBatchBuilder::append_with_headers`] does: for a writer that keeps the
+/// section itself (a producer writing each record where its partition's batch is, cut ahead:
+/// see [`finish_records`]). `offset_delta` and `timestamp_delta` are from the batch's first
+/// record. Returns how many bytes it wrote ([`size_of_record`]).
+///
+/// # Errors
+///
+/// [`Error::TooLong`] for a key, value, header or record over `i32::MAX` bytes; `buf` is left
+/// as it was.
+pub fn write_record(
+    buf: &mut BytesMut,
+    offset_delta: i32,
+    timestamp_delta: i64,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    headers: &[HeaderRef<'_>],
+) -> Result<usize> {
+    let too_long = |field, length| Error::TooLong { field, length, max: i32::MAX as usize };
+    let len_of = |field, b: Option<&[u8]>| match b {
+        None => Ok(-1),
+        Some(b) => i32::try_from(b.len()).map_err(|_| too_long(field, b.len())),
+    };
+    let key_len = len_of("key", key)?;
+    let value_len = len_of("value", value)?;
+    let header_count = i32::try_from(headers.len()).map_err(|_| too_long("headers", headers.len()))?;
+    for (k, v) in headers {
+        len_of("header key", Some(k.as_bytes()))?;
+        len_of("header value", *v)?;
+    }
+    let body = body_size(offset_delta, timestamp_delta, key, value, headers);
+    let body_len = i32::try_from(body).map_err(|_| too_long("record", body))?;
+    let size = varint::len_i32(body_len) + body;
+    buf.reserve(size);
+    varint::put_i32(buf, body_len);
+    buf.put_u8(0); // attributes: unused
+    varint::put_i64(buf, timestamp_delta);
+    varint::put_i32(buf, offset_delta);
+    put_field(buf, key_len, key);
+    put_field(buf, value_len, value);
+    varint::put_i32(buf, header_count);
+    for (k, v) in headers {
+        put_field(buf, k.len() as i32, Some(k.as_bytes()));
+        put_field(buf, v.map_or(-1, |v| v.len() as i32), *v);
+    }
+    Ok(size)
+}
+
+/// The size of the record at the start of `section` (a records section as [`write_record`]
+/// writes it), its length prefix included; `None` when its length cannot be read or runs past
+/// the end.
+pub fn record_size_at(section: &[u8]) -> Option<usize> {
+    let mut raw: u32 = 0;
+    for (i, &byte) in section.iter().take(5).enumerate() {
+        raw |= u32::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            let body = ((raw >> 1) as i32) ^ -((raw & 1) as i32);
+            let size = (i + 1).checked_add(usize::try_from(body).ok()?)?;
+            return (size <= section.len()).then_some(size);
+        }
+    }
+    None
+}
+
+/// What [`finish_records`] writes in a batch's header beside the records: how many, their
+/// first and greatest timestamps, and for an idempotent producer its id, epoch and the first
+/// record's sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordsSummary {
+    /// Records in the section (at least 1).
+    pub count: i32,
+    /// The first record's timestamp (the one the deltas are from).
+    pub base_timestamp: i64,
+    /// The greatest of them.
+    pub max_timestamp: i64,
+    /// (producer id, epoch, base sequence), or none.
+    pub producer: Option<(i64, i16, i32)>,
+}
+
+/// A RecordBatch v2 of a records section written by [`write_record`] (offset deltas 0 to
+/// `count - 1`), given in parts (where they lie: a producer's log blocks): uncompressed, the
+/// header followed by the parts themselves, no copy (`MessageSet::from_parts`); with a codec,
+/// the header and the section compressed from the parts. The same bytes as a
+/// [`RecordBatchBuilder`] given those records.
+///
+/// # Errors
+///
+/// [`Error::Compression`] when the codec fails; [`Error::TooLong`] for a batch over
+/// `i32::MAX` bytes. The parts are taken as they are (not read).
+pub fn finish_records(parts: &[Bytes], summary: RecordsSummary, codec: Compression) -> Result<crate::MessageSet> {
+    let (producer_id, producer_epoch, base_sequence) =
+        summary.producer.unwrap_or((NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE));
+    let mut head = BytesMut::with_capacity(BATCH_HEADER_SIZE);
+    head.put_bytes(0, BATCH_HEADER_SIZE);
+    let body: Vec<Bytes> = if codec == Compression::None {
+        parts.to_vec()
+    } else {
+        let slices: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
+        let mut packed = Vec::with_capacity(slices.iter().map(|p| p.len()).sum::<usize>() / 2 + 64);
+        compression::compress_parts_for_magic(codec, MAGIC_V2, &slices, &mut packed)
+            .map_err(|source| Error::Compression { location: MessageLocation::default(), codec, source })?;
+        vec![Bytes::from(packed)]
+    };
+    let length = BATCH_HEADER_SIZE - LOG_OVERHEAD + body.iter().map(Bytes::len).sum::<usize>();
+    let header = BatchHeader {
+        base_offset: 0,
+        batch_length: i32::try_from(length).map_err(|_| Error::TooLong {
+            field: "batch_length",
+            length,
+            max: i32::MAX as usize,
+        })?,
+        partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
+        magic: MAGIC_V2,
+        crc: 0,
+        attributes: i16::from(codec.attribute_bits()),
+        last_offset_delta: summary.count - 1,
+        base_timestamp: summary.base_timestamp,
+        max_timestamp: summary.max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        record_count: summary.count,
+    };
+    header.write(&mut head[..]);
+    let crc = body.iter().fold(crc32c::crc32c(&head[ATTRIBUTES_AT..]), |crc, part| crc32c::crc32c_append(crc, part));
+    head[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+    let mut all = Vec::with_capacity(body.len() + 1);
+    all.push(head.freeze());
+    all.extend(body);
+    Ok(crate::MessageSet::from_parts(all))
+}
+
 fn put_field(buf: &mut BytesMut, len: i32, bytes: Option<&[u8]>) {
     varint::put_i32(buf, len);
     if let Some(bytes) = bytes {
         buf.extend_from_slice(bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records as a producer keeps them: (timestamp, key, value, headers).
+    type Rec = (i64, Option<&'static [u8]>, Option<&'static [u8]>, Vec<HeaderRef<'static>>);
+
+    fn records() -> Vec<Rec> {
+        vec![
+            (1_700_000_000_100, Some(b"k0"), Some(b"first value"), vec![]),
+            (1_700_000_000_090, None, Some(b"earlier, not first"), vec![("h", Some(b"1")), ("n", None)]),
+            (1_700_000_000_250, Some(b""), None, vec![]),
+            (1_700_000_000_250, Some(b"k3"), Some(&[7u8; 300]), vec![]),
+        ]
+    }
+
+    /// The records written one after the other by `write_record`, cut into parts at `cuts`
+    /// (record indexes), as a producer's log blocks hold them.
+    fn section(records: &[Rec], cuts: &[usize]) -> Vec<Bytes> {
+        let base = records[0].0;
+        let mut parts = Vec::new();
+        let mut buf = BytesMut::new();
+        for (i, (ts, key, value, headers)) in records.iter().enumerate() {
+            if cuts.contains(&i) && !buf.is_empty() {
+                parts.push(buf.split().freeze());
+            }
+            let before = buf.len();
+            let n = write_record(&mut buf, i as i32, ts - base, *key, *value, headers).unwrap();
+            assert_eq!(n, buf.len() - before);
+            assert_eq!(n, size_of_record(i as i32, ts - base, *key, *value, headers));
+        }
+        parts.push(buf.freeze());
+        parts
+    }
+
+    #[test]
+    fn records_written_ahead_and_finished_in_parts_are_the_builders_batch() {
+        let records = records();
+        for codec in [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
+            for producer in [None, Some((42, 3, 1000))] {
+                let mut builder = RecordBatchBuilder::new(codec);
+                if let Some((id, epoch, sequence)) = producer {
+                    builder = builder.producer(id, epoch, sequence);
+                }
+                for (ts, key, value, headers) in &records {
+                    builder.append_with_headers(*ts, *key, *value, headers).unwrap();
+                }
+                let expected = builder.finish().unwrap();
+                for cuts in [&[][..], &[1], &[1, 2, 3]] {
+                    let parts = section(&records, cuts);
+                    let summary = RecordsSummary {
+                        count: 4,
+                        base_timestamp: 1_700_000_000_100,
+                        max_timestamp: 1_700_000_000_250,
+                        producer,
+                    };
+                    let set = finish_records(&parts, summary, codec).unwrap();
+                    assert_eq!(set.as_bytes(), &expected, "{codec:?} {producer:?} cut at {cuts:?}");
+                    if codec == Compression::None {
+                        assert_eq!(set.parts().len(), parts.len() + 1, "the header, then the parts as they are");
+                        assert_eq!(set.parts()[1].as_ptr(), parts[0].as_ptr());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_records_size_is_read_from_its_length_and_never_past_the_end() {
+        let parts = section(&records(), &[]);
+        let section = &parts[0][..];
+        let mut at = 0;
+        let mut sizes = Vec::new();
+        while at < section.len() {
+            let size = record_size_at(&section[at..]).unwrap();
+            sizes.push(size);
+            at += size;
+        }
+        assert_eq!(at, section.len());
+        assert_eq!(sizes.len(), 4);
+        assert_eq!(record_size_at(&section[..sizes[0] - 1]), None, "cut short");
+        assert_eq!(record_size_at(&[]), None);
+        assert_eq!(record_size_at(&[0x01]), None, "a negative length");
+        assert_eq!(record_size_at(&[0xff; 5]), None, "no end to the varint in 5 bytes");
     }
 }

@@ -53,7 +53,9 @@ pub use batch::{
     ATTRIBUTE_TRANSACTIONAL, BATCH_HEADER_SIZE, MAGIC_V2, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
     NO_SEQUENCE, NO_TIMESTAMP,
 };
-pub use builder::{size_of_record, HeaderRef, RecordBatchBuilder};
+pub use builder::{
+    finish_records, record_size_at, size_of_record, write_record, HeaderRef, RecordBatchBuilder, RecordsSummary,
+};
 pub use lazy::{LazyBatch, LazyBatches, LazyRecords, StreamedRecords, WINDOW_CAPACITY};
 pub use reader::{Batch, Batches, Records};
 
