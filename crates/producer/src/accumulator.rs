@@ -47,7 +47,7 @@ use gregor_protocol::{EncodedMessage, MessageSet};
 use tokio::time::Instant;
 
 use crate::blocks::{Blocks, Pack, Queued};
-use crate::log::{self, Appender, Log, Spent};
+use crate::log::{self, Appender, Log, RecordAppender, Spent, Stamps};
 
 /// A broker id.
 pub(crate) type BrokerId = i32;
@@ -204,6 +204,9 @@ pub(crate) struct Batch<T> {
     /// caller builds the set it sends from, and reads a record's message from (for its
     /// error, or the observer). Kept until its results, so a record holds no bytes of its own.
     pub(crate) plain: Option<MessageSet>,
+    /// Its records' bytes as RecordBatch v2 records, when its partition's leader took them as
+    /// it was cut (instead of `plain`): its round finishes the batch from them.
+    pub(crate) run: Option<RecordRun>,
     /// The encoded message set, kept by the caller across retries so a batch is encoded once.
     pub(crate) encoded: Option<MessageSet>,
     /// What its records weigh in `queue.buffering.max.bytes` (the caller's business).
@@ -217,7 +220,10 @@ impl<T> Batch<T> {
     /// Its records' bytes as uncompressed Message v0 entries: its `plain` set, or, for a batch
     /// built for a round (which keeps only the set it sent), read back from `encoded`.
     pub(crate) fn plain_or_sent(&self) -> Option<MessageSet> {
-        self.plain.clone().or_else(|| self.encoded.as_ref().and_then(log::plain_of))
+        self.plain
+            .clone()
+            .or_else(|| self.encoded.as_ref().and_then(log::plain_of))
+            .or_else(|| self.run.as_ref().and_then(RecordRun::plain))
     }
 }
 
@@ -274,14 +280,81 @@ struct PartitionQueue<T> {
     /// with about `loose_bytes` bytes.
     loose: usize,
     loose_bytes: usize,
-    /// Its leader takes RecordBatch v2 ([`Accumulator::set_record_batches`]): its batches are
-    /// cut as records are appended (`runs`), and a round takes one whole.
+    /// Its leader takes RecordBatch v2 ([`Accumulator::set_record_batches`]): its records are
+    /// appended as such to `records` (see [`Appender`]), in runs cut as they come, and a round
+    /// takes a run whole.
     whole: bool,
-    /// The sizes of the closed runs at the queue's front, oldest first (each a batch to be;
-    /// they add up to `closed`); the records after them are the open run. Cut at append while
-    /// `whole`, and consumed by every take, whole or not.
-    runs: VecDeque<usize>,
+    /// The closed runs at the queue's front, oldest first (they add up to `closed` records);
+    /// the records after them are the open run. A run is of one kind: whole (appended while
+    /// `whole`, cut at `batch.num.messages`) or not (Message v0 entries, cut anywhere); a
+    /// change of kind closes the open run.
+    runs: VecDeque<Run>,
     closed: usize,
+    /// The open run's kind and, for a whole one with bytes, its timestamps.
+    open_whole: bool,
+    open_stamps: Option<Stamps>,
+    /// The RecordBatch v2 records of its whole runs, in order ([`Log::push_record`]).
+    records: Log,
+}
+
+/// A closed run of a partition's queued records (see [`PartitionQueue::runs`]).
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    count: usize,
+    whole: bool,
+    /// A whole run's timestamps, when its records came with bytes.
+    stamps: Option<Stamps>,
+}
+
+/// A batch's RecordBatch v2 records as its partition's log gave them (its records section in
+/// parts, offset deltas 0 to `count - 1`), to be finished (header, CRC, codec) by its round.
+#[derive(Debug, Clone)]
+pub(crate) struct RecordRun {
+    pub(crate) parts: Vec<bytes::Bytes>,
+    pub(crate) count: usize,
+    pub(crate) stamps: Stamps,
+}
+
+impl RecordRun {
+    /// Its bytes in all.
+    pub(crate) fn len(&self) -> usize {
+        self.parts.iter().map(bytes::Bytes::len).sum()
+    }
+
+    /// The batch as its round sends it: `codec`, and `producer` (id, epoch, first sequence)
+    /// when idempotent.
+    ///
+    /// # Errors
+    ///
+    /// The codec's.
+    pub(crate) fn finish(
+        &self,
+        codec: gregor_protocol::Compression,
+        producer: Option<(i64, i16, i32)>,
+    ) -> Result<MessageSet, gregor_protocol::Error> {
+        let summary = gregor_protocol::record::RecordsSummary {
+            count: i32::try_from(self.count).unwrap_or(i32::MAX),
+            base_timestamp: self.stamps.first,
+            max_timestamp: self.stamps.max,
+            producer,
+        };
+        gregor_protocol::record::finish_records(&self.parts, summary, codec)
+    }
+
+    /// Its records read back (offsets from 0; keys and values slices of its parts, each of
+    /// whole records as the log's blocks hold them).
+    pub(crate) fn records(&self) -> impl Iterator<Item = Result<gregor_protocol::Record, gregor_protocol::Error>> + '_ {
+        let first = self.stamps.first;
+        self.parts.iter().flat_map(move |part| gregor_protocol::record::section_records(part.clone(), first))
+    }
+
+    /// Its records as uncompressed Message v0 entries (keys and values; what a failure or the
+    /// observer reads); `None` when they cannot be read.
+    pub(crate) fn plain(&self) -> Option<MessageSet> {
+        let messages: Result<Vec<_>, _> =
+            self.records().map(|r| r.map(|r| gregor_protocol::Message::new(r.key, r.value))).collect();
+        MessageSet::from_messages(messages.ok()?, gregor_protocol::Compression::None).ok()
+    }
 }
 
 impl<T: Pack> PartitionQueue<T> {
@@ -299,39 +372,65 @@ impl<T: Pack> PartitionQueue<T> {
             whole: false,
             runs: VecDeque::new(),
             closed: 0,
+            open_whole: false,
+            open_stamps: None,
+            records: Log::default(),
+        }
+    }
+
+    /// Records in the open run.
+    fn open(&self) -> usize {
+        self.queued.len() - self.closed
+    }
+
+    /// Closes the open run (when it has records).
+    fn close_open(&mut self) {
+        let count = self.open();
+        if count > 0 {
+            self.runs.push_back(Run { count, whole: self.open_whole, stamps: self.open_stamps.take() });
+            self.closed += count;
+        }
+    }
+
+    /// Before a record is appended: a run of the other kind is closed, and the open run takes
+    /// the queue's kind.
+    fn begin_append(&mut self) {
+        if self.open_whole != self.whole {
+            self.close_open();
+            self.open_whole = self.whole;
         }
     }
 
     /// Queues a record that arrived at `enqueued_at`; it joins the last run of arrivals when
     /// it came at most `share` after that run's first (not before it: a record that waited
     /// for its topic's metadata comes with its own earlier arrival, and starts a run).
-    /// While the queue is `whole`, the record closes the open run when that reaches `bound`
-    /// records.
+    /// A whole open run is closed when it reaches `bound` records (call after
+    /// [`PartitionQueue::begin_append`]).
     fn push(&mut self, record: T, enqueued_at: Instant, share: Duration, bound: usize) {
         self.queued.push_back(record);
         match self.stamps.back_mut() {
             Some((at, n)) if enqueued_at >= *at && enqueued_at.duration_since(*at) <= share => *n += 1,
             _ => self.stamps.push_back((enqueued_at, 1)),
         }
-        if self.whole {
-            let open = self.queued.len() - self.closed;
-            if open >= bound {
-                self.runs.push_back(open);
-                self.closed += open;
-            }
+        if self.open_whole && self.open() >= bound {
+            self.close_open();
         }
     }
 
     /// How many records its next batch from the queue takes, at most `budget` (the request's
-    /// records left): a whole queue's first run (the open one when none is closed; at most
-    /// `bound`, for records queued before the queue became whole), and `None` when that does
-    /// not fit the budget; otherwise as many as the budget takes.
-    fn next_take(&self, budget: usize, bound: usize) -> Option<usize> {
-        if !self.whole {
-            return Some(budget.min(self.queued.len()));
+    /// records left; at least 1): its first run (the open one when none is closed) whole when
+    /// it is a whole one, and `None` when that does not fit the budget; of other records as
+    /// many as the budget takes, up to the next run.
+    fn next_take(&self, budget: usize) -> Option<usize> {
+        let (count, whole) = match self.runs.front() {
+            Some(run) => (run.count, run.whole),
+            None => (self.open(), self.open_whole),
+        };
+        if whole {
+            (count <= budget).then_some(count)
+        } else {
+            Some(budget.min(count))
         }
-        let run = self.runs.front().copied().unwrap_or(self.queued.len() - self.closed).min(bound);
-        (run <= budget).then_some(run)
     }
 
     /// When the oldest queued record arrived.
@@ -339,23 +438,38 @@ impl<T: Pack> PartitionQueue<T> {
         self.stamps.front().map(|(at, _)| *at)
     }
 
-    /// Takes the `n` oldest queued records (`n` at most `queued.len()`) and their bytes.
-    fn take(&mut self, n: usize, spent: &mut Spent) -> (Blocks<T>, Option<MessageSet>) {
+    /// Takes the `n` oldest queued records (`n` at most [`PartitionQueue::next_take`] gives:
+    /// within the first run, all of it when it is whole) and their bytes: Message v0 entries,
+    /// or a whole run's RecordBatch v2 records.
+    fn take(&mut self, n: usize, spent: &mut Spent) -> (Blocks<T>, Option<MessageSet>, Option<RecordRun>) {
         let records = self.queued.split_front(n);
-        let plain = self.log.take(n, spent);
-        // the runs it took, and what it took of the next (a cut not made at append)
-        let mut left = n.min(self.closed);
-        self.closed -= left;
-        while left > 0 {
-            let Some(front) = self.runs.front_mut() else { break };
-            if *front <= left {
-                left -= *front;
-                self.runs.pop_front();
-            } else {
-                *front -= left;
-                left = 0;
+        let (whole, stamps) = match self.runs.front_mut() {
+            Some(run) => {
+                debug_assert!(n <= run.count && (!run.whole || n == run.count), "a take within its run");
+                let kind = (run.whole, run.stamps);
+                run.count -= n.min(run.count);
+                self.closed -= n.min(self.closed);
+                if run.count == 0 {
+                    self.runs.pop_front();
+                }
+                kind
             }
-        }
+            None => {
+                let kind = (self.open_whole, self.open_stamps);
+                if self.open() == 0 {
+                    self.open_stamps = None;
+                }
+                kind
+            }
+        };
+        let (plain, run) = match (whole, stamps) {
+            (true, Some(stamps)) => {
+                let parts = self.records.take_records(n, spent);
+                (None, Some(RecordRun { parts, count: n, stamps }))
+            }
+            (true, None) => (None, None),
+            (false, _) => (self.log.take(n, spent), None),
+        };
         if self.loose > self.queued.len() {
             // the batch took loose records: what is left of them stays loose
             self.loose_bytes = self.loose_bytes * self.queued.len() / self.loose;
@@ -375,8 +489,19 @@ impl<T: Pack> PartitionQueue<T> {
         debug_assert_eq!(self.stamps.iter().map(|(_, n)| n).sum::<usize>(), self.queued.len());
         if self.queued.is_empty() {
             self.log.release(spent);
+            self.records.release(spent);
         }
-        (records, plain)
+        (records, plain, run)
+    }
+
+    /// Takes every queued record, run by run, with its bytes.
+    fn take_all(&mut self, spent: &mut Spent) -> Vec<(Blocks<T>, Option<MessageSet>, Option<RecordRun>)> {
+        let mut all = Vec::new();
+        while !self.queued.is_empty() {
+            let n = self.next_take(usize::MAX).unwrap_or(self.queued.len());
+            all.push(self.take(n, spent));
+        }
+        all
     }
 
     fn has_data(&self) -> bool {
@@ -590,8 +715,14 @@ impl<T: Pack> Accumulator<T> {
     ) -> Result<(), T> {
         match self.partitions.get_mut(tp) {
             Some(q) => {
+                q.begin_append();
                 let before = q.log.used();
-                prepare(&mut record, &mut Appender { log: &mut q.log, spent: &mut self.spent });
+                let v2 = q.open_whole.then(|| RecordAppender {
+                    records: &mut q.records,
+                    offset_delta: i32::try_from(q.queued.len() - q.closed).unwrap_or(i32::MAX),
+                    stamps: &mut q.open_stamps,
+                });
+                prepare(&mut record, &mut Appender { log: &mut q.log, spent: &mut self.spent, v2 });
                 q.push(record, enqueued_at, self.stamp_share, self.config.batch_num_messages);
                 self.len += 1;
                 if self.config.chunk_bytes > 0 {
@@ -622,7 +753,8 @@ impl<T: Pack> Accumulator<T> {
         let n = q.loose.min(q.queued.len());
         q.loose = 0;
         q.loose_bytes = 0;
-        if n == 0 {
+        if n == 0 || q.records.len() > 0 {
+            // a chunk is a Message v0 wrapper: none while RecordBatch v2 records are queued
             return None;
         }
         let plain = if copy && q.log.len() == q.queued.len() { q.log.tail(n) } else { None };
@@ -739,12 +871,12 @@ impl<T: Pack> Accumulator<T> {
                     self.in_flight_records += batch.records.len();
                     batches.push(batch);
                 } else {
-                    let Some(n) = q.next_take(budget, self.config.batch_num_messages) else {
+                    let Some(n) = q.next_take(budget) else {
                         // a whole run that does not fit what is left of the request: the next
                         // round's (it fits an empty one)
                         continue;
                     };
-                    let (records, plain) = q.take(n, &mut self.spent);
+                    let (records, plain, run) = q.take(n, &mut self.spent);
                     budget -= n;
                     q.in_flight += 1;
                     self.in_flight_records += n;
@@ -756,6 +888,7 @@ impl<T: Pack> Accumulator<T> {
                         records,
                         attempts: 1,
                         plain,
+                        run,
                         encoded: None,
                         held: 0,
                         sequence: None,
@@ -1008,10 +1141,11 @@ fn release_queue<T: Pack>(tp: &PartitionKey, q: &mut PartitionQueue<T>, out: &mu
         let plain = retry.batch.plain_or_sent();
         release(retry.batch.records, plain, retry.batch.attempts);
     }
-    let n = q.queued.len();
     // the queue's blocks are let go with it
-    let (records, plain) = q.take(n, &mut Spent::default());
-    release(records, plain, 0);
+    for (records, plain, run) in q.take_all(&mut Spent::default()) {
+        let plain = plain.or_else(|| run.and_then(|run| run.plain()));
+        release(records, plain, 0);
+    }
     out.len() - before
 }
 
@@ -1319,6 +1453,76 @@ mod tests {
         let read: Vec<_> = crate::log::messages(&set).collect();
         assert!(read.len() == 3 && read.iter().all(|m| *m == message), "{} messages read back", read.len());
         assert_eq!(finish(&mut a, rounds), [0, 1, 2]);
+        assert!(a.is_empty());
+    }
+
+    /// Appends record `r` of `tp` with its bytes, as the engine does: value "v{r}", stamped
+    /// `1000 + r` when it goes as RecordBatch v2.
+    fn append_bytes(a: &mut Accumulator<u32>, p: i32, r: u32) {
+        let value = format!("v{r}");
+        let message =
+            EncodedMessage::encode(&gregor_protocol::Message::new(None, Some(value.clone().into_bytes().into())))
+                .unwrap();
+        a.append_with(&tp(p), r, Instant::now(), |_, log| {
+            if log.takes_records() {
+                log.push_record(1000 + i64::from(r), None, Some(value.as_bytes()), &[]).unwrap();
+            } else {
+                log.push(message.as_bytes());
+            }
+        });
+    }
+
+    /// The values and timestamps of a RecordBatch v2 (or Message v0) set, read as a consumer
+    /// reads it, every CRC checked.
+    fn read_set(set: &MessageSet) -> Vec<(String, i64)> {
+        use gregor_protocol::message::DecodeOptions;
+        let batches = gregor_protocol::Batches::new(set.as_bytes().clone(), &DecodeOptions::default());
+        batches
+            .flat_map(|b| b.unwrap().records().map(|r| r.unwrap()).collect::<Vec<_>>())
+            .map(|r| (String::from_utf8(r.value.unwrap().to_vec()).unwrap(), r.timestamp))
+            .collect()
+    }
+
+    /// A leader that takes RecordBatch v2: its partitions' records are written as such as they
+    /// come, a batch's offsets and timestamps from its first record; what was queued before
+    /// stays Message v0, a batch of its own; both read back for a release.
+    #[test]
+    fn record_batch_records_are_written_as_they_come_and_finished_by_the_round() {
+        let mut a = acc(AccumulatorConfig { linger: Duration::ZERO, capacity: 100, ..config() });
+        append_bytes(&mut a, 0, 1);
+        a.set_record_batches(0, true);
+        for r in 2..=5 {
+            append_bytes(&mut a, 0, r);
+        }
+        let now = Instant::now() + 200 * MS;
+        let first = a.drain(now);
+        let batch = &first[0].batches[0];
+        assert_eq!(batch.records.iter().map(|q| q.record()).collect::<Vec<_>>(), [1]);
+        assert!(batch.run.is_none());
+        assert_eq!(read_set(batch.plain.as_ref().unwrap()), [("v1".to_string(), -1)]);
+        finish(&mut a, first);
+        let second = a.drain(now);
+        let batch = &second[0].batches[0];
+        assert_eq!(batch.records.iter().map(|q| q.record()).collect::<Vec<_>>(), [2, 3, 4]);
+        assert!(batch.plain.is_none(), "no Message v0 beside the records");
+        let run = batch.run.as_ref().unwrap();
+        assert_eq!(run.stamps, Stamps { first: 1002, max: 1004 });
+        let values = [("v2".to_string(), 1002), ("v3".to_string(), 1003), ("v4".to_string(), 1004)];
+        for codec in [gregor_protocol::Compression::None, gregor_protocol::Compression::Lz4] {
+            assert_eq!(read_set(&run.finish(codec, None).unwrap()), values);
+        }
+        let plain = batch.plain_or_sent().unwrap();
+        assert_eq!(log::messages(&plain).count(), 3, "read back as Message v0 for a failure");
+        finish(&mut a, second);
+        // 5 is the open batch's first: its offset delta and timestamp delta start again
+        append_bytes(&mut a, 0, 6);
+        let released = a.drain_all();
+        assert_eq!(released.iter().map(|r| r.record).collect::<Vec<_>>(), [5, 6]);
+        let values: Vec<_> = released
+            .iter()
+            .map(|r| EncodedMessage::view_of(r.message.as_ref().unwrap().as_bytes()).unwrap().value.unwrap().to_vec())
+            .collect();
+        assert_eq!(values, [b"v5".to_vec(), b"v6".to_vec()], "released with their values");
         assert!(a.is_empty());
     }
 
@@ -1724,35 +1928,41 @@ mod tests {
     }
 
     #[test]
-    fn a_broker_found_to_take_record_batches_cuts_what_its_partitions_hold_and_what_comes() {
+    fn a_broker_found_to_take_record_batches_cuts_what_comes_after_what_its_partitions_held() {
         let t0 = Instant::now();
         let mut a = acc(AccumulatorConfig { batch_num_messages: 4, capacity: 100, ..config() });
-        // queued before it is known: cut at 4 when taken, as Message v0 would be
+        // queued before it is known: Message v0, cut where a round's count ends
         for r in 1..=6 {
             a.append(&tp(0), r, t0);
         }
         a.set_record_batches(0, true);
         let first = a.drain(t0);
         assert_eq!(shape(&first), [(0, vec![(0, vec![1, 2, 3, 4], 1)])]);
-        // what comes now is cut as it comes: [5, 6, 7, 8] closes at 4 (the open run's first
-        // two were queued before)
+        // what comes now starts a batch of its own (never with records of the other kind),
+        // cut at 4 as it comes
         for r in 7..=10 {
             a.append(&tp(0), r, t0);
         }
         finish(&mut a, first);
         let second = a.drain(t0);
-        assert_eq!(shape(&second), [(0, vec![(0, vec![5, 6, 7, 8], 1)])]);
+        assert_eq!(shape(&second), [(0, vec![(0, vec![5, 6], 1)])]);
         finish(&mut a, second);
-        // the round starts at p2 (the rotation); p0's open run of three does not fit the two
-        // places p2's two leave
+        let third = a.drain(t0);
+        assert_eq!(shape(&third), [(0, vec![(0, vec![7, 8, 9, 10], 1)])]);
+        finish(&mut a, third);
+        // the round starts at p2 (the rotation); p0's open batch of three does not fit the
+        // two places p2's two leave
         for r in 11..=12 {
             a.append(&tp(2), r, t0);
         }
         a.append(&tp(0), 13, t0);
-        let third = a.drain(t0 + 100 * MS);
-        assert_eq!(shape(&third), [(0, vec![(2, vec![11, 12], 1)])]);
-        finish(&mut a, third);
-        assert_eq!(shape(&a.drain(t0 + 100 * MS)), [(0, vec![(0, vec![9, 10, 13], 1)])]);
+        for r in 14..=15 {
+            a.append(&tp(0), r, t0);
+        }
+        let fourth = a.drain(t0 + 100 * MS);
+        assert_eq!(shape(&fourth), [(0, vec![(2, vec![11, 12], 1)])]);
+        finish(&mut a, fourth);
+        assert_eq!(shape(&a.drain(t0 + 100 * MS)), [(0, vec![(0, vec![13, 14, 15], 1)])]);
     }
 
     #[test]

@@ -41,6 +41,19 @@ fn held_by_message(pending: Queued<'_, Pending>, len: usize) -> usize {
 /// What the records of a batch that have a delivery slot weigh (their messages in the batch's
 /// bytes, or their own when it has none).
 pub(crate) fn held_by_batch(batch: &Batch<Pending>) -> usize {
+    if let (None, Some(run)) = (&batch.plain, &batch.run) {
+        // RecordBatch v2 records: their keys and values read where they are
+        return batch
+            .records
+            .iter()
+            .zip(run.records())
+            .filter(|(p, _)| p.has_slot())
+            .map(|(p, r)| {
+                let (key, value) = r.map_or((0, 0), |r| (r.key.map_or(0, |k| k.len()), r.value.map_or(0, |v| v.len())));
+                held_bytes(key, value, p.extra().map_or(&[][..], |e| &e.headers[..]))
+            })
+            .sum();
+    }
     match &batch.plain {
         Some(plain) => batch
             .records

@@ -96,16 +96,75 @@ impl Spent {
     }
 }
 
-/// A log and the producer's spent blocks, to append to the log.
+/// A log and the producer's spent blocks, to append a record's bytes to its partition: as a
+/// Message v0 entry ([`Appender::push`]), or, while its partition's leader takes them, as a
+/// RecordBatch v2 record of its partition's open batch ([`Appender::v2`]).
 pub(crate) struct Appender<'a> {
     pub(crate) log: &'a mut Log,
     pub(crate) spent: &'a mut Spent,
+    /// Where the record goes instead while its partition's leader takes RecordBatch v2.
+    pub(crate) v2: Option<RecordAppender<'a>>,
+}
+
+/// The open batch of a partition whose leader takes RecordBatch v2: its records' log, the
+/// next record's offset delta (its index in the batch) and the batch's timestamps so far.
+pub(crate) struct RecordAppender<'a> {
+    pub(crate) records: &'a mut Log,
+    pub(crate) offset_delta: i32,
+    pub(crate) stamps: &'a mut Option<Stamps>,
+}
+
+/// The timestamps of a batch of RecordBatch v2 records: its first record's (its records'
+/// deltas are from it) and the greatest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stamps {
+    pub(crate) first: i64,
+    pub(crate) max: i64,
 }
 
 impl Appender<'_> {
     /// See [`Log::push`].
     pub(crate) fn push(&mut self, message: &[u8]) {
         self.log.push(message, self.spent);
+    }
+
+    /// True when the record goes as RecordBatch v2 ([`Appender::push_record`]).
+    pub(crate) fn takes_records(&self) -> bool {
+        self.v2.is_some()
+    }
+
+    /// Appends the record as RecordBatch v2 to its partition's open batch (only when
+    /// [`Appender::takes_records`]; else as a Message v0 of its key and value): its offset
+    /// delta its index there, its timestamp a delta from the batch's first.
+    ///
+    /// # Errors
+    ///
+    /// A key, value or header over `i32::MAX` bytes; nothing is appended.
+    pub(crate) fn push_record(
+        &mut self,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[gregor_protocol::record::HeaderRef<'_>],
+    ) -> Result<(), gregor_protocol::Error> {
+        use gregor_protocol::record::{max_size_of_record, write_record};
+
+        let Some(v2) = self.v2.as_mut() else {
+            let message =
+                gregor_protocol::Message::new(key.map(Bytes::copy_from_slice), value.map(Bytes::copy_from_slice));
+            self.log.push(EncodedMessage::encode(&message)?.as_bytes(), self.spent);
+            return Ok(());
+        };
+        let first = v2.stamps.map_or(timestamp, |s| s.first);
+        let delta = timestamp.wrapping_sub(first);
+        let most = max_size_of_record(key, value, headers);
+        v2.records
+            .push_record(most, self.spent, |buf| write_record(buf, v2.offset_delta, delta, key, value, headers))?;
+        *v2.stamps = Some(match *v2.stamps {
+            Some(s) => Stamps { first: s.first, max: s.max.max(timestamp) },
+            None => Stamps { first: timestamp, max: timestamp },
+        });
+        Ok(())
     }
 }
 
@@ -143,6 +202,47 @@ impl Log {
     /// Appends `message` (one Message v0, as `Message::encode` lays it out) as an entry.
     pub(crate) fn push(&mut self, message: &[u8], spent: &mut Spent) {
         let len = ENTRY_HEADER + message.len();
+        let block = self.room_for(len, spent);
+        block.bytes.put_i64(0);
+        block.bytes.put_i32(i32::try_from(message.len()).expect("a message encoded is under i32::MAX bytes"));
+        block.bytes.extend_from_slice(message);
+        block.count += 1;
+        self.entries += 1;
+        self.used += len;
+    }
+
+    /// Appends a RecordBatch v2 record of at most `len` bytes, which `write` writes and
+    /// counts (its length first, as `gregor_protocol::record::write_record` writes it; no entry
+    /// header): the log of a partition whose leader takes RecordBatch v2. A log holds entries
+    /// of one kind.
+    ///
+    /// # Errors
+    ///
+    /// `write`'s, which must then have written nothing; nothing is appended.
+    pub(crate) fn push_record<E>(
+        &mut self,
+        len: usize,
+        spent: &mut Spent,
+        write: impl FnOnce(&mut BytesMut) -> Result<usize, E>,
+    ) -> Result<(), E> {
+        let block = self.room_for(len, spent);
+        let before = block.bytes.len();
+        let written = match write(&mut block.bytes) {
+            Ok(written) => written,
+            Err(e) => {
+                debug_assert_eq!(block.bytes.len(), before, "a record not written left nothing");
+                return Err(e);
+            }
+        };
+        debug_assert!(written == block.bytes.len() - before && written <= len, "the record's size as told");
+        block.count += 1;
+        self.entries += 1;
+        self.used += written;
+        Ok(())
+    }
+
+    /// The block to append `len` bytes to (a new one when the last has no room).
+    fn room_for(&mut self, len: usize, spent: &mut Spent) -> &mut Block {
         let room = self.blocks.back().map_or(0, |b| b.bytes.capacity() - b.bytes.len());
         if room < len {
             // grows with what the partition takes in while a batch builds up
@@ -155,13 +255,7 @@ impl Log {
             let (bytes, had) = spent.free(size).unwrap_or_else(|| (BytesMut::with_capacity(size), size));
             self.blocks.push_back(Block { bytes, count: 0, had });
         }
-        self.used += len;
-        let block = self.blocks.back_mut().expect("a block with room");
-        block.bytes.put_i64(0);
-        block.bytes.put_i32(i32::try_from(message.len()).expect("a message encoded is under i32::MAX bytes"));
-        block.bytes.extend_from_slice(message);
-        block.count += 1;
-        self.entries += 1;
+        self.blocks.back_mut().expect("a block with room")
     }
 
     /// Entries in the log.
@@ -197,6 +291,29 @@ impl Log {
             self.pop_spent(spent);
         }
         Some(MessageSet::from_parts(parts))
+    }
+
+    /// The first `n` records (at most the log's) appended by [`Log::push_record`], as their
+    /// bytes: one part per block they lie in, the log's own (no copy).
+    pub(crate) fn take_records(&mut self, n: usize, spent: &mut Spent) -> Vec<Bytes> {
+        let n = n.min(self.entries);
+        self.entries -= n;
+        let mut parts = Vec::new();
+        let mut left = n;
+        while left > 0 {
+            let block = self.blocks.front_mut().expect("entries are in blocks");
+            let k = left.min(block.count);
+            let mut end = 0;
+            for _ in 0..k {
+                // the log's own records: each one's length was written with it
+                end += gregor_protocol::record::record_size_at(&block.bytes[end..]).unwrap_or(block.bytes.len() - end);
+            }
+            parts.push(block.bytes.split_to(end).freeze());
+            block.count -= k;
+            left -= k;
+            self.pop_spent(spent);
+        }
+        parts
     }
 
     /// Moves the front block to the spent ones when all its entries were taken and it is not
@@ -333,6 +450,17 @@ pub(crate) fn is_plain(encoded: &MessageSet) -> bool {
     matches!(magic, Some(0 | 1)) && attributes.is_some_and(|a| a & 0x07 == 0)
 }
 
+/// The buffers to read `set`'s entries from, each of whole entries: its parts for Message v0/v1
+/// entries (the log cuts a set between entries, and a compressed set is one part), its bytes
+/// joined for a RecordBatch v2 in parts (a batch finished from a partition's records: its
+/// header, then its records where they lie, cut anywhere between records).
+pub(crate) fn readable(set: &MessageSet) -> Vec<Bytes> {
+    match set.parts() {
+        [first, _, ..] if first.get(16) == Some(&2) => vec![set.as_bytes().clone()],
+        parts => parts.to_vec(),
+    }
+}
+
 /// Every record of `set` (Message v0/v1 entries with their wrappers expanded, or RecordBatch
 /// v2 batches) as a Message v0 of its key and value, in order.
 ///
@@ -344,7 +472,7 @@ pub(crate) fn records_of(set: &MessageSet) -> Result<Vec<gregor_protocol::Messag
     use gregor_protocol::record::Batches;
 
     let mut messages = Vec::new();
-    for batch in set.parts().iter().flat_map(|part| Batches::new(part.clone(), &DecodeOptions::default())) {
+    for batch in readable(set).into_iter().flat_map(|part| Batches::new(part, &DecodeOptions::default())) {
         for record in batch?.records() {
             let record = record?;
             messages.push(gregor_protocol::Message::new(record.key, record.value));
@@ -423,6 +551,39 @@ mod tests {
         assert_eq!(batch.len(), batch.as_bytes().len());
         assert_eq!(log.tail(2).unwrap().as_bytes(), &expected(&ms[5..]));
         assert_eq!(log.take(9, &mut spent).unwrap().as_bytes(), &expected(&ms[5..]), "at most what it holds");
+    }
+
+    #[test]
+    fn records_are_appended_in_blocks_and_taken_as_their_bytes_in_parts() {
+        use gregor_protocol::record::write_record;
+
+        let mut log = Log { next: MIN_BLOCK, ..Log::default() };
+        let mut spent = Spent::default();
+        let value = |i: u8| vec![i; 400];
+        let mut expected = BytesMut::new();
+        for i in 0..7u8 {
+            let v = value(i);
+            let len = gregor_protocol::record::size_of_record(i32::from(i), 0, None, Some(&v), &[]);
+            log.push_record(len, &mut spent, |buf| write_record(buf, i32::from(i), 0, None, Some(&v), &[])).unwrap();
+            write_record(&mut expected, i32::from(i), 0, None, Some(&v), &[]).unwrap();
+        }
+        assert_eq!(log.len(), 7);
+        assert!(log.blocks.len() >= 3, "{} blocks", log.blocks.len());
+        let blocks: Vec<_> = log.blocks.iter().map(|b| b.bytes.as_ptr()).collect();
+        let parts = log.take_records(5, &mut spent);
+        assert_eq!(
+            parts.iter().map(|p| p.as_ptr()).collect::<Vec<_>>(),
+            blocks[..parts.len()],
+            "the blocks' own bytes"
+        );
+        let joined: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
+        let rest: Vec<u8> = log.take_records(9, &mut spent).iter().flat_map(|p| p.iter().copied()).collect();
+        assert_eq!([joined, rest].concat(), expected.to_vec(), "all of them, in order, at most what it holds");
+        assert_eq!(log.len(), 0);
+        // a record not written is not appended
+        let refused: Result<(), &str> = log.push_record(10, &mut spent, |_| Err("no"));
+        assert!(refused.is_err());
+        assert_eq!((log.len(), log.used()), (0, expected.len()), "its bytes not counted");
     }
 
     #[test]

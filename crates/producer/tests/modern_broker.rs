@@ -322,6 +322,8 @@ async fn a_modern_leaders_batches_are_cut_as_records_come_and_sent_whole() {
     for i in 0..4 {
         pending.push(producer.send(record(0, format!("held{i}"))).await.unwrap());
     }
+    // that round on its way before the others come (a round may take what is queued with it)
+    tokio::time::sleep(Duration::from_millis(100)).await;
     for (partition, prefix) in [(1, "b"), (0, "a")] {
         for i in 0..3 {
             pending.push(producer.send(record(partition, format!("{prefix}{i}"))).await.unwrap());

@@ -2,12 +2,13 @@
 //! sets of Message v0 up to Produce v2 (Kafka 0.8-0.10), RecordBatch v2 from v3 (Kafka 0.11
 //! on; Kafka 4 has nothing older).
 //!
-//! Records are queued as Message v0 (their partition's log's entries); a batch for a leader that speaks
-//! v3 or later is laid out as one RecordBatch v2 from them when its round is built,
-//! compressed once with the topic's codec, every record stamped with the round's wall-clock
-//! time (CreateTime). That is a second copy of each record's bytes at send time; encoding
-//! each record once, at `send`, in its leader's format is the record path's next step (issues
-//! 25/26). A batch built for one format and retried on a leader of the other is converted.
+//! Once a partition's leader is known to take RecordBatch v2, its records are written as such
+//! as they are queued (`crate::log::Appender::push_record`: each in its batch, cut as records
+//! come), and the round only writes the header and CRC-32C over them, compressing them once
+//! (`RecordRun::finish`). Records queued as Message v0 (before the leader's versions were
+//! known) are laid out as one RecordBatch v2 when their round is built ([`to_record_batch`]),
+//! stamped with the round's wall-clock time (CreateTime) unless they carry their own. A batch
+//! built for one format and sent to a leader of the other is converted.
 
 use gregor_protocol::message::DecodeOptions;
 use gregor_protocol::record::{Batches, HeaderRef, RecordBatchBuilder, MAGIC_V2};
@@ -70,7 +71,7 @@ fn from_any(
 ) -> Result<(), gregor_protocol::Error> {
     let mut stamps = Stamps::new(timestamp, extras);
     // a set in parts (a batch across its log's blocks) holds whole entries in each
-    for batch in set.parts().iter().flat_map(|part| Batches::new(part.clone(), &DecodeOptions::default())) {
+    for batch in crate::log::readable(set).into_iter().flat_map(|part| Batches::new(part, &DecodeOptions::default())) {
         for record in batch?.records() {
             let record = record?;
             stamps.append(builder, record.key.as_deref(), record.value.as_deref())?;

@@ -22,7 +22,7 @@ use super::chunks::{join_chunks, ChunkSet};
 use super::format::{magic_of, to_message_set, to_record_batch, FIRST_RECORD_BATCH_VERSION};
 use super::idempotence::{producer_id, Idempotence};
 use super::{Completion, Engine, TaskKind};
-use crate::accumulator::{Batch, PartitionKey, Round};
+use crate::accumulator::{Batch, PartitionKey, RecordRun, Round};
 use crate::bounds::held_by_batch;
 use crate::buffers::SetBuffers;
 use crate::crc::Crcs;
@@ -52,6 +52,8 @@ const DIRECT_COMPRESSION: usize = 32 * 1024;
 enum SetSource {
     Encoded(MessageSet, Compression),
     Plain(MessageSet, Compression),
+    /// RecordBatch v2 records written as they came, to finish as one batch.
+    Records(RecordRun, Compression),
     /// Wrappers of chunks (see [`CHUNK_BYTES`](super::chunks::CHUNK_BYTES)), the first of
     /// them maybe still compressing, then the batch's other records (uncompressed, if any),
     /// compressed with the codec.
@@ -78,6 +80,7 @@ impl InFlight {
         for (batch, kept) in batches.iter_mut().zip(self.kept) {
             match kept.map(Kept::take) {
                 Some(BatchBytes::Plain(plain)) => batch.plain = Some(plain),
+                Some(BatchBytes::Records(run)) => batch.run = Some(run),
                 Some(BatchBytes::Built(set)) if batch.encoded.is_none() => batch.encoded = Some(set),
                 _ => {}
             }
@@ -97,6 +100,7 @@ struct Kept(Arc<std::sync::Mutex<BatchBytes>>);
 
 enum BatchBytes {
     Plain(MessageSet),
+    Records(RecordRun),
     Built(MessageSet),
 }
 
@@ -104,6 +108,11 @@ impl Kept {
     /// `plain` kept for a batch the round builds now.
     fn new(plain: MessageSet) -> Kept {
         Kept(Arc::new(std::sync::Mutex::new(BatchBytes::Plain(plain))))
+    }
+
+    /// A batch's RecordBatch v2 records kept for the round that finishes them.
+    fn records(run: RecordRun) -> Kept {
+        Kept(Arc::new(std::sync::Mutex::new(BatchBytes::Records(run))))
     }
 
     fn take(self) -> BatchBytes {
@@ -221,9 +230,17 @@ impl Engine {
         for batch in &round.batches {
             records += batch.records.len();
             let codec = self.config.compression_for(&batch.tp.topic);
-            let source = match &batch.encoded {
-                Some(set) => SetSource::Encoded(set.clone(), codec),
-                None => {
+            let source = match (&batch.encoded, &batch.run) {
+                (Some(set), _) => SetSource::Encoded(set.clone(), codec),
+                (None, Some(run)) => {
+                    to_compress += match codec {
+                        Compression::None => 0,
+                        Compression::Gzip => 16 * run.len(),
+                        _ => run.len(),
+                    };
+                    SetSource::Records(run.clone(), codec)
+                }
+                (None, None) => {
                     let (chunks, covered) = if codec == Compression::None {
                         (Vec::new(), 0)
                     } else {
@@ -282,6 +299,7 @@ impl Engine {
             .zip(&sources)
             .map(|(batch, (_, source))| match source {
                 SetSource::Plain(..) | SetSource::Chunked(..) => batch.plain.take().map(Kept::new),
+                SetSource::Records(..) => batch.run.take().map(Kept::records),
                 SetSource::Encoded(..) | SetSource::Failed(_) => None,
             })
             .collect();
@@ -675,6 +693,7 @@ fn produce_request(
             // written as asked
             (
                 SetSource::Plain(_, Compression::Zstd)
+                | SetSource::Records(_, Compression::Zstd)
                 | SetSource::Chunked(_, _, Compression::Zstd)
                 | SetSource::Encoded(_, Compression::Zstd),
                 format,
@@ -710,6 +729,12 @@ fn produce_request(
             }
             (SetSource::Plain(plain, codec), Format::RecordBatch { timestamp, .. }) => {
                 (to_record_batch(&plain, codec, timestamp, numbered, extras), true)
+            }
+            // written as RecordBatch v2 records as they came: the header (and codec) only
+            (SetSource::Records(run, codec), Format::RecordBatch { .. }) => (run.finish(codec, numbered), true),
+            // its leader moved to a broker before Kafka 0.11
+            (SetSource::Records(run, codec), Format::MessageSet { .. }) => {
+                (run.finish(Compression::None, None).and_then(|set| to_message_set(&set, codec)), true)
             }
             // the rest compressed into a Message v0 wrapper, and read back from it for a
             // RecordBatch: its CRCs are checked there
@@ -805,5 +830,66 @@ mod tests {
         assert!(read(&request).into_iter().all(|read| read.unwrap() == values));
         let (_, built) = round(Format::RecordBatch { version: 3, timestamp: 1 }, false);
         assert_eq!(built, [true, true, false]);
+    }
+
+    /// A batch written as RecordBatch v2 records as they came: finished as one batch (header,
+    /// codec, the idempotent producer's numbering) for a leader that takes them; laid out as
+    /// Message v0 for one that moved to a broker before Kafka 0.11; refused in zstd before
+    /// Produce v7.
+    #[test]
+    fn records_written_as_they_came_are_finished_or_converted_for_the_leader() {
+        use crate::accumulator::RecordRun;
+        use crate::log::Stamps;
+        use gregor_protocol::record::write_record;
+
+        let values = ["a", "bb", "ccc"];
+        let mut buf = bytes::BytesMut::new();
+        for (i, v) in values.iter().enumerate() {
+            write_record(&mut buf, i as i32, i as i64, None, Some(v.as_bytes()), &[]).unwrap();
+        }
+        let section = buf.freeze();
+        // cut between the first and second record, as two log blocks would hold them
+        let first = gregor_protocol::record::record_size_at(&section).unwrap();
+        let run = RecordRun {
+            parts: vec![section.slice(..first), section.slice(first..)],
+            count: 3,
+            stamps: Stamps { first: 500, max: 502 },
+        };
+        let sources = |codec| vec![(PartitionKey::new("t", 0), SetSource::Records(run.clone(), codec))];
+        let build = |format, codec, producer| {
+            produce_request(
+                (1, 1000),
+                sources(codec),
+                format,
+                producer,
+                &[Some(7)],
+                &[Vec::new()],
+                &SetBuffers::default(),
+                false,
+            )
+        };
+        let want: Vec<String> = values.map(String::from).to_vec();
+        for codec in [Compression::None, Compression::Snappy, Compression::Gzip] {
+            let (request, encoded) = build(Format::RecordBatch { version: 3, timestamp: 1 }, codec, Some((9, 2)));
+            assert!(encoded[0].as_ref().is_some_and(Result::is_ok), "built once, kept for a retry");
+            assert_eq!(read(&request)[0].as_ref().unwrap(), &want, "{codec:?}");
+            let set = &request.topics[0].partitions[0].message_set;
+            let batch = gregor_protocol::Batches::new(set.as_bytes().clone(), &DecodeOptions::default())
+                .next()
+                .unwrap()
+                .unwrap();
+            let header = *batch.header();
+            assert_eq!((header.producer_id, header.producer_epoch, header.base_sequence), (9, 2, 7));
+            assert_eq!((header.base_timestamp, header.max_timestamp, header.record_count), (500, 502, 3));
+            assert_eq!(header.compression().unwrap(), codec);
+
+            let (request, _) = build(Format::MessageSet { version: 2 }, codec, None);
+            assert_eq!(read(&request)[0].as_ref().unwrap(), &want, "as Message v0, {codec:?}");
+            let set = &request.topics[0].partitions[0].message_set;
+            assert_eq!(set.as_bytes()[16], 0, "magic 0");
+        }
+        let (request, encoded) = build(Format::RecordBatch { version: 6, timestamp: 1 }, Compression::Zstd, None);
+        assert!(request.topics.is_empty());
+        assert!(matches!(encoded[0], Some(Err(gregor_protocol::Error::FieldNotInVersion { .. }))));
     }
 }

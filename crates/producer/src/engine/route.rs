@@ -39,6 +39,46 @@ pub(super) struct Inbound {
     /// The engine waits (or waited, and has not taken everything since) for more than the
     /// first record since this time: the arrival stamp of what it takes meanwhile.
     pub(super) waited_since: Option<Instant>,
+    /// The wall clock, for the records written as RecordBatch v2 as they come.
+    pub(super) wall: Wall,
+}
+
+/// Wall-clock milliseconds since the epoch (a RecordBatch v2 record's CreateTime, when the
+/// application gave none) for a reading of the engine's clock: the wall clock read at most
+/// once a second, the time since then from the engine's readings (a clock reading per record
+/// would cost more than the rest of its routing).
+pub(super) struct Wall {
+    at: Instant,
+    ms: i64,
+    /// The last reading asked for and its time (the records the engine takes in one go share
+    /// their arrival).
+    last: (Instant, i64),
+}
+
+impl Wall {
+    fn read(at: Instant) -> Wall {
+        let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        let ms = i64::try_from(ms).unwrap_or(i64::MAX);
+        Wall { at, ms, last: (at, ms) }
+    }
+
+    /// The wall-clock time of `at`.
+    pub(super) fn ms(&mut self, at: Instant) -> i64 {
+        if at == self.last.0 {
+            return self.last.1;
+        }
+        let ms = if at < self.at {
+            // an earlier arrival (a record that waited for its topic's metadata)
+            self.ms - i64::try_from(self.at.duration_since(at).as_millis()).unwrap_or(0)
+        } else {
+            if at.duration_since(self.at) >= std::time::Duration::from_secs(1) {
+                *self = Wall::read(at);
+            }
+            self.ms + i64::try_from(at.duration_since(self.at).as_millis()).unwrap_or(0)
+        };
+        self.last = (at, ms);
+        ms
+    }
 }
 
 impl Inbound {
@@ -51,6 +91,7 @@ impl Inbound {
             last_topic: None,
             names: HashMap::new(),
             waited_since: None,
+            wall: Wall::read(Instant::now()),
         }
     }
 }
@@ -128,7 +169,8 @@ impl Engine {
             // the common case: the partition has a queue (see `put`); the key is the last
             // topic's, its partition set. Its linger starts when the task takes it.
             tp.partition = p;
-            let into_log = |r: &mut Pending, log: &mut Appender<'_>| into_log(r, log, Some(message));
+            let wall = &mut self.input.wall;
+            let into_log = |r: &mut Pending, log: &mut Appender<'_>| into_log(r, log, Some(message), wall, now);
             match self.acc.try_append_with(tp, pending, now, into_log) {
                 Ok(()) => return,
                 Err(back) => pending = back,
@@ -191,8 +233,9 @@ impl Engine {
         let tp = PartitionKey { topic, partition };
         // the common case: the partition has a queue, so it was checked when the queue was made
         // (and a refresh that finds it gone removes the queue)
-        let into_log = |p: &mut Pending, log: &mut Appender<'_>| into_log(p, log, raw);
-        let Err(mut pending) = self.acc.try_append_with(&tp, pending, enqueued_at, into_log) else { return };
+        let wall = &mut self.input.wall;
+        let first_try = |p: &mut Pending, log: &mut Appender<'_>| into_log(p, log, raw, wall, enqueued_at);
+        let Err(mut pending) = self.acc.try_append_with(&tp, pending, enqueued_at, first_try) else { return };
         if let Some(parts) = self.meta.parts.get(&*tp.topic) {
             if parts.error.is_none() && !parts.all.is_empty() && !parts.all.contains(&partition) {
                 if let Some(raw) = raw {
@@ -206,7 +249,8 @@ impl Engine {
             }
         }
         self.acc.set_leader(&tp, self.meta.snapshot.leader(&tp.topic, partition));
-        self.acc.append_with(&tp, pending, enqueued_at, into_log);
+        let wall = &mut self.input.wall;
+        self.acc.append_with(&tp, pending, enqueued_at, |p, log| into_log(p, log, raw, wall, enqueued_at));
     }
 }
 
@@ -245,11 +289,38 @@ fn place<'k>(
 
 /// Appends a record's message to its partition's log: from `raw`, its bytes in the inbox's
 /// block, when given; else from its own message, which it then lets go (the placeholder:
-/// the record's bytes are the log's from now on).
-fn into_log(pending: &mut Pending, log: &mut Appender<'_>, raw: Option<&[u8]>) {
-    match raw {
-        Some(raw) => log.push(raw),
-        None => log.push(pending.message().as_bytes()),
+/// the record's bytes are the log's from now on). While the partition's leader takes
+/// RecordBatch v2, the record is written as such, in its batch (its own timestamp and
+/// headers, else stamped with the wall-clock time of `at`, its arrival): the one layout of its
+/// bytes it is sent in.
+fn into_log(pending: &mut Pending, log: &mut Appender<'_>, raw: Option<&[u8]>, wall: &mut Wall, at: Instant) {
+    let message = match raw {
+        Some(raw) => raw,
+        None => pending.message().as_bytes(),
+    };
+    if !log.takes_records() {
+        log.push(message);
+        pending.shed();
+        return;
+    }
+    let now_ms = wall.ms(at);
+    // the message as `send` encoded it (its CRC maybe left out: `crate::crc`)
+    let (key, value) = EncodedMessage::view_of(message).map_or((None, None), |m| (m.key, m.value));
+    let written = match pending.extra() {
+        None => log.push_record(now_ms, key, value, &[]),
+        Some(extra) => {
+            let headers: Vec<_> = extra.headers.iter().map(|h| (h.key.as_str(), h.value.as_deref())).collect();
+            let timestamp = extra.timestamp.unwrap_or(now_ms);
+            log.push_record(timestamp, key, value, &headers).or_else(|e| {
+                // only a header over i32::MAX bytes: the record goes without its headers
+                tracing::error!(error = %e, "a record's headers could not be written; sent without them");
+                log.push_record(timestamp, key, value, &[])
+            })
+        }
+    };
+    if let Err(e) = written {
+        // a key and value that fit a Message v0 fit a record
+        tracing::error!(error = %e, "a record could not be written");
     }
     pending.shed();
 }

@@ -1,6 +1,6 @@
 //! Writing a RecordBatch v2 one record at a time.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use super::batch::{
     BatchHeader, ATTRIBUTES_AT, ATTRIBUTE_CONTROL, ATTRIBUTE_LOG_APPEND_TIME, ATTRIBUTE_TRANSACTIONAL,
@@ -298,6 +298,16 @@ impl RecordBatchBuilder {
     }
 }
 
+/// At most how many bytes [`write_record`] writes for these fields, whatever the deltas (every
+/// varint at its widest): for a writer that makes room before it writes, without sizing the
+/// record twice.
+pub fn max_size_of_record(key: Option<&[u8]>, value: Option<&[u8]>, headers: &[HeaderRef<'_>]) -> usize {
+    let field = |b: Option<&[u8]>| 5 + b.map_or(0, <[u8]>::len);
+    let headers: usize = headers.iter().map(|(k, v)| field(Some(k.as_bytes())) + field(*v)).sum();
+    // length, attributes, timestamp delta, offset delta, key, value, header count, headers
+    5 + 1 + 10 + 5 + field(key) + field(value) + 5 + headers
+}
+
 /// Writes one record of a RecordBatch v2's records section, its length first, at the end of
 /// `buf`, as [`RecordBatchBuilder::append_with_headers`] does: for a writer that keeps the
 /// section itself (a producer writing each record where its partition's batch is, cut ahead:
@@ -350,16 +360,60 @@ pub fn write_record(
 /// writes it), its length prefix included; `None` when its length cannot be read or runs past
 /// the end.
 pub fn record_size_at(section: &[u8]) -> Option<usize> {
+    record_len_at(section).map(|(prefix, body)| prefix + body)
+}
+
+/// The length prefix's size and the body's of the record at the start of `section`, the
+/// whole of it within `section`.
+fn record_len_at(section: &[u8]) -> Option<(usize, usize)> {
     let mut raw: u32 = 0;
     for (i, &byte) in section.iter().take(5).enumerate() {
         raw |= u32::from(byte & 0x7f) << (7 * i);
         if byte & 0x80 == 0 {
-            let body = ((raw >> 1) as i32) ^ -((raw & 1) as i32);
-            let size = (i + 1).checked_add(usize::try_from(body).ok()?)?;
-            return (size <= section.len()).then_some(size);
+            let body = usize::try_from(((raw >> 1) as i32) ^ -((raw & 1) as i32)).ok()?;
+            return ((i + 1).checked_add(body)? <= section.len()).then_some((i + 1, body));
         }
     }
     None
+}
+
+/// The records of a records section as [`write_record`] writes them (no batch header, no
+/// CRC: a writer reading back its own section), their offsets from 0 and timestamps from
+/// `base_timestamp`; keys, values and headers are slices of `section`. Stops after the first
+/// error (a record cut short or malformed).
+pub fn section_records(section: Bytes, base_timestamp: i64) -> impl Iterator<Item = Result<super::Record>> {
+    let header = BatchHeader {
+        base_offset: 0,
+        batch_length: 0,
+        partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
+        magic: MAGIC_V2,
+        crc: 0,
+        attributes: 0,
+        last_offset_delta: 0,
+        base_timestamp,
+        max_timestamp: base_timestamp,
+        producer_id: NO_PRODUCER_ID,
+        producer_epoch: NO_PRODUCER_EPOCH,
+        base_sequence: NO_SEQUENCE,
+        record_count: 0,
+    };
+    let mut rest = section;
+    let mut failed = false;
+    std::iter::from_fn(move || {
+        if rest.is_empty() || failed {
+            return None;
+        }
+        let malformed = |reason: String| Error::MalformedMessage { location: MessageLocation::default(), reason };
+        let Some((prefix, body)) = record_len_at(&rest) else {
+            failed = true;
+            return Some(Err(malformed(format!("a record's length runs past the section's {} bytes", rest.len()))));
+        };
+        let mut record = rest.split_to(prefix + body);
+        record.advance(prefix);
+        let read = super::reader::v2_record(&header, record).map_err(malformed);
+        failed = read.is_err();
+        Some(read)
+    })
 }
 
 /// What [`finish_records`] writes in a batch's header beside the records: how many, their
@@ -467,6 +521,7 @@ mod tests {
             let n = write_record(&mut buf, i as i32, ts - base, *key, *value, headers).unwrap();
             assert_eq!(n, buf.len() - before);
             assert_eq!(n, size_of_record(i as i32, ts - base, *key, *value, headers));
+            assert!(n <= max_size_of_record(*key, *value, headers));
         }
         parts.push(buf.freeze());
         parts
@@ -502,6 +557,35 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn no_record_is_larger_than_its_most() {
+        for (_, key, value, headers) in records() {
+            for (offset_delta, timestamp_delta) in [(0, 0), (i32::MAX, i64::MIN), (i32::MIN, i64::MAX), (-1, -1)] {
+                let size = size_of_record(offset_delta, timestamp_delta, key, value, &headers);
+                assert!(size <= max_size_of_record(key, value, &headers), "{offset_delta} {timestamp_delta}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_section_reads_back_as_its_records() {
+        let records = records();
+        let section = section(&records, &[])[0].clone();
+        let read: Vec<_> = section_records(section.clone(), 1_700_000_000_100).map(Result::unwrap).collect();
+        assert_eq!(read.len(), 4);
+        for (i, (r, (ts, key, value, headers))) in read.iter().zip(&records).enumerate() {
+            assert_eq!(r.offset, i as i64);
+            assert_eq!(r.timestamp, *ts);
+            assert_eq!(r.key.as_deref(), *key);
+            assert_eq!(r.value.as_deref(), *value);
+            assert_eq!(r.headers.len(), headers.len());
+        }
+        let cut = section.slice(..section.len() - 1);
+        let read: Vec<_> = section_records(cut, 0).collect();
+        assert_eq!(read.len(), 4);
+        assert!(read[3].is_err(), "the last, cut short: an error, then nothing");
     }
 
     #[test]
