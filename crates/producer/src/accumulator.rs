@@ -36,6 +36,11 @@
 //!   `message.send.max.retries + 1` metadata rounds without one, its records are released as
 //!   failed ([`Accumulator::end_metadata_round`]). The same bound applies to records held
 //!   for a topic whose metadata never comes.
+//! * **Batches of RecordBatch v2** — a partition whose leader takes RecordBatch v2
+//!   ([`Accumulator::set_record_batches`]) has its records written as such as they are appended,
+//!   its batches cut as they come (at `batch.num.messages` records), and a round takes such a
+//!   batch whole or leaves it for the next round; Message v0 batches are cut where a round's
+//!   count ends.
 //! * **Capacity** — [`Accumulator::len`] counts every record from `append`/`hold` until it is
 //!   handed back by `done` or a release, in flight included.
 
@@ -662,9 +667,10 @@ impl<T: Pack> Accumulator<T> {
     /// records are appended, at `batch.num.messages` records, and a round takes a batch whole
     /// or leaves it for the next round: a v2 record's offset and timestamp are deltas from its
     /// batch's first, so its bytes can be final only once its batch is known
-    /// (`docs/record-path.md`, step 2). Records queued before are cut as they come, at most
-    /// `batch.num.messages` at a time. Message v0 sets carry no deltas: their batches are cut
-    /// when a round takes them, at what is left of its `batch.num.messages`.
+    /// (`docs/record-path.md`, step 2). Records queued before (Message v0) make batches of
+    /// their own, never shared with the records that come after. Message v0 sets carry no
+    /// deltas: their batches are cut when a round takes them, at what is left of its
+    /// `batch.num.messages`.
     pub(crate) fn set_record_batches(&mut self, broker: BrokerId, takes: bool) {
         let changed = if takes { self.record_batches.insert(broker) } else { self.record_batches.remove(&broker) };
         if changed {

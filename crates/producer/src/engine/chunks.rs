@@ -122,12 +122,17 @@ impl Engine {
 
     /// True when the connection to `broker` is open and speaks Produce v3 or later (RecordBatch
     /// v2, see `format`).
-    pub(super) fn leader_takes_record_batches(&self, broker: i32) -> bool {
+    fn leader_takes_record_batches(&self, broker: i32) -> bool {
+        self.leader_format(broker) == Some(true)
+    }
+
+    /// Whether `broker` takes RecordBatch v2 (speaks Produce v3 or later), when its connection
+    /// is open and its versions known; `None` otherwise.
+    pub(super) fn leader_format(&self, broker: i32) -> Option<bool> {
         let pool = self.meta.cache.pool();
-        pool.broker_addr(broker).and_then(|addr| pool.cached(&addr)).is_some_and(|conn| {
-            conn.client_version::<gregor_protocol::messages::ProduceRequest>()
-                .is_ok_and(|v| v >= super::format::FIRST_RECORD_BATCH_VERSION)
-        })
+        let conn = pool.broker_addr(broker).and_then(|addr| pool.cached(&addr))?;
+        let version = conn.client_version::<gregor_protocol::messages::ProduceRequest>().ok()?;
+        Some(version >= super::format::FIRST_RECORD_BATCH_VERSION)
     }
 
     /// The chunks that begin `records` (a fresh batch of `tp`), in order, and how many records

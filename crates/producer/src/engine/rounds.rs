@@ -183,10 +183,12 @@ impl Engine {
     /// a retry sends those bytes again.
     pub(super) fn send_round(&mut self, mut round: Round<Pending>) {
         let broker = round.broker;
-        // the broker's partitions' next batches are cut as their records come once it is
-        // known to take RecordBatch v2 (its connection open, its versions known)
-        let takes = self.leader_takes_record_batches(broker);
-        self.acc.set_record_batches(broker, takes);
+        // the broker's partitions' records are written as RecordBatch v2 as they come once it
+        // is known to take them (its connection open, its versions known); while its
+        // connection is not at hand, as they were
+        if let Some(takes) = self.leader_format(broker) {
+            self.acc.set_record_batches(broker, takes);
+        }
         let mut sources = Vec::with_capacity(round.batches.len());
         // enable.idempotence: each batch built now has its place in its partition's numbering
         // (given once; a batch numbered under an older producer id and never built is
