@@ -336,3 +336,32 @@ pub(super) enum Placement {
     /// The partitioner chose a partition the topic does not have.
     Invalid(i32),
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// The wall-clock time of an arrival follows the engine's clock from the last reading of
+    /// the wall clock, earlier arrivals included, and the wall clock is read again after a
+    /// second.
+    #[test]
+    fn an_arrivals_wall_clock_time_follows_the_engines_clock() {
+        let t0 = Instant::now();
+        let mut wall = Wall::read(t0);
+        let base = wall.ms;
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+        assert!((now - base).abs() < 1000, "read from the wall clock: {base} against {now}");
+        assert_eq!(wall.ms(t0), base);
+        assert_eq!(wall.ms(t0 + Duration::from_millis(250)), base + 250);
+        assert_eq!(wall.ms(t0 + Duration::from_millis(250)), base + 250, "the same arrival: the same time");
+        assert_eq!(wall.ms(t0 + Duration::from_millis(999)), base + 999);
+        // an earlier arrival (a record that waited for its topic's metadata)
+        let later = t0 + Duration::from_secs(1);
+        let _ = wall.ms(later);
+        assert!(wall.at >= later, "read again a second after");
+        let read_again = wall.ms;
+        assert_eq!(wall.ms(later - Duration::from_millis(400)), read_again - 400);
+    }
+}
