@@ -1469,12 +1469,9 @@ mod tests {
         let message =
             EncodedMessage::encode(&gregor_protocol::Message::new(None, Some(value.clone().into_bytes().into())))
                 .unwrap();
-        a.append_with(&tp(p), r, Instant::now(), |_, log| {
-            if log.takes_records() {
-                log.push_record(1000 + i64::from(r), None, Some(value.as_bytes()), &[]).unwrap();
-            } else {
-                log.push(message.as_bytes());
-            }
+        a.append_with(&tp(p), r, Instant::now(), |_, log| match log.v2.as_mut() {
+            Some(records) => records.push(log.spent, 1000 + i64::from(r), None, Some(value.as_bytes()), &[]).unwrap(),
+            None => log.push(message.as_bytes()),
         });
     }
 

@@ -98,7 +98,8 @@ impl Spent {
 
 /// A log and the producer's spent blocks, to append a record's bytes to its partition: as a
 /// Message v0 entry ([`Appender::push`]), or, while its partition's leader takes them, as a
-/// RecordBatch v2 record of its partition's open batch ([`Appender::v2`]).
+/// RecordBatch v2 record of its partition's open batch ([`Appender::v2`],
+/// [`RecordAppender::push`]).
 pub(crate) struct Appender<'a> {
     pub(crate) log: &'a mut Log,
     pub(crate) spent: &'a mut Spent,
@@ -127,21 +128,18 @@ impl Appender<'_> {
     pub(crate) fn push(&mut self, message: &[u8]) {
         self.log.push(message, self.spent);
     }
+}
 
-    /// True when the record goes as RecordBatch v2 ([`Appender::push_record`]).
-    pub(crate) fn takes_records(&self) -> bool {
-        self.v2.is_some()
-    }
-
-    /// Appends the record as RecordBatch v2 to its partition's open batch (only when
-    /// [`Appender::takes_records`]; else as a Message v0 of its key and value): its offset
-    /// delta its index there, its timestamp a delta from the batch's first.
+impl RecordAppender<'_> {
+    /// Appends the record as RecordBatch v2 to its partition's open batch: its offset delta
+    /// its index there, its timestamp a delta from the batch's first.
     ///
     /// # Errors
     ///
     /// A key, value or header over `i32::MAX` bytes; nothing is appended.
-    pub(crate) fn push_record(
+    pub(crate) fn push(
         &mut self,
+        spent: &mut Spent,
         timestamp: i64,
         key: Option<&[u8]>,
         value: Option<&[u8]>,
@@ -149,18 +147,12 @@ impl Appender<'_> {
     ) -> Result<(), gregor_protocol::Error> {
         use gregor_protocol::record::{max_size_of_record, write_record};
 
-        let Some(v2) = self.v2.as_mut() else {
-            let message =
-                gregor_protocol::Message::new(key.map(Bytes::copy_from_slice), value.map(Bytes::copy_from_slice));
-            self.log.push(EncodedMessage::encode(&message)?.as_bytes(), self.spent);
-            return Ok(());
-        };
-        let first = v2.stamps.map_or(timestamp, |s| s.first);
+        let first = self.stamps.map_or(timestamp, |s| s.first);
         let delta = timestamp.wrapping_sub(first);
         let most = max_size_of_record(key, value, headers);
-        v2.records
-            .push_record(most, self.spent, |buf| write_record(buf, v2.offset_delta, delta, key, value, headers))?;
-        *v2.stamps = Some(match *v2.stamps {
+        let offset_delta = self.offset_delta;
+        self.records.push_record(most, spent, |buf| write_record(buf, offset_delta, delta, key, value, headers))?;
+        *self.stamps = Some(match *self.stamps {
             Some(s) => Stamps { first: s.first, max: s.max.max(timestamp) },
             None => Stamps { first: timestamp, max: timestamp },
         });

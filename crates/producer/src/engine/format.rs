@@ -3,7 +3,7 @@
 //! on; Kafka 4 has nothing older).
 //!
 //! Once a partition's leader is known to take RecordBatch v2, its records are written as such
-//! as they are queued (`crate::log::Appender::push_record`: each in its batch, cut as records
+//! as they are queued (`crate::log::RecordAppender::push`: each in its batch, cut as records
 //! come), and the round only writes the header and CRC-32C over them, compressing them once
 //! (`RecordRun::finish`). Records queued as Message v0 (before the leader's versions were
 //! known) are laid out as one RecordBatch v2 when their round is built ([`to_record_batch`]),

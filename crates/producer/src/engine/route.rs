@@ -298,23 +298,24 @@ fn into_log(pending: &mut Pending, log: &mut Appender<'_>, raw: Option<&[u8]>, w
         Some(raw) => raw,
         None => pending.message().as_bytes(),
     };
-    if !log.takes_records() {
+    let Some(records) = log.v2.as_mut() else {
         log.push(message);
         pending.shed();
         return;
-    }
+    };
+    let spent = &mut *log.spent;
     let now_ms = wall.ms(at);
     // the message as `send` encoded it (its CRC maybe left out: `crate::crc`)
     let (key, value) = EncodedMessage::view_of(message).map_or((None, None), |m| (m.key, m.value));
     let written = match pending.extra() {
-        None => log.push_record(now_ms, key, value, &[]),
+        None => records.push(spent, now_ms, key, value, &[]),
         Some(extra) => {
             let headers: Vec<_> = extra.headers.iter().map(|h| (h.key.as_str(), h.value.as_deref())).collect();
             let timestamp = extra.timestamp.unwrap_or(now_ms);
-            log.push_record(timestamp, key, value, &headers).or_else(|e| {
+            records.push(spent, timestamp, key, value, &headers).or_else(|e| {
                 // only a header over i32::MAX bytes: the record goes without its headers
                 tracing::error!(error = %e, "a record's headers could not be written; sent without them");
-                log.push_record(timestamp, key, value, &[])
+                records.push(spent, timestamp, key, value, &[])
             })
         }
     };
@@ -322,7 +323,7 @@ fn into_log(pending: &mut Pending, log: &mut Appender<'_>, raw: Option<&[u8]>, w
         // a key and value that fit a Message v0 fit a record: not seen. Something is written
         // all the same, or the batch's records and bytes would no longer match
         tracing::error!(error = %e, "a record could not be written; sent without key and value");
-        let _ = log.push_record(now_ms, None, None, &[]);
+        let _ = records.push(spent, now_ms, None, None, &[]);
     }
     pending.shed();
 }
