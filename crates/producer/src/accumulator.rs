@@ -14,7 +14,8 @@
 //! Rules (each has a unit test below, and a proptest checks them under any interleaving):
 //!
 //! * **Ready** — a broker's partitions are sent when, for that broker: `batch.num.messages`
-//!   records wait; or one partition's oldest record has waited `queue.buffering.max.ms`; or a
+//!   records wait; or, with `batch.size`, a partition has a batch closed (the next record did
+//!   not fit it); or one partition's oldest record has waited `queue.buffering.max.ms`; or a
 //!   retry's backoff has passed; or the accumulator holds `queue.buffering.max.messages`
 //!   records (full: everything is sent at once, to a broker with fewer than two rounds in
 //!   flight); or a flush or close is running. A broker's round made ready by the linger alone
@@ -41,6 +42,11 @@
 //!   its batches cut as they come (at `batch.num.messages` records), and a round takes such a
 //!   batch whole or leaves it for the next round; Message v0 batches are cut where a round's
 //!   count ends.
+//! * **Batch bytes** — with `batch.size`, a record that does not fit its partition's open
+//!   batch (its bytes as sent, uncompressed: Message v0 entries, or a RecordBatch v2's header
+//!   and records) closes it and begins the next, in either format; one larger than the bound
+//!   goes alone. A round takes at most one batch per partition, so no batch of more than one
+//!   record is over the bound.
 //! * **Capacity** — [`Accumulator::len`] counts every record from `append`/`hold` until it is
 //!   handed back by `done` or a release, in flight included.
 
@@ -156,6 +162,11 @@ pub(crate) struct AccumulatorConfig {
     /// [`LARGE_WEIGHT`]), [`Accumulator::take_due_chunks`] lists it, and
     /// [`Accumulator::take_loose`] gives its records since then. 0: never.
     pub(crate) chunk_bytes: usize,
+    /// `batch.size`: the most bytes of a partition's batch, uncompressed, as it is sent (its
+    /// Message v0 entries; a RecordBatch v2's header and records); a record that does not fit
+    /// its partition's open batch begins the next, and one larger than this goes alone. A
+    /// partition with a batch so closed makes its broker ready. `None`: no bound.
+    pub(crate) batch_bytes: Option<usize>,
 }
 
 /// A full accumulator sends a broker's queued records at once only while fewer than this many
@@ -298,6 +309,8 @@ struct PartitionQueue<T> {
     /// The open run's kind and, for a whole one with bytes, its timestamps.
     open_whole: bool,
     open_stamps: Option<Stamps>,
+    /// The open run's bytes (as its log took them in), for `batch.size`.
+    open_bytes: usize,
     /// The RecordBatch v2 records of its whole runs, in order ([`Log::push_record`]).
     records: Log,
 }
@@ -379,6 +392,7 @@ impl<T: Pack> PartitionQueue<T> {
             closed: 0,
             open_whole: false,
             open_stamps: None,
+            open_bytes: 0,
             records: Log::default(),
         }
     }
@@ -390,10 +404,29 @@ impl<T: Pack> PartitionQueue<T> {
 
     /// Closes the open run (when it has records).
     fn close_open(&mut self) {
+        let stamps = self.open_stamps.take();
+        self.close_open_with(stamps);
+    }
+
+    /// Closes the open run (when it has records), with `stamps` as its timestamps.
+    fn close_open_with(&mut self, stamps: Option<Stamps>) {
         let count = self.open();
         if count > 0 {
-            self.runs.push_back(Run { count, whole: self.open_whole, stamps: self.open_stamps.take() });
+            self.runs.push_back(Run { count, whole: self.open_whole, stamps });
             self.closed += count;
+        }
+        self.open_bytes = 0;
+    }
+
+    /// The bytes the open run may still take under `batch.size` (`usize::MAX` without a bound
+    /// or while it is empty: a record always fits an empty run).
+    fn room(&self, batch_bytes: Option<usize>) -> usize {
+        match batch_bytes {
+            Some(most) if self.open() > 0 => {
+                let header = if self.open_whole { gregor_protocol::record::BATCH_HEADER_SIZE } else { 0 };
+                most.saturating_sub(header + self.open_bytes)
+            }
+            _ => usize::MAX,
         }
     }
 
@@ -448,6 +481,8 @@ impl<T: Pack> PartitionQueue<T> {
     /// or a whole run's RecordBatch v2 records.
     fn take(&mut self, n: usize, spent: &mut Spent) -> (Blocks<T>, Option<MessageSet>, Option<RecordRun>) {
         let records = self.queued.split_front(n);
+        // a take from the open run (none closed before it) leaves what is left of its bytes
+        let from_open = self.runs.is_empty();
         let (whole, stamps) = match self.runs.front_mut() {
             Some(run) => {
                 debug_assert!(n <= run.count && (!run.whole || n == run.count), "a take within its run");
@@ -475,6 +510,15 @@ impl<T: Pack> PartitionQueue<T> {
             (true, None) => (None, None),
             (false, _) => (self.log.take(n, spent), None),
         };
+        if from_open {
+            // what is left of the open run keeps its bytes
+            let taken = match (&plain, &run) {
+                (Some(set), _) => set.len(),
+                (_, Some(run)) => run.len(),
+                _ => 0,
+            };
+            self.open_bytes = if self.open() == 0 { 0 } else { self.open_bytes.saturating_sub(taken) };
+        }
         if self.loose > self.queued.len() {
             // the batch took loose records: what is left of them stays loose
             self.loose_bytes = self.loose_bytes * self.queued.len() / self.loose;
@@ -540,6 +584,8 @@ struct Readiness {
     retry: bool,
     /// One of them has a record that waited out the linger.
     lingered: bool,
+    /// One of them has a closed batch while batches are bounded by bytes (`batch.size`).
+    full: bool,
 }
 
 #[derive(Debug)]
@@ -723,12 +769,26 @@ impl<T: Pack> Accumulator<T> {
             Some(q) => {
                 q.begin_append();
                 let before = q.log.used();
+                let before_records = q.records.used();
+                let room = q.room(self.config.batch_bytes);
                 let v2 = q.open_whole.then(|| RecordAppender {
                     records: &mut q.records,
                     offset_delta: i32::try_from(q.queued.len() - q.closed).unwrap_or(i32::MAX),
                     stamps: &mut q.open_stamps,
+                    room,
+                    began: None,
                 });
-                prepare(&mut record, &mut Appender { log: &mut q.log, spent: &mut self.spent, v2 });
+                let mut appender = Appender { log: &mut q.log, spent: &mut self.spent, room, began: false, v2 };
+                prepare(&mut record, &mut appender);
+                let began = match appender.v2 {
+                    Some(RecordAppender { began: Some(stamps), .. }) => Some(stamps),
+                    _ => appender.began.then_some(None),
+                };
+                if let Some(stamps) = began {
+                    // the open batch is full (batch.size): the record is the next one's first
+                    q.close_open_with(stamps);
+                }
+                q.open_bytes += (q.log.used() - before) + (q.records.used() - before_records);
                 q.push(record, enqueued_at, self.stamp_share, self.config.batch_num_messages);
                 self.len += 1;
                 if self.config.chunk_bytes > 0 {
@@ -837,10 +897,12 @@ impl<T: Pack> Accumulator<T> {
             r.count += q.pending();
             r.retry |= !q.retry.is_empty();
             r.lingered |= q.oldest().is_some_and(|at| at + self.config.linger <= now);
+            r.full |= self.config.batch_bytes.is_some() && q.closed > 0;
         }
         ready.retain(|broker, r| {
             self.urgent(*broker)
                 || r.count >= self.config.batch_num_messages
+                || r.full
                 || r.retry
                 || (r.lingered && self.lingered_may_go(*broker))
         });
@@ -945,13 +1007,16 @@ impl<T: Pack> Accumulator<T> {
     /// by their number or size (as [`Accumulator::drain`] and
     /// [`Accumulator::take_due_chunks`] count): records before a broker's partitions hold
     /// `batch.num.messages` or the accumulator fills, bytes before a partition takes in
-    /// `chunk_bytes` (`usize::MAX` without chunks); each at least 1. Any record may go to any
+    /// `chunk_bytes` or fills its open batch's `batch.size` (`usize::MAX` without either);
+    /// each at least 1. Any record may go to any
     /// broker and partition, so the fullest counts.
     pub(crate) fn room(&self) -> (usize, usize) {
         let mut by_broker: BTreeMap<BrokerId, usize> = BTreeMap::new();
         let mut loose_bytes = 0;
+        let mut batch_room = usize::MAX;
         for q in self.partitions.values() {
             loose_bytes = loose_bytes.max(q.loose_bytes);
+            batch_room = batch_room.min(q.room(self.config.batch_bytes));
             if let Some(broker) = q.leader {
                 *by_broker.entry(broker).or_default() += q.pending();
             }
@@ -962,9 +1027,9 @@ impl<T: Pack> Accumulator<T> {
             .max(1);
         let bytes = match self.config.chunk_bytes {
             0 => usize::MAX,
-            chunk => chunk.saturating_sub(loose_bytes).max(1),
+            chunk => chunk.saturating_sub(loose_bytes),
         };
-        (records, bytes)
+        (records, bytes.min(batch_room).max(1))
     }
 
     /// The round to `broker` is over (call before handing back its batches): the broker may
@@ -1173,6 +1238,7 @@ mod tests {
             max_retries: 2,
             max_in_flight: 1,
             chunk_bytes: 0,
+            batch_bytes: None,
         }
     }
 
@@ -1527,6 +1593,126 @@ mod tests {
             .collect();
         assert_eq!(values, [b"v5".to_vec(), b"v6".to_vec()], "released with their values");
         assert!(a.is_empty());
+    }
+
+    /// With `batch.size`, a partition's Message v0 batch holds at most that many bytes of
+    /// entries: the record that does not fit begins the next batch, and a partition with a
+    /// batch so closed is sent before its linger ends; the open batch's rest waits for it.
+    #[test]
+    fn batch_size_bounds_a_message_v0_batch_and_a_full_one_goes_at_once() {
+        // "v1".."v9": each entry 12 + 14 + 2 bytes
+        let entry = 28;
+        let mut a = acc(AccumulatorConfig { capacity: 100, batch_num_messages: 50, ..config() });
+        a.config.batch_bytes = Some(3 * entry + 10);
+        let t0 = Instant::now();
+        for r in 1..=3 {
+            append_bytes(&mut a, 0, r);
+        }
+        assert!(a.drain(t0).is_empty(), "three entries fit: the batch stays open for its linger");
+        assert!(a.room().1 <= 10, "the engine is woken before a record can close the batch");
+        append_bytes(&mut a, 0, 4);
+        append_bytes(&mut a, 0, 5);
+        let rounds = a.drain(t0);
+        assert_eq!(shape(&rounds), [(0, vec![(0, vec![1, 2, 3], 1)])], "the full batch, not its linger's");
+        assert_eq!(rounds[0].batches[0].plain.as_ref().unwrap().len(), 3 * entry);
+        assert_eq!(finish(&mut a, rounds), [1, 2, 3]);
+        assert!(a.drain(t0 + 50 * MS).is_empty(), "4 and 5 are an open batch: they wait for their linger");
+        let rounds = a.drain(t0 + 200 * MS);
+        assert_eq!(shape(&rounds), [(0, vec![(0, vec![4, 5], 1)])]);
+        finish(&mut a, rounds);
+        assert!(a.is_empty());
+    }
+
+    /// A record larger than `batch.size` goes in a batch of its own; `batch.size` 0 sends every
+    /// record alone, a batch per partition per round.
+    #[test]
+    fn a_record_over_batch_size_goes_alone_and_batch_size_zero_sends_each_alone() {
+        let mut a = acc(AccumulatorConfig { capacity: 100, batch_num_messages: 50, ..config() });
+        a.config.batch_bytes = Some(0);
+        let t0 = Instant::now();
+        for r in 1..=3 {
+            append_bytes(&mut a, 0, r);
+        }
+        append_bytes(&mut a, 2, 4);
+        // (partition, records) of each batch, and whether it went before the linger ended
+        let mut sent = Vec::new();
+        while !a.is_empty() {
+            let mut rounds = a.drain(t0);
+            let early = !rounds.is_empty();
+            if !early {
+                rounds = a.drain(t0 + 200 * MS);
+            }
+            for batch in rounds.iter().flat_map(|r| &r.batches) {
+                sent.push((batch.tp.partition, batch.records.iter().map(|q| q.record()).collect::<Vec<_>>(), early));
+            }
+            finish(&mut a, rounds);
+        }
+        // p2's 4 went with p0's first (its broker was ready); only p0's last waited
+        assert_eq!(sent, [(0, vec![1], true), (2, vec![4], true), (0, vec![2], true), (0, vec![3], false)]);
+    }
+
+    /// A RecordBatch v2 batch under `batch.size` counts its 61-byte header and its records; the
+    /// record that does not fit is the next batch's first: offset delta 0, its own timestamp
+    /// the next batch's base.
+    #[test]
+    fn batch_size_bounds_a_record_batch_with_its_header() {
+        // "v1".."v9" without a key, timestamp deltas under 64: 9 bytes each
+        let record = gregor_protocol::record::size_of_record(1, 1, None, Some(b"v2"), &[]);
+        assert_eq!(record, 9);
+        let mut a = acc(AccumulatorConfig { capacity: 100, batch_num_messages: 50, ..config() });
+        a.config.batch_bytes = Some(gregor_protocol::record::BATCH_HEADER_SIZE + 3 * record);
+        a.set_record_batches(0, true);
+        for r in 1..=5 {
+            append_bytes(&mut a, 0, r);
+        }
+        let t0 = Instant::now();
+        let rounds = a.drain(t0);
+        assert_eq!(shape(&rounds), [(0, vec![(0, vec![1, 2, 3], 1)])]);
+        let run = rounds[0].batches[0].run.clone().unwrap();
+        assert_eq!(run.len(), 3 * record);
+        let set = run.finish(gregor_protocol::Compression::None, None).unwrap();
+        assert_eq!(set.len(), gregor_protocol::record::BATCH_HEADER_SIZE + 3 * record, "batch.size exactly");
+        finish(&mut a, rounds);
+        let rounds = a.drain(t0 + 200 * MS);
+        let run = rounds[0].batches[0].run.clone().unwrap();
+        assert_eq!(run.stamps, Stamps { first: 1004, max: 1005 }, "4 is the second batch's first");
+        let set = run.finish(gregor_protocol::Compression::None, None).unwrap();
+        assert_eq!(read_set(&set), [("v4".to_string(), 1004), ("v5".to_string(), 1005)]);
+        let batch = gregor_protocol::Batches::new(set.as_bytes().clone(), &Default::default()).next().unwrap().unwrap();
+        let offsets: Vec<_> = batch.records().map(|r| r.unwrap().offset).collect();
+        assert_eq!(offsets, [0, 1], "offset deltas from the batch's first");
+        finish(&mut a, rounds);
+        assert!(a.is_empty());
+    }
+
+    /// A round that takes part of an open Message v0 batch (its count ends there) leaves the
+    /// rest with its bytes: later records fill it up to `batch.size`, not fewer.
+    #[test]
+    fn the_rest_of_a_batch_cut_by_a_rounds_count_keeps_its_bytes() {
+        let entry = 28;
+        let mut a = acc(AccumulatorConfig { capacity: 100, batch_num_messages: 3, ..config() });
+        a.config.batch_bytes = Some(5 * entry);
+        let t0 = Instant::now();
+        for r in 1..=4 {
+            append_bytes(&mut a, 0, r);
+        }
+        let rounds = a.drain(t0);
+        assert_eq!(shape(&rounds), [(0, vec![(0, vec![1, 2, 3], 1)])], "the count's cut");
+        finish(&mut a, rounds);
+        // 4 is queued, one entry of its batch: 5 to 8 fill it to five entries
+        for r in 5..=8 {
+            append_bytes(&mut a, 0, r);
+        }
+        let mut sets = Vec::new();
+        while !a.is_empty() {
+            let rounds = a.drain(t0 + 200 * MS);
+            for b in rounds.iter().flat_map(|r| &r.batches) {
+                sets.push((b.records.iter().map(|q| q.record()).collect::<Vec<_>>(), b.plain.as_ref().unwrap().len()));
+            }
+            finish(&mut a, rounds);
+        }
+        // had 4's batch kept the bytes of the three taken, 6 would have begun a new one: [4, 5]
+        assert_eq!(sets, [(vec![4, 5, 6], 3 * entry), (vec![7, 8], 2 * entry)]);
     }
 
     /// Four records of two partitions of broker 0, an entry to a block, drained (their blocks
@@ -2076,8 +2262,17 @@ mod proptests {
             assert!(self.outcomes.insert(r, ok).is_none(), "record {r} got two outcomes");
         }
 
+        /// Appends record `r` with a value of `r % 40` bytes, as Message v0 or as a RecordBatch
+        /// v2 record (as its partition takes it).
         fn append(&mut self, p: i32, r: Rec) {
-            self.acc.append(&PartitionKey::new("t", p), r, self.now);
+            let value = vec![b'x'; (r % 40) as usize];
+            let message = EncodedMessage::encode(&gregor_protocol::Message::new(None, Some(value.clone().into())))
+                .expect("a small message");
+            let stamp = i64::try_from(r).expect("a small number");
+            self.acc.append_with(&PartitionKey::new("t", p), r, self.now, |_, log| match log.v2.as_mut() {
+                Some(records) => records.push(log.spent, stamp, None, Some(&value), &[]).expect("a small record"),
+                None => log.push(message.as_bytes()),
+            });
             self.appended.entry(p).or_default().push(r);
             self.partition_of.insert(r, p);
         }
@@ -2092,6 +2287,15 @@ mod proptests {
                 for b in &round.batches {
                     assert!(seen.insert(b.tp.clone()), "two batches of {} in flight", b.tp);
                     assert!(b.records.len() <= self.acc.config().batch_num_messages);
+                    // batch.size: a batch's bytes as sent, uncompressed, unless it is one record
+                    let bytes = match (&b.plain, &b.run) {
+                        (Some(set), _) => set.len(),
+                        (_, Some(run)) => gregor_protocol::record::BATCH_HEADER_SIZE + run.len(),
+                        _ => panic!("a batch of {} without its bytes", b.tp),
+                    };
+                    if let Some(most) = self.acc.config().batch_bytes {
+                        assert!(b.records.len() == 1 || bytes <= most, "a batch of {bytes} bytes over {most}");
+                    }
                 }
             }
         }
@@ -2133,7 +2337,10 @@ mod proptests {
         #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
         #[test]
-        fn order_kept_and_every_record_settled_once(ops in prop::collection::vec(op(), 0..200)) {
+        fn order_kept_and_every_record_settled_once(
+            ops in prop::collection::vec(op(), 0..200),
+            batch_bytes in prop::option::of(0usize..300),
+        ) {
             let config = AccumulatorConfig {
                 batch_num_messages: 3,
                 linger: Duration::from_millis(40),
@@ -2141,6 +2348,7 @@ mod proptests {
                 max_retries: 2,
                 max_in_flight: 1,
                 chunk_bytes: 0,
+                batch_bytes,
             };
             let mut m = Model {
                 acc: Accumulator::new(config),

@@ -11,6 +11,7 @@
 //! | [`queue_buffering_max_bytes`](ProducerConfigBuilder::queue_buffering_max_bytes) | `queue.buffering.max.bytes` (not 0.8.2's; Java's `buffer.memory`, librdkafka's `queue.buffering.max.kbytes` in bytes) | `0` = none: only the message bound |
 //! | [`queue_enqueue_timeout`](ProducerConfigBuilder::queue_enqueue_timeout) | `queue.enqueue.timeout.ms` | `-1` = block ([`DEFAULT_QUEUE_ENQUEUE_TIMEOUT`]) |
 //! | [`batch_num_messages`](ProducerConfigBuilder::batch_num_messages) | `batch.num.messages` | `200` ([`DEFAULT_BATCH_NUM_MESSAGES`]) |
+//! | [`batch_size`](ProducerConfigBuilder::batch_size) | `batch.size` (not 0.8.2's: Java's and librdkafka's name) | `-1` = none: only `batch.num.messages` |
 //! | [`message_send_max_retries`](ProducerConfigBuilder::message_send_max_retries) | `message.send.max.retries` | `3` ([`DEFAULT_MESSAGE_SEND_MAX_RETRIES`]) |
 //! | [`retry_backoff`](ProducerConfigBuilder::retry_backoff) | `retry.backoff.ms` | `100` ([`DEFAULT_RETRY_BACKOFF`]) |
 //! | [`max_in_flight`](ProducerConfigBuilder::max_in_flight) | `max.in.flight.requests.per.connection` (not a 0.8.2 old-producer property: the 0.8.2 Java producer's name) | `1` ([`DEFAULT_MAX_IN_FLIGHT`]) |
@@ -108,6 +109,7 @@ pub const PROPERTIES: &[&str] = &[
     "queue.buffering.max.bytes",
     "queue.enqueue.timeout.ms",
     "batch.num.messages",
+    "batch.size",
     "message.send.max.retries",
     "retry.backoff.ms",
     "max.in.flight.requests.per.connection",
@@ -149,10 +151,8 @@ fn acks_all(value: &str) -> Option<String> {
 
 /// Today's producer names gregor does not do yet, and why: refused with that reason rather than
 /// as unknown.
-const NOT_YET: &[(&str, &str)] = &[
-    ("batch.size", "bytes per partition batch are not supported yet: gregor batches by batch.num.messages"),
-    ("delivery.timeout.ms", "not supported yet: a record fails after message.send.max.retries retries"),
-];
+const NOT_YET: &[(&str, &str)] =
+    &[("delivery.timeout.ms", "not supported yet: a record fails after message.send.max.retries retries")];
 
 // The one configuration error of every gregor client, from the configuration kit.
 pub use gregor_config::ConfigError;
@@ -272,6 +272,7 @@ pub struct ProducerConfig {
     queue_enqueue_timeout: EnqueueTimeout,
     queue_buffering_max_bytes: Option<usize>,
     batch_num_messages: usize,
+    batch_size: Option<usize>,
     message_send_max_retries: u32,
     retry_backoff: Duration,
     max_in_flight: usize,
@@ -303,6 +304,7 @@ impl Default for ProducerConfig {
             queue_enqueue_timeout: DEFAULT_QUEUE_ENQUEUE_TIMEOUT,
             queue_buffering_max_bytes: None,
             batch_num_messages: DEFAULT_BATCH_NUM_MESSAGES,
+            batch_size: None,
             message_send_max_retries: DEFAULT_MESSAGE_SEND_MAX_RETRIES,
             retry_backoff: DEFAULT_RETRY_BACKOFF,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
@@ -392,6 +394,10 @@ impl ProducerConfig {
                     b.queue_enqueue_timeout(EnqueueTimeout::from_ms(n)?)
                 }
                 "batch.num.messages" => b.batch_num_messages(p.int(1)?),
+                "batch.size" => {
+                    let n: i64 = p.int(-1)?;
+                    b.batch_size(usize::try_from(n).ok())
+                }
                 "message.send.max.retries" => b.message_send_max_retries(p.int(0)?),
                 "retry.backoff.ms" => b.retry_backoff(p.ms(0)?),
                 "max.in.flight.requests.per.connection" => b.max_in_flight(p.int(1)?),
@@ -450,6 +456,7 @@ impl ProducerConfig {
             ("queue.buffering.max.bytes", self.queue_buffering_max_bytes.unwrap_or(0).to_string()),
             ("queue.enqueue.timeout.ms", self.queue_enqueue_timeout.as_ms().to_string()),
             ("batch.num.messages", self.batch_num_messages.to_string()),
+            ("batch.size", self.batch_size.map_or("-1".to_owned(), |n| n.to_string())),
             ("message.send.max.retries", self.message_send_max_retries.to_string()),
             ("retry.backoff.ms", ms(self.retry_backoff)),
             ("max.in.flight.requests.per.connection", self.max_in_flight.to_string()),
@@ -520,6 +527,11 @@ impl ProducerConfig {
     /// `batch.num.messages`.
     pub fn batch_num_messages(&self) -> usize {
         self.batch_num_messages
+    }
+
+    /// `batch.size`: the most bytes of a partition's batch, if bounded.
+    pub fn batch_size(&self) -> Option<usize> {
+        self.batch_size
     }
 
     /// `message.send.max.retries`.
@@ -755,6 +767,23 @@ impl ProducerConfigBuilder {
         self
     }
 
+    /// `batch.size` (Java's and librdkafka's name; not a 0.8.2 property): the most bytes of one
+    /// partition's batch, counted uncompressed as it is sent (its Message v0 entries, key and
+    /// value and 26 bytes each; or a RecordBatch v2's 61-byte header and its records). A record that
+    /// does not fit its partition's batch begins the next one, and a record larger than the
+    /// bound goes in a batch of its own (so `Some(0)` sends every record alone, as Java's
+    /// `batch.size=0`). A partition with a batch so filled is sent without waiting for
+    /// `queue.buffering.max.ms`, as a broker's `batch.num.messages` records are. Default: none
+    /// (`None`; `-1` as a property, as 0.8.2's producer, which batches by count alone). With
+    /// both bounds, a Produce request holds at most `batch.num.messages` records in all and
+    /// each of its partitions' batches at most `batch.size` bytes; a partition sends one batch
+    /// per request, so a small `batch.size` also bounds what a partition sends per round trip.
+    /// As a property at most 2147483647.
+    pub fn batch_size(mut self, bytes: Option<usize>) -> Self {
+        self.config.batch_size = bytes;
+        self
+    }
+
     /// `message.send.max.retries`: how many times a failed batch is sent again (so up to this
     /// plus one sends), and how many metadata refreshes a record waits for a leader, before
     /// it fails. Default: 3 ([`DEFAULT_MESSAGE_SEND_MAX_RETRIES`]). Retries keep the order of
@@ -906,6 +935,9 @@ impl ProducerConfigBuilder {
             check_ms("queue.enqueue.timeout.ms", d, 0)?;
         }
         check_count("batch.num.messages", c.batch_num_messages, 1)?;
+        if let Some(bytes) = c.batch_size {
+            check_count("batch.size", bytes, 0)?;
+        }
         if c.batch_num_messages > c.queue_buffering_max_messages {
             return Err(ConfigError::invalid(
                 "batch.num.messages",
@@ -1138,9 +1170,18 @@ mod tests {
             .unwrap();
         assert_eq!(c.queue_buffering_max_bytes(), None);
         // what is not done yet says so
-        let e = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("batch.size", "16384")]).unwrap_err();
-        assert_eq!(e.property(), "batch.size");
-        assert!(e.to_string().contains("not"), "{e}");
+        let e = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("delivery.timeout.ms", "120000")])
+            .unwrap_err();
+        assert_eq!(e.property(), "delivery.timeout.ms");
+        assert!(e.to_string().contains("not supported yet"), "{e}");
+        // Java's batch.size: the byte bound of a partition's batch; -1 none
+        let c = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("batch.size", "16384")]).unwrap();
+        assert_eq!(c.batch_size(), Some(16_384));
+        assert!(c.to_properties().contains(&("batch.size", "16384".to_owned())));
+        let c = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("batch.size", "0")]).unwrap();
+        assert_eq!(c.batch_size(), Some(0));
+        let c = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("batch.size", "-1")]).unwrap();
+        assert_eq!(c.batch_size(), None);
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //!       │                 └─ waits for metadata (MetadataCache, refreshed on errors and
 //!       │                    every topic.metadata.refresh.interval.ms)
 //!       ├─ Accumulator (pure, fed `now`): per-partition queues, ready by batch.num.messages,
-//!       │     queue.buffering.max.ms, a full queue, flush/close; retries at the front
+//!       │     batch.size, queue.buffering.max.ms, a full queue, flush/close; retries at the front
 //!       ├─ one Produce v0 request per broker in flight (brokers concurrently), each batch
 //!       │     encoded once (compression.codec / compressed.topics)
 //!       └─ outcome ─► delivery task (in order) ─► DeliveryFuture / callback / DeliveryHandler:

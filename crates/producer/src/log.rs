@@ -103,6 +103,11 @@ impl Spent {
 pub(crate) struct Appender<'a> {
     pub(crate) log: &'a mut Log,
     pub(crate) spent: &'a mut Spent,
+    /// The bytes its partition's open batch may still take (`batch.size`; `usize::MAX`: no
+    /// bound, or the open batch is empty): an entry that needs more begins the next batch.
+    pub(crate) room: usize,
+    /// The entry began the next batch (see `room`).
+    pub(crate) began: bool,
     /// Where the record goes instead while its partition's leader takes RecordBatch v2.
     pub(crate) v2: Option<RecordAppender<'a>>,
 }
@@ -113,6 +118,12 @@ pub(crate) struct RecordAppender<'a> {
     pub(crate) records: &'a mut Log,
     pub(crate) offset_delta: i32,
     pub(crate) stamps: &'a mut Option<Stamps>,
+    /// The bytes the open batch may still take (`batch.size` less its header and records;
+    /// `usize::MAX`: no bound, or the batch is empty): a record that needs more begins the
+    /// next batch, its offset delta 0 and its timestamp the next batch's first.
+    pub(crate) room: usize,
+    /// When the record began the next batch: the timestamps of the batch it closed.
+    pub(crate) began: Option<Option<Stamps>>,
 }
 
 /// The timestamps of a batch of RecordBatch v2 records: its first record's (its records'
@@ -126,6 +137,9 @@ pub(crate) struct Stamps {
 impl Appender<'_> {
     /// See [`Log::push`].
     pub(crate) fn push(&mut self, message: &[u8]) {
+        if ENTRY_HEADER + message.len() > self.room {
+            self.began = true;
+        }
         self.log.push(message, self.spent);
     }
 }
@@ -145,9 +159,18 @@ impl RecordAppender<'_> {
         value: Option<&[u8]>,
         headers: &[gregor_protocol::record::HeaderRef<'_>],
     ) -> Result<(), gregor_protocol::Error> {
-        use gregor_protocol::record::{max_size_of_record, write_record};
+        use gregor_protocol::record::{max_size_of_record, size_of_record, write_record};
 
-        let first = self.stamps.map_or(timestamp, |s| s.first);
+        let mut first = self.stamps.map_or(timestamp, |s| s.first);
+        if self.room != usize::MAX
+            && self.began.is_none()
+            && size_of_record(self.offset_delta, timestamp.wrapping_sub(first), key, value, headers) > self.room
+        {
+            // the open batch is full: this record is the next one's first
+            self.began = Some(self.stamps.take());
+            self.offset_delta = 0;
+            first = timestamp;
+        }
         let delta = timestamp.wrapping_sub(first);
         let most = max_size_of_record(key, value, headers);
         let offset_delta = self.offset_delta;

@@ -46,10 +46,11 @@ struct Shared {
 ///   as `queue.enqueue.timeout.ms` says ([`EnqueueTimeout`]), and everything queued is sent at
 ///   once.
 /// * **Batching** — a partition's records go when `batch.num.messages` wait for its broker, or
-///   its oldest has waited `queue.buffering.max.ms`, or on [`flush`](AsyncProducer::flush) /
+///   its batch holds `batch.size` bytes (when set), or its oldest has waited
+///   `queue.buffering.max.ms`, or on [`flush`](AsyncProducer::flush) /
 ///   [`close`](AsyncProducer::close). One Produce request per broker is in flight at a time
-///   (holding up to `batch.num.messages` records, any number of partitions); different
-///   brokers are sent to concurrently.
+///   (holding up to `batch.num.messages` records, any number of partitions, each partition's
+///   batch at most `batch.size` bytes); different brokers are sent to concurrently.
 /// * **Order** — at most one batch per partition is in flight, and a failed batch is retried
 ///   before anything later of its partition, so acknowledged records of a partition are in
 ///   the log in send order.

@@ -149,6 +149,7 @@ impl Engine {
             } else {
                 CHUNK_BYTES
             },
+            batch_bytes: config.batch_size(),
         });
         let idempotent = config.enable_idempotence();
         let crcs = inbox.crcs();
