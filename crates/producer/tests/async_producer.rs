@@ -271,6 +271,54 @@ async fn batch_num_messages_sends_one_request_well_before_the_linger() {
     assert_eq!(requests[0].len(), 50);
 }
 
+/// `batch.size` bounds each partition's batch in bytes (Message v0 entries: 26 bytes + the
+/// value here): a full batch goes well before the linger, the record that did not fit begins
+/// the next, and what is left waits for the linger (here a flush).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_size_sends_full_batches_before_the_linger_each_within_its_bytes() {
+    let c = cluster_or_skip!("batch-size");
+    c.create_topic("t", 1, 1).await.unwrap();
+    // "value-00".."value-11": 34 bytes as entries; five fit in 170
+    let entry = 26 + 8;
+    let p = producer(
+        config(&c)
+            .batch_num_messages(1000)
+            .queue_buffering_max_messages(1000)
+            .batch_size(Some(5 * entry))
+            .queue_buffering_max(Duration::from_secs(60)),
+    );
+    let started = Instant::now();
+    let mut deliveries = Vec::new();
+    for i in 0..12 {
+        deliveries.push(p.send(rec("t", format!("value-{i:02}"))).await.unwrap());
+    }
+    let left = deliveries.split_off(10);
+    for d in deliveries {
+        d.bounded().await.unwrap();
+    }
+    assert!(started.elapsed() < Duration::from_secs(20), "two full batches sent, not after the 60 s linger");
+    assert!(p.flush().bounded().await.is_ok());
+    for d in left {
+        d.bounded().await.unwrap();
+    }
+    let mut batches = Vec::new();
+    for request in produce_requests(&c, "t") {
+        for partition in request.topics.iter().flat_map(|t| &t.partitions) {
+            assert!(partition.message_set.len() <= 5 * entry, "a batch of {} bytes", partition.message_set.len());
+            let values: Vec<String> = partition
+                .message_set
+                .entries()
+                .map(|e| String::from_utf8(e.unwrap().message.value.unwrap().to_vec()).unwrap())
+                .collect();
+            batches.push(values);
+        }
+    }
+    let expected: Vec<Vec<String>> =
+        [0..5, 5..10, 10..12].into_iter().map(|r| r.map(|i| format!("value-{i:02}")).collect()).collect();
+    assert_eq!(batches, expected);
+    assert_eq!(log_values(&c, "t", 0).await, expected.concat());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_linger_sends_one_request_after_queue_buffering_max_ms() {
     let c = cluster_or_skip!("batch-linger");

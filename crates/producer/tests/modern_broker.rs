@@ -290,6 +290,73 @@ async fn the_queue_holds_no_more_bytes_than_its_byte_bound() {
 /// (`docs/record-path.md`, step 2) and a Produce request takes each whole: records queued
 /// behind a round in flight go out as the batches they were cut into, not split where a
 /// request's `batch.num.messages` runs out.
+/// On a leader that takes RecordBatch v2, `batch.size` bounds each batch with its 61-byte
+/// header: a full batch goes before the linger, the record that did not fit is the next
+/// batch's first (its offset delta 0), and the records land in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_size_bounds_a_modern_leaders_record_batches_with_their_header() {
+    use gregor_protocol::message::DecodeOptions;
+    use gregor_protocol::messages::AnyRequest;
+    use gregor_protocol::record::{Batches, BATCH_HEADER_SIZE};
+
+    let cluster = gregor_testkit::FakeCluster::modern().brokers(1).start().await.unwrap();
+    cluster.create_topic("sized", 1, 1).await.unwrap();
+    // a record of an 8-byte value, no key and a timestamp delta under 64 ms takes 15 bytes
+    let bound = BATCH_HEADER_SIZE + 5 * 15;
+    let config = ProducerConfig::builder()
+        .metadata_broker_list(cluster.bootstrap())
+        .request_required_acks(1)
+        .queue_buffering_max(Duration::from_secs(60))
+        .batch_num_messages(1000)
+        .queue_buffering_max_messages(1000)
+        .batch_size(Some(bound))
+        .build()
+        .unwrap();
+    let producer: AsyncProducer<Vec<u8>, Vec<u8>> = AsyncProducer::new(config, BytesEncoder, BytesEncoder).unwrap();
+    let record = |i: usize| Record::new("sized", format!("value-{i:02}").into_bytes());
+    // the broker's versions known first (records queued before go as Message v0, laid out
+    // as v2 by their round)
+    let warm = producer.send(record(0)).await.unwrap();
+    assert!(producer.flush().await.is_ok());
+    tokio::time::timeout(Duration::from_secs(30), warm).await.unwrap().unwrap();
+    let started = std::time::Instant::now();
+    let mut pending = Vec::new();
+    for i in 1..=12 {
+        pending.push(producer.send(record(i)).await.unwrap());
+    }
+    let left = pending.split_off(5);
+    for delivery in pending {
+        tokio::time::timeout(Duration::from_secs(30), delivery).await.unwrap().unwrap();
+    }
+    assert!(started.elapsed() < Duration::from_secs(20), "a full batch sent, not after the 60 s linger");
+    assert!(producer.flush().await.is_ok());
+    for delivery in left {
+        tokio::time::timeout(Duration::from_secs(30), delivery).await.unwrap().unwrap();
+    }
+    assert!(producer.close(Duration::from_secs(5)).await.is_ok());
+
+    let mut values = Vec::new();
+    let mut sizes = Vec::new();
+    for logged in cluster.requests() {
+        let AnyRequest::Produce(produce) = &logged.request else { continue };
+        for partition in produce.topics.iter().flat_map(|t| &t.partitions) {
+            let set = partition.message_set.as_bytes().clone();
+            for batch in Batches::new(set.clone(), &DecodeOptions::default()) {
+                let batch = batch.unwrap();
+                assert_eq!(batch.header().magic, 2);
+                let records: Vec<_> = batch.records().map(|r| r.unwrap()).collect();
+                let offsets: Vec<i64> = records.iter().map(|r| r.offset).collect();
+                assert_eq!(offsets, (0..records.len() as i64).collect::<Vec<_>>(), "offset deltas from 0");
+                values.extend(records.iter().map(|r| String::from_utf8(r.value.clone().unwrap().to_vec()).unwrap()));
+            }
+            assert!(set.len() <= bound || values.len() == 1, "a batch of {} bytes over {bound}", set.len());
+            sizes.push(set.len());
+        }
+    }
+    assert_eq!(values, (0..=12).map(|i| format!("value-{i:02}")).collect::<Vec<_>>(), "batches of {sizes:?}");
+    assert!(sizes.len() >= 4, "twelve records in batches of at most five: {sizes:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_modern_leaders_batches_are_cut_as_records_come_and_sent_whole() {
     use gregor_protocol::message::DecodeOptions;
