@@ -47,6 +47,10 @@
 //!   and records) closes it and begins the next, in either format; one larger than the bound
 //!   goes alone. A round takes at most one batch per partition, so no batch of more than one
 //!   record is over the bound.
+//! * **Delivery timeout** — with `delivery.timeout.ms`, [`Accumulator::expire`] takes out
+//!   what waited that long and is not in flight: held records, batches waiting to be sent
+//!   again, and queued records of a partition with no batch in flight or waiting (a
+//!   RecordBatch v2 run whole).
 //! * **Capacity** — [`Accumulator::len`] counts every record from `append`/`hold` until it is
 //!   handed back by `done` or a release, in flight included.
 
@@ -167,6 +171,9 @@ pub(crate) struct AccumulatorConfig {
     /// its partition's open batch begins the next, and one larger than this goes alone. A
     /// partition with a batch so closed makes its broker ready. `None`: no bound.
     pub(crate) batch_bytes: Option<usize>,
+    /// `delivery.timeout.ms`: a record not in flight this long after it arrived is taken out
+    /// by [`Accumulator::expire`], to be failed. `None`: never.
+    pub(crate) delivery_timeout: Option<Duration>,
 }
 
 /// A full accumulator sends a broker's queued records at once only while fewer than this many
@@ -230,6 +237,8 @@ pub(crate) struct Batch<T> {
     /// With `enable.idempotence`: the producer-id generation it was numbered for and its first
     /// record's sequence, given when it is first built (the caller's business).
     pub(crate) sequence: Option<(u64, i32)>,
+    /// When its oldest record arrived: its `delivery.timeout.ms` runs from there.
+    pub(crate) created: Instant,
 }
 
 impl<T> Batch<T> {
@@ -267,6 +276,17 @@ pub(crate) struct Released<T> {
     /// Its message, when its bytes were in its partition's log or its batch (`None`: it kept
     /// them itself).
     pub(crate) message: Option<EncodedMessage>,
+}
+
+/// What [`Accumulator::expire`] takes out: what was not in flight `delivery.timeout.ms` after
+/// it arrived.
+#[derive(Debug)]
+pub(crate) struct Expired<T> {
+    /// Records never sent: held for their topic's metadata, or queued.
+    pub(crate) released: Vec<Released<T>>,
+    /// Batches that were waiting to be sent again, handed back as in flight: each goes to
+    /// [`Accumulator::done`] (through the caller's failure path), as a failed round's would.
+    pub(crate) batches: Vec<Batch<T>>,
 }
 
 #[derive(Debug)]
@@ -617,6 +637,10 @@ pub(crate) struct Accumulator<T> {
     spent: Spent,
     /// The brokers known to take RecordBatch v2 ([`Accumulator::set_record_batches`]).
     record_batches: BTreeSet<BrokerId>,
+    /// With `delivery.timeout.ms`: at most the earliest arrival of a record not in flight
+    /// (`None`: none held), so [`Accumulator::expire`] walks the queues only once something
+    /// may be due. Lowered by every arrival and retry, made exact by each walk.
+    earliest: Option<Instant>,
 }
 
 impl<T: Pack> Accumulator<T> {
@@ -642,6 +666,7 @@ impl<T: Pack> Accumulator<T> {
             stamp_share: if config.linger.is_zero() { Duration::MAX } else { config.linger / STAMP_SHARE },
             spent: Spent::default(),
             record_batches: BTreeSet::new(),
+            earliest: None,
         }
     }
 
@@ -791,6 +816,7 @@ impl<T: Pack> Accumulator<T> {
                 q.open_bytes += (q.log.used() - before) + (q.records.used() - before_records);
                 q.push(record, enqueued_at, self.stamp_share, self.config.batch_num_messages);
                 self.len += 1;
+                lower_earliest(&mut self.earliest, self.config.delivery_timeout, enqueued_at);
                 if self.config.chunk_bytes > 0 {
                     count_loose(q, before, self.config.chunk_bytes, tp, &mut self.due_chunks);
                 }
@@ -852,6 +878,7 @@ impl<T: Pack> Accumulator<T> {
         };
         held.records.push_back((record, enqueued_at));
         self.len += 1;
+        self.lower_earliest(enqueued_at);
     }
 
     /// True when records of `topic` are held (a later record of the topic must be held behind
@@ -944,6 +971,7 @@ impl<T: Pack> Accumulator<T> {
                         // round's (it fits an empty one)
                         continue;
                     };
+                    let created = q.oldest().unwrap_or(now);
                     let (records, plain, run) = q.take(n, &mut self.spent);
                     budget -= n;
                     q.in_flight += 1;
@@ -960,6 +988,7 @@ impl<T: Pack> Accumulator<T> {
                         encoded: None,
                         held: 0,
                         sequence: None,
+                        created,
                     });
                 }
             }
@@ -1072,6 +1101,10 @@ impl<T: Pack> Accumulator<T> {
     pub(crate) fn done(&mut self, batch: Batch<T>) -> Vec<T> {
         if let Some(q) = self.partitions.get_mut(&batch.tp) {
             q.in_flight = q.in_flight.saturating_sub(1);
+            // its queued records no longer wait for a batch in flight to expire
+            if let Some(at) = q.oldest() {
+                lower_earliest(&mut self.earliest, self.config.delivery_timeout, at);
+            }
         }
         self.len -= batch.records.len();
         self.in_flight_records -= batch.records.len();
@@ -1081,6 +1114,7 @@ impl<T: Pack> Accumulator<T> {
             // nothing queued or in flight: an idle producer keeps no spent blocks (this
             // batch's go with it)
             self.spent = Spent::default();
+            self.earliest = None;
         }
         batch.records.into_vec()
     }
@@ -1097,7 +1131,9 @@ impl<T: Pack> Accumulator<T> {
         q.in_flight = q.in_flight.saturating_sub(1);
         // before any later batch of the partition waiting to be retried
         let at = q.retry.iter().position(|r| r.batch.id > batch.id).unwrap_or(q.retry.len());
+        let created = batch.created;
         q.retry.insert(at, Retry { batch, not_before });
+        self.lower_earliest(created);
         self.in_flight_records -= n;
         // the round that sent it may have let go of the rest of its bytes
         self.spent.batch_gone();
@@ -1173,6 +1209,88 @@ impl<T: Pack> Accumulator<T> {
         released
     }
 
+    /// Takes out what is past `delivery.timeout.ms` and not in flight: held records that
+    /// arrived that long before `now`; a partition's batches waiting to be sent again whose
+    /// oldest record did; its queued records that did, from the front, unless a batch of the
+    /// partition is in flight or waits to be sent again (they wait for its outcome: results
+    /// stay in order) — a RecordBatch v2 run whole once its first did (its records are written
+    /// as one batch, as Java expires a batch), Message v0 records one by one (by their arrival
+    /// runs: a record may go up to a sixteenth of the linger early, as its linger may end).
+    /// Nothing without the setting.
+    pub(crate) fn expire(&mut self, now: Instant) -> Expired<T> {
+        let mut expired = Expired { released: Vec::new(), batches: Vec::new() };
+        let Some(cutoff) = self.config.delivery_timeout.and_then(|t| now.checked_sub(t)) else { return expired };
+        if self.earliest.is_none_or(|at| at > cutoff) {
+            return expired;
+        }
+        let mut earliest: Option<Instant> = None;
+        let mut lower = |at: Option<Instant>| {
+            if let Some(at) = at {
+                earliest = Some(earliest.map_or(at, |e| e.min(at)));
+            }
+        };
+        for (topic, held) in self.held.iter_mut() {
+            if held.records.iter().any(|(_, at)| *at <= cutoff) {
+                let (gone, kept): (VecDeque<_>, VecDeque<_>) =
+                    held.records.drain(..).partition(|(_, at)| *at <= cutoff);
+                held.records = kept;
+                self.len -= gone.len();
+                expired.released.extend(gone.into_iter().map(|(record, _)| Released {
+                    topic: topic.clone(),
+                    partition: None,
+                    attempts: 0,
+                    record,
+                    message: None,
+                }));
+            }
+            lower(held.records.iter().map(|(_, at)| *at).min());
+        }
+        for (tp, q) in self.partitions.iter_mut() {
+            // queued records behind a batch in flight wait for its outcome, so a partition's
+            // results stay in order (it comes within request.timeout.ms)
+            let behind_a_batch = q.in_flight > 0;
+            while q.retry.front().is_some_and(|r| r.batch.created <= cutoff) {
+                let batch = q.retry.pop_front().expect("looked at").batch;
+                q.in_flight += 1;
+                self.in_flight_records += batch.records.len();
+                expired.batches.push(batch);
+            }
+            if behind_a_batch {
+                lower(q.retry.front().map(|r| r.batch.created));
+                continue;
+            }
+            // queued records behind a batch still to be sent again wait for it
+            while q.retry.is_empty() && q.oldest().is_some_and(|at| at <= cutoff) {
+                let due: usize = q.stamps.iter().take_while(|(at, _)| *at <= cutoff).map(|(_, n)| n).sum();
+                let (count, whole) = match q.runs.front() {
+                    Some(run) => (run.count, run.whole),
+                    None => (q.open(), q.open_whole),
+                };
+                let n = if whole { count } else { due.min(count) };
+                let (records, plain, run) = q.take(n, &mut self.spent);
+                let plain = plain.or_else(|| run.and_then(|run| run.plain()));
+                self.len -= release_records(tp, records, plain, 0, &mut expired.released);
+                self.spent.batch_gone();
+            }
+            lower(q.retry.front().map(|r| r.batch.created).or_else(|| q.oldest()));
+        }
+        self.earliest = earliest;
+        expired
+    }
+
+    /// When [`Accumulator::expire`] may next have something to take out, if nothing else
+    /// happens (`None` without `delivery.timeout.ms` or with nothing held): at most the
+    /// earliest arrival of a record not in flight, plus the timeout (early after a batch went,
+    /// until the next walk).
+    pub(crate) fn next_expiry(&self) -> Option<Instant> {
+        Some(self.earliest? + self.config.delivery_timeout?)
+    }
+
+    /// A record (or a batch to retry, by its oldest) arrived at `at`: see `earliest`.
+    fn lower_earliest(&mut self, at: Instant) {
+        lower_earliest(&mut self.earliest, self.config.delivery_timeout, at);
+    }
+
     /// Empties the accumulator of everything not in flight (on close): held records, retry
     /// batches and queued records, in order per partition.
     pub(crate) fn drain_all(&mut self) -> Vec<Released<T>> {
@@ -1194,29 +1312,47 @@ impl<T: Pack> Accumulator<T> {
     }
 }
 
+/// Lowers `earliest` (see [`Accumulator::earliest`]) to `at`, with a delivery timeout.
+fn lower_earliest(earliest: &mut Option<Instant>, delivery_timeout: Option<Duration>, at: Instant) {
+    if delivery_timeout.is_some() {
+        *earliest = Some(earliest.map_or(at, |e| e.min(at)));
+    }
+}
+
 /// Moves a partition's retry batch and queued records to `out`, each with its message when
 /// its bytes were in the log or its batch; returns how many.
 fn release_queue<T: Pack>(tp: &PartitionKey, q: &mut PartitionQueue<T>, out: &mut Vec<Released<T>>) -> usize {
-    let before = out.len();
-    let mut release = |records: Blocks<T>, plain: Option<MessageSet>, attempts: u32| {
-        let mut messages = plain.iter().flat_map(log::messages);
-        out.extend(records.into_vec().into_iter().map(|record| Released {
-            topic: tp.topic.clone(),
-            partition: Some(tp.partition),
-            attempts,
-            record,
-            message: messages.next(),
-        }));
-    };
+    let mut n = 0;
     for retry in q.retry.drain(..) {
         let plain = retry.batch.plain_or_sent();
-        release(retry.batch.records, plain, retry.batch.attempts);
+        n += release_records(tp, retry.batch.records, plain, retry.batch.attempts, out);
     }
     // the queue's blocks are let go with it
     for (records, plain, run) in q.take_all(&mut Spent::default()) {
         let plain = plain.or_else(|| run.and_then(|run| run.plain()));
-        release(records, plain, 0);
+        n += release_records(tp, records, plain, 0, out);
     }
+    n
+}
+
+/// Moves a partition's `records` to `out`, each with its message read from `plain` (their
+/// bytes as Message v0 entries, when there are); returns how many.
+fn release_records<T: Pack>(
+    tp: &PartitionKey,
+    records: Blocks<T>,
+    plain: Option<MessageSet>,
+    attempts: u32,
+    out: &mut Vec<Released<T>>,
+) -> usize {
+    let before = out.len();
+    let mut messages = plain.iter().flat_map(log::messages);
+    out.extend(records.into_vec().into_iter().map(|record| Released {
+        topic: tp.topic.clone(),
+        partition: Some(tp.partition),
+        attempts,
+        record,
+        message: messages.next(),
+    }));
     out.len() - before
 }
 
@@ -1239,6 +1375,7 @@ mod tests {
             max_in_flight: 1,
             chunk_bytes: 0,
             batch_bytes: None,
+            delivery_timeout: None,
         }
     }
 
@@ -1713,6 +1850,164 @@ mod tests {
         }
         // had 4's batch kept the bytes of the three taken, 6 would have begun a new one: [4, 5]
         assert_eq!(sets, [(vec![4, 5, 6], 3 * entry), (vec![7, 8], 2 * entry)]);
+    }
+
+    /// Appends record `r` of `tp` with its bytes, arrived at `at` (as [`append_bytes`]).
+    fn append_bytes_at(a: &mut Accumulator<u32>, p: i32, r: u32, at: Instant) {
+        let value = format!("v{r}");
+        let message =
+            EncodedMessage::encode(&gregor_protocol::Message::new(None, Some(value.clone().into_bytes().into())))
+                .unwrap();
+        a.append_with(&tp(p), r, at, |_, log| match log.v2.as_mut() {
+            Some(records) => records.push(log.spent, 1000 + i64::from(r), None, Some(value.as_bytes()), &[]).unwrap(),
+            None => log.push(message.as_bytes()),
+        });
+    }
+
+    fn released_values(released: &[Released<u32>]) -> Vec<(u32, Option<Vec<u8>>)> {
+        released
+            .iter()
+            .map(|r| {
+                let value =
+                    r.message.as_ref().map(|m| EncodedMessage::view_of(m.as_bytes()).unwrap().value.unwrap().to_vec());
+                (r.record, value)
+            })
+            .collect()
+    }
+
+    /// `delivery.timeout.ms`: held records and queued Message v0 records that arrived that long
+    /// ago are taken out (with their bytes), the younger stay; `next_expiry` says when the next
+    /// is due. Nothing without the setting.
+    #[test]
+    fn expire_takes_out_what_waited_past_the_delivery_timeout() {
+        let t0 = Instant::now();
+        // arrivals 20 ms apart (over the linger's sixteenth) make arrival runs of their own
+        let filled = |delivery_timeout| {
+            let mut a = acc(AccumulatorConfig {
+                capacity: 100,
+                batch_num_messages: 50,
+                linger: 10 * MS,
+                delivery_timeout,
+                ..config()
+            });
+            for (r, at) in [(1, 0), (2, 20), (3, 40)] {
+                append_bytes_at(&mut a, 0, r, t0 + at * MS);
+            }
+            a.hold(&Arc::from("u"), 9, t0 + 10 * MS);
+            a
+        };
+        let mut a = filled(None);
+        assert!(a.expire(t0 + 10 * 1000 * MS).released.is_empty() && a.next_expiry().is_none(), "no setting: none");
+        let mut a = filled(Some(100 * MS));
+        assert_eq!(a.next_expiry(), Some(t0 + 100 * MS));
+        let expired = a.expire(t0 + 115 * MS);
+        assert!(expired.batches.is_empty());
+        assert_eq!(released_values(&expired.released), [(9, None), (1, Some(b"v1".to_vec()))]);
+        assert_eq!(a.len(), 2);
+        assert_eq!(a.next_expiry(), Some(t0 + 120 * MS));
+        let expired = a.expire(t0 + 125 * MS);
+        assert_eq!(released_values(&expired.released), [(2, Some(b"v2".to_vec()))]);
+        // 3 is left, and goes as usual
+        let rounds = a.drain(t0 + 125 * MS);
+        assert_eq!(shape(&rounds), [(0, vec![(0, vec![3], 1)])]);
+        assert_eq!(finish(&mut a, rounds), [3]);
+        assert!(a.is_empty() && a.next_expiry().is_none());
+    }
+
+    /// A RecordBatch v2 run is taken out whole once its first record is past the timeout (its
+    /// records are one batch's); the next run stays.
+    #[test]
+    fn a_record_batch_run_expires_whole() {
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig {
+            capacity: 100,
+            batch_num_messages: 2,
+            linger: 10 * MS,
+            delivery_timeout: Some(100 * MS),
+            ..config()
+        });
+        a.set_record_batches(0, true);
+        // runs of two: [1, 2] [3, 4]
+        for (r, at) in [(1, 0), (2, 50), (3, 60), (4, 70)] {
+            append_bytes_at(&mut a, 0, r, t0 + at * MS);
+        }
+        let expired = a.expire(t0 + 100 * MS);
+        assert_eq!(released_values(&expired.released), [(1, Some(b"v1".to_vec())), (2, Some(b"v2".to_vec()))]);
+        assert_eq!(a.next_expiry(), Some(t0 + 160 * MS));
+        let rounds = a.drain(t0 + 100 * MS);
+        let run = rounds[0].batches[0].run.clone().unwrap();
+        assert_eq!(
+            read_set(&run.finish(gregor_protocol::Compression::None, None).unwrap()),
+            [("v3".to_string(), 1003), ("v4".to_string(), 1004)]
+        );
+        assert_eq!(finish(&mut a, rounds), [3, 4]);
+    }
+
+    /// A batch waiting to be sent again expires by its oldest record's arrival, handed back as
+    /// in flight (its `done` balances the counts); records queued behind a batch that has not
+    /// expired stay behind it.
+    #[test]
+    fn a_batch_waiting_for_its_retry_expires_by_its_oldest_record() {
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig {
+            capacity: 100,
+            linger: Duration::ZERO,
+            delivery_timeout: Some(100 * MS),
+            ..config()
+        });
+        append_bytes_at(&mut a, 0, 1, t0);
+        let mut rounds = a.drain(t0);
+        let batch = rounds[0].batches.pop().unwrap();
+        assert_eq!(batch.created, t0);
+        a.round_done(0);
+        append_bytes_at(&mut a, 0, 2, t0 + 50 * MS);
+        a.retry(batch, t0 + 500 * MS);
+        assert_eq!(a.next_expiry(), Some(t0 + 100 * MS), "the batch to retry is the oldest");
+        let expired = a.expire(t0 + 120 * MS);
+        assert!(expired.released.is_empty(), "2 had not waited 100 ms");
+        assert_eq!(expired.batches.len(), 1);
+        assert_eq!(a.in_flight(), 1, "handed back as in flight");
+        assert_eq!(a.done(expired.batches.into_iter().next().unwrap()), [1]);
+        assert_eq!((a.len(), a.in_flight()), (1, 0));
+        // behind a retry that has not expired, a queued record waits for it
+        let mut rounds = a.drain(t0 + 120 * MS);
+        let batch = rounds[0].batches.pop().unwrap();
+        a.round_done(0);
+        append_bytes_at(&mut a, 0, 3, t0 + 130 * MS);
+        a.retry(batch, t0 + 500 * MS);
+        // 2 arrived at 50 ms: its batch expires at 150 ms, then 3 (130 ms) at 230 ms
+        assert!(a.expire(t0 + 140 * MS).batches.is_empty());
+        let expired = a.expire(t0 + 150 * MS);
+        assert_eq!(expired.batches.len(), 1);
+        assert!(expired.released.is_empty());
+        for b in expired.batches {
+            a.done(b);
+        }
+        assert_eq!(a.next_expiry(), Some(t0 + 230 * MS));
+    }
+
+    /// Records queued behind a batch of their partition in flight wait for its outcome before
+    /// they expire (results stay in order per partition); then they go at once.
+    #[test]
+    fn queued_records_expire_only_after_the_batch_in_flight_ahead_of_them() {
+        let t0 = Instant::now();
+        let mut a = acc(AccumulatorConfig {
+            capacity: 100,
+            linger: Duration::ZERO,
+            delivery_timeout: Some(100 * MS),
+            ..config()
+        });
+        append_bytes_at(&mut a, 0, 1, t0);
+        let rounds = a.drain(t0);
+        append_bytes_at(&mut a, 0, 2, t0 + 10 * MS);
+        assert!(a.expire(t0 + 500 * MS).released.is_empty(), "2 waits for 1's outcome");
+        a.round_done(0);
+        for batch in rounds.into_iter().flat_map(|r| r.batches) {
+            a.done(batch);
+        }
+        assert!(a.next_expiry().is_some_and(|at| at <= t0 + 500 * MS), "due at once");
+        assert_eq!(released_values(&a.expire(t0 + 500 * MS).released), [(2, Some(b"v2".to_vec()))]);
+        assert!(a.is_empty());
     }
 
     /// Four records of two partitions of broker 0, an entry to a block, drained (their blocks
@@ -2224,6 +2519,7 @@ mod proptests {
         RecordBatches(i32, bool),
         MetadataRound,
         Flush(bool),
+        Expire,
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -2240,6 +2536,7 @@ mod proptests {
             1 => (0..2i32, any::<bool>()).prop_map(|(b, takes)| Op::RecordBatches(b, takes)),
             1 => Just(Op::MetadataRound),
             1 => any::<bool>().prop_map(Op::Flush),
+            1 => Just(Op::Expire),
         ]
     }
 
@@ -2340,6 +2637,7 @@ mod proptests {
         fn order_kept_and_every_record_settled_once(
             ops in prop::collection::vec(op(), 0..200),
             batch_bytes in prop::option::of(0usize..300),
+            delivery_timeout in prop::option::of((1u64..200).prop_map(Duration::from_millis)),
         ) {
             let config = AccumulatorConfig {
                 batch_num_messages: 3,
@@ -2349,6 +2647,7 @@ mod proptests {
                 max_in_flight: 1,
                 chunk_bytes: 0,
                 batch_bytes,
+                delivery_timeout,
             };
             let mut m = Model {
                 acc: Accumulator::new(config),
@@ -2402,6 +2701,19 @@ mod proptests {
                         }
                     }
                     Op::Flush(f) => m.acc.set_flushing(f),
+                    Op::Expire => {
+                        let expired = m.acc.expire(m.now);
+                        for r in expired.released {
+                            m.outcome(r.record, false);
+                        }
+                        for b in expired.batches {
+                            for r in m.acc.done(b) {
+                                m.outcome(r, false);
+                            }
+                        }
+                        // nothing left that is not in flight is past its time
+                        prop_assert!(m.acc.next_expiry().is_none_or(|at| at > m.now));
+                    }
                 }
                 let in_flight: usize = m.in_flight.iter().flat_map(|r| &r.batches).map(|b| b.records.len()).sum();
                 prop_assert_eq!(m.acc.in_flight(), in_flight);

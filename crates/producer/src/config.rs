@@ -14,6 +14,7 @@
 //! | [`batch_size`](ProducerConfigBuilder::batch_size) | `batch.size` (not 0.8.2's: Java's and librdkafka's name) | `-1` = none: only `batch.num.messages` |
 //! | [`message_send_max_retries`](ProducerConfigBuilder::message_send_max_retries) | `message.send.max.retries` | `3` ([`DEFAULT_MESSAGE_SEND_MAX_RETRIES`]) |
 //! | [`retry_backoff`](ProducerConfigBuilder::retry_backoff) | `retry.backoff.ms` | `100` ([`DEFAULT_RETRY_BACKOFF`]) |
+//! | [`delivery_timeout`](ProducerConfigBuilder::delivery_timeout) | `delivery.timeout.ms` (not 0.8.2's: Java's and librdkafka's name) | `-1` = none: a record fails after `message.send.max.retries` |
 //! | [`max_in_flight`](ProducerConfigBuilder::max_in_flight) | `max.in.flight.requests.per.connection` (not a 0.8.2 old-producer property: the 0.8.2 Java producer's name) | `1` ([`DEFAULT_MAX_IN_FLIGHT`]) |
 //! | [`topic_metadata_refresh_interval`](ProducerConfigBuilder::topic_metadata_refresh_interval) | `topic.metadata.refresh.interval.ms` | `600000` ([`DEFAULT_TOPIC_METADATA_REFRESH_INTERVAL`]) |
 //! | [`compression_codec`](ProducerConfigBuilder::compression_codec) | `compression.codec` | `none` ([`DEFAULT_COMPRESSION_CODEC`]) |
@@ -112,6 +113,7 @@ pub const PROPERTIES: &[&str] = &[
     "batch.size",
     "message.send.max.retries",
     "retry.backoff.ms",
+    "delivery.timeout.ms",
     "max.in.flight.requests.per.connection",
     "topic.metadata.refresh.interval.ms",
     "compression.codec",
@@ -148,11 +150,6 @@ pub const MODERN_NAMES: &[Alias] = &[
 fn acks_all(value: &str) -> Option<String> {
     value.eq_ignore_ascii_case("all").then(|| "-1".to_owned())
 }
-
-/// Today's producer names gregor does not do yet, and why: refused with that reason rather than
-/// as unknown.
-const NOT_YET: &[(&str, &str)] =
-    &[("delivery.timeout.ms", "not supported yet: a record fails after message.send.max.retries retries")];
 
 // The one configuration error of every gregor client, from the configuration kit.
 pub use gregor_config::ConfigError;
@@ -275,6 +272,7 @@ pub struct ProducerConfig {
     batch_size: Option<usize>,
     message_send_max_retries: u32,
     retry_backoff: Duration,
+    delivery_timeout: Option<Duration>,
     max_in_flight: usize,
     topic_metadata_refresh_interval: Option<Duration>,
     compression_codec: Compression,
@@ -307,6 +305,7 @@ impl Default for ProducerConfig {
             batch_size: None,
             message_send_max_retries: DEFAULT_MESSAGE_SEND_MAX_RETRIES,
             retry_backoff: DEFAULT_RETRY_BACKOFF,
+            delivery_timeout: None,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             topic_metadata_refresh_interval: Some(DEFAULT_TOPIC_METADATA_REFRESH_INTERVAL),
             compression_codec: DEFAULT_COMPRESSION_CODEC,
@@ -322,16 +321,6 @@ impl Default for ProducerConfig {
             security: Security::plaintext(),
         }
     }
-}
-
-/// An unknown-property error for a name of [`NOT_YET`] turned into the reason it is refused.
-fn not_yet(e: ConfigError) -> ConfigError {
-    if let ConfigError::UnknownProperty { property, .. } = &e {
-        if let Some((name, reason)) = NOT_YET.iter().find(|(name, _)| name == property) {
-            return ConfigError::invalid(name, "(given)", *reason);
-        }
-    }
-    e
 }
 
 impl ProducerConfig {
@@ -374,7 +363,7 @@ impl ProducerConfig {
         let mut security = SecurityProperties::new();
         let properties = properties.into_iter().filter(|(k, v)| !security.take(k, v));
         for property in gregor_config::read_with_aliases(CLIENT, PROPERTIES, MODERN_NAMES, properties) {
-            let p = property.map_err(not_yet)?;
+            let p = property?;
             let value = p.value();
             b = match p.name() {
                 "metadata.broker.list" => b.metadata_broker_list(value),
@@ -400,6 +389,10 @@ impl ProducerConfig {
                 }
                 "message.send.max.retries" => b.message_send_max_retries(p.int(0)?),
                 "retry.backoff.ms" => b.retry_backoff(p.ms(0)?),
+                "delivery.timeout.ms" => {
+                    let n: i64 = p.int(-1)?;
+                    b.delivery_timeout(u64::try_from(n).ok().map(Duration::from_millis))
+                }
                 "max.in.flight.requests.per.connection" => b.max_in_flight(p.int(1)?),
                 "topic.metadata.refresh.interval.ms" => {
                     let n: i64 = p.int(i32::MIN.into())?;
@@ -459,6 +452,7 @@ impl ProducerConfig {
             ("batch.size", self.batch_size.map_or("-1".to_owned(), |n| n.to_string())),
             ("message.send.max.retries", self.message_send_max_retries.to_string()),
             ("retry.backoff.ms", ms(self.retry_backoff)),
+            ("delivery.timeout.ms", self.delivery_timeout.map_or("-1".to_owned(), ms)),
             ("max.in.flight.requests.per.connection", self.max_in_flight.to_string()),
             ("topic.metadata.refresh.interval.ms", self.topic_metadata_refresh_interval.map_or("-1".to_owned(), ms)),
             ("compression.codec", self.compression_codec.to_string()),
@@ -547,6 +541,11 @@ impl ProducerConfig {
     /// `retry.backoff.ms`.
     pub fn retry_backoff(&self) -> Duration {
         self.retry_backoff
+    }
+
+    /// `delivery.timeout.ms`, if set.
+    pub fn delivery_timeout(&self) -> Option<Duration> {
+        self.delivery_timeout
     }
 
     /// `topic.metadata.refresh.interval.ms`: `None` when negative (refresh only after
@@ -821,6 +820,25 @@ impl ProducerConfigBuilder {
         self
     }
 
+    /// `delivery.timeout.ms` (Java's and librdkafka's name; not a 0.8.2 property): the longest
+    /// a record waits in the producer before it fails with [`crate::Error::DeliveryTimeout`],
+    /// counted from when the producer's task takes it: for its linger, its topic's metadata,
+    /// its partition's leader, a batch ahead of it, a retry's backoff. A record in flight is
+    /// not cut short: its request's answer counts (it takes at most `request.timeout.ms` and
+    /// [`RESPONSE_TIMEOUT_MARGIN`]), and an answer after the deadline that would have been
+    /// retried fails it instead. So a record's result comes within about this plus
+    /// `request.timeout.ms` of its send, whatever `message.send.max.retries` allows; a record
+    /// may also fail earlier, when its retries run out. A RecordBatch v2 batch expires whole,
+    /// by its oldest record (as Java's); Message v0 records one by one (up to a sixteenth of
+    /// the linger early, as a linger may end). Must be at least `queue.buffering.max.ms` +
+    /// `request.timeout.ms` (Java's rule). Default: none (`None`; `-1` as a property): a record
+    /// waits until it is sent and its retries or metadata refreshes run out, as with 0.8.2's
+    /// producer.
+    pub fn delivery_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.config.delivery_timeout = timeout;
+        self
+    }
+
     /// `topic.metadata.refresh.interval.ms`: metadata is refreshed after failures and also
     /// this often; each refresh picks a new partition for null-key records
     /// ([`PartitionerKind::Default08`]). `None` (Kafka's negative value) refreshes only after
@@ -952,6 +970,21 @@ impl ProducerConfigBuilder {
         check_count("message.send.max.retries", c.message_send_max_retries, 0)?;
         check_count("max.in.flight.requests.per.connection", c.max_in_flight, 1)?;
         check_ms("retry.backoff.ms", c.retry_backoff, 0)?;
+        if let Some(timeout) = c.delivery_timeout {
+            check_ms("delivery.timeout.ms", timeout, 1)?;
+            let least = c.queue_buffering_max + c.request_timeout;
+            if timeout < least {
+                return Err(ConfigError::invalid(
+                    "delivery.timeout.ms",
+                    timeout.as_millis(),
+                    format!(
+                        "must be at least queue.buffering.max.ms + request.timeout.ms ({} ms): a record must be \
+                         able to wait out its linger and one request",
+                        least.as_millis()
+                    ),
+                ));
+            }
+        }
         if c.compression_codec == Compression::Zstd && !c.api_version_request {
             return Err(ConfigError::invalid(
                 "compression.codec",
@@ -1169,11 +1202,19 @@ mod tests {
         let c = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("queue.buffering.max.bytes", "0")])
             .unwrap();
         assert_eq!(c.queue_buffering_max_bytes(), None);
-        // what is not done yet says so
-        let e = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("delivery.timeout.ms", "120000")])
-            .unwrap_err();
+        // Java's delivery.timeout.ms: at least the linger and a request
+        let c =
+            ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("delivery.timeout.ms", "120000")]).unwrap();
+        assert_eq!(c.delivery_timeout(), Some(Duration::from_secs(120)));
+        let e = ProducerConfig::from_properties([
+            ("bootstrap.servers", "a:1"),
+            ("linger.ms", "100"),
+            ("request.timeout.ms", "1000"),
+            ("delivery.timeout.ms", "1099"),
+        ])
+        .unwrap_err();
         assert_eq!(e.property(), "delivery.timeout.ms");
-        assert!(e.to_string().contains("not supported yet"), "{e}");
+        assert!(e.to_string().contains("at least queue.buffering.max.ms + request.timeout.ms (1100 ms)"), "{e}");
         // Java's batch.size: the byte bound of a partition's batch; -1 none
         let c = ProducerConfig::from_properties([("bootstrap.servers", "a:1"), ("batch.size", "16384")]).unwrap();
         assert_eq!(c.batch_size(), Some(16_384));

@@ -120,6 +120,19 @@ pub enum Error {
         #[source]
         source: Arc<gregor_protocol::Error>,
     },
+    /// Returned when the record was not delivered within `delivery.timeout.ms` of when the
+    /// producer took it: it waited that long without being in flight (for its linger, its
+    /// topic's metadata, its partition's leader, a batch ahead of it, a retry's backoff), or
+    /// its request failed after that time in a way that would have been retried (`last`:
+    /// that failure). A request in flight is not cut short; its answer counts.
+    #[error("not delivered within delivery.timeout.ms ({} ms)", .timeout.as_millis())]
+    DeliveryTimeout {
+        /// The setting.
+        timeout: Duration,
+        /// The failure the record would have been retried after, if it was one.
+        #[source]
+        last: Option<Arc<Error>>,
+    },
     /// Returned when the producer was closed (or its runtime shut down) before the record was
     /// delivered. When `in_flight` is true its request had been sent: the broker may have
     /// stored it.

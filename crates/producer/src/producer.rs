@@ -58,7 +58,10 @@ struct Shared {
 ///   other retriable codes, and connection failures, refresh the metadata and retry after
 ///   `retry.backoff.ms`, up to `message.send.max.retries` times; 7 RequestTimedOut is retried
 ///   too, but the leader kept the records, so the retry may store them twice. 10
-///   MessageSizeTooLarge, 2 InvalidMessage and other final codes fail at once.
+///   MessageSizeTooLarge, 2 InvalidMessage and other final codes fail at once. With
+///   `delivery.timeout.ms`, a record that waited that long without being in flight, or whose
+///   request fails after that time, fails with [`Error::DeliveryTimeout`] instead of waiting
+///   or being retried.
 /// * **Encoding** — `send` encodes the key and value and then the whole message (its CRC
 ///   included) on the caller's task, into a buffer many records share, and drops the
 ///   application's key and value there, on the thread that made them; the background task

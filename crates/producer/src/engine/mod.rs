@@ -150,6 +150,7 @@ impl Engine {
                 CHUNK_BYTES
             },
             batch_bytes: config.batch_size(),
+            delivery_timeout: config.delivery_timeout(),
         });
         let idempotent = config.enable_idempotence();
         let crcs = inbox.crcs();
@@ -253,6 +254,7 @@ impl Engine {
             self.on_command(Command::Record(pending), now);
         }
         self.acc.set_flushing(!self.out.flushes.is_empty() || self.out.closing.is_some() || !self.input.open);
+        self.expire(now);
         self.start_chunks();
         for round in self.acc.drain(now + self.timer_slack()) {
             self.send_round(round);
@@ -267,6 +269,23 @@ impl Engine {
             && self.read_backs.is_empty()
         {
             self.done = true;
+        }
+    }
+
+    /// Fails what waited past `delivery.timeout.ms` and is not in flight
+    /// ([`Accumulator::expire`]): records never sent with their messages, batches waiting to be
+    /// sent again as a failed round's (their numbering forgotten, as for any numbered batch
+    /// that fails for good).
+    fn expire(&mut self, now: Instant) {
+        let Some(timeout) = self.config.delivery_timeout() else { return };
+        let expired = self.acc.expire(now);
+        let error = || Error::DeliveryTimeout { timeout, last: None };
+        for released in expired.released {
+            self.fail_released(released, error());
+        }
+        for batch in expired.batches {
+            self.forget_numbering(&batch);
+            self.fail_batch(batch, error());
         }
     }
 
@@ -297,6 +316,7 @@ impl Engine {
             }
         };
         consider(self.meta.schedule.next_wakeup());
+        consider(self.acc.next_expiry());
         consider(self.out.closing.as_ref().map(|c| c.deadline));
         consider(self.out.observer.as_ref().and_then(|o| o.next_wakeup()));
         (next, lingering)

@@ -573,7 +573,7 @@ impl Engine {
     /// A numbered batch that fails leaves a gap (or an unknown) in its partition's numbering:
     /// the next batches go under a new producer id (see `idempotence`). A batch of an older
     /// generation changes nothing.
-    fn forget_numbering(&mut self, batch: &Batch<Pending>) {
+    pub(super) fn forget_numbering(&mut self, batch: &Batch<Pending>) {
         if let (Some(idem), Some((generation, _))) = (self.rounds.idem.as_mut(), batch.sequence) {
             if generation == idem.generation {
                 idem.reset();
@@ -595,6 +595,17 @@ impl Engine {
         }
         let error =
             || error.unwrap_or_else(|| Error::Internal { reason: "a failed batch without an error".to_owned() });
+        // a retry after the batch's delivery.timeout.ms fails it instead
+        let timeout = self.config.delivery_timeout().filter(|t| {
+            matches!(verdict.action, Action::Retry { .. }) && batch.created.checked_add(*t).is_some_and(|at| at <= now)
+        });
+        if let Some(timeout) = timeout {
+            self.forget_numbering(&batch);
+            let last = error();
+            tracing::warn!(tp = %batch.tp, attempts = batch.attempts, error = %last, "produce failed after delivery.timeout.ms; not retried");
+            self.fail_batch(batch, Error::DeliveryTimeout { timeout, last: Some(Arc::new(last)) });
+            return;
+        }
         match verdict.action {
             Action::Deliver { base_offset } => self.succeed(batch, base_offset),
             Action::Retry { not_before } => {
