@@ -319,6 +319,62 @@ async fn batch_size_sends_full_batches_before_the_linger_each_within_its_bytes()
     assert_eq!(log_values(&c, "t", 0).await, expected.concat());
 }
 
+/// `delivery.timeout.ms` against a paused broker: the record in flight fails when its request
+/// gives up (past the deadline, instead of a retry, with the network failure as `last`), the
+/// records queued behind it fail after it (results in order) without ever being sent, each
+/// within about the timeout plus a request; a record sent after the broker is back goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delivery_timeout_fails_records_that_waited_too_long_in_order() {
+    let c = cluster_or_skip!("delivery-timeout");
+    c.create_topic("t", 1, 1).await.unwrap();
+    let timeout = Duration::from_millis(1500);
+    let p = producer(
+        config(&c)
+            .request_timeout(Duration::from_millis(1000))
+            .delivery_timeout(Some(timeout))
+            .message_send_max_retries(1000),
+    );
+    warm(&p, "t").await;
+    pause_all(&c);
+    let results = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = |i: usize| {
+        let results = results.clone();
+        move |r: DeliveryResult| results.lock().unwrap().push((i, Instant::now(), r.map(|_| ()).map_err(|e| e.error)))
+    };
+    let started = Instant::now();
+    p.send_with_callback(rec("t", "in-flight"), record(0)).await.unwrap();
+    // the first on its way before the others come
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for i in 1..=2 {
+        p.send_with_callback(rec("t", format!("queued-{i}")), record(i)).await.unwrap();
+    }
+    assert!(p.flush().bounded().await.failed.len() == 3);
+    let results = std::mem::take(&mut *results.lock().unwrap());
+    assert_eq!(results.iter().map(|(i, _, _)| *i).collect::<Vec<_>>(), [0, 1, 2], "results in send order");
+    for (i, at, result) in &results {
+        let waited = at.duration_since(started);
+        // request.timeout.ms and the 1 s margin bound the request in flight; the rest then
+        assert!(waited >= timeout && waited < timeout + Duration::from_secs(5), "record {i} after {waited:?}");
+        match result {
+            Err(Error::DeliveryTimeout { timeout: t, last }) => {
+                assert_eq!(*t, timeout);
+                if *i == 0 {
+                    assert!(matches!(last.as_deref(), Some(Error::Network { .. })), "{last:?}");
+                } else {
+                    assert!(last.is_none(), "never sent: {last:?}");
+                }
+            }
+            other => panic!("record {i}: {other:?}"),
+        }
+    }
+    resume_all(&c);
+    let after = p.send(rec("t", "after")).await.unwrap();
+    after.bounded().await.expect("a record sent once the broker is back is delivered");
+    // the queued ones were never sent (the paused broker may still have written the first)
+    let values = log_values(&c, "t", 0).await;
+    assert!(values.ends_with(&["after".to_owned()]) && !values.iter().any(|v| v.starts_with("queued")), "{values:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_linger_sends_one_request_after_queue_buffering_max_ms() {
     let c = cluster_or_skip!("batch-linger");
