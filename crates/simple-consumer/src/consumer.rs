@@ -12,7 +12,6 @@ use crate::driver::{drive, ensure_metadata, Target};
 use crate::error::{Error, Result};
 use crate::fetch::{FetchBatch, FetchOp, FetchState, PartitionData};
 use crate::offsets::{LeaderLookup, OffsetsOp, OffsetsState, TimeOp};
-use crate::stream::MessageStream;
 
 /// Retries of the offset lookups that fill in [`Error::OffsetOutOfRange`]'s range (the leader
 /// just answered, so it is there; the lookup must not hold the fetch up for long).
@@ -29,7 +28,8 @@ type Found = (BrokerId, Vec<i64>);
 /// * [`SimpleConsumer::offsets_before`] (`getOffsetsBefore`), [`SimpleConsumer::earliest_offset`],
 ///   [`SimpleConsumer::latest_offset`]: where to start.
 /// * [`SimpleConsumer::leader`], [`SimpleConsumer::partitions`]: what the metadata says.
-/// * [`SimpleConsumer::stream`]: a [`MessageStream`] over one partition, long polling.
+/// * [`SimpleConsumer::stream`]: a [`MessageStream`](crate::MessageStream) over one partition, long
+///   polling.
 ///
 /// Leader changes are handled inside each call: on NotLeaderForPartition,
 /// UnknownTopicOrPartition, LeaderNotAvailable, no leader in the metadata, or an unreachable
@@ -405,12 +405,6 @@ impl SimpleConsumer {
                 tracing::warn!(error = %e, %topic, "metadata refresh failed");
             }
         }
-    }
-
-    /// A [`MessageStream`] over `topic`/`partition` from `offset`: long polls of
-    /// `fetch.wait.max.ms`, one message (or batch) at a time, until stopped.
-    pub fn stream(&self, topic: impl Into<String>, partition: i32, offset: i64) -> MessageStream {
-        MessageStream::new(self.clone(), topic.into(), partition, offset)
     }
 
     /// Closes the consumer's connections (requests in flight fail). The consumer stays usable

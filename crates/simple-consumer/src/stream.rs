@@ -19,6 +19,15 @@ use crate::fetch::{FetchedMessage, PartitionData};
 /// (so `fetch.wait.max.ms=0` does not spin).
 pub const MIN_EMPTY_POLL_INTERVAL: Duration = Duration::from_millis(10);
 
+// beside the stream, so the consumer's module does not name this one, which names it
+impl SimpleConsumer {
+    /// A [`MessageStream`] over `topic`/`partition` from `offset`: long polls of
+    /// `fetch.wait.max.ms`, one message (or batch) at a time, until stopped.
+    pub fn stream(&self, topic: impl Into<String>, partition: i32, offset: i64) -> MessageStream {
+        MessageStream::new(self.clone(), topic.into(), partition, offset)
+    }
+}
+
 /// Reads one partition in offset order from a starting offset: each poll is a
 /// [`SimpleConsumer::fetch`] long poll of `fetch.wait.max.ms`, whose messages are handed out
 /// one at a time ([`MessageStream::next`], or as a [`futures_core::Stream`] for `StreamExt`
