@@ -29,7 +29,9 @@ pub fn run(spec: &RunSpec, payloads: &[Vec<u8>], rec: Arc<Recorder>) -> Result<(
             Codec::None => Compression::NONE,
             Codec::Snappy => Compression::SNAPPY,
             Codec::Gzip => Compression::GZIP,
-            Codec::Lz4 => return Err(spec.client.unsupported(spec.codec).unwrap_or("no lz4").to_owned()),
+            Codec::Lz4 | Codec::Zstd => {
+                return Err(spec.client.unsupported(spec.codec).unwrap_or("unsupported codec").to_owned())
+            }
         })
         .create()
         .map_err(|e| format!("create: {e}"))?;

@@ -46,6 +46,7 @@ pub fn properties(spec: &RunSpec) -> Vec<(&'static str, String)> {
                 Codec::Snappy => "snappy",
                 Codec::Gzip => "gzip",
                 Codec::Lz4 => "lz4",
+                Codec::Zstd => "zstd",
             }
             .into(),
         ),

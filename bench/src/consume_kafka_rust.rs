@@ -18,8 +18,8 @@ use crate::worker::{mark_end, mark_first, Sink};
 const STALL: Duration = Duration::from_secs(30);
 
 pub fn run(spec: &ConsumeSpec, sink: Sink) -> Result<(), String> {
-    if spec.codec == Codec::Lz4 {
-        return Err(spec.client.unsupported(spec.codec).unwrap_or("no lz4").to_owned());
+    if matches!(spec.codec, Codec::Lz4 | Codec::Zstd) {
+        return Err(spec.client.unsupported(spec.codec).unwrap_or("unsupported codec").to_owned());
     }
     let hosts: Vec<String> = spec.brokers.split(',').map(str::to_owned).collect();
     let partitions: Vec<i32> = (0..spec.partitions).collect();

@@ -33,7 +33,7 @@ use spec::{Client, Codec, ConsumerClient, WorkerSpec};
 
 const USAGE: &str = "\
 usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec,memory] [--out FILE] [--json FILE]
-                    [--messages N] [--partitions 1,6] [--acks 1,-1] [--codecs none,snappy,gzip,lz4]
+                    [--messages N] [--partitions 1,6] [--acks 1,-1] [--codecs none,snappy,gzip,lz4(,zstd)]
                     [--clients gregor,gregor-ct,librdkafka,kafka-rust]
                     [--consumers gregor-simple,gregor-group,librdkafka,kafka-rust]
                     [--repeat R] [--consumer-repeat R] [--latency-repeat R]
@@ -84,6 +84,9 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec,memory] 
                       2000,100000); the smallest gives each client's fixed memory. Its runs:
                       the --clients with a queue, 6 partitions, acks 1, max(--messages,
                       3 x the bound) messages, on kafka-0.8.2 (else the first --timing profile)
+  --codecs LIST       producer and consumer codecs (default none,snappy,gzip,lz4); zstd
+                      (RecordBatch v2 only) runs on the modern profile and an external
+                      cluster, and is left out of kafka-0.8.2 and instant
   --memory-codecs L   the memory suite's codecs (default none,snappy)
   --memory-repeat R   runs per memory cell (default 1; the median by memory per message held)
   --redo N            do a run again, up to N times (default 3), when other work on the machine

@@ -4,7 +4,7 @@
 //! covers both profiles; the real-timing one then runs each cell once (`--real-timing-repeat`),
 //! its runs being several times longer, so that the whole run stays within about 40 minutes.
 
-use crate::spec::{Client, ConsumerClient};
+use crate::spec::{Client, Codec, ConsumerClient};
 use crate::Args;
 
 /// Answers at once (`gregor_testkit::Timing::instant`).
@@ -26,6 +26,11 @@ pub fn left_out(profile: &str) -> Option<&'static str> {
         "kafka-rust (Kafka 0.8 requests only, no version negotiation) and gregor-group (its group \
          lives in ZooKeeper, which a modern cluster has not) do not run on the modern profile",
     )
+}
+
+/// Why `--codecs` zstd does not run on `profile`, or None.
+pub fn zstd_left_out(profile: &str) -> Option<&'static str> {
+    (profile != MODERN).then_some("zstd runs on the modern profile only: Kafka 0.8.2 has no zstd (RecordBatch v2 only)")
 }
 
 /// `--timing LIST`: the profiles named, in the order given, each once.
@@ -66,10 +71,15 @@ impl Plan {
     }
 
     /// The options as this cluster's runs use them (its runs per cell; on the modern profile,
-    /// the clients that speak to it).
+    /// the clients that speak to it; on a Kafka 0.8.2 profile, no zstd).
     pub fn apply(&self, args: &Args) -> Args {
         let modern = self.timing.as_deref() == Some(MODERN);
+        // an external cluster's version is its own business: zstd runs there when asked
+        let zstd = modern || self.timing.is_none();
+        let codecs = |list: &[Codec]| list.iter().copied().filter(|c| zstd || !c.needs_modern()).collect();
         Args {
+            codecs: codecs(&args.codecs),
+            memory_codecs: codecs(&args.memory_codecs),
             repeat: self.repeat,
             consumer_repeat: self.consumer_repeat,
             latency_repeat: self.latency_repeat,
@@ -215,5 +225,30 @@ mod tests {
         assert_eq!(modern.clients.len(), args.clients.len() - 1);
         assert_eq!(modern.consumers, [ConsumerClient::GregorSimple, ConsumerClient::Librdkafka]);
         assert!(left_out(MODERN).is_some() && left_out(INSTANT).is_none());
+    }
+
+    /// zstd (RecordBatch v2 only) runs on the modern profile and an external cluster, and is
+    /// left out of Kafka 0.8.2's profiles, the memory suite's codecs included.
+    #[test]
+    fn zstd_runs_on_the_modern_profile_only() {
+        let argv = ["--timing", "kafka-0.8.2,modern", "--codecs", "none,zstd", "--memory-codecs", "zstd,snappy"];
+        let args = crate::parse_args(argv.iter().map(|s| s.to_string()).collect()).unwrap();
+        let p = plans_of(&argv);
+        let (real, modern) = (p[0].apply(&args), p[1].apply(&args));
+        assert_eq!(real.codecs, [Codec::None]);
+        assert_eq!(real.memory_codecs, [Codec::Snappy]);
+        assert_eq!(modern.codecs, [Codec::None, Codec::Zstd]);
+        let external = plans_of(&["--brokers", "h:9092", "--zookeeper", "h:2181", "--codecs", "zstd"]);
+        let args = crate::parse_args(
+            ["--brokers", "h:9092", "--zookeeper", "h:2181", "--codecs", "zstd"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        )
+        .unwrap();
+        assert_eq!(external[0].apply(&args).codecs, [Codec::Zstd]);
+        assert!(zstd_left_out(REAL).is_some() && zstd_left_out(MODERN).is_none());
+        assert_eq!(Codec::parse("zstd"), Some(Codec::Zstd));
+        assert!(!Codec::ALL.contains(&Codec::Zstd), "not a default codec");
     }
 }

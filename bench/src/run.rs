@@ -416,6 +416,9 @@ pub async fn coordinate(args: Args) -> Result<bool, String> {
         if fewer_producers || fewer_consumers {
             profile.notes.extend(plan.timing.as_deref().and_then(crate::plan::left_out).map(str::to_owned));
         }
+        if kept.codecs.len() < args.codecs.len() || kept.memory_codecs.len() < args.memory_codecs.len() {
+            profile.notes.extend(plan.timing.as_deref().and_then(crate::plan::zstd_left_out).map(str::to_owned));
+        }
         results.profiles.push(profile);
         let at = results.profiles.len() - 1;
         let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();

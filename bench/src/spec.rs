@@ -48,6 +48,9 @@ impl Client {
             (Client::KafkaRust, Codec::Lz4) => {
                 Some("kafka-rust 0.10 has no lz4: its producer Compression is NONE, GZIP or SNAPPY")
             }
+            (Client::KafkaRust, Codec::Zstd) => {
+                Some("kafka-rust 0.10 has no zstd: its producer Compression is NONE, GZIP or SNAPPY")
+            }
             _ => None,
         }
     }
@@ -105,21 +108,27 @@ impl ConsumerClient {
             (ConsumerClient::KafkaRust, Codec::Lz4) => {
                 Some("kafka-rust 0.10 cannot decode lz4: its fetch decoder fails with UnsupportedCompression")
             }
+            (ConsumerClient::KafkaRust, Codec::Zstd) => {
+                Some("kafka-rust 0.10 cannot decode zstd: its fetch decoder fails with UnsupportedCompression")
+            }
             _ => None,
         }
     }
 }
 
-/// Compression codecs of the benchmark: Kafka 0.8.2's four.
+/// Compression codecs of the benchmark: Kafka 0.8.2's four, and zstd (Kafka 2.1+: RecordBatch
+/// v2 only), which runs on the modern profile alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Codec {
     None,
     Snappy,
     Gzip,
     Lz4,
+    Zstd,
 }
 
 impl Codec {
+    /// Kafka 0.8.2's codecs: the default.
     pub const ALL: [Codec; 4] = [Codec::None, Codec::Snappy, Codec::Gzip, Codec::Lz4];
 
     pub fn name(self) -> &'static str {
@@ -128,11 +137,17 @@ impl Codec {
             Codec::Snappy => "snappy",
             Codec::Gzip => "gzip",
             Codec::Lz4 => "lz4",
+            Codec::Zstd => "zstd",
         }
     }
 
     pub fn parse(s: &str) -> Option<Codec> {
-        Codec::ALL.into_iter().find(|c| c.name() == s)
+        Codec::ALL.into_iter().chain([Codec::Zstd]).find(|c| c.name() == s)
+    }
+
+    /// Only RecordBatch v2 carries it: a Kafka 0.8.2 profile leaves it out.
+    pub fn needs_modern(self) -> bool {
+        self == Codec::Zstd
     }
 
     /// gregor-protocol's codec.
@@ -142,6 +157,7 @@ impl Codec {
             Codec::Snappy => gregor_protocol::Compression::Snappy,
             Codec::Gzip => gregor_protocol::Compression::Gzip,
             Codec::Lz4 => gregor_protocol::Compression::Lz4,
+            Codec::Zstd => gregor_protocol::Compression::Zstd,
         }
     }
 }
