@@ -339,7 +339,11 @@ async fn delivery_timeout_fails_records_that_waited_too_long_in_order() {
     let results = Arc::new(std::sync::Mutex::new(Vec::new()));
     let record = |i: usize| {
         let results = results.clone();
-        move |r: DeliveryResult| results.lock().unwrap().push((i, Instant::now(), r.map(|_| ()).map_err(|e| e.error)))
+        move |r: DeliveryResult| {
+            // the value comes back with the error: nothing is lost
+            let r = r.map(|_| ()).map_err(|e| (e.error, e.value.map(|v| String::from_utf8(v.to_vec()).unwrap())));
+            results.lock().unwrap().push((i, Instant::now(), r))
+        }
     };
     let started = Instant::now();
     p.send_with_callback(rec("t", "in-flight"), record(0)).await.unwrap();
@@ -356,8 +360,10 @@ async fn delivery_timeout_fails_records_that_waited_too_long_in_order() {
         // request.timeout.ms and the 1 s margin bound the request in flight; the rest then
         assert!(waited >= timeout && waited < timeout + Duration::from_secs(5), "record {i} after {waited:?}");
         match result {
-            Err(Error::DeliveryTimeout { timeout: t, last }) => {
+            Err((Error::DeliveryTimeout { timeout: t, last }, value)) => {
                 assert_eq!(*t, timeout);
+                let sent = if *i == 0 { "in-flight".to_owned() } else { format!("queued-{i}") };
+                assert_eq!(value.as_deref(), Some(sent.as_str()));
                 if *i == 0 {
                     assert!(matches!(last.as_deref(), Some(Error::Network { .. })), "{last:?}");
                 } else {

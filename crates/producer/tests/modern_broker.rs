@@ -290,6 +290,64 @@ async fn the_queue_holds_no_more_bytes_than_its_byte_bound() {
 /// (`docs/record-path.md`, step 2) and a Produce request takes each whole: records queued
 /// behind a round in flight go out as the batches they were cut into, not split where a
 /// request's `batch.num.messages` runs out.
+/// `delivery.timeout.ms` on a leader that takes RecordBatch v2: records queued behind a
+/// batch in flight to a paused broker were written as v2 records of their partition's batch;
+/// they fail, in order after the batch in flight, with their values read back from those
+/// records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delivery_timeout_fails_a_modern_leaders_queued_batch_whole_with_its_values() {
+    let cluster = gregor_testkit::FakeCluster::modern().brokers(1).start().await.unwrap();
+    cluster.create_topic("late", 1, 1).await.unwrap();
+    let timeout = Duration::from_millis(1500);
+    let config = ProducerConfig::builder()
+        .metadata_broker_list(cluster.bootstrap())
+        .request_required_acks(1)
+        .queue_buffering_max(Duration::from_millis(5))
+        .request_timeout(Duration::from_millis(1000))
+        .delivery_timeout(Some(timeout))
+        .message_send_max_retries(1000)
+        .build()
+        .unwrap();
+    let producer: AsyncProducer<Vec<u8>, Vec<u8>> = AsyncProducer::new(config, BytesEncoder, BytesEncoder).unwrap();
+    let record = |value: &str| Record::new("late", value.as_bytes().to_vec());
+    // the broker's versions known: later records are written as v2 as they are queued
+    let warm = producer.send(record("warm")).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(30), warm).await.unwrap().unwrap();
+    cluster.pause_broker(0);
+    let results = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let started = std::time::Instant::now();
+    for (i, value) in ["in-flight", "queued-1", "queued-2"].into_iter().enumerate() {
+        let results = results.clone();
+        let on_result = move |r: gregor_producer::DeliveryResult| {
+            let r = r.map(|_| ()).map_err(|e| (e.error, e.value.map(|v| String::from_utf8(v.to_vec()).unwrap())));
+            results.lock().unwrap().push((value, std::time::Instant::now(), r));
+        };
+        producer.send_with_callback(record(value), on_result).await.unwrap();
+        if i == 0 {
+            // the first on its way before the others come
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    assert_eq!(tokio::time::timeout(Duration::from_secs(30), producer.flush()).await.unwrap().failed.len(), 3);
+    let results = std::mem::take(&mut *results.lock().unwrap());
+    assert_eq!(results.iter().map(|(v, _, _)| *v).collect::<Vec<_>>(), ["in-flight", "queued-1", "queued-2"]);
+    for (value, at, result) in results {
+        let waited = at.duration_since(started);
+        assert!(waited >= timeout && waited < timeout + Duration::from_secs(5), "{value} after {waited:?}");
+        match result {
+            Err((gregor_producer::Error::DeliveryTimeout { last, .. }, back)) => {
+                assert_eq!(back.as_deref(), Some(value), "its value back");
+                assert_eq!(last.is_some(), value == "in-flight", "{value}: {last:?}");
+            }
+            other => panic!("{value}: {other:?}"),
+        }
+    }
+    cluster.resume_broker(0);
+    let after = producer.send(record("after")).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(30), after).await.unwrap().unwrap();
+    assert!(producer.close(Duration::from_secs(5)).await.is_ok());
+}
+
 /// On a leader that takes RecordBatch v2, `batch.size` bounds each batch with its 61-byte
 /// header: a full batch goes before the linger, the record that did not fit is the next
 /// batch's first (its offset delta 0), and the records land in order.
