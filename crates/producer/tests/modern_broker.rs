@@ -293,15 +293,24 @@ async fn the_queue_holds_no_more_bytes_than_its_byte_bound() {
 /// `delivery.timeout.ms` on a leader that takes RecordBatch v2: records queued behind a
 /// batch in flight to a paused broker were written as v2 records of their partition's batch;
 /// they fail, in order after the batch in flight, with their values read back from those
-/// records.
+/// records. With an idempotent producer too, a record sent once the broker is back is
+/// delivered (the paused broker writes the batch it held, so no gap is left here: the gap is
+/// `an_idempotent_batch_expiring_before_its_retry_leaves_no_gap`'s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delivery_timeout_fails_a_modern_leaders_queued_batch_whole_with_its_values() {
+    for idempotent in [false, true] {
+        delivery_timeout_on_a_modern_leader(idempotent).await;
+    }
+}
+
+async fn delivery_timeout_on_a_modern_leader(idempotent: bool) {
     let cluster = gregor_testkit::FakeCluster::modern().brokers(1).start().await.unwrap();
     cluster.create_topic("late", 1, 1).await.unwrap();
     let timeout = Duration::from_millis(1500);
     let config = ProducerConfig::builder()
         .metadata_broker_list(cluster.bootstrap())
-        .request_required_acks(1)
+        .request_required_acks(-1)
+        .enable_idempotence(idempotent)
         .queue_buffering_max(Duration::from_millis(5))
         .request_timeout(Duration::from_millis(1000))
         .delivery_timeout(Some(timeout))
@@ -339,12 +348,53 @@ async fn delivery_timeout_fails_a_modern_leaders_queued_batch_whole_with_its_val
                 assert_eq!(back.as_deref(), Some(value), "its value back");
                 assert_eq!(last.is_some(), value == "in-flight", "{value}: {last:?}");
             }
-            other => panic!("{value}: {other:?}"),
+            other => panic!("idempotent {idempotent}, {value}: {other:?}"),
         }
     }
     cluster.resume_broker(0);
     let after = producer.send(record("after")).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(30), after).await.unwrap().unwrap();
+    let delivered = tokio::time::timeout(Duration::from_secs(30), after).await.unwrap();
+    assert!(delivered.is_ok(), "idempotent {idempotent}: {delivered:?}");
+    assert!(producer.close(Duration::from_secs(5)).await.is_ok());
+}
+
+/// An idempotent producer's batch that failed (the broker did not write it), waiting for its
+/// retry, expires by `delivery.timeout.ms`: its sequence numbers are a gap the broker would
+/// refuse the next batches for (OutOfOrderSequence), so the producer numbers them afresh, and
+/// a record sent after it is delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotent_batch_expiring_before_its_retry_leaves_no_gap() {
+    use gregor_protocol::ErrorCode;
+    use gregor_testkit::fault::{Fault, Rule};
+
+    let cluster = gregor_testkit::FakeCluster::modern().brokers(1).start().await.unwrap();
+    cluster.create_topic("gap", 1, 1).await.unwrap();
+    let timeout = Duration::from_millis(700);
+    let config = ProducerConfig::builder()
+        .metadata_broker_list(cluster.bootstrap())
+        .request_required_acks(-1)
+        .enable_idempotence(true)
+        .queue_buffering_max(Duration::from_millis(5))
+        .request_timeout(Duration::from_millis(500))
+        .delivery_timeout(Some(timeout))
+        // the retry would come after the deadline: the batch expires while it waits
+        .retry_backoff(Duration::from_millis(3000))
+        .message_send_max_retries(1000)
+        .build()
+        .unwrap();
+    let producer: AsyncProducer<Vec<u8>, Vec<u8>> = AsyncProducer::new(config, BytesEncoder, BytesEncoder).unwrap();
+    let record = |value: &str| Record::new("gap", value.as_bytes().to_vec());
+    for value in ["warm-1", "warm-2"] {
+        let warm = producer.send(record(value)).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(30), warm).await.unwrap().unwrap();
+    }
+    cluster.intercept(Rule::on(ApiKey::Produce, Fault::Error(ErrorCode::NotEnoughReplicas)).once());
+    let refused = producer.send(record("refused")).await.unwrap();
+    let failed = tokio::time::timeout(Duration::from_secs(30), refused).await.unwrap().unwrap_err();
+    assert!(matches!(failed.error, gregor_producer::Error::DeliveryTimeout { .. }), "{failed:?}");
+    let after = producer.send(record("after")).await.unwrap();
+    let delivered = tokio::time::timeout(Duration::from_secs(30), after).await.unwrap();
+    assert!(delivered.is_ok(), "{delivered:?}");
     assert!(producer.close(Duration::from_secs(5)).await.is_ok());
 }
 
