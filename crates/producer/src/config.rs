@@ -768,9 +768,9 @@ impl ProducerConfigBuilder {
 
     /// `batch.size` (Java's and librdkafka's name; not a 0.8.2 property): the most bytes of one
     /// partition's batch, counted uncompressed as it is sent (its Message v0 entries, key and
-    /// value and 26 bytes each; or a RecordBatch v2's 61-byte header and its records). A record that
-    /// does not fit its partition's batch begins the next one, and a record larger than the
-    /// bound goes in a batch of its own (so `Some(0)` sends every record alone, as Java's
+    /// value and 26 bytes each; or a RecordBatch v2's 61-byte header and its records). A
+    /// record that does not fit its partition's batch begins the next one, and a record larger
+    /// than the bound goes in a batch of its own (so `Some(0)` sends every record alone, as Java's
     /// `batch.size=0`). A partition with a batch so filled is sent without waiting for
     /// `queue.buffering.max.ms`, as a broker's `batch.num.messages` records are. Default: none
     /// (`None`; `-1` as a property, as 0.8.2's producer, which batches by count alone). With
@@ -826,14 +826,15 @@ impl ProducerConfigBuilder {
     /// its partition's leader, a batch ahead of it, a retry's backoff. A record in flight is
     /// not cut short: its request's answer counts (it takes at most `request.timeout.ms` and
     /// [`RESPONSE_TIMEOUT_MARGIN`]), and an answer after the deadline that would have been
-    /// retried fails it instead. So a record's result comes within about this plus
-    /// `request.timeout.ms` of its send, whatever `message.send.max.retries` allows; a record
-    /// may also fail earlier, when its retries run out. A RecordBatch v2 batch expires whole,
-    /// by its oldest record (as Java's); Message v0 records one by one (up to a sixteenth of
-    /// the linger early, as a linger may end). Must be at least `queue.buffering.max.ms` +
-    /// `request.timeout.ms` (Java's rule). Default: none (`None`; `-1` as a property): a record
-    /// waits until it is sent and its retries or metadata refreshes run out, as with 0.8.2's
-    /// producer.
+    /// retried fails it instead; records behind a batch of their partition in flight wait for
+    /// its answer, so results stay in order per partition. So a record's result comes within
+    /// about this plus `request.timeout.ms` of its send, whatever `message.send.max.retries`
+    /// allows; a record may also fail earlier, when its retries run out. A RecordBatch v2
+    /// batch expires whole, by its oldest record (as Java's); Message v0 records one by one (up
+    /// to a sixteenth of the linger early, as a linger may end). Must be at least
+    /// `queue.buffering.max.ms` + `request.timeout.ms` (Java's rule). Default: none (`None`;
+    /// `-1` as a property): a record waits until it is sent and its retries or metadata
+    /// refreshes run out, as with 0.8.2's producer.
     pub fn delivery_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.config.delivery_timeout = timeout;
         self
