@@ -1668,14 +1668,7 @@ mod tests {
     /// Appends record `r` of `tp` with its bytes, as the engine does: value "v{r}", stamped
     /// `1000 + r` when it goes as RecordBatch v2.
     fn append_bytes(a: &mut Accumulator<u32>, p: i32, r: u32) {
-        let value = format!("v{r}");
-        let message =
-            EncodedMessage::encode(&gregor_protocol::Message::new(None, Some(value.clone().into_bytes().into())))
-                .unwrap();
-        a.append_with(&tp(p), r, Instant::now(), |_, log| match log.v2.as_mut() {
-            Some(records) => records.push(log.spent, 1000 + i64::from(r), None, Some(value.as_bytes()), &[]).unwrap(),
-            None => log.push(message.as_bytes()),
-        });
+        append_bytes_at(a, p, r, Instant::now());
     }
 
     /// The values and timestamps of a RecordBatch v2 (or Message v0) set, read as a consumer
@@ -1949,12 +1942,7 @@ mod tests {
     #[test]
     fn a_batch_waiting_for_its_retry_expires_by_its_oldest_record() {
         let t0 = Instant::now();
-        let mut a = acc(AccumulatorConfig {
-            capacity: 100,
-            linger: Duration::ZERO,
-            delivery_timeout: Some(100 * MS),
-            ..config()
-        });
+        let mut a = expiring_at_100_ms();
         append_bytes_at(&mut a, 0, 1, t0);
         let mut rounds = a.drain(t0);
         let batch = rounds[0].batches.pop().unwrap();
@@ -1986,17 +1974,17 @@ mod tests {
         assert_eq!(a.next_expiry(), Some(t0 + 230 * MS));
     }
 
+    /// An accumulator with a delivery timeout of 100 ms and no linger.
+    fn expiring_at_100_ms() -> Accumulator<u32> {
+        acc(AccumulatorConfig { capacity: 100, linger: Duration::ZERO, delivery_timeout: Some(100 * MS), ..config() })
+    }
+
     /// Records queued behind a batch of their partition in flight wait for its outcome before
     /// they expire (results stay in order per partition); then they go at once.
     #[test]
     fn queued_records_expire_only_after_the_batch_in_flight_ahead_of_them() {
         let t0 = Instant::now();
-        let mut a = acc(AccumulatorConfig {
-            capacity: 100,
-            linger: Duration::ZERO,
-            delivery_timeout: Some(100 * MS),
-            ..config()
-        });
+        let mut a = expiring_at_100_ms();
         append_bytes_at(&mut a, 0, 1, t0);
         let rounds = a.drain(t0);
         append_bytes_at(&mut a, 0, 2, t0 + 10 * MS);
