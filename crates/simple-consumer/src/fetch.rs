@@ -242,8 +242,9 @@ pub(crate) fn split_for_frame(targets: &[Target<FetchState>], max_frame_size: us
 }
 
 /// What to do with one partition of a Fetch response (pure): gregor-net's
-/// [`classify_fetch`] decides what the answer means; a message too large is fetched again at
-/// once with the size it needs when `grow_max` allows, and the leader errors are retried.
+/// [`classify_fetch`](gregor_net::classify_fetch) decides what the answer means; a message
+/// too large is fetched again at once with the size it needs when `grow_max` allows, and the
+/// leader errors are retried.
 pub(crate) fn classify(
     topic: &str,
     p: &FetchResponsePartition,
