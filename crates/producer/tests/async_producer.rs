@@ -381,6 +381,42 @@ async fn delivery_timeout_fails_records_that_waited_too_long_in_order() {
     assert!(values.ends_with(&["after".to_owned()]) && !values.iter().any(|v| v.starts_with("queued")), "{values:?}");
 }
 
+/// The producer's task is woken by the record that closes a `batch.size` batch, though it
+/// waits for a linger: six records after a flush, the sixth closing the first five's batch,
+/// and nothing after them; the five go well before the 60 s linger. (The inbox counts each
+/// record's message, 12 bytes less than its entry in the batch: counted as entries, the task
+/// slept until the linger.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_record_that_closes_a_batch_size_batch_wakes_the_producer() {
+    let c = cluster_or_skip!("batch-size-wake");
+    c.create_topic("t", 1, 1).await.unwrap();
+    let entry = 26 + 8;
+    let p = producer(
+        config(&c)
+            .batch_num_messages(1000)
+            .queue_buffering_max_messages(1000)
+            .batch_size(Some(5 * entry))
+            .queue_buffering_max(Duration::from_secs(60)),
+    );
+    let warm = p.send(rec("t", "warm-000")).await.unwrap();
+    assert!(p.flush().bounded().await.is_ok());
+    warm.bounded().await.unwrap();
+    let started = Instant::now();
+    let mut deliveries = Vec::new();
+    for i in 0..6 {
+        deliveries.push(p.send(rec("t", format!("value-{i:02}"))).await.unwrap());
+        // one at a time: the task takes the first alone and waits for what closes its batch
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let last = deliveries.pop().unwrap();
+    for d in deliveries {
+        d.bounded().await.unwrap();
+    }
+    assert!(started.elapsed() < Duration::from_secs(20), "sent when the sixth came, not after the 60 s linger");
+    assert!(p.flush().bounded().await.is_ok());
+    last.bounded().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_linger_sends_one_request_after_queue_buffering_max_ms() {
     let c = cluster_or_skip!("batch-linger");
