@@ -271,6 +271,20 @@ async fn batch_num_messages_sends_one_request_well_before_the_linger() {
     assert_eq!(requests[0].len(), 50);
 }
 
+/// A Message v0 entry of an 8-byte value ("value-00") and no key.
+const ENTRY_OF_8_BYTES: usize = 26 + 8;
+
+/// A producer whose batches hold five such entries (`batch.size`), lingering 60 s.
+fn five_entry_batches(c: &FakeCluster) -> AsyncProducer<String, String> {
+    producer(
+        config(c)
+            .batch_num_messages(1000)
+            .queue_buffering_max_messages(1000)
+            .batch_size(Some(5 * ENTRY_OF_8_BYTES))
+            .queue_buffering_max(Duration::from_secs(60)),
+    )
+}
+
 /// `batch.size` bounds each partition's batch in bytes (Message v0 entries: 26 bytes + the
 /// value here): a full batch goes well before the linger, the record that did not fit begins
 /// the next, and what is left waits for the linger (here a flush).
@@ -278,15 +292,8 @@ async fn batch_num_messages_sends_one_request_well_before_the_linger() {
 async fn batch_size_sends_full_batches_before_the_linger_each_within_its_bytes() {
     let c = cluster_or_skip!("batch-size");
     c.create_topic("t", 1, 1).await.unwrap();
-    // "value-00".."value-11": 34 bytes as entries; five fit in 170
-    let entry = 26 + 8;
-    let p = producer(
-        config(&c)
-            .batch_num_messages(1000)
-            .queue_buffering_max_messages(1000)
-            .batch_size(Some(5 * entry))
-            .queue_buffering_max(Duration::from_secs(60)),
-    );
+    let p = five_entry_batches(&c);
+    let entry = ENTRY_OF_8_BYTES;
     let started = Instant::now();
     let mut deliveries = Vec::new();
     for i in 0..12 {
@@ -390,14 +397,7 @@ async fn delivery_timeout_fails_records_that_waited_too_long_in_order() {
 async fn the_record_that_closes_a_batch_size_batch_wakes_the_producer() {
     let c = cluster_or_skip!("batch-size-wake");
     c.create_topic("t", 1, 1).await.unwrap();
-    let entry = 26 + 8;
-    let p = producer(
-        config(&c)
-            .batch_num_messages(1000)
-            .queue_buffering_max_messages(1000)
-            .batch_size(Some(5 * entry))
-            .queue_buffering_max(Duration::from_secs(60)),
-    );
+    let p = five_entry_batches(&c);
     let warm = p.send(rec("t", "warm-000")).await.unwrap();
     assert!(p.flush().bounded().await.is_ok());
     warm.bounded().await.unwrap();
