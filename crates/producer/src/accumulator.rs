@@ -892,7 +892,7 @@ impl<T: Pack> Accumulator<T> {
         };
         held.records.push_back((record, enqueued_at));
         self.len += 1;
-        self.lower_earliest(enqueued_at);
+        lower_earliest(&mut self.earliest, self.config.delivery_timeout, enqueued_at);
     }
 
     /// True when records of `topic` are held (a later record of the topic must be held behind
@@ -1147,7 +1147,7 @@ impl<T: Pack> Accumulator<T> {
         let at = q.retry.iter().position(|r| r.batch.id > batch.id).unwrap_or(q.retry.len());
         let created = batch.created;
         q.retry.insert(at, Retry { batch, not_before });
-        self.lower_earliest(created);
+        lower_earliest(&mut self.earliest, self.config.delivery_timeout, created);
         self.in_flight_records -= n;
         // the round that sent it may have let go of the rest of its bytes
         self.spent.batch_gone();
@@ -1300,11 +1300,6 @@ impl<T: Pack> Accumulator<T> {
         Some(self.earliest? + self.config.delivery_timeout?)
     }
 
-    /// A record (or a batch to retry, by its oldest) arrived at `at`: see `earliest`.
-    fn lower_earliest(&mut self, at: Instant) {
-        lower_earliest(&mut self.earliest, self.config.delivery_timeout, at);
-    }
-
     /// Empties the accumulator of everything not in flight (on close): held records, retry
     /// batches and queued records, in order per partition.
     pub(crate) fn drain_all(&mut self) -> Vec<Released<T>> {
@@ -1326,7 +1321,8 @@ impl<T: Pack> Accumulator<T> {
     }
 }
 
-/// Lowers `earliest` (see [`Accumulator::earliest`]) to `at`, with a delivery timeout.
+/// Lowers `earliest` (see [`Accumulator::earliest`]) to `at` (a record's or a batch to
+/// retry's oldest arrival), with a delivery timeout.
 fn lower_earliest(earliest: &mut Option<Instant>, delivery_timeout: Option<Duration>, at: Instant) {
     if delivery_timeout.is_some() {
         *earliest = Some(earliest.map_or(at, |e| e.min(at)));
@@ -2249,7 +2245,12 @@ mod tests {
     fn retries_run_out_after_max_retries_plus_one_sends() {
         let t0 = Instant::now();
         let mut a = acc(AccumulatorConfig { linger: Duration::ZERO, ..config() });
-        let policy = RetryPolicy { max_retries: a.config().max_retries, backoff: BACKOFF, idempotent: false };
+        let policy = RetryPolicy {
+            max_retries: a.config().max_retries,
+            backoff: BACKOFF,
+            idempotent: false,
+            delivery_timeout: None,
+        };
         a.append(&tp(0), 1, t0);
         let mut now = t0;
         for attempt in 1..=3 {
@@ -2257,7 +2258,7 @@ mod tests {
             a.round_done(round.broker);
             let batch = round.batches.into_iter().next().unwrap();
             assert_eq!(batch.attempts, attempt);
-            match outcome::classify(Answer::Missing, batch.attempts, policy, now).action {
+            match outcome::classify(Answer::Missing, batch.attempts, batch.created, policy, now).action {
                 Action::Retry { not_before } => {
                     assert!(attempt <= 2);
                     assert!(a.drain(not_before - MS).is_empty(), "not before the backoff");
@@ -2507,7 +2508,8 @@ mod proptests {
     use crate::outcome::{self, Action, Answer, RetryPolicy};
 
     /// What a retriable failure does with a batch (as the engine does it).
-    const POLICY: RetryPolicy = RetryPolicy { max_retries: 2, backoff: Duration::from_millis(30), idempotent: false };
+    const POLICY: RetryPolicy =
+        RetryPolicy { max_retries: 2, backoff: Duration::from_millis(30), idempotent: false, delivery_timeout: None };
 
     #[derive(Debug, Clone)]
     enum Op {
@@ -2616,7 +2618,9 @@ mod proptests {
                             self.outcome(r, true);
                         }
                     }
-                    1 => match outcome::classify(Answer::Missing, batch.attempts, POLICY, self.now).action {
+                    1 => match outcome::classify(Answer::Missing, batch.attempts, batch.created, POLICY, self.now)
+                        .action
+                    {
                         Action::Retry { not_before } => self.acc.retry(batch, not_before),
                         _ => {
                             for r in self.acc.done(batch) {

@@ -38,10 +38,11 @@
 //! * **Retry budget** — a batch is sent at most `message.send.max.retries + 1` times: a retry
 //!   decided for a batch already sent that often fails instead (its metadata action still
 //!   applies: the next batches of the partition need the leader as much).
+//! * **Out of time** — with `delivery.timeout.ms`, a retry decided at or after the batch's
+//!   oldest record arrived that long ago expires it instead ([`Action::Expire`]; its metadata
+//!   action still applies). Kafka 0.8's producer bounds a record by its sends alone.
 //!
-//! Kafka 0.8 bounds a record by its sends, not by time (no `delivery.timeout.ms`): the time
-//! only says when the retry may go. When the refresh it asks for runs is
-//! `crate::refresh`'s decision.
+//! When the refresh a verdict asks for runs is `crate::refresh`'s decision.
 
 use std::time::Duration;
 
@@ -73,6 +74,9 @@ pub(crate) struct RetryPolicy {
     /// `enable.idempotence`: the batches carry producer ids and sequences, which give the
     /// broker two answers of their own (see the module docs).
     pub(crate) idempotent: bool,
+    /// `delivery.timeout.ms`: how long after its oldest record arrived a batch may still be
+    /// retried (`None`: no bound).
+    pub(crate) delivery_timeout: Option<Duration>,
 }
 
 /// `DUPLICATE_SEQUENCE_NUMBER` (Kafka 0.11+): the broker already wrote that batch.
@@ -90,6 +94,9 @@ pub(crate) enum Action {
     Retry { not_before: Instant },
     /// Its records fail; `out_of_retries` when a retry was due but the batch had had its sends.
     Fail { out_of_retries: bool },
+    /// A retry was due past the batch's `delivery.timeout.ms` (`timeout`): its records fail
+    /// for that.
+    Expire { timeout: Duration },
 }
 
 /// What happens to the metadata before anything else.
@@ -114,9 +121,10 @@ pub(crate) struct Verdict {
     pub(crate) may_duplicate: bool,
 }
 
-/// The decision on a batch sent `attempts` times (counting the send answered now) whose
-/// answer is `answer` (see the [module docs](self) for the rules).
-pub(crate) fn classify(answer: Answer, attempts: u32, policy: RetryPolicy, now: Instant) -> Verdict {
+/// The decision on a batch sent `attempts` times (counting the send answered now), its oldest
+/// record arrived at `created`, whose answer is `answer` (see the [module docs](self) for the
+/// rules).
+pub(crate) fn classify(answer: Answer, attempts: u32, created: Instant, policy: RetryPolicy, now: Instant) -> Verdict {
     let verdict = |action, metadata| Verdict { action, metadata, may_duplicate: false };
     let (retriable, metadata, may_duplicate) = match answer {
         Answer::Written => return verdict(Action::Deliver { base_offset: -1 }, MetadataAction::Keep),
@@ -152,6 +160,10 @@ pub(crate) fn classify(answer: Answer, attempts: u32, policy: RetryPolicy, now: 
         Action::Fail { out_of_retries: false }
     } else if attempts > policy.max_retries {
         Action::Fail { out_of_retries: true }
+    } else if let Some(timeout) =
+        policy.delivery_timeout.filter(|t| created.checked_add(*t).is_some_and(|deadline| deadline <= now))
+    {
+        Action::Expire { timeout }
     } else {
         Action::Retry { not_before: now + policy.backoff }
     };
@@ -162,7 +174,8 @@ pub(crate) fn classify(answer: Answer, attempts: u32, policy: RetryPolicy, now: 
 mod tests {
     use super::*;
 
-    const POLICY: RetryPolicy = RetryPolicy { max_retries: 2, backoff: Duration::from_millis(100), idempotent: false };
+    const POLICY: RetryPolicy =
+        RetryPolicy { max_retries: 2, backoff: Duration::from_millis(100), idempotent: false, delivery_timeout: None };
 
     fn code(c: ErrorCode) -> Answer {
         Answer::Partition { code: Some(c), base_offset: -1 }
@@ -226,7 +239,7 @@ mod tests {
         ];
         for &(answer, attempts, action, metadata, may_duplicate) in table {
             assert_eq!(
-                classify(answer, attempts, POLICY, now),
+                classify(answer, attempts, now, POLICY, now),
                 Verdict { action, metadata, may_duplicate },
                 "{answer:?} after {attempts} sends"
             );
@@ -239,12 +252,12 @@ mod tests {
         let idempotent = RetryPolicy { idempotent: true, ..POLICY };
         let dup = Answer::Partition { code: ErrorCode::from_i16(DUPLICATE_SEQUENCE_NUMBER), base_offset: -1 };
         let gap = code(ErrorCode::from_i16(OUT_OF_ORDER_SEQUENCE_NUMBER).unwrap());
-        assert_eq!(classify(dup, 2, idempotent, now).action, Action::Deliver { base_offset: -1 });
-        assert_eq!(classify(gap, 1, idempotent, now).action, Action::Retry { not_before: now + POLICY.backoff });
-        assert_eq!(classify(gap, 3, idempotent, now).action, Action::Fail { out_of_retries: true });
+        assert_eq!(classify(dup, 2, now, idempotent, now).action, Action::Deliver { base_offset: -1 });
+        assert_eq!(classify(gap, 1, now, idempotent, now).action, Action::Retry { not_before: now + POLICY.backoff });
+        assert_eq!(classify(gap, 3, now, idempotent, now).action, Action::Fail { out_of_retries: true });
         // without idempotence they are codes like any other the producer does not know
-        assert_eq!(classify(dup, 1, POLICY, now).action, Action::Fail { out_of_retries: false });
-        assert_eq!(classify(gap, 1, POLICY, now).action, Action::Fail { out_of_retries: false });
+        assert_eq!(classify(dup, 1, now, POLICY, now).action, Action::Fail { out_of_retries: false });
+        assert_eq!(classify(gap, 1, now, POLICY, now).action, Action::Fail { out_of_retries: false });
     }
 
     #[test]
@@ -254,7 +267,7 @@ mod tests {
             let policy = RetryPolicy { max_retries, ..POLICY };
             let sends = (1..10)
                 .take_while(|&attempts| {
-                    matches!(classify(Answer::Missing, attempts, policy, now).action, Action::Retry { .. })
+                    matches!(classify(Answer::Missing, attempts, now, policy, now).action, Action::Retry { .. })
                 })
                 .count() as u32
                 + 1;
@@ -262,12 +275,33 @@ mod tests {
         }
     }
 
+    /// With `delivery.timeout.ms`, a retry due at or past the batch's deadline expires it
+    /// (the metadata action stays); deliveries, final codes and the retry budget are as without.
+    #[test]
+    fn a_retry_past_the_delivery_timeout_expires_the_batch() {
+        let created = Instant::now();
+        let timed = RetryPolicy { delivery_timeout: Some(Duration::from_millis(500)), ..POLICY };
+        let at = |ms| created + Duration::from_millis(ms);
+        let leader_moved = code(ErrorCode::NotLeaderForPartition);
+        assert!(matches!(classify(leader_moved, 1, created, timed, at(499)).action, Action::Retry { .. }));
+        let expired = classify(leader_moved, 1, created, timed, at(500));
+        let timeout = Duration::from_millis(500);
+        assert_eq!((expired.action, expired.metadata), (Action::Expire { timeout }, MetadataAction::ForgetLeader));
+        assert_eq!(classify(Answer::Missing, 3, created, timed, at(900)).action, Action::Fail { out_of_retries: true });
+        let fatal = code(ErrorCode::MessageSizeTooLarge);
+        assert_eq!(classify(fatal, 1, created, timed, at(900)).action, Action::Fail { out_of_retries: false });
+        let ok = Answer::Partition { code: None, base_offset: 7 };
+        assert_eq!(classify(ok, 1, created, timed, at(900)).action, Action::Deliver { base_offset: 7 });
+        // without the setting, time does not count
+        assert!(matches!(classify(leader_moved, 1, created, POLICY, at(10_000)).action, Action::Retry { .. }));
+    }
+
     #[test]
     fn a_retry_waits_the_backoff_from_now() {
         let now = Instant::now();
         let later = now + Duration::from_secs(3);
-        let policy = RetryPolicy { max_retries: 5, backoff: Duration::from_millis(250), idempotent: false };
-        let at = |now| match classify(Answer::Missing, 1, policy, now).action {
+        let policy = RetryPolicy { max_retries: 5, backoff: Duration::from_millis(250), ..POLICY };
+        let at = |now| match classify(Answer::Missing, 1, now, policy, now).action {
             Action::Retry { not_before } => not_before,
             other => panic!("{other:?}"),
         };

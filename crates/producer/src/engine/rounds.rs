@@ -526,6 +526,7 @@ impl Engine {
             max_retries: self.config.message_send_max_retries(),
             backoff: self.config.retry_backoff(),
             idempotent: self.rounds.idem.is_some(),
+            delivery_timeout: self.config.delivery_timeout(),
         };
         for batch in sent {
             let (answer, error) = match (&response, &failure) {
@@ -557,7 +558,7 @@ impl Engine {
                     }
                 }
             };
-            let verdict = outcome::classify(answer, batch.attempts, policy, now);
+            let verdict = outcome::classify(answer, batch.attempts, batch.created, policy, now);
             self.apply(batch, verdict, error, now);
         }
         self.meta.schedule.after_request(now);
@@ -588,17 +589,6 @@ impl Engine {
         }
         let error =
             || error.unwrap_or_else(|| Error::Internal { reason: "a failed batch without an error".to_owned() });
-        // a retry after the batch's delivery.timeout.ms fails it instead
-        let timeout = self.config.delivery_timeout().filter(|t| {
-            matches!(verdict.action, Action::Retry { .. }) && batch.created.checked_add(*t).is_some_and(|at| at <= now)
-        });
-        if let Some(timeout) = timeout {
-            self.forget_numbering(&batch);
-            let last = error();
-            tracing::warn!(tp = %batch.tp, attempts = batch.attempts, error = %last, "produce failed after delivery.timeout.ms; not retried");
-            self.fail_batch(batch, Error::DeliveryTimeout { timeout, last: Some(Arc::new(last)) });
-            return;
-        }
         match verdict.action {
             Action::Deliver { base_offset } => self.succeed(batch, base_offset),
             Action::Retry { not_before } => {
@@ -616,6 +606,12 @@ impl Engine {
                     tracing::warn!(tp = %batch.tp, attempts = batch.attempts, %error, "produce failed; out of retries");
                 }
                 self.fail_batch(batch, error);
+            }
+            Action::Expire { timeout } => {
+                self.forget_numbering(&batch);
+                let last = error();
+                tracing::warn!(tp = %batch.tp, attempts = batch.attempts, error = %last, "produce failed after delivery.timeout.ms; not retried");
+                self.fail_batch(batch, Error::DeliveryTimeout { timeout, last: Some(Arc::new(last)) });
             }
         }
     }
