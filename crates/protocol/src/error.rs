@@ -2,8 +2,8 @@
 
 use std::fmt;
 
+use crate::api_key::ApiKey;
 use crate::compression::{Compression, CompressionError};
-use crate::frame::ApiKey;
 
 /// Result with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -56,12 +56,15 @@
 //! # Ok::<(), gregor_protocol::Error>(())
 //! ```
 
+mod api;
+mod api_key;
 pub mod compression;
 mod error;
 mod error_code;
 pub mod frame;
 pub mod message;
 pub mod messages;
+mod parts;
 pub mod record;
 pub mod schema;
 mod topic_partition;

@@ -34,7 +34,6 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use crate::compression::{self, Compression};
 use crate::error::{Error, MessageLocation, Result};
-use crate::record::TimestampType;
 use crate::wire;
 
 /// The only message format Kafka 0.8.2 knows.
@@ -47,6 +46,45 @@ pub const MESSAGE_V0_OVERHEAD: usize = 4 + 1 + 1 + 4 + 4;
 pub const MESSAGE_V1_OVERHEAD: usize = MESSAGE_V0_OVERHEAD + 8;
 /// Attribute bit 3 of a message v1: the timestamp is the broker's (LogAppendTime).
 pub const TIMESTAMP_TYPE_BIT: i8 = 0x08;
+
+/// How a record's timestamp was set: attribute bit 3 of a RecordBatch v2 or a message v1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum TimestampType {
+    /// A message v0: no timestamp (the record's timestamp reads -1).
+    NoTimestamp,
+    /// Set by the producer (bit 3 clear).
+    #[default]
+    CreateTime,
+    /// Set by the broker when it appended the batch (bit 3 set); every record of the batch
+    /// carries the batch's max timestamp.
+    LogAppendTime,
+}
+
+impl TimestampType {
+    /// The type bit 3 of `attributes` names (magic 1 and 2).
+    pub fn from_attributes(attributes: i16) -> TimestampType {
+        if attributes & i16::from(TIMESTAMP_TYPE_BIT) != 0 {
+            TimestampType::LogAppendTime
+        } else {
+            TimestampType::CreateTime
+        }
+    }
+
+    /// Kafka's name: `NoTimestampType`, `CreateTime` or `LogAppendTime`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            TimestampType::NoTimestamp => "NoTimestampType",
+            TimestampType::CreateTime => "CreateTime",
+            TimestampType::LogAppendTime => "LogAppendTime",
+        }
+    }
+}
+
+impl fmt::Display for TimestampType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
 /// Bytes of the `offset int64 | size int32` header before each message of a set.
 pub const ENTRY_HEADER_SIZE: usize = 8 + 4;
 /// Default bound on the bytes decompressed while decoding one message set (zip-bomb guard).

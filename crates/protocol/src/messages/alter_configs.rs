@@ -15,7 +15,7 @@
 //! Seen from Kafka 3.7.0 (`alter_configs_v2_admin`): librdkafka 2.16.0 sends v2, flexible
 //! (request header v2, response header v1); a success answers error 0 with a null message.
 
-use crate::frame::ApiKey;
+use crate::api_key::ApiKey;
 use crate::message;
 
 message! {

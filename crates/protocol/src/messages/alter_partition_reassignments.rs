@@ -19,7 +19,7 @@
 //!
 //! No frame of this API was captured; the tests check hand-built frames (`tests/admin_apis.rs`).
 
-use crate::frame::ApiKey;
+use crate::api_key::ApiKey;
 use crate::message;
 
 message! {

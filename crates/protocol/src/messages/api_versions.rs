@@ -13,7 +13,7 @@
 //! answers error 35 (UNSUPPORTED_VERSION) with a v0 body naming the ApiVersions versions it has,
 //! and the client retries with the highest of those; a Kafka 0.8 broker closes the connection.
 
-use crate::frame::ApiKey;
+use crate::api_key::ApiKey;
 use crate::message;
 
 message! {

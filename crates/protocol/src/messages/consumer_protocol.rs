@@ -25,8 +25,8 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
+use crate::api_key::ApiKey;
 use crate::error::{Error, Result};
-use crate::frame::ApiKey;
 use crate::message;
 use crate::schema::{Ctx, Wire};
 

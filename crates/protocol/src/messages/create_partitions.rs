@@ -14,7 +14,7 @@
 //! (request header v2, response header v1), with a null assignment (broker placement); a
 //! success answers error 0 and a null message.
 
-use crate::frame::ApiKey;
+use crate::api_key::ApiKey;
 use crate::message;
 
 message! {

@@ -24,7 +24,7 @@
 //! 36 TOPIC_ALREADY_EXISTS with the message `Topic 'adm' already exists.`; a success carries a
 //! null message.
 
-use crate::frame::ApiKey;
+use crate::api_key::ApiKey;
 use crate::message;
 use crate::schema::Uuid;
 

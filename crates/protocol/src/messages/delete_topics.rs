@@ -15,7 +15,7 @@
 //! Seen from Kafka 3.7.0 (`delete_topics_v4_admin`): librdkafka 2.16.0 sends v4, flexible
 //! (request header v2, response header v1); a deleted topic answers error 0.
 
-use crate::frame::ApiKey;
+use crate::api_key::ApiKey;
 use crate::message;
 use crate::schema::Uuid;
 

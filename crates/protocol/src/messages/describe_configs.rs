@@ -25,7 +25,7 @@
 //! `log.segment.bytes`, from sources 4 and 5; some have none); its error message is an empty
 //! string, not null.
 
-use crate::frame::ApiKey;
+use crate::api_key::ApiKey;
 use crate::message;
 
 message! {

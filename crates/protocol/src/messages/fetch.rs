@@ -39,9 +39,10 @@
 use bytes::{Bytes, BytesMut};
 
 use super::produce::{LeaderIdAndEpoch, NodeEndpoint};
+use crate::api::{Decode, Encode};
+use crate::api_key::ApiKey;
 use crate::error::Result;
 use crate::error_code::ErrorCode;
-use crate::frame::{ApiKey, Decode, Encode};
 use crate::message;
 use crate::message::{DecodeOptions, DecodedMessages, MessageSet};
 use crate::schema::{ctx_of, Uuid, Wire};

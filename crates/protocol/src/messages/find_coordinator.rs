@@ -22,8 +22,8 @@
 //! is created the answer is 15 COORDINATOR_NOT_AVAILABLE ("The coordinator is not available.")
 //! with node -1, host "" and port -1, as in 0.8.2. Hosts are the advertised listener.
 
+use crate::api_key::ApiKey;
 use crate::error_code::ErrorCode;
-use crate::frame::ApiKey;
 use crate::message;
 
 /// `key_type` of a consumer group's coordinator (the only kind before v1).

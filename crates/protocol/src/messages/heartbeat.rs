@@ -13,8 +13,8 @@
 //! Kafka 3.7.0 (`tests/data/kafka-3.7.0`): librdkafka heartbeats with v3 (classic), answered
 //! throttle 0, error 0.
 
+use crate::api_key::ApiKey;
 use crate::error_code::ErrorCode;
-use crate::frame::ApiKey;
 use crate::message;
 
 message! {

@@ -17,7 +17,7 @@
 //! flexible (request header v2, response header v1): `cleanup.policy` set to `compact` and
 //! `retention.ms` deleted with a null value, answered with error 0 and a null message.
 
-use crate::frame::ApiKey;
+use crate::api_key::ApiKey;
 use crate::message;
 
 message! {

@@ -17,8 +17,8 @@
 //! kafka-python 0. On a fresh broker the first answer can be 14 COORDINATOR_LOAD_IN_PROGRESS
 //! (producer id -1, epoch -1); then producer id 0, epoch 0.
 
+use crate::api_key::ApiKey;
 use crate::error_code::ErrorCode;
-use crate::frame::ApiKey;
 use crate::message;
 
 message! {

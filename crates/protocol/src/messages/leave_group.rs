@@ -14,8 +14,8 @@
 //! kafka-python with v5 (one member, instance id and reason null); both answered error 0 (v5 also
 //! per member).
 
+use crate::api_key::ApiKey;
 use crate::error_code::ErrorCode;
-use crate::frame::ApiKey;
 use crate::message;
 
 message! {

@@ -14,8 +14,8 @@
 //! states filter (every state); the answer names each group with protocol type "consumer" and
 //! its state.
 
+use crate::api_key::ApiKey;
 use crate::error_code::ErrorCode;
-use crate::frame::ApiKey;
 use crate::message;
 
 message! {

@@ -31,9 +31,10 @@
 
 use bytes::{Bytes, BytesMut};
 
+use crate::api::{Decode, Encode, Request};
+use crate::api_key::{ApiKey, VersionRange};
 use crate::error::Result;
 use crate::error_code::ErrorCode;
-use crate::frame::{ApiKey, Decode, Encode, Request, VersionRange};
 use crate::message;
 use crate::schema::{ctx_of, Uuid, Wire};
 

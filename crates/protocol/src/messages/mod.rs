@@ -10,8 +10,9 @@
 
 use bytes::{Bytes, BytesMut};
 
-use crate::error::Result;
-use crate::frame::{Encode, Request};
+use crate::api::{Encode, Request};
+use crate::api_key::{ApiKey, VersionRange};
+use crate::error::{Error, Result};
 
 mod alter_configs;
 mod alter_partition_reassignments;
@@ -130,6 +131,111 @@ pub use sasl_authenticate::{SaslAuthenticateRequest, SaslAuthenticateResponse};
 pub use sasl_handshake::{SaslHandshakeRequest, SaslHandshakeResponse};
 pub use sync_group::{SyncGroupRequest, SyncGroupRequestAssignment, SyncGroupResponse};
 
+/// Which versions of each API this crate implements: the table of this module's bodies.
+impl ApiKey {
+    /// The versions of this API that this crate encodes and decodes, or `None` for an API
+    /// without a body here.
+    pub fn versions(self) -> Option<VersionRange> {
+        Some(match self {
+            ApiKey::Produce => ProduceRequest::VERSIONS,
+            ApiKey::Fetch => FetchRequest::VERSIONS,
+            ApiKey::Offsets => OffsetsRequest::VERSIONS,
+            ApiKey::Metadata => MetadataRequest::VERSIONS,
+            ApiKey::OffsetCommit => OffsetCommitRequest::VERSIONS,
+            ApiKey::OffsetFetch => OffsetFetchRequest::VERSIONS,
+            ApiKey::ConsumerMetadata => FindCoordinatorRequest::VERSIONS,
+            ApiKey::ApiVersions => ApiVersionsRequest::VERSIONS,
+            ApiKey::CreateTopics => CreateTopicsRequest::VERSIONS,
+            ApiKey::DeleteTopics => DeleteTopicsRequest::VERSIONS,
+            ApiKey::DescribeConfigs => DescribeConfigsRequest::VERSIONS,
+            ApiKey::AlterConfigs => AlterConfigsRequest::VERSIONS,
+            ApiKey::IncrementalAlterConfigs => IncrementalAlterConfigsRequest::VERSIONS,
+            ApiKey::CreatePartitions => CreatePartitionsRequest::VERSIONS,
+            ApiKey::DeleteGroups => DeleteGroupsRequest::VERSIONS,
+            ApiKey::ElectLeaders => ElectLeadersRequest::VERSIONS,
+            ApiKey::AlterPartitionReassignments => AlterPartitionReassignmentsRequest::VERSIONS,
+            ApiKey::ListPartitionReassignments => ListPartitionReassignmentsRequest::VERSIONS,
+            ApiKey::DescribeCluster => DescribeClusterRequest::VERSIONS,
+            ApiKey::DeleteRecords => DeleteRecordsRequest::VERSIONS,
+            ApiKey::OffsetDelete => OffsetDeleteRequest::VERSIONS,
+            ApiKey::JoinGroup => JoinGroupRequest::VERSIONS,
+            ApiKey::Heartbeat => HeartbeatRequest::VERSIONS,
+            ApiKey::LeaveGroup => LeaveGroupRequest::VERSIONS,
+            ApiKey::SyncGroup => SyncGroupRequest::VERSIONS,
+            ApiKey::DescribeGroups => DescribeGroupsRequest::VERSIONS,
+            ApiKey::ListGroups => ListGroupsRequest::VERSIONS,
+            ApiKey::SaslHandshake => SaslHandshakeRequest::VERSIONS,
+            ApiKey::InitProducerId => InitProducerIdRequest::VERSIONS,
+            ApiKey::SaslAuthenticate => SaslAuthenticateRequest::VERSIONS,
+            _ => return None,
+        })
+    }
+
+    /// The first flexible version of the API among those this crate implements (KIP-482), or
+    /// `None`.
+    pub fn flexible_from(self) -> Option<i16> {
+        match self {
+            ApiKey::ApiVersions => ApiVersionsRequest::FLEXIBLE_FROM,
+            ApiKey::CreateTopics => CreateTopicsRequest::FLEXIBLE_FROM,
+            ApiKey::DeleteTopics => DeleteTopicsRequest::FLEXIBLE_FROM,
+            ApiKey::DescribeConfigs => DescribeConfigsRequest::FLEXIBLE_FROM,
+            ApiKey::AlterConfigs => AlterConfigsRequest::FLEXIBLE_FROM,
+            ApiKey::IncrementalAlterConfigs => IncrementalAlterConfigsRequest::FLEXIBLE_FROM,
+            ApiKey::CreatePartitions => CreatePartitionsRequest::FLEXIBLE_FROM,
+            ApiKey::DeleteGroups => DeleteGroupsRequest::FLEXIBLE_FROM,
+            ApiKey::ElectLeaders => ElectLeadersRequest::FLEXIBLE_FROM,
+            ApiKey::AlterPartitionReassignments => AlterPartitionReassignmentsRequest::FLEXIBLE_FROM,
+            ApiKey::ListPartitionReassignments => ListPartitionReassignmentsRequest::FLEXIBLE_FROM,
+            ApiKey::DescribeCluster => DescribeClusterRequest::FLEXIBLE_FROM,
+            ApiKey::DeleteRecords => DeleteRecordsRequest::FLEXIBLE_FROM,
+            ApiKey::OffsetDelete => OffsetDeleteRequest::FLEXIBLE_FROM,
+            ApiKey::OffsetCommit => OffsetCommitRequest::FLEXIBLE_FROM,
+            ApiKey::OffsetFetch => OffsetFetchRequest::FLEXIBLE_FROM,
+            ApiKey::ConsumerMetadata => FindCoordinatorRequest::FLEXIBLE_FROM,
+            ApiKey::JoinGroup => JoinGroupRequest::FLEXIBLE_FROM,
+            ApiKey::Heartbeat => HeartbeatRequest::FLEXIBLE_FROM,
+            ApiKey::LeaveGroup => LeaveGroupRequest::FLEXIBLE_FROM,
+            ApiKey::SyncGroup => SyncGroupRequest::FLEXIBLE_FROM,
+            ApiKey::DescribeGroups => DescribeGroupsRequest::FLEXIBLE_FROM,
+            ApiKey::ListGroups => ListGroupsRequest::FLEXIBLE_FROM,
+            ApiKey::SaslHandshake => SaslHandshakeRequest::FLEXIBLE_FROM,
+            ApiKey::InitProducerId => InitProducerIdRequest::FLEXIBLE_FROM,
+            ApiKey::SaslAuthenticate => SaslAuthenticateRequest::FLEXIBLE_FROM,
+            ApiKey::Produce => ProduceRequest::FLEXIBLE_FROM,
+            ApiKey::Fetch => FetchRequest::FLEXIBLE_FROM,
+            ApiKey::Offsets => OffsetsRequest::FLEXIBLE_FROM,
+            ApiKey::Metadata => MetadataRequest::FLEXIBLE_FROM,
+            _ => None,
+        }
+    }
+
+    /// True when `version` of the API is flexible: its request header is v2 and its response
+    /// header v1 (ApiVersions excepted: its response header is always v0).
+    pub fn is_flexible(self, version: i16) -> bool {
+        self.flexible_from().is_some_and(|f| version >= f)
+    }
+
+    /// True when a response to `version` of the API starts with header v1 (correlation id and a
+    /// tagged-field section) rather than v0.
+    pub fn response_header_is_flexible(self, version: i16) -> bool {
+        self != ApiKey::ApiVersions && self.is_flexible(version)
+    }
+
+    /// Fails unless `version` is one this crate implements for the API.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnsupportedVersion`], or [`Error::UnsupportedApiKey`] for an API without a body.
+    pub fn check_version(self, version: i16) -> Result<()> {
+        let range = self.versions().ok_or(Error::UnsupportedApiKey(self.code()))?;
+        if range.contains(version) {
+            Ok(())
+        } else {
+            Err(Error::UnsupportedVersion { api: self, version, min: range.min, max: range.max })
+        }
+    }
+}
+
 /// The `replica_id` a client (not a follower broker) puts in Fetch and Offsets requests.
 pub const CONSUMER_REPLICA_ID: i32 = -1;
 
@@ -212,7 +318,7 @@ impl AnyRequest {
     /// [`crate::Error::UnsupportedVersion`], decoding errors,
     /// [`crate::Error::TrailingBytes`].
     pub fn decode(header: &crate::frame::RequestHeader, body: Bytes) -> Result<AnyRequest> {
-        use crate::frame::{decode_request_body as body_of, ApiKey};
+        use crate::frame::decode_request_body as body_of;
         let v = header.api_version;
         Ok(match header.api_key {
             ApiKey::Produce => AnyRequest::Produce(body_of(v, body)?),
@@ -243,7 +349,7 @@ impl AnyRequest {
     }
 
     /// The request's API key.
-    pub fn api_key(&self) -> crate::frame::ApiKey {
+    pub fn api_key(&self) -> ApiKey {
         match self {
             AnyRequest::Produce(_) => ProduceRequest::KEY,
             AnyRequest::Fetch(_) => FetchRequest::KEY,
@@ -299,5 +405,32 @@ impl Encode for AnyRequest {
             AnyRequest::CreatePartitions(r) => r.encode(version, buf),
             AnyRequest::IncrementalAlterConfigs(r) => r.encode(version, buf),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_run_from_kafka_0_8_2s_to_todays() {
+        let v = |k: ApiKey| k.versions().map(|r| (r.min, r.max));
+        assert_eq!(v(ApiKey::Produce), Some((0, 12)));
+        assert_eq!(v(ApiKey::Fetch), Some((0, 17)));
+        assert_eq!(v(ApiKey::Offsets), Some((0, 10)));
+        assert_eq!(v(ApiKey::Metadata), Some((0, 13)));
+        // the group APIs: Kafka 0.8.2's versions (OffsetCommit/OffsetFetch v0-v1, ConsumerMetadata
+        // v0) and the later ones
+        assert_eq!(v(ApiKey::OffsetCommit), Some((0, 9)));
+        assert_eq!(v(ApiKey::OffsetFetch), Some((0, 9)));
+        assert_eq!(v(ApiKey::ConsumerMetadata), Some((0, 4)));
+        assert_eq!(ApiKey::OffsetCommit.flexible_from(), Some(8));
+        assert_eq!(ApiKey::JoinGroup.versions().map(|r| (r.min, r.max)), Some((0, 9)));
+        assert_eq!(v(ApiKey::LeaderAndIsr), None);
+        let err = ApiKey::Metadata.check_version(14).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Metadata v14 is not supported (supported: v0..=v13); pick a version both sides speak (gregor-net negotiates it with ApiVersions)"
+        );
     }
 }

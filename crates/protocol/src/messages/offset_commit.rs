@@ -27,8 +27,8 @@
 //! member unknown to an Empty group answers 25 UNKNOWN_MEMBER_ID for every partition.
 //! Guide: <https://cwiki.apache.org/confluence/display/KAFKA/A+Guide+To+The+Kafka+Protocol#AGuideToTheKafkaProtocol-OffsetCommitRequest>
 
+use crate::api_key::ApiKey;
 use crate::error_code::ErrorCode;
-use crate::frame::ApiKey;
 use crate::message;
 
 /// `group_generation_id` that v0 implies (and v1+ sends when not in a managed group).

@@ -24,8 +24,8 @@
 //! leader epoch; librdkafka sends its current leader epoch, kafka-python -1.
 //! Guide: <https://cwiki.apache.org/confluence/display/KAFKA/A+Guide+To+The+Kafka+Protocol#AGuideToTheKafkaProtocol-OffsetAPI>
 
+use crate::api_key::ApiKey;
 use crate::error_code::ErrorCode;
-use crate::frame::ApiKey;
 use crate::message;
 
 /// `time` that asks for the log end offset (the offset the next message will get).

@@ -31,11 +31,13 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use crate::api::{Decode, Encode, Request};
+use crate::api_key::{ApiKey, VersionRange};
 use crate::error::{Error, Result};
 use crate::error_code::ErrorCode;
-use crate::frame::{ApiKey, Decode, Encode, PartsWriter, Request, VersionRange};
 use crate::message;
 use crate::message::MessageSet;
+use crate::parts::PartsWriter;
 use crate::schema::{ctx_of, varint, Ctx, Wire};
 use crate::wire;
 

@@ -13,8 +13,8 @@
 
 use crate::schema::RedactedBytes;
 
+use crate::api_key::ApiKey;
 use crate::error_code::ErrorCode;
-use crate::frame::ApiKey;
 use crate::message;
 
 message! {

@@ -11,8 +11,8 @@
 //! after v1 they travel in [`SaslAuthenticateRequest`](super::SaslAuthenticateRequest)s. Never
 //! flexible: a newer version would break clients up to Kafka 2.4 (KAFKA-9577).
 
+use crate::api_key::ApiKey;
 use crate::error_code::ErrorCode;
-use crate::frame::ApiKey;
 use crate::message;
 
 message! {

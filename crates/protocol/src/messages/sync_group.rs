@@ -20,8 +20,8 @@
 
 use bytes::Bytes;
 
+use crate::api_key::ApiKey;
 use crate::error_code::ErrorCode;
-use crate::frame::ApiKey;
 use crate::message;
 
 message! {

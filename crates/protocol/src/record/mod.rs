@@ -60,6 +60,8 @@ pub use builder::{
 pub use lazy::{LazyBatch, LazyBatches, LazyRecords, StreamedRecords, WINDOW_CAPACITY};
 pub use reader::{Batch, Batches, Records};
 
+pub use crate::message::TimestampType;
+
 use crate::error::{Error, Result};
 use crate::schema::varint;
 
@@ -68,45 +70,6 @@ use crate::schema::varint;
 /// 0.2 GB/s for a table-driven software CRC), and a software fallback elsewhere.
 pub fn crc32c(bytes: &[u8]) -> u32 {
     crc32c::crc32c(bytes)
-}
-
-/// How a record's timestamp was set: attribute bit 3 of a RecordBatch v2 or a message v1.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum TimestampType {
-    /// A message v0: no timestamp (the record's timestamp reads -1).
-    NoTimestamp,
-    /// Set by the producer (bit 3 clear).
-    #[default]
-    CreateTime,
-    /// Set by the broker when it appended the batch (bit 3 set); every record of the batch
-    /// carries the batch's max timestamp.
-    LogAppendTime,
-}
-
-impl TimestampType {
-    /// The type bit 3 of `attributes` names (magic 1 and 2).
-    pub fn from_attributes(attributes: i16) -> TimestampType {
-        if attributes & ATTRIBUTE_LOG_APPEND_TIME != 0 {
-            TimestampType::LogAppendTime
-        } else {
-            TimestampType::CreateTime
-        }
-    }
-
-    /// Kafka's name: `NoTimestampType`, `CreateTime` or `LogAppendTime`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            TimestampType::NoTimestamp => "NoTimestampType",
-            TimestampType::CreateTime => "CreateTime",
-            TimestampType::LogAppendTime => "LogAppendTime",
-        }
-    }
-}
-
-impl fmt::Display for TimestampType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.name())
-    }
 }
 
 /// One record read from a batch. Key, value and headers share the bytes they were read from.

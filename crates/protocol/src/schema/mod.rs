@@ -54,8 +54,8 @@ pub use tagged::ensure_consumed as ensure_tag_consumed;
 pub use tagged::{RawTaggedField, TaggedFields};
 pub use uuid::Uuid;
 
+use crate::api_key::ApiKey;
 use crate::error::{Error, Result};
-use crate::frame::ApiKey;
 use crate::wire;
 
 /// What a field is being read or written for: the API (for errors), its version, and whether
@@ -614,8 +614,8 @@ macro_rules! message {
 macro_rules! top_level {
     (request $name:ident : $key:expr, versions $lo:literal ..= $hi:literal, flexible $flex:expr, response $resp:ty) => {
         impl $crate::Request for $name {
-            const KEY: $crate::frame::ApiKey = $key;
-            const VERSIONS: $crate::frame::VersionRange = $crate::frame::VersionRange { min: $lo, max: $hi };
+            const KEY: $crate::api_key::ApiKey = $key;
+            const VERSIONS: $crate::api_key::VersionRange = $crate::api_key::VersionRange { min: $lo, max: $hi };
             const FLEXIBLE_FROM: Option<i16> = $flex;
             type Response = $resp;
         }
@@ -648,6 +648,6 @@ macro_rules! top_level {
 /// [`Error::UnsupportedVersion`] outside `R::VERSIONS`.
 #[doc(hidden)]
 pub fn ctx_of<R: crate::Request>(version: i16) -> Result<Ctx> {
-    crate::frame::check_version::<R>(version)?;
+    crate::api::check_version::<R>(version)?;
     Ok(Ctx { api: R::KEY, version, flexible: R::FLEXIBLE_FROM.is_some_and(|f| version >= f) })
 }
