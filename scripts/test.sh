@@ -38,6 +38,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # the API docs as docs.rs would build them: a broken or private intra-doc link is an error
 # (the libraries only: the cli's binary and the root crate share the name `gregor`)
 step "docs (warnings are errors)"
+# the internals' docs first, as they are the map of each crate for whoever changes it next;
+# then the public ones, which stay in target/doc
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --locked --document-private-items
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --locked
 
 # bench/ and fuzz/ are packages of their own (kept out of the workspace's build): they must

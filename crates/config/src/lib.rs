@@ -12,7 +12,7 @@
 //!   `invalid value "2" for request.required.acks: must be -1, 0 or 1`,
 //!   `missing required property metadata.broker.list`,
 //!   `unknown consumer property "fetch.size"; known: group.id, ...`.
-//! * [`read`]: Kafka properties (`IntoIterator<Item = (K, V)>`) checked against a client's
+//! * [`read()`]: Kafka properties (`IntoIterator<Item = (K, V)>`) checked against a client's
 //!   known names, each a [`Property`] with typed reads: integers in a range
 //!   ([`Property::int`]), milliseconds into a [`Duration`](std::time::Duration)
 //!   ([`Property::ms`]), booleans as Kafka reads them ([`Property::bool`]), names from a table

@@ -229,7 +229,7 @@ struct Current {
 
 /// One consumer stream (a thread id `<consumerId>-<n>` of Kafka's connector).
 ///
-/// A [`Stream`](futures_core::Stream) of messages: read it with `StreamExt::next` (futures or
+/// A [`Stream`] of messages: read it with `StreamExt::next` (futures or
 /// tokio-stream) and their combinators, or with the inherent [`KafkaStream::next`], which needs
 /// no trait in scope, or block on it with `into_iter()`.
 ///

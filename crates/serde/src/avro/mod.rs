@@ -1,6 +1,6 @@
 //! Avro binary datums (no container file, no framing) with apache-avro's schemas and values.
 //!
-//! apache-avro parses schemas and defines [`Value`]; writing ([`write`]), reading ([`read`]) and
+//! apache-avro parses schemas and defines [`Value`]; writing ([`write`](mod@write)), reading ([`read`](mod@read)) and
 //! resolving ([`resolve`]) datums is done here, each module saying why.
 
 use std::borrow::Borrow;

@@ -134,7 +134,7 @@ impl TestClusterBuilder {
 }
 
 /// Starts a test's cluster of three brokers (with `configure` applied to the
-/// [`BrokerConfig`](crate::BrokerConfig)) like [`cluster`], or returns from the calling test
+/// [`BrokerConfig`]) like [`cluster()`], or returns from the calling test
 /// when the [skip rule](crate::tools::SkipRule) says skip:
 ///
 /// ```no_run

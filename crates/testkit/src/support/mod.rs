@@ -14,7 +14,7 @@
 //! * Messages: [`MessageAt`], one message as a client read it, with a `Debug` short enough
 //!   to compare thousands.
 //! * Clusters: [`chroot`] hands out a ZooKeeper subtree of the binary's shared server no other
-//!   test uses, and [`cluster`] starts a FakeCluster there with topics whose partitions all have
+//!   test uses, and [`cluster()`] starts a FakeCluster there with topics whose partitions all have
 //!   leaders ([`cluster_or_skip!`](crate::support::cluster_or_skip) in one line). A missing ZooKeeper follows the [skip rule](crate::tools::SkipRule): it fails
 //!   the test, unless the developer opted in to skipping.
 //!
