@@ -87,7 +87,12 @@ message! {
 crate::top_level!(request ApiVersionsRequest: ApiKey::ApiVersions, versions 0..=4, flexible Some(3), response ApiVersionsResponse);
 
 impl crate::Encode for ApiVersionsResponse {
+    /// Writes the response to a request sent in `version`; one with error 35
+    /// (UNSUPPORTED_VERSION) as a v0 body whatever the version, as a broker sends it and as
+    /// [`Decode`](crate::Decode) reads it (its fields of later versions are not written).
     fn encode(&self, version: i16, buf: &mut bytes::BytesMut) -> crate::Result<()> {
+        crate::api::check_version::<ApiVersionsRequest>(version)?;
+        let version = if self.error_code == UNSUPPORTED_VERSION { 0 } else { version };
         let ctx = crate::schema::ctx_of::<ApiVersionsRequest>(version)?;
         crate::schema::Wire::put(self, ctx, "ApiVersionsResponse", buf)
     }
