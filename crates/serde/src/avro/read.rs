@@ -321,9 +321,19 @@ impl<'a, S: Borrow<Schema>> Reader<'a, '_, S> {
                 }
             }
             Schema::BigDecimal => {
-                self.sized("big-decimal")?;
+                let inner = self.sized("big-decimal")?;
+                let end = self.pos;
+                // its digits' length and scale checked here: apache-avro allocates what that
+                // length says before reading the digits
+                let mut digits =
+                    Reader { bytes: &self.bytes[..end], pos: end - inner.len(), names: self.names, zero_width_left: 0 };
+                digits.sized("big-decimal digits")?;
+                digits.long("big-decimal scale")?;
+                if digits.pos != end {
+                    return self.fail(digits.pos, format!("{} bytes left inside the big-decimal", end - digits.pos));
+                }
                 // a leaf: apache-avro's own decoding, of exactly these bytes
-                let mut leaf = &self.bytes[start..self.pos];
+                let mut leaf = &self.bytes[start..end];
                 apache_avro::from_avro_datum(&Schema::BigDecimal, &mut leaf, None)
                     .map_err(|e| ReadError::Avro(Box::new(e)))?
             }
@@ -393,6 +403,25 @@ mod tests {
         // apache-avro would read an input that ends where a union branch belongs as null
         assert_eq!(reason(r#"["null","string"]"#, &[]).1, "truncated: input ends inside the varint of union branch");
         assert_eq!(reason(r#""boolean""#, &[]).1, "truncated: boolean needs 1 bytes, 0 remain");
+    }
+
+    #[test]
+    fn a_big_decimal_is_checked_before_apache_avro_reads_it() {
+        let schema = r#"{"type":"bytes","logicalType":"big-decimal"}"#;
+        let value = Value::BigDecimal("-710.5".parse().unwrap());
+        let bytes = apache_avro::to_avro_datum(&Schema::parse_str(schema).unwrap(), value.clone()).unwrap();
+        assert_eq!(read(schema, &bytes).unwrap(), value);
+        // 4 bytes holding only a digits' length of 100,000,000, which apache-avro would allocate
+        assert_eq!(
+            reason(schema, &[0x08, 0x80, 0x84, 0xaf, 0x5f]),
+            (1, "truncated: big-decimal digits of 100000000 bytes, 0 remain".into())
+        );
+        // no scale after the digits; a byte after the scale
+        assert_eq!(
+            reason(schema, &[0x04, 0x02, 0x07]).1,
+            "truncated: input ends inside the varint of big-decimal scale"
+        );
+        assert_eq!(reason(schema, &[0x08, 0x02, 0x07, 0x00, 0x00]), (4, "1 bytes left inside the big-decimal".into()));
     }
 
     #[test]
