@@ -630,6 +630,7 @@ impl BrokerConnection {
             api_version: version,
             correlation_id: 0,
             client_id: Some(client_id.to_owned()),
+            unknown_tagged_fields: Default::default(),
         };
         // a Produce request's message sets are not copied: the frame shares them
         let frame = encode_request_frame(&header, request, client_id.len()).map_err(|source| Error::Encode {

@@ -153,6 +153,7 @@ fn frames(c: &mut Criterion) {
             api_version: version,
             correlation_id: 1,
             client_id: Some("bench".into()),
+            unknown_tagged_fields: Default::default(),
         };
         let mut group = c.benchmark_group(format!("produce_v{version}"));
         group.throughput(throughput.clone());

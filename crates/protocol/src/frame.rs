@@ -29,24 +29,35 @@ pub struct RequestHeader {
     pub correlation_id: i32,
     /// The client's name for logs and quotas (nullable on the wire).
     pub client_id: Option<String>,
+    /// Header v2 (a flexible version): its tagged fields, none of which Kafka defines for a
+    /// request, kept as they came so that the header is written back as it was read.
+    pub unknown_tagged_fields: TaggedFields,
 }
 
 impl RequestHeader {
-    /// Appends the header: v1 (key, version, correlation id, client id), or v2 (v1 and an empty
-    /// tagged-field section) for a flexible version of the API.
+    /// Appends the header: v1 (key, version, correlation id, client id), or v2 (v1 and a
+    /// tagged-field section, usually empty) for a flexible version of the API.
     ///
     /// # Errors
     ///
-    /// [`Error::TooLong`] for a client id over 32767 bytes.
+    /// [`Error::TooLong`] for a client id over 32767 bytes; [`Error::FieldNotInVersion`] for
+    /// tagged fields in a header v1.
     pub fn encode(&self, buf: &mut BytesMut) -> Result<()> {
         buf.put_i16(self.api_key.code());
         buf.put_i16(self.api_version);
         buf.put_i32(self.correlation_id);
         wire::put_nullable_string(buf, "client_id", self.client_id.as_deref())?;
         if self.api_key.is_flexible(self.api_version) {
-            // request header v2: an (empty) tagged-field section after the client id, which
-            // stays a classic int16 string
-            buf.put_u8(0);
+            // request header v2: a tagged-field section after the client id, which stays a
+            // classic int16 string
+            self.unknown_tagged_fields.put_with(Vec::new(), buf)?;
+        } else if !self.unknown_tagged_fields.is_empty() {
+            return Err(Error::FieldNotInVersion {
+                api: self.api_key,
+                version: self.api_version,
+                field: "request header tagged fields",
+                value: format!("{:?}", self.unknown_tagged_fields),
+            });
         }
         Ok(())
     }
@@ -62,11 +73,13 @@ impl RequestHeader {
         let api_version = wire::get_i16(buf, "api_version")?;
         let correlation_id = wire::get_i32(buf, "correlation_id")?;
         let client_id = wire::get_nullable_string(buf, "client_id")?;
+        let mut unknown_tagged_fields = TaggedFields::default();
         if api_key.is_flexible(api_version) {
-            // header tags (none are defined for clients) are read and dropped
-            TaggedFields::read(buf)?;
+            for (tag, value) in TaggedFields::read(buf)? {
+                unknown_tagged_fields.push(tag, value);
+            }
         }
-        Ok(RequestHeader { api_key, api_version, correlation_id, client_id })
+        Ok(RequestHeader { api_key, api_version, correlation_id, client_id, unknown_tagged_fields })
     }
 }
 
@@ -283,6 +296,7 @@ mod tests {
             api_version: 0,
             correlation_id: 42,
             client_id: Some("parts".into()),
+            unknown_tagged_fields: Default::default(),
         };
         let mut whole = BytesMut::new();
         encode_request(&header, &request, &mut whole).unwrap();
@@ -310,6 +324,25 @@ mod tests {
         assert!(matches!(encode_request_frame(&header, &metadata, 0), Err(Error::UnsupportedVersion { .. })));
         let header = RequestHeader { api_key: ApiKey::Fetch, api_version: 0, ..header };
         assert!(matches!(encode_request_frame(&header, &metadata, 0), Err(Error::UnsupportedApiKey(1))));
+    }
+
+    #[test]
+    fn a_header_v2_keeps_its_tagged_fields() {
+        // Produce v9 (flexible): client id "c", then one tagged field (tag 5, 2 bytes)
+        let wire: &[u8] = &[0, 0, 0, 9, 0, 0, 0, 7, 0, 1, b'c', 1, 5, 2, 0xab, 0xcd];
+        let mut buf = Bytes::copy_from_slice(wire);
+        let header = RequestHeader::decode(&mut buf).unwrap();
+        assert!(buf.is_empty());
+        assert_eq!(header.unknown_tagged_fields.fields().len(), 1);
+        assert_eq!(header.unknown_tagged_fields.fields()[0].tag, 5);
+        assert_eq!(&header.unknown_tagged_fields.fields()[0].value[..], &[0xab, 0xcd]);
+        let mut out = BytesMut::new();
+        header.encode(&mut out).unwrap();
+        assert_eq!(&out[..], wire);
+        // a header v1 has no place for them
+        let v1 = RequestHeader { api_version: 8, ..header };
+        let err = v1.encode(&mut BytesMut::new()).unwrap_err();
+        assert!(matches!(err, Error::FieldNotInVersion { version: 8, .. }), "{err}");
     }
 
     #[test]

@@ -43,6 +43,7 @@
 //!     api_version: 0,
 //!     correlation_id: 7,
 //!     client_id: Some("doc".into()),
+//!     unknown_tagged_fields: Default::default(),
 //! };
 //! let mut buf = BytesMut::new();
 //! encode_request(&header, &MetadataRequest::for_topics(["t"]), &mut buf)?;

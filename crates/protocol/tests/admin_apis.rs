@@ -100,6 +100,7 @@ fn a_flexible_request_frame_has_header_v2_and_its_answer_header_v1() {
         api_version: 2,
         correlation_id: 7,
         client_id: Some("c".into()),
+        unknown_tagged_fields: Default::default(),
     };
     let request = DescribeClusterRequest { include_fenced_brokers: true, ..Default::default() };
     let mut buf = BytesMut::new();
@@ -136,8 +137,13 @@ fn a_flexible_request_frame_has_header_v2_and_its_answer_header_v1() {
 
 #[test]
 fn a_classic_request_frame_has_header_v1_and_its_answer_header_v0() {
-    let header =
-        RequestHeader { api_key: ApiKey::OffsetDelete, api_version: 0, correlation_id: 9, client_id: Some("c".into()) };
+    let header = RequestHeader {
+        api_key: ApiKey::OffsetDelete,
+        api_version: 0,
+        correlation_id: 9,
+        client_id: Some("c".into()),
+        unknown_tagged_fields: Default::default(),
+    };
     let request = OffsetDeleteRequest { group_id: "g".into(), ..Default::default() };
     let mut buf = BytesMut::new();
     frame::encode_request(&header, &request, &mut buf).unwrap();

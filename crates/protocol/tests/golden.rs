@@ -1029,8 +1029,13 @@ fn fetch_v0_request_frame() {
         0x00, 0x00, 0x04, 0x00, // max_bytes = 1024
     ];
     assert_eq!(bytes.len(), 4 + 52);
-    let header =
-        RequestHeader { api_key: ApiKey::Fetch, api_version: 0, correlation_id: 42, client_id: Some("cli".into()) };
+    let header = RequestHeader {
+        api_key: ApiKey::Fetch,
+        api_version: 0,
+        correlation_id: 42,
+        client_id: Some("cli".into()),
+        unknown_tagged_fields: Default::default(),
+    };
     let body = FetchRequest {
         replica_id: -1,
         max_wait_time: 500,
@@ -1073,7 +1078,13 @@ fn metadata_v0_request_frame_with_null_client_id() {
         0x00, 0x00, 0x00, 0x01, // topics: 1
         0x00, 0x01, b't', // topic = "t"
     ];
-    let header = RequestHeader { api_key: ApiKey::Metadata, api_version: 0, correlation_id: i32::MAX, client_id: None };
+    let header = RequestHeader {
+        api_key: ApiKey::Metadata,
+        api_version: 0,
+        correlation_id: i32::MAX,
+        client_id: None,
+        unknown_tagged_fields: Default::default(),
+    };
     let body = MetadataRequest::for_topics(["t"]);
     let mut buf = BytesMut::new();
     encode_request(&header, &body, &mut buf).unwrap();
@@ -1110,6 +1121,7 @@ fn offset_commit_v1_request_frame() {
         api_version: 1,
         correlation_id: 3,
         client_id: Some(String::new()),
+        unknown_tagged_fields: Default::default(),
     };
     let body = OffsetCommitRequest {
         group_id: "g".into(),
@@ -1274,7 +1286,13 @@ fn fetch_v18_is_unsupported_both_ways() {
     ));
 
     // And a header asking for it cannot be framed.
-    let header = RequestHeader { api_key: ApiKey::Fetch, api_version: 18, correlation_id: 0, client_id: None };
+    let header = RequestHeader {
+        api_key: ApiKey::Fetch,
+        api_version: 18,
+        correlation_id: 0,
+        client_id: None,
+        unknown_tagged_fields: Default::default(),
+    };
     assert!(matches!(encode_request(&header, &req, &mut BytesMut::new()), Err(Error::UnsupportedVersion { .. })));
     assert!(matches!(
         AnyRequest::decode(&header, Bytes::from_static(&[0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])),
@@ -1292,7 +1310,13 @@ fn other_unsupported_versions() {
     assert!(matches!(MetadataRequest::all_topics().to_bytes(14), Err(Error::UnsupportedVersion { .. })));
     assert!(matches!(ConsumerMetadataRequest::group("g").to_bytes(-1), Err(Error::UnsupportedVersion { .. })));
     // A header whose key does not match the body's type is refused.
-    let header = RequestHeader { api_key: ApiKey::Produce, api_version: 0, correlation_id: 0, client_id: None };
+    let header = RequestHeader {
+        api_key: ApiKey::Produce,
+        api_version: 0,
+        correlation_id: 0,
+        client_id: None,
+        unknown_tagged_fields: Default::default(),
+    };
     assert!(matches!(
         encode_request(&header, &MetadataRequest::default(), &mut BytesMut::new()),
         Err(Error::UnsupportedApiKey(0))

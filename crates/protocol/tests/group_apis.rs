@@ -632,6 +632,7 @@ fn sasl_authenticate_round_trips_and_frames() {
         api_version: 2,
         correlation_id: 4,
         client_id: Some("c".into()),
+        unknown_tagged_fields: Default::default(),
     };
     let mut frame_bytes = BytesMut::new();
     frame::encode_request(&header, &request, &mut frame_bytes).unwrap();

@@ -140,6 +140,7 @@ fn decode_request(fx: &Fixture, raw: &[u8]) -> Result<(RequestHeader, AnyRequest
         api_version: fx.api_version,
         correlation_id: fx.correlation_id,
         client_id: Some(fx.client_id.clone()),
+        unknown_tagged_fields: Default::default(),
     };
     if header != expected {
         return Err(format!("header {header:?}, index.json says {expected:?}"));

@@ -160,8 +160,13 @@ fn a_large_record_batch_is_shared_in_flexible_versions_too() {
         ..Default::default()
     };
     for version in [3, 9, 12] {
-        let header =
-            RequestHeader { api_key: ProduceRequest::KEY, api_version: version, correlation_id: 1, client_id: None };
+        let header = RequestHeader {
+            api_key: ProduceRequest::KEY,
+            api_version: version,
+            correlation_id: 1,
+            client_id: None,
+            unknown_tagged_fields: Default::default(),
+        };
         let frame = encode_request_frame(&header, &r, 0).unwrap();
         assert!(frame.tail.iter().any(|p| p.as_ptr() == batch.as_ptr()), "v{version}: the batch is not copied");
         let mut whole = BytesMut::new();

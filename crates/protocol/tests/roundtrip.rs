@@ -478,7 +478,13 @@ fn request_frame_roundtrip<R: Request + Clone + PartialEq + Debug>(
     client_id: Option<String>,
     wrap: fn(R) -> AnyRequest,
 ) -> Result<(), TestCaseError> {
-    let header = RequestHeader { api_key: R::KEY, api_version: version, correlation_id, client_id };
+    let header = RequestHeader {
+        api_key: R::KEY,
+        api_version: version,
+        correlation_id,
+        client_id,
+        unknown_tagged_fields: Default::default(),
+    };
     let mut stream = BytesMut::new();
     encode_request(&header, request, &mut stream).map_err(|e| TestCaseError::fail(e.to_string()))?;
     let mut frame = split_frame(&mut stream, usize::MAX).unwrap().expect("a whole frame");
@@ -579,6 +585,7 @@ fn decode_everything(bytes: &Bytes) {
                 api_version: version,
                 correlation_id: 0,
                 client_id: None,
+                unknown_tagged_fields: Default::default(),
             };
             let _ = AnyRequest::decode(&header, bytes.clone());
         }

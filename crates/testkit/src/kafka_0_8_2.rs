@@ -39,7 +39,13 @@ mod tests {
 
     #[test]
     fn versions_past_0_8_2_are_refused() {
-        let header = |api_key, api_version| RequestHeader { api_key, api_version, correlation_id: 1, client_id: None };
+        let header = |api_key, api_version| RequestHeader {
+            api_key,
+            api_version,
+            correlation_id: 1,
+            client_id: None,
+            unknown_tagged_fields: Default::default(),
+        };
         // an OffsetCommit v2 body that gregor's codec reads: group "", generation, member, retention, no topics
         let body =
             Bytes::from_static(&[0, 0, 0, 0, 0, 1, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);

@@ -64,6 +64,7 @@ impl Conn {
             api_version: version,
             correlation_id: id,
             client_id: Some(CLIENT_ID.into()),
+            unknown_tagged_fields: Default::default(),
         };
         let mut out = BytesMut::new();
         encode_request(&header, request, &mut out).expect("encode");

@@ -45,6 +45,7 @@ async fn send_metadata(s: &mut TcpStream, topics: &[&str]) {
         api_version: 0,
         correlation_id: ID,
         client_id: Some("faults".into()),
+        unknown_tagged_fields: Default::default(),
     };
     let mut out = BytesMut::new();
     encode_request(&header, &metadata(topics), &mut out).unwrap();
@@ -168,7 +169,13 @@ async fn a_truncated_frame_then_a_silent_connection() {
     c.intercept(Rule::on(ApiKey::Fetch, Fault::TruncateThenSilence).once());
     c.intercept(Rule::on(ApiKey::Produce, Fault::Close).once());
     let mut s = TcpStream::connect(c.broker_addr(0).unwrap()).await.unwrap();
-    let header = RequestHeader { api_key: ApiKey::Fetch, api_version: 0, correlation_id: ID, client_id: None };
+    let header = RequestHeader {
+        api_key: ApiKey::Fetch,
+        api_version: 0,
+        correlation_id: ID,
+        client_id: None,
+        unknown_tagged_fields: Default::default(),
+    };
     let mut out = BytesMut::new();
     encode_request(&header, &fetch("t", 0, 0, 0), &mut out).unwrap();
     s.write_all(&out).await.unwrap();

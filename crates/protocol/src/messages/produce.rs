@@ -348,6 +348,7 @@ mod tests {
                 api_version: version,
                 correlation_id: 9,
                 client_id: Some("c".into()),
+                unknown_tagged_fields: Default::default(),
             };
             let mut whole = BytesMut::new();
             encode_request(&header, &r, &mut whole).unwrap();
@@ -374,8 +375,13 @@ mod tests {
             ..Default::default()
         };
         for version in 0..=12 {
-            let header =
-                RequestHeader { api_key: ApiKey::Produce, api_version: version, correlation_id: 1, client_id: None };
+            let header = RequestHeader {
+                api_key: ApiKey::Produce,
+                api_version: version,
+                correlation_id: 1,
+                client_id: None,
+                unknown_tagged_fields: Default::default(),
+            };
             let (in_parts, whole) = (with(MessageSet::from_parts(parts.clone())), with(joined.clone()));
             let mut want = BytesMut::new();
             encode_request(&header, &whole, &mut want).unwrap();

@@ -140,7 +140,13 @@ mod tests {
     use gregor_protocol::{MessageSet, Request};
 
     fn header<R: Request>(correlation_id: i32) -> RequestHeader {
-        RequestHeader { api_key: R::KEY, api_version: 0, correlation_id, client_id: None }
+        RequestHeader {
+            api_key: R::KEY,
+            api_version: 0,
+            correlation_id,
+            client_id: None,
+            unknown_tagged_fields: Default::default(),
+        }
     }
 
     fn produce(acks: i16) -> ProduceRequest {

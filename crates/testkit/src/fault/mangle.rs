@@ -303,7 +303,13 @@ mod tests {
 
     #[test]
     fn before_stops_error_and_close_and_delays_delay() {
-        let header = RequestHeader { api_key: ApiKey::Metadata, api_version: 0, correlation_id: 5, client_id: None };
+        let header = RequestHeader {
+            api_key: ApiKey::Metadata,
+            api_version: 0,
+            correlation_id: 5,
+            client_id: None,
+            unknown_tagged_fields: Default::default(),
+        };
         let request = AnyRequest::Metadata(MetadataRequest::for_topics(["t"]));
         let ms = Duration::from_millis(30);
         assert_eq!(before(None, &header, &request), Before::CarryOut(Duration::ZERO));
@@ -442,7 +448,13 @@ mod tests {
 
     #[test]
     fn asked_takes_the_first_fetch_offset() {
-        let header = RequestHeader { api_key: ApiKey::Fetch, api_version: 0, correlation_id: 3, client_id: None };
+        let header = RequestHeader {
+            api_key: ApiKey::Fetch,
+            api_version: 0,
+            correlation_id: 3,
+            client_id: None,
+            unknown_tagged_fields: Default::default(),
+        };
         let request = AnyRequest::Fetch(FetchRequest {
             replica_id: -1,
             max_wait_time: 0,

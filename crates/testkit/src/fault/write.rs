@@ -70,7 +70,13 @@ mod tests {
     use tokio::io::AsyncReadExt;
 
     fn metadata() -> (RequestHeader, AnyRequest) {
-        let header = RequestHeader { api_key: ApiKey::Metadata, api_version: 0, correlation_id: 1, client_id: None };
+        let header = RequestHeader {
+            api_key: ApiKey::Metadata,
+            api_version: 0,
+            correlation_id: 1,
+            client_id: None,
+            unknown_tagged_fields: Default::default(),
+        };
         (header, AnyRequest::Metadata(MetadataRequest::all_topics()))
     }
 

@@ -219,8 +219,13 @@ mod tests {
     }
 
     async fn send_metadata(s: &mut TcpStream, correlation_id: i32) {
-        let header =
-            RequestHeader { api_key: ApiKey::Metadata, api_version: 0, correlation_id, client_id: Some("raw".into()) };
+        let header = RequestHeader {
+            api_key: ApiKey::Metadata,
+            api_version: 0,
+            correlation_id,
+            client_id: Some("raw".into()),
+            unknown_tagged_fields: Default::default(),
+        };
         let mut out = bytes::BytesMut::new();
         gregor_protocol::frame::encode_request(&header, &wire::metadata(&[]), &mut out).unwrap();
         s.write_all(&out).await.unwrap();
