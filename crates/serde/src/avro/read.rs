@@ -299,7 +299,15 @@ impl<'a, S: Borrow<Schema>> Reader<'a, '_, S> {
             }
             Schema::Decimal(d) => match &*d.inner {
                 Schema::Fixed(f) => Value::Decimal(Decimal::from(self.take(f.size, "decimal")?)),
-                Schema::Bytes => Value::Decimal(Decimal::from(self.sized("decimal")?)),
+                Schema::Bytes => match self.sized("decimal")? {
+                    // no number (Java's reader refuses it too: a zero-length BigInteger), and a
+                    // value apache-avro cannot write back
+                    [] => {
+                        return self
+                            .fail(start, "a decimal of 0 bytes: a two's-complement number needs 1 or more".into())
+                    }
+                    digits => Value::Decimal(Decimal::from(digits)),
+                },
                 other => {
                     return self.fail(
                         start,
@@ -432,6 +440,10 @@ mod tests {
             (0, "string is not valid UTF-8 (valid up to byte 1)".into())
         );
         assert_eq!(reason(r#""boolean""#, &[0x02]), (0, "boolean byte 0x02, expected 0x00 or 0x01".into()));
+        assert_eq!(
+            reason(r#"{"type":"bytes","logicalType":"decimal","precision":4,"scale":1}"#, &[0x00]),
+            (0, "a decimal of 0 bytes: a two's-complement number needs 1 or more".into())
+        );
         assert_eq!(reason(r#""int""#, &[0x80, 0x80, 0x80, 0x80, 0x20]).1, "int 4294967296 does not fit in an int");
         assert_eq!(reason(r#""long""#, &[0xff; 11]), (0, "the varint of long is longer than 10 bytes".into()));
         assert_eq!(
