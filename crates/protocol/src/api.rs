@@ -71,7 +71,7 @@ pub trait Decode: Sized {
 pub trait Request: Encode + Decode {
     /// The API key.
     const KEY: ApiKey;
-    /// The versions this crate implements (those of Kafka 0.8.2).
+    /// The versions this crate implements (from Kafka 0.8.2's to today's, as the API has them).
     const VERSIONS: VersionRange;
     /// The first flexible version (KIP-482: compact lengths, tagged fields, request header v2
     /// and response header v1), `None` when every version is classic (all of Kafka 0.8.2's).
