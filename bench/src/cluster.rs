@@ -128,8 +128,15 @@ impl Cluster {
     /// Starts `gregor-testkit --brokers N --delete-topic-enable --timing T` and waits for its
     /// ready line; `threads`: its runtime's worker threads (`TOKIO_WORKER_THREADS`), tokio's
     /// default when None; `timing`: the brokers' timing profile (`instant`: answers at once;
-    /// `kafka-0.8.2`: the time a real broker under load takes).
-    pub async fn start(binary: &Path, brokers: usize, threads: Option<usize>, timing: &str) -> Result<Cluster, String> {
+    /// `kafka-0.8.2`: the time a real broker under load takes); `cpus`: the CPUs it runs on
+    /// (`--split-cores`), else wherever the system puts it.
+    pub async fn start(
+        binary: &Path,
+        brokers: usize,
+        threads: Option<usize>,
+        cpus: Option<&[usize]>,
+        timing: &str,
+    ) -> Result<Cluster, String> {
         let log = std::env::temp_dir().join(format!("gregor-bench-testkit-{}-{timing}.log", std::process::id()));
         let log_file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
         let modern = timing == crate::plan::MODERN;
@@ -139,7 +146,9 @@ impl Cluster {
         } else {
             vec!["--brokers", &brokers_arg, "--delete-topic-enable", "--timing", timing]
         };
-        let mut child = Command::new(binary)
+        let mut command = Command::new(binary);
+        crate::cores::pin_command(&mut command, cpus);
+        let mut child = command
             .args(&args)
             .envs(threads.map(|n| ("TOKIO_WORKER_THREADS", n.to_string())))
             .stdin(Stdio::piped()) // it runs until its stdin closes: it dies with us

@@ -16,6 +16,7 @@ mod codec;
 mod consume_gregor;
 mod consume_kafka_rust;
 mod consume_rdkafka;
+mod cores;
 mod measure;
 mod memory;
 mod plan;
@@ -43,7 +44,7 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec,memory] 
                     [--codec-samples N] [--codec-sample-ms MS]
                     [--memory-queues 2000,100000,1000000] [--memory-codecs none,snappy] [--memory-repeat R]
                     [--redo N] [--max-other-cpu F] [--timeout-s S] [--wrap CMD] [--librdkafka KEY=VALUE]...
-                    [--testkit PATH] [--cluster-threads N] [--timing instant,kafka-0.8.2,modern]
+                    [--testkit PATH] [--cluster-threads N] [--split-cores] [--timing instant,kafka-0.8.2,modern]
                     [--real-timing-repeat R]
                     [--brokers HOST:PORT[,...] --zookeeper HOST:PORT[,...][/chroot]]
 
@@ -96,6 +97,9 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec,memory] 
   --testkit PATH      a gregor-testkit binary (default: build the workspace's, release)
   --cluster-threads N worker threads of the FakeCluster's runtime (default: tokio's, one per
                       core); it shares the machine's cores with the client under test
+  --split-cores       the FakeCluster on the first CPU this process may use, every client's
+                      worker on the others (as on machines of their own; on 2 cores a client
+                      then sees one, and its runtime has one worker); default: shared
   --timing LIST       the brokers' timing profiles (default instant,kafka-0.8.2): instant
                       (answers at once) and kafka-0.8.2 (service time, throughput per broker
                       and partition, followers' fetch: gregor_testkit::Timing::kafka_0_8_2);
@@ -113,7 +117,7 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec,memory] 
                       GREGOR_BROKERS and GREGOR_ZOOKEEPER environment variables, both or
                       neither). Topics are created and deleted with gregor-admin; the cluster's
                       CPU and memory are not measured (cluster CPU s, other CPU s: -; no redo);
-                      --testkit, --cluster-threads and --timing do not apply (an error)
+                      --testkit, --cluster-threads, --split-cores and --timing do not apply (an error)
   --wrap CMD          run each worker under CMD, e.g. --wrap 'perf record -g -o /tmp/w.data --'
                       (files are overwritten by each run: select one client and config)";
 
@@ -163,6 +167,8 @@ pub struct Args {
     pub testkit: Option<PathBuf>,
     /// Worker threads of the FakeCluster's tokio runtime (None: tokio's default, one per core).
     pub cluster_threads: Option<usize>,
+    /// `--split-cores`: the CPUs of the FakeCluster and of the clients' workers.
+    pub split_cores: Option<cores::Split>,
     /// The brokers' timing profiles (`gregor-testkit --timing`), in order: `instant`,
     /// `kafka-0.8.2`; a cluster of its own for each.
     pub timing: Vec<String>,
@@ -233,6 +239,7 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
         timeout: Duration::from_secs(900),
         testkit: None,
         cluster_threads: None,
+        split_cores: None,
         timing: plan::PROFILES.iter().map(|t| t.to_string()).collect(),
         real_timing_repeat: None,
         external: None,
@@ -321,6 +328,7 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
                 fake_only.push("--cluster-threads");
                 a.cluster_threads = Some(num::<usize>(&flag, it.next())?.max(1))
             }
+            "--split-cores" => fake_only.push("--split-cores"),
             "--brokers" => brokers = Some(it.next().ok_or("--brokers needs HOST:PORT[,HOST:PORT...]")?),
             "--zookeeper" => zookeeper = Some(it.next().ok_or("--zookeeper needs HOST:PORT[/chroot]")?),
             "--timing" => {
@@ -349,6 +357,9 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
              there is none: drop {flag}",
             ext.source
         ));
+    }
+    if fake_only.contains(&"--split-cores") {
+        a.split_cores = Some(cores::Split::here()?);
     }
     // the memory suite is about full queues, which the instant brokers do not make: by default
     // it runs where a broker takes time (kafka-0.8.2, or an external cluster's real brokers)
@@ -537,9 +548,14 @@ mod tests {
     #[test]
     fn fake_cluster_options_are_refused_with_an_external_cluster() {
         let args = |v: &[&str]| v.iter().map(|a| a.to_string()).collect::<Vec<_>>();
-        for flag in [["--timing", "kafka-0.8.2"], ["--cluster-threads", "2"], ["--testkit", "/bin/true"]] {
+        for flag in [
+            &["--timing", "kafka-0.8.2"][..],
+            &["--cluster-threads", "2"],
+            &["--testkit", "/bin/true"],
+            &["--split-cores"],
+        ] {
             let err =
-                parse_args(args(&["--brokers", "h:9092", "--zookeeper", "h:2181", flag[0], flag[1]])).unwrap_err();
+                parse_args(args(&[&["--brokers", "h:9092", "--zookeeper", "h:2181"][..], flag].concat())).unwrap_err();
             assert!(err.starts_with(flag[0]) && err.contains("external cluster"), "{err}");
         }
     }

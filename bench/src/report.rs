@@ -67,6 +67,19 @@ impl Machine {
     }
 }
 
+/// CPUs as `taskset` lists them: runs of consecutive ones as ranges (`0`, `1-3,5`).
+fn cpu_list(cpus: &[usize]) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &cpu in cpus {
+        match runs.last_mut() {
+            Some((_, last)) if *last + 1 == cpu => *last = cpu,
+            _ => runs.push((cpu, cpu)),
+        }
+    }
+    let run = |&(a, b): &(usize, usize)| if a == b { a.to_string() } else { format!("{a}-{b}") };
+    runs.iter().map(run).collect::<Vec<_>>().join(",")
+}
+
 fn mib(kib: u64) -> String {
     format!("{:.1}", kib as f64 / 1024.0)
 }
@@ -214,13 +227,18 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
                 .collect();
             let _ = writeln!(
                 s,
-                "| cluster | 3-broker FakeCluster{} (`gregor-testkit`, a process of its own, {}{}); \
+                "| cluster | 3-broker FakeCluster{} (`gregor-testkit`, a process of its own, {}{}{}); \
                  {profiles}; every topic replication factor {}{} |",
                 if classic { " + real ZooKeeper" } else { " in its modern mode, no ZooKeeper" },
                 args.cluster_threads
                     .map_or("its runtime with tokio's default worker threads, one per core".to_string(), |n| {
                         format!("its runtime with {n} worker thread(s), `--cluster-threads`")
                     }),
+                args.split_cores.as_ref().map_or(String::new(), |split| format!(
+                    "; on CPU {} and every client's worker on CPU {}, `--split-cores`",
+                    cpu_list(&split.cluster),
+                    cpu_list(&split.clients)
+                )),
                 match (classic, modern) {
                     (true, true) => "; the modern profile's without ZooKeeper, `gregor-testkit --modern`",
                     (false, true) => ", `gregor-testkit --modern`",
@@ -1175,7 +1193,13 @@ mod tests {
 
     /// The report's cluster line, for a run of `argv`.
     fn cluster_line(argv: &[&str]) -> String {
-        let (args, res) = run_of(argv);
+        cluster_line_with(argv, |_| {})
+    }
+
+    /// The same, with `argv`'s arguments changed by `change`.
+    fn cluster_line_with(argv: &[&str], change: impl FnOnce(&mut Args)) -> String {
+        let (mut args, res) = run_of(argv);
+        change(&mut args);
         let m = Machine {
             cpu: "cpu".into(),
             cpus: 2,
@@ -1187,6 +1211,15 @@ mod tests {
         };
         let report = render(&args, &m, "gregor-bench", &res);
         report.lines().find(|l| l.starts_with("| cluster |")).expect("a cluster line").to_owned()
+    }
+
+    #[test]
+    fn the_cluster_line_says_which_cpus_each_side_ran_on() {
+        assert!(!cluster_line(&["--timing", "instant"]).contains("CPU"));
+        let split = crate::cores::Split { cluster: vec![0], clients: vec![1, 2, 3] };
+        let line = cluster_line_with(&["--timing", "instant"], |a| a.split_cores = Some(split));
+        assert!(line.contains("on CPU 0 and every client's worker on CPU 1-3, `--split-cores`"), "{line}");
+        assert_eq!(cpu_list(&[1, 2, 3, 5, 7, 8]), "1-3,5,7-8");
     }
 
     #[test]

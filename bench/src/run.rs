@@ -363,7 +363,7 @@ pub async fn coordinate(args: Args) -> Result<bool, String> {
             samples: args.codec_samples,
             sample_ms: args.codec_sample_ms,
         };
-        let outcome = spawn_worker(&WorkerSpec::Codec(spec), args.timeout, &[])
+        let outcome = spawn_worker(&WorkerSpec::Codec(spec), args.timeout, &[], None)
             .await
             .and_then(|j| serde_json::from_str::<Vec<CodecResult>>(&j).map_err(|e| format!("codec result: {e}")));
         match &outcome {
@@ -395,7 +395,8 @@ pub async fn coordinate(args: Args) -> Result<bool, String> {
                     binary = Some(crate::cluster::testkit_binary(args.testkit.clone())?);
                 }
                 let binary = binary.as_deref().expect("set above");
-                Cluster::start(binary, BROKERS, args.cluster_threads, timing).await?
+                let cpus = args.split_cores.as_ref().map(|s| &s.cluster[..]);
+                Cluster::start(binary, BROKERS, args.cluster_threads, cpus, timing).await?
             }
         };
         let how = if cluster.is_external() { "connected to" } else { "started" };
@@ -751,7 +752,13 @@ impl Coordinator {
 }
 
 /// Runs a worker process and returns the JSON after its `RESULT ` line (or its error).
-async fn spawn_worker(spec: &WorkerSpec, timeout: Duration, wrap: &[String]) -> Result<String, String> {
+/// `cpus`: the CPUs it runs on (`--split-cores`), else wherever the system puts it.
+async fn spawn_worker(
+    spec: &WorkerSpec,
+    timeout: Duration,
+    wrap: &[String],
+    cpus: Option<&[usize]>,
+) -> Result<String, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut command = match wrap.split_first() {
         Some((program, rest)) => {
@@ -761,6 +768,7 @@ async fn spawn_worker(spec: &WorkerSpec, timeout: Duration, wrap: &[String]) -> 
         }
         None => tokio::process::Command::new(exe),
     };
+    crate::cores::pin_command(command.as_std_mut(), cpus);
     let child = command
         .arg("--worker")
         .arg(serde_json::to_string(spec).unwrap())
@@ -799,7 +807,7 @@ async fn measured_worker(cluster: &Cluster, spec: &WorkerSpec, args: &Args) -> M
     let cpu_before = cluster.cpu_seconds();
     let busy_before = measure::machine_busy_seconds();
     let tcp_before = measure::TcpCounters::read();
-    let json = spawn_worker(spec, args.timeout, &args.wrap).await;
+    let json = spawn_worker(spec, args.timeout, &args.wrap, args.split_cores.as_ref().map(|s| &s.clients[..])).await;
     let diff = |a: Option<f64>, b: Option<f64>| Some(b? - a?);
     Measurement {
         json,
