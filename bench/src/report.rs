@@ -230,10 +230,10 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
                 "| cluster | 3-broker FakeCluster{} (`gregor-testkit`, a process of its own, {}{}{}); \
                  {profiles}; every topic replication factor {}{} |",
                 if classic { " + real ZooKeeper" } else { " in its modern mode, no ZooKeeper" },
-                args.cluster_threads
-                    .map_or("its runtime with tokio's default worker threads, one per core".to_string(), |n| {
-                        format!("its runtime with {n} worker thread(s), `--cluster-threads`")
-                    }),
+                args.cluster_threads.map_or(
+                    "its runtime with tokio's default worker threads, one per core it may use".to_string(),
+                    |n| format!("its runtime with {n} worker thread(s), `--cluster-threads`"),
+                ),
                 args.split_cores.as_ref().map_or(String::new(), |split| format!(
                     "; on CPU {} and every client's worker on CPU {}, `--split-cores`",
                     cpu_list(&split.cluster),
