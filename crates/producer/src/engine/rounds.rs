@@ -180,11 +180,12 @@ impl Engine {
     /// Sends the round's batches to the broker in one Produce request, on a task of its own.
     /// That task also builds the message sets (and compresses them): on a multi-thread runtime
     /// the rounds the engine starts in one step can be built on other workers while this task
-    /// goes on routing records. A lone round cannot: tokio puts a task spawned on a worker in
-    /// that worker's LIFO slot, which other workers do not steal from, so it runs after the
-    /// engine on the engine's worker (`benchmarks/timing/session-41.md`). A set is built once
-    /// per batch: the task hands it back (see `on_produce`), and a retry sends those bytes
-    /// again.
+    /// goes on routing records. A lone round mostly is not: tokio puts a task spawned on a
+    /// worker in that worker's LIFO slot, which other workers do not steal from, and it leaves
+    /// the slot for the stealable queue only when a task scheduled after it takes the slot;
+    /// otherwise it runs after the engine on the engine's worker (seen in
+    /// `benchmarks/timing/session-41.md`). A set is built once per batch: the task hands it
+    /// back (see `on_produce`), and a retry sends those bytes again.
     pub(super) fn send_round(&mut self, mut round: Round<Pending>) {
         let broker = round.broker;
         // the broker's partitions' records are written as RecordBatch v2 as they come once it
