@@ -711,39 +711,26 @@ impl MessageSet {
         buffer: impl FnOnce(usize) -> BytesMut,
     ) -> Result<MessageSet> {
         const HEAD: usize = ENTRY_HEADER_SIZE + MESSAGE_V0_OVERHEAD;
-        /// A larger scratch buffer is let go after use rather than kept by its thread.
-        const KEEP: usize = 1 << 20;
-        thread_local! {
-            static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-        }
-        // a thread whose locals are being torn down compresses into a buffer of its own
-        let mut out = SCRATCH.try_with(|scratch| scratch.take()).unwrap_or_default();
-        out.clear();
-        out.resize(HEAD, 0);
-        let wrapped = compression::compress_parts_for_magic(codec, MAGIC_V0, raw, &mut out)
-            .map_err(|source| Error::Compression {
+        compression::with_scratch(|out| {
+            out.resize(HEAD, 0);
+            compression::compress_parts_for_magic(codec, MAGIC_V0, raw, out).map_err(|source| Error::Compression {
                 location: MessageLocation { offset: last, ..MessageLocation::default() },
                 codec,
                 source,
-            })
-            .and_then(|()| {
-                let value_len = wire::len_i32("value", out.len() - HEAD)?;
-                let size = wire::len_i32("message", out.len() - ENTRY_HEADER_SIZE)?;
-                out[..8].copy_from_slice(&last.to_be_bytes());
-                out[8..12].copy_from_slice(&size.to_be_bytes());
-                out[16] = MAGIC_V0 as u8;
-                out[17] = codec.attribute_bits() as u8;
-                out[18..22].copy_from_slice(&(-1i32).to_be_bytes());
-                out[22..26].copy_from_slice(&value_len.to_be_bytes());
-                fill_crc(&mut out[12..]);
-                let mut set = buffer(out.len());
-                set.extend_from_slice(&out);
-                Ok(MessageSet::from_bytes(set.freeze()))
-            });
-        if out.capacity() <= KEEP {
-            let _ = SCRATCH.try_with(|scratch| scratch.replace(out));
-        }
-        wrapped
+            })?;
+            let value_len = wire::len_i32("value", out.len() - HEAD)?;
+            let size = wire::len_i32("message", out.len() - ENTRY_HEADER_SIZE)?;
+            out[..8].copy_from_slice(&last.to_be_bytes());
+            out[8..12].copy_from_slice(&size.to_be_bytes());
+            out[16] = MAGIC_V0 as u8;
+            out[17] = codec.attribute_bits() as u8;
+            out[18..22].copy_from_slice(&(-1i32).to_be_bytes());
+            out[22..26].copy_from_slice(&value_len.to_be_bytes());
+            fill_crc(&mut out[12..]);
+            let mut set = buffer(out.len());
+            set.extend_from_slice(out);
+            Ok(MessageSet::from_bytes(set.freeze()))
+        })
     }
 
     /// Walks the top-level entries: wrappers are returned as they are (compressed), CRCs and

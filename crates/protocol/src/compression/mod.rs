@@ -328,6 +328,26 @@ pub fn compress_for_magic(
     compress_parts_for_magic(codec, magic, &[input], out)
 }
 
+/// Runs `f` with this thread's scratch buffer, empty: what a codec writes before the result is
+/// copied once, at its exact size, into the buffer that keeps it. The buffer keeps its room
+/// for the thread's next use (up to 1 MiB; a larger one is let go after use), so a batch's
+/// compression neither allocates nor grows an allocation it then holds at more than its size.
+/// A thread whose locals are being torn down gets a buffer of its own.
+pub(crate) fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    /// A larger scratch buffer is let go after use rather than kept by its thread.
+    const KEEP: usize = 1 << 20;
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let mut out = SCRATCH.try_with(|scratch| scratch.take()).unwrap_or_default();
+    out.clear();
+    let done = f(&mut out);
+    if out.capacity() <= KEEP {
+        let _ = SCRATCH.try_with(|scratch| scratch.replace(out));
+    }
+    done
+}
+
 /// [`compress_for_magic`] of `parts` one after the other, read where they are: snappy and lz4
 /// take their fixed-size blocks from them (a block across two parts is gathered in a buffer
 /// of one block); gzip and zstd join them first (deflate's output depends on how its input is

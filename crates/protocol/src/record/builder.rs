@@ -434,53 +434,78 @@ pub struct RecordsSummary {
 /// A RecordBatch v2 of a records section written by [`write_record`] (offset deltas 0 to
 /// `count - 1`), given in parts (where they lie: a producer's log blocks): uncompressed, the
 /// header followed by the parts themselves, no copy (`MessageSet::from_parts`); with a codec,
-/// the header and the section compressed from the parts. The same bytes as a
-/// [`RecordBatchBuilder`] given those records.
+/// the header and the section compressed from the parts, in one allocation of their size. The
+/// same bytes as a [`RecordBatchBuilder`] given those records.
 ///
 /// # Errors
 ///
 /// [`Error::Compression`] when the codec fails; [`Error::TooLong`] for a batch over
 /// `i32::MAX` bytes. The parts are taken as they are (not read).
 pub fn finish_records(parts: &[Bytes], summary: RecordsSummary, codec: Compression) -> Result<crate::MessageSet> {
+    finish_records_with(parts, summary, codec, BytesMut::with_capacity)
+}
+
+/// [`finish_records`], a compressed batch written into `buffer(size)`: room for exactly its
+/// size, which the caller may take from allocations it keeps (a producer's compressed sets take
+/// turns in a few). The codec writes into this thread's scratch buffer, and the batch is then
+/// one copy of exactly its size: a buffer the codec grew as it wrote would be held in flight at
+/// its capacity, up to twice the batch.
+///
+/// # Errors
+///
+/// As [`finish_records`].
+pub fn finish_records_with(
+    parts: &[Bytes],
+    summary: RecordsSummary,
+    codec: Compression,
+    buffer: impl FnOnce(usize) -> BytesMut,
+) -> Result<crate::MessageSet> {
     let (producer_id, producer_epoch, base_sequence) =
         summary.producer.unwrap_or((NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE));
+    let header = |length: usize| -> Result<BatchHeader> {
+        Ok(BatchHeader {
+            base_offset: 0,
+            batch_length: i32::try_from(length - LOG_OVERHEAD).map_err(|_| Error::TooLong {
+                field: "batch_length",
+                length: length - LOG_OVERHEAD,
+                max: i32::MAX as usize,
+            })?,
+            partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
+            magic: MAGIC_V2,
+            crc: 0,
+            attributes: i16::from(codec.attribute_bits()),
+            last_offset_delta: summary.count - 1,
+            base_timestamp: summary.base_timestamp,
+            max_timestamp: summary.max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            record_count: summary.count,
+        })
+    };
+    if codec != Compression::None {
+        let slices: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
+        return compression::with_scratch(|out| {
+            out.resize(BATCH_HEADER_SIZE, 0);
+            compression::compress_parts_for_magic(codec, MAGIC_V2, &slices, out)
+                .map_err(|source| Error::Compression { location: MessageLocation::default(), codec, source })?;
+            header(out.len())?.write(&mut out[..BATCH_HEADER_SIZE]);
+            let crc = crc32c::crc32c(&out[ATTRIBUTES_AT..]);
+            out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+            let mut set = buffer(out.len());
+            set.extend_from_slice(out);
+            Ok(crate::MessageSet::from_bytes(set.freeze()))
+        });
+    }
+    let length = BATCH_HEADER_SIZE + parts.iter().map(Bytes::len).sum::<usize>();
     let mut head = BytesMut::with_capacity(BATCH_HEADER_SIZE);
     head.put_bytes(0, BATCH_HEADER_SIZE);
-    let body: Vec<Bytes> = if codec == Compression::None {
-        parts.to_vec()
-    } else {
-        let slices: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
-        let mut packed = Vec::with_capacity(slices.iter().map(|p| p.len()).sum::<usize>() / 2 + 64);
-        compression::compress_parts_for_magic(codec, MAGIC_V2, &slices, &mut packed)
-            .map_err(|source| Error::Compression { location: MessageLocation::default(), codec, source })?;
-        vec![Bytes::from(packed)]
-    };
-    let length = BATCH_HEADER_SIZE - LOG_OVERHEAD + body.iter().map(Bytes::len).sum::<usize>();
-    let header = BatchHeader {
-        base_offset: 0,
-        batch_length: i32::try_from(length).map_err(|_| Error::TooLong {
-            field: "batch_length",
-            length,
-            max: i32::MAX as usize,
-        })?,
-        partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
-        magic: MAGIC_V2,
-        crc: 0,
-        attributes: i16::from(codec.attribute_bits()),
-        last_offset_delta: summary.count - 1,
-        base_timestamp: summary.base_timestamp,
-        max_timestamp: summary.max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        record_count: summary.count,
-    };
-    header.write(&mut head[..]);
-    let crc = body.iter().fold(crc32c::crc32c(&head[ATTRIBUTES_AT..]), |crc, part| crc32c::crc32c_append(crc, part));
+    header(length)?.write(&mut head[..]);
+    let crc = parts.iter().fold(crc32c::crc32c(&head[ATTRIBUTES_AT..]), |crc, part| crc32c::crc32c_append(crc, part));
     head[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
-    let mut all = Vec::with_capacity(body.len() + 1);
+    let mut all = Vec::with_capacity(parts.len() + 1);
     all.push(head.freeze());
-    all.extend(body);
+    all.extend_from_slice(parts);
     Ok(crate::MessageSet::from_parts(all))
 }
 
@@ -557,6 +582,35 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_compressed_batch_is_one_allocation_of_its_size_from_the_callers_buffer() {
+        // records that compress (the same value again and again), enough for several snappy
+        // and lz4 blocks
+        let value = vec![b'x'; 1000];
+        let mut buf = BytesMut::new();
+        for i in 0..300 {
+            write_record(&mut buf, i, 0, None, Some(&value), &[]).unwrap();
+        }
+        let parts = [buf.freeze()];
+        let summary = RecordsSummary { count: 300, base_timestamp: 0, max_timestamp: 0, producer: None };
+        for codec in [Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
+            let expected = finish_records(&parts, summary, codec).unwrap();
+            let mut asked = Vec::new();
+            let set = finish_records_with(&parts, summary, codec, |n| {
+                asked.push(n);
+                BytesMut::with_capacity(n)
+            })
+            .unwrap();
+            assert_eq!(set.as_bytes(), expected.as_bytes(), "{codec:?}");
+            assert_eq!(asked, [set.len()], "{codec:?}: one buffer, of exactly the batch's size");
+            assert_eq!(set.parts().len(), 1, "{codec:?}: the header and the compressed records together");
+            assert!(set.len() < parts[0].len() / 4, "{codec:?}: compressed ({} bytes)", set.len());
+        }
+        // uncompressed, the parts go out as they are: no buffer asked for
+        let set = finish_records_with(&parts, summary, Compression::None, |_| panic!("no buffer")).unwrap();
+        assert_eq!(set.parts()[1].as_ptr(), parts[0].as_ptr());
     }
 
     #[test]

@@ -54,8 +54,8 @@ pub use batch::{
     NO_SEQUENCE, NO_TIMESTAMP,
 };
 pub use builder::{
-    finish_records, max_size_of_record, record_size_at, section_records, size_of_record, write_record, HeaderRef,
-    RecordBatchBuilder, RecordsSummary,
+    finish_records, finish_records_with, max_size_of_record, record_size_at, section_records, size_of_record,
+    write_record, HeaderRef, RecordBatchBuilder, RecordsSummary,
 };
 pub use lazy::{LazyBatch, LazyBatches, LazyRecords, StreamedRecords, WINDOW_CAPACITY};
 pub use reader::{Batch, Batches, Records};
