@@ -370,13 +370,28 @@ impl RecordRun {
         codec: gregor_protocol::Compression,
         producer: Option<(i64, i16, i32)>,
     ) -> Result<MessageSet, gregor_protocol::Error> {
+        self.finish_with(codec, producer, bytes::BytesMut::with_capacity)
+    }
+
+    /// [`RecordRun::finish`], compressed into `buffer(size)` (the producer's kept allocations:
+    /// `crate::buffers`).
+    ///
+    /// # Errors
+    ///
+    /// The codec's.
+    pub(crate) fn finish_with(
+        &self,
+        codec: gregor_protocol::Compression,
+        producer: Option<(i64, i16, i32)>,
+        buffer: impl FnOnce(usize) -> bytes::BytesMut,
+    ) -> Result<MessageSet, gregor_protocol::Error> {
         let summary = gregor_protocol::record::RecordsSummary {
             count: i32::try_from(self.count).unwrap_or(i32::MAX),
             base_timestamp: self.stamps.first,
             max_timestamp: self.stamps.max,
             producer,
         };
-        gregor_protocol::record::finish_records(&self.parts, summary, codec)
+        gregor_protocol::record::finish_records_with(&self.parts, summary, codec, buffer)
     }
 
     /// Its records read back (offsets from 0; keys and values slices of its parts, each of

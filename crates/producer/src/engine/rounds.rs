@@ -748,7 +748,9 @@ fn produce_request(
                 (to_record_batch(&plain, codec, timestamp, numbered, extras), true)
             }
             // written as RecordBatch v2 records as they came: the header (and codec) only
-            (SetSource::Records(run, codec), Format::RecordBatch { .. }) => (run.finish(codec, numbered), true),
+            (SetSource::Records(run, codec), Format::RecordBatch { .. }) => {
+                (run.finish_with(codec, numbered, |n| sets.take(n)), true)
+            }
             // its leader moved to a broker before Kafka 0.11
             (SetSource::Records(run, codec), Format::MessageSet { .. }) => {
                 (run.finish(Compression::None, None).and_then(|set| to_message_set(&set, codec)), true)
