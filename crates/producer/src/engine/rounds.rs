@@ -139,6 +139,14 @@ pub(super) struct Rounds {
     /// On a current-thread runtime, the rounds that may compress on the blocking pool at once
     /// (see [`OFFLOAD_COMPRESSION`]): one per core besides the runtime's.
     pub(super) compressing: Option<Arc<Semaphore>>,
+    /// On a multi-thread runtime, a round with at least [`OFFLOAD_COMPRESSION`] to compress
+    /// yields once before it starts. Spawned by the engine, its task is in the engine's
+    /// worker's LIFO slot and would run next, ahead of the application's sends and the
+    /// deliveries queued on that worker. A yielded task is set aside until its worker has
+    /// nothing else queued or makes its periodic check of the I/O driver (every 61 polls, in
+    /// tokio 1.54), so the compression runs after that work, and the other workers can steal
+    /// the work meanwhile. Measured in `benchmarks/timing/session-42.md`.
+    pub(super) yield_first: bool,
     /// Brokers whose last round carried a whole batch (`batch.num.messages` records): their
     /// partitions are sent as fast as batches fill, not at their linger, and make no chunks.
     pub(super) full: HashSet<i32>,
@@ -166,6 +174,8 @@ impl Rounds {
                     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
                     Arc::new(Semaphore::new(cores.saturating_sub(1).max(1)))
                 }),
+            yield_first: tokio::runtime::Handle::try_current()
+                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread),
             full: HashSet::new(),
             next_id: 0,
             idem: idempotent.then(Idempotence::default),
@@ -184,7 +194,8 @@ impl Engine {
     /// worker in that worker's LIFO slot, which other workers do not steal from, and it leaves
     /// the slot for the stealable queue only when a task scheduled after it takes the slot;
     /// otherwise it runs after the engine on the engine's worker (seen in
-    /// `benchmarks/timing/session-41.md`). A set is built once per batch: the task hands it
+    /// `benchmarks/timing/session-41.md`). One with much to compress therefore yields first
+    /// (`Rounds::yield_first`). A set is built once per batch: the task hands it
     /// back (see `on_produce`), and a retry sends those bytes again.
     pub(super) fn send_round(&mut self, mut round: Round<Pending>) {
         let broker = round.broker;
@@ -322,7 +333,12 @@ impl Engine {
         let compressing = self.rounds.compressing.clone().filter(|_| to_compress >= OFFLOAD_COMPRESSION);
         let sets = self.rounds.sets.clone();
         let crcs = self.rounds.crcs.clone();
+        // see `Rounds::yield_first`
+        let yield_first = self.rounds.yield_first && to_compress >= OFFLOAD_COMPRESSION;
         let handle = self.tasks.spawn(async move {
+            if yield_first {
+                tokio::task::yield_now().await;
+            }
             let mut sources = sources;
             for (_, source) in &mut sources {
                 if let SetSource::Chunked(chunks, _, _) = source {
