@@ -165,17 +165,15 @@ pub(super) struct Rounds {
 
 impl Rounds {
     pub(super) fn new(idempotent: bool, crcs: Arc<Crcs>) -> Rounds {
+        let flavor = tokio::runtime::Handle::try_current().ok().map(|h| h.runtime_flavor());
         Rounds {
             in_flight: HashMap::new(),
             queue_order: HashMap::new(),
-            compressing: tokio::runtime::Handle::try_current()
-                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread)
-                .then(|| {
-                    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-                    Arc::new(Semaphore::new(cores.saturating_sub(1).max(1)))
-                }),
-            yield_first: tokio::runtime::Handle::try_current()
-                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread),
+            compressing: (flavor == Some(tokio::runtime::RuntimeFlavor::CurrentThread)).then(|| {
+                let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+                Arc::new(Semaphore::new(cores.saturating_sub(1).max(1)))
+            }),
+            yield_first: flavor == Some(tokio::runtime::RuntimeFlavor::MultiThread),
             full: HashSet::new(),
             next_id: 0,
             idem: idempotent.then(Idempotence::default),
