@@ -89,7 +89,9 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec,memory] 
                       (RecordBatch v2 only) runs on the modern profile and an external
                       cluster, and is left out of kafka-0.8.2 and instant
   --memory-codecs L   the memory suite's codecs (default none,snappy)
-  --memory-repeat R   runs per memory cell (default 1; the median by memory per message held)
+  --memory-repeat R   runs per memory cell (default --real-timing-repeat's R when the suite runs
+                      on kafka-0.8.2, else 1; the run with the median memory per message held
+                      shown, beside the medians of its CPU per message)
   --redo N            do a run again, up to N times (default 3), when other work on the machine
                       took more than --max-other-cpu (default 0.15) of its CPU during it
   --librdkafka K=V    set a librdkafka property (producer and consumer) after the bench's own;
@@ -162,7 +164,9 @@ pub struct Args {
     /// The memory suite's queue bounds, ascending, each once.
     pub memory_queues: Vec<usize>,
     pub memory_codecs: Vec<Codec>,
-    pub memory_repeat: usize,
+    /// `--memory-repeat`, when given (the plan of the memory suite's profile decides
+    /// otherwise: `Plan::memory_repeat`).
+    pub memory_repeat: Option<usize>,
     pub timeout: Duration,
     pub testkit: Option<PathBuf>,
     /// Worker threads of the FakeCluster's tokio runtime (None: tokio's default, one per core).
@@ -235,7 +239,7 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
         codec_sample_ms: if quick { 30 } else { 200 },
         memory_queues: if quick { vec![2000, 100_000] } else { vec![2000, 100_000, 1_000_000] },
         memory_codecs: vec![Codec::None, Codec::Snappy],
-        memory_repeat: 1,
+        memory_repeat: None,
         timeout: Duration::from_secs(900),
         testkit: None,
         cluster_threads: None,
@@ -313,7 +317,7 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
                 a.memory_queues = q;
             }
             "--memory-codecs" => a.memory_codecs = list(&flag, it.next(), Codec::parse)?,
-            "--memory-repeat" => a.memory_repeat = num::<usize>(&flag, it.next())?.max(1),
+            "--memory-repeat" => a.memory_repeat = Some(num::<usize>(&flag, it.next())?.max(1)),
             "--timeout-s" => a.timeout = Duration::from_secs(num(&flag, it.next())?),
             "--redo" => a.redo = num(&flag, it.next())?,
             "--max-other-cpu" => a.max_other = num(&flag, it.next())?,
@@ -517,7 +521,7 @@ mod tests {
         assert!(a.suites.memory, "the default run has the memory suite");
         assert_eq!(
             (a.memory_queues, a.memory_codecs, a.memory_repeat),
-            (vec![2000, 100_000, 1_000_000], vec![Codec::None, Codec::Snappy], 1)
+            (vec![2000, 100_000, 1_000_000], vec![Codec::None, Codec::Snappy], None)
         );
         assert_eq!(parse(&["--quick"]).unwrap().memory_queues, [2000, 100_000]);
         // instant alone: the report it always was, unless asked for
@@ -537,7 +541,10 @@ mod tests {
         .unwrap();
         let s = a.suites;
         assert!(s.memory && !s.producer && !s.latency && !s.consumer && !s.codec);
-        assert_eq!((a.memory_queues, a.memory_codecs, a.memory_repeat), (vec![2000, 100_000], vec![Codec::Lz4], 3));
+        assert_eq!(
+            (a.memory_queues, a.memory_codecs, a.memory_repeat),
+            (vec![2000, 100_000], vec![Codec::Lz4], Some(3))
+        );
         assert!(parse(&["--memory-queues", "2000,0"]).unwrap_err().contains("--memory-queues"));
         assert!(parse(&["--timing", "instant,fast"]).unwrap_err().contains("\"fast\""));
         assert!(parse(&["--brokers", "h:9092", "--zookeeper", "h:2181", "--real-timing-repeat", "2"])

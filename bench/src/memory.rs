@@ -46,6 +46,9 @@ pub struct Line<'a> {
     pub above_fixed: Option<f64>,
     /// Peak held ÷ the bound.
     pub fill: f64,
+    /// CPU seconds per million messages acknowledged, user and system: the medians over the
+    /// cell's runs (the shown run's own when there are none).
+    pub cpu: (f64, f64),
 }
 
 impl Line<'_> {
@@ -90,9 +93,27 @@ pub fn lines(rows: &[ProduceRow]) -> Vec<Line<'_>> {
                 fixed_kib,
                 above_fixed: above,
                 fill: run.peak_held as f64 / row.queue.max(1) as f64,
+                cpu: median_cpu(&row.all_cpu)
+                    .unwrap_or_else(|| (per_million(run.cpu_user_s, run), per_million(run.cpu_sys_s, run))),
             })
         })
         .collect()
+}
+
+/// The medians of runs' (user, system) CPU per million messages, each of its own; `None` for no
+/// run. One run's kernel time moves by half from run to run (`benchmarks/timing/session-43.md`),
+/// so the system CPU of the run picked for its memory says little on its own.
+pub fn median_cpu(runs: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    };
+    (!runs.is_empty()).then(|| (median(runs.iter().map(|c| c.0).collect()), median(runs.iter().map(|c| c.1).collect())))
 }
 
 /// gregor's (or gregor-ct's) figures over librdkafka's in one cell.
@@ -129,9 +150,9 @@ pub fn ratios<'a>(lines: &'a [Line<'a>]) -> Vec<Ratio<'a>> {
             let p =
                 lines.iter().find(|p| p.client == Client::Librdkafka && p.codec == g.codec && p.queue == g.queue)?;
             let cpu = |l: &Line, sys: bool| {
-                let s = if sys { l.run.cpu_sys_s } else { l.run.cpu_user_s };
+                let s = if sys { l.cpu.1 } else { l.cpu.0 };
                 // a kernel's user/system split from its ticks can give a short run 0 system time
-                (s > 0.0).then(|| per_million(s, l.run))
+                (s > 0.0).then_some(s)
             };
             Some(Ratio {
                 gregor: g,
@@ -179,6 +200,7 @@ mod tests {
             queue,
             outcome: Outcome::Ok(serde_json::from_value(result).unwrap()),
             all_rates: Vec::new(),
+            all_cpu: Vec::new(),
             paced: None,
         }
     }
@@ -252,5 +274,28 @@ mod tests {
         assert!((r[1].above_fixed.unwrap() - 174.0 * 0.6 / 196.0).abs() < 1e-9);
         assert_eq!(r[1].sys, None, "no system time measured for the peer: no ratio");
         assert!(!r[1].equal_fills && !r[1].peer.full() && r[1].gregor.full());
+    }
+
+    #[test]
+    fn cpu_is_the_median_of_the_cells_runs_each_of_its_own() {
+        assert_eq!(median_cpu(&[]), None);
+        assert_eq!(median_cpu(&[(1.0, 0.3), (3.0, 0.1), (2.0, 0.2)]), Some((2.0, 0.2)));
+        // each column its own median (not the pair of one run), and the middle two of an even count
+        assert_eq!(median_cpu(&[(1.0, 0.4), (2.0, 0.1), (4.0, 0.2), (3.0, 0.3)]), Some((2.5, 0.25)));
+        // a line's CPU and the ratios come from its runs' medians, not from the run it shows
+        let mut rows = vec![
+            row(Client::Gregor, Codec::None, 100_000, 30 * 1024, 100_000, (1.0, 0.9)),
+            row(Client::Librdkafka, Codec::None, 100_000, 40 * 1024, 100_000, (2.0, 0.1)),
+        ];
+        // (the helper's runs acknowledge 2,000,000 messages: per million, half the seconds)
+        rows[0].all_cpu = vec![(0.5, 0.45), (0.6, 0.1), (0.4, 0.12)];
+        rows[1].all_cpu = vec![(1.0, 0.05), (1.2, 0.2), (0.8, 0.2)];
+        let l = lines(&rows);
+        assert_eq!((l[0].cpu, l[1].cpu), ((0.5, 0.12), (1.0, 0.2)));
+        let r = ratios(&l);
+        assert_eq!((r[0].user, r[0].sys), (Some(0.5), Some(0.12 / 0.2)));
+        // no runs kept: the shown run's own
+        rows[0].all_cpu.clear();
+        assert_eq!(lines(&rows)[0].cpu, (0.5, 0.45));
     }
 }

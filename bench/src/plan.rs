@@ -57,6 +57,9 @@ pub struct Plan {
     pub repeat: usize,
     pub consumer_repeat: usize,
     pub latency_repeat: usize,
+    /// Runs per memory cell: `--memory-repeat`, else on `kafka-0.8.2` `--real-timing-repeat`'s
+    /// when given ("every suite"), else 1.
+    pub memory_repeat: usize,
     /// The memory suite runs on this cluster: `kafka-0.8.2`'s (a broker that takes time, so
     /// the queues fill), else the first.
     pub memory: bool,
@@ -83,6 +86,7 @@ impl Plan {
             repeat: self.repeat,
             consumer_repeat: self.consumer_repeat,
             latency_repeat: self.latency_repeat,
+            memory_repeat: Some(self.memory_repeat),
             clients: args.clients.iter().copied().filter(|c| !(modern && *c == Client::KafkaRust)).collect(),
             consumers: args
                 .consumers
@@ -102,6 +106,7 @@ pub fn plans(args: &Args) -> Vec<Plan> {
         repeat: args.repeat,
         consumer_repeat: args.consumer_repeat,
         latency_repeat: args.latency_repeat,
+        memory_repeat: args.memory_repeat.unwrap_or(1),
         memory: false,
         reduced: None,
     };
@@ -121,6 +126,9 @@ pub fn plans(args: &Args) -> Vec<Plan> {
         .iter()
         .map(|t| {
             let mut plan = Plan { memory: t == memory_on, ..base(Some(t.clone())) };
+            if let (REAL, None, Some(r)) = (t.as_str(), args.memory_repeat, args.real_timing_repeat) {
+                plan.memory_repeat = r;
+            }
             if let (REAL, Some(r)) = (t.as_str(), real_repeat) {
                 let fewer = r < plan.repeat || r < plan.consumer_repeat || r < plan.latency_repeat;
                 (plan.repeat, plan.consumer_repeat, plan.latency_repeat) = (r, r, r);
@@ -211,6 +219,27 @@ mod tests {
         );
         let external = one(&["--brokers", "h:9092", "--zookeeper", "h:2181"]);
         assert_eq!(external, [of("external", 3, 3, 3, false)]);
+    }
+
+    /// `--real-timing-repeat` is "runs per cell of every suite on kafka-0.8.2": the memory
+    /// suite's too, unless `--memory-repeat` says otherwise.
+    #[test]
+    fn the_memory_suite_runs_as_often_as_the_real_timing_profiles_other_suites() {
+        let memory = |v: &[&str]| {
+            let args = crate::parse_args(v.iter().map(|a| a.to_string()).collect()).unwrap();
+            plans(&args)
+                .iter()
+                .filter(|p| p.memory)
+                .map(|p| (p.memory_repeat, p.apply(&args).memory_repeat))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(memory(&[]), [(1, Some(1))]);
+        assert_eq!(memory(&["--real-timing-repeat", "3"]), [(3, Some(3))]);
+        assert_eq!(memory(&["--real-timing-repeat", "3", "--memory-repeat", "5"]), [(5, Some(5))]);
+        assert_eq!(memory(&["--memory-repeat", "2"]), [(2, Some(2))]);
+        // on another profile (kafka-0.8.2 not among them) it is --memory-repeat's or 1
+        assert_eq!(memory(&["--timing", "instant", "--suites", "memory", "--real-timing-repeat", "3"]), [(1, Some(1))]);
+        assert_eq!(memory(&["--brokers", "h:9092", "--zookeeper", "h:2181", "--memory-repeat", "4"]), [(4, Some(4))]);
     }
 
     #[test]

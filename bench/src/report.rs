@@ -938,7 +938,8 @@ fn memory_section(s: &mut String, args: &Args, res: &ProfileResults, title: &str
         "Producer runs whose queue fills, {on}: {} partitions, acks={}, codecs {}, \
          max({}, 3 × the bound) messages of {} bytes handed over as fast as each client takes them, \
          queue.buffering.max.messages = the bound for gregor and librdkafka (everything else as in the \
-         throughput runs); {} run(s) per cell (the median by memory per message held shown). peak held, \
+         throughput runs); {} run(s) per cell (the run with the median memory per message held shown; \
+         its CPU columns are the medians of the cell's runs). peak held, \
          client MiB, peak RSS: as in the throughput table. fill = peak held ÷ the bound (gregor may hold \
          a little more: what is in flight beside its queue); below {:.0}% the client did not fill its \
          queue (marked), and a ratio with it compares unequal fills. B/msg held = client MiB ÷ peak \
@@ -946,7 +947,8 @@ fn memory_section(s: &mut String, args: &Args, res: &ProfileResults, title: &str
          takes whatever it holds (runtime, connections, buffers). above fixed = (client MiB − fixed \
          MiB) ÷ peak held, in bytes; × wire = that ÷ {wire}, the bytes a {}-byte message with a null key \
          takes as Message v0 in a MessageSet (before compression). user s/M and sys s/M: CPU seconds \
-         per million messages in user mode and in the kernel (getrusage; the kernel's part is the \
+         per million messages in user mode and in the kernel, each the median over the cell's runs \
+         (getrusage; the kernel's part is the \
          client's socket writes, page faults and the allocator's mmap/munmap, so allocator churn shows \
          there).\n",
         memory::PARTITIONS,
@@ -954,7 +956,7 @@ fn memory_section(s: &mut String, args: &Args, res: &ProfileResults, title: &str
         args.memory_codecs.iter().map(|c| c.name()).collect::<Vec<_>>().join(", "),
         args.messages,
         args.message_size,
-        args.memory_repeat,
+        args.memory_repeat.unwrap_or(1),
         memory::FULL * 100.0,
         args.memory_queues.first().map_or("-".into(), |q| q.to_string()),
         args.message_size,
@@ -991,8 +993,8 @@ fn memory_section(s: &mut String, args: &Args, res: &ProfileResults, title: &str
             l.above_fixed.map_or("-".into(), |v| format!("{v:.0}")),
             l.above_fixed.map_or("-".into(), |v| format!("{:.2}", v / wire as f64)),
             mib(r.peak_rss_kib),
-            memory::per_million(r.cpu_user_s, r),
-            memory::per_million(r.cpu_sys_s, r),
+            l.cpu.0,
+            l.cpu.1,
             opt1(r.other_cpu_s),
             if disturbed_run(r, args.max_other) { " !" } else { "" }
         );

@@ -54,6 +54,9 @@ pub struct ProduceRow {
     pub outcome: Outcome<RunResult>,
     /// Every repeat's throughput, msg/s.
     pub all_rates: Vec<f64>,
+    /// Every measured repeat's CPU seconds per million messages acknowledged, user and system
+    /// (the memory table shows their medians: one run's kernel time moves by half).
+    pub all_cpu: Vec<(f64, f64)>,
     /// The offered rate of a latency cell.
     pub paced: Option<f64>,
 }
@@ -614,7 +617,7 @@ impl Coordinator {
             queue,
             messages: crate::memory::messages_for(self.args.messages, queue),
         };
-        self.producer_cell(cell, clients, self.args.memory_repeat, Pick::PerHeld, None, &mut None).await
+        self.producer_cell(cell, clients, self.args.memory_repeat.unwrap_or(1), Pick::PerHeld, None, &mut None).await
     }
 
     /// One producer cell: every client, `repeat` times, alternating. With `keep`, that client's
@@ -672,6 +675,11 @@ impl Coordinator {
             .iter()
             .zip(per_client)
             .map(|(&client, results)| {
+                let all_cpu = results
+                    .iter()
+                    .flatten()
+                    .map(|r| (crate::memory::per_million(r.cpu_user_s, r), crate::memory::per_million(r.cpu_sys_s, r)))
+                    .collect();
                 let (outcome, all_rates) = match (client.unsupported(codec), pick) {
                     (Some(reason), _) => (Outcome::Na(reason.to_owned()), Vec::new()),
                     (None, Pick::Rate) => median(results),
@@ -680,7 +688,7 @@ impl Coordinator {
                         crate::memory::per_held(r.client_kib(), r.peak_held).unwrap_or(f64::INFINITY)
                     }),
                 };
-                ProduceRow { client, partitions, acks, codec, queue, outcome, all_rates, paced: rate }
+                ProduceRow { client, partitions, acks, codec, queue, outcome, all_rates, all_cpu, paced: rate }
             })
             .collect()
     }
