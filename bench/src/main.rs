@@ -91,7 +91,7 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec,memory] 
   --memory-codecs L   the memory suite's codecs (default none,snappy)
   --memory-repeat R   runs per memory cell (default --real-timing-repeat's R when the suite runs
                       on kafka-0.8.2, else 1; the run with the median memory per message held
-                      shown, beside the medians of its CPU per message)
+                      is shown, and the CPU columns are the medians of the cell's runs)
   --redo N            do a run again, up to N times (default 3), when other work on the machine
                       took more than --max-other-cpu (default 0.15) of its CPU during it
   --librdkafka K=V    set a librdkafka property (producer and consumer) after the bench's own;
