@@ -545,3 +545,46 @@ async fn session_expiry_is_reported_and_a_new_session_follows() {
     zk.close().await.unwrap();
     direct.close().await.unwrap();
 }
+
+/// Counts the ERROR events zookeeper-async logs (on the thread it is the default for).
+struct ZkErrors(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ZkErrors {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        let meta = event.metadata();
+        if *meta.level() == tracing::Level::ERROR && meta.target().starts_with("zookeeper_async") {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+/// A caller that stops waiting for an answer (its future dropped: a timeout, a `select!`, an
+/// aborted task) leaves no answer without a taker. zookeeper-async logs an ERROR ("Error
+/// sending listener event") for each answer to a dropped request, which an application would
+/// see whenever it shut down with a request in flight.
+///
+/// On a current-thread runtime, so that zookeeper-async's connection task logs on the thread
+/// the counting subscriber is the default for.
+#[tokio::test]
+async fn a_request_whose_caller_stopped_waiting_logs_no_error() {
+    use tracing_subscriber::layer::SubscriberExt;
+
+    let Some(connect_string) = chroot("a_request_whose_caller_stopped_waiting_logs_no_error") else { return };
+    let errors = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let _log = tracing::subscriber::set_default(tracing_subscriber::registry().with(ZkErrors(errors.clone())));
+    let zk = connect(&connect_string).await;
+    zk.create("/abandoned", b"", CreateMode::Persistent).await.unwrap();
+
+    const REQUESTS: usize = 20;
+    for i in 0..REQUESTS {
+        // polled once (the request goes out), then dropped: a zero timeout polls its future
+        // once before it looks at the clock
+        let path = format!("/abandoned/{i}");
+        let request = zk.create(&path, b"x", CreateMode::Persistent);
+        assert!(timeout(Duration::ZERO, request).await.is_err(), "request {i} answered at once");
+    }
+    // a session's requests are answered in order: once this one is, every answer above has come
+    assert_eq!(zk.children("/abandoned").await.unwrap().map(|c| c.len()), Some(REQUESTS), "every request went out");
+    assert_eq!(errors.load(std::sync::atomic::Ordering::Relaxed), 0, "zookeeper-async logged errors");
+    zk.close().await.unwrap();
+}

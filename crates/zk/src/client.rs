@@ -332,7 +332,8 @@ fn on_state(state: ZkState, status: &watch::Sender<Status>, events: &broadcast::
 /// [`Error::ConnectionLoss`] or time out, and the client keeps reconnecting in the background.
 ///
 /// Cancel safety: dropping an operation's future before it completes leaves it applied or not,
-/// like [`Error::ConnectionLoss`]; the client stays usable.
+/// like [`Error::ConnectionLoss`]; the client stays usable. An operation runs on a task of its
+/// own, so once it has been polled it goes on to its answer (dropped unread).
 ///
 /// When the last clone is dropped without [`close`](ZkClient::close), the session is closed in
 /// a background task (zookeeper-async would otherwise keep it open); a live [`Watch`] keeps it
@@ -582,7 +583,9 @@ impl ZkClient {
         // pipelined behind its connect request proves the session exists (the server holds
         // requests until the session is established).
         loop {
-            match tokio::time::timeout_at(deadline, client.inner.zk.exists("/", false)).await {
+            let zk = Arc::clone(&client.inner.zk);
+            let probe = detached(&client.inner.runtime, async move { zk.exists("/", false).await });
+            match tokio::time::timeout_at(deadline, probe).await {
                 Ok(Ok(_)) => break,
                 Ok(Err(ZkError::ConnectionLoss)) => {
                     if tokio::time::timeout_at(deadline, tokio::time::sleep(PROBE_PAUSE)).await.is_err() {
@@ -612,12 +615,23 @@ impl ZkClient {
         Ok(client)
     }
 
-    /// Runs one request, bounded by the session timeout, mapping its error.
-    async fn call<T>(&self, what: &'static str, path: &str, request: impl Future<Output = ZkResult<T>>) -> Result<T> {
+    /// Runs one request, `request(zookeeper, path)`, on a task of its own ([`detached`]),
+    /// bounded by the session timeout, mapping its error.
+    async fn call<T, F>(
+        &self,
+        what: &'static str,
+        path: &str,
+        request: impl FnOnce(Arc<ZooKeeper>, String) -> F,
+    ) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Future<Output = ZkResult<T>> + Send + 'static,
+    {
         if self.inner.is_closed() {
             return Err(Error::Closed);
         }
         debug!(path, "zookeeper {what}");
+        let request = detached(&self.inner.runtime, request(Arc::clone(&self.inner.zk), path.to_owned()));
         match tokio::time::timeout(self.inner.session_timeout, request).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(code)) => Err(self.inner.map_err(code, path)),
@@ -649,7 +663,11 @@ impl ZkClient {
     /// [`Error::Closed`]).
     pub async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<String> {
         validate_path(path)?;
-        self.call("create", path, self.zk().create(path, data.to_vec(), Acl::open_unsafe().clone(), mode.to_zk())).await
+        let (data, mode) = (data.to_vec(), mode.to_zk());
+        self.call("create", path, move |zk, path| async move {
+            zk.create(&path, data, Acl::open_unsafe().clone(), mode).await
+        })
+        .await
     }
 
     /// Like [`create`](ZkClient::create), first creating the missing parents as empty
@@ -684,7 +702,7 @@ impl ZkClient {
     /// [`Error::InvalidPath`] and the connection errors.
     pub async fn get(&self, path: &str) -> Result<Option<(Vec<u8>, Stat)>> {
         validate_path(path)?;
-        match self.call("get", path, self.zk().get_data(path, false)).await {
+        match self.call("get", path, |zk, path| async move { zk.get_data(&path, false).await }).await {
             Ok((data, stat)) => Ok(Some((data, Stat::from_zk(stat)))),
             Err(Error::NoNode { .. }) => Ok(None),
             Err(e) => Err(e),
@@ -702,7 +720,10 @@ impl ZkClient {
     /// `version`, [`Error::InvalidPath`] and the connection errors.
     pub async fn set(&self, path: &str, data: &[u8], version: Option<i32>) -> Result<Stat> {
         validate_path(path)?;
-        self.call("set", path, self.zk().set_data(path, data.to_vec(), version)).await.map(Stat::from_zk)
+        let data = data.to_vec();
+        self.call("set", path, move |zk, path| async move { zk.set_data(&path, data, version).await })
+            .await
+            .map(Stat::from_zk)
     }
 
     /// Writes `data` to `path`, creating it (persistent, with its parents) if it does not
@@ -743,7 +764,7 @@ impl ZkClient {
     /// [`delete_all`](ZkClient::delete_all)), [`Error::InvalidPath`] and the connection errors.
     pub async fn delete(&self, path: &str, version: Option<i32>) -> Result<bool> {
         validate_path(path)?;
-        match self.call("delete", path, self.zk().delete(path, version)).await {
+        match self.call("delete", path, move |zk, path| async move { zk.delete(&path, version).await }).await {
             Ok(()) => Ok(true),
             Err(Error::NoNode { .. }) => Ok(false),
             Err(e) => Err(e),
@@ -804,7 +825,7 @@ impl ZkClient {
     /// [`Error::InvalidPath`] and the connection errors.
     pub async fn children(&self, path: &str) -> Result<Option<Vec<String>>> {
         validate_path(path)?;
-        match self.call("get children", path, self.zk().get_children(path, false)).await {
+        match self.call("get children", path, |zk, path| async move { zk.get_children(&path, false).await }).await {
             Ok(mut children) => {
                 children.sort();
                 Ok(Some(children))
@@ -823,7 +844,9 @@ impl ZkClient {
     /// [`Error::InvalidPath`] and the connection errors.
     pub async fn exists(&self, path: &str) -> Result<Option<Stat>> {
         validate_path(path)?;
-        self.call("exists", path, self.zk().exists(path, false)).await.map(|stat| stat.map(Stat::from_zk))
+        self.call("exists", path, |zk, path| async move { zk.exists(&path, false).await })
+            .await
+            .map(|stat| stat.map(Stat::from_zk))
     }
 
     /// A stream of the sorted children of `path` (see [`Watch`]): the current list at once,
@@ -948,6 +971,23 @@ fn notifier(fired: &Arc<watch::Sender<u64>>, round: u64) -> impl FnOnce(WatchedE
     }
 }
 
+/// Runs `request` on a task of its own on the client's runtime and waits for it. A caller that
+/// stops waiting (its future dropped by a timeout, a `select!` or an aborted task) leaves the
+/// answer to that task, which takes it and drops it: zookeeper-async logs an ERROR ("Error
+/// sending listener event") for every answer that comes back to a dropped request, which an
+/// application would otherwise see each time it stopped with a request in flight.
+async fn detached<T: Send + 'static>(
+    runtime: &Handle,
+    request: impl Future<Output = ZkResult<T>> + Send + 'static,
+) -> ZkResult<T> {
+    match runtime.spawn(request).await {
+        Ok(result) => result,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // the runtime is shutting down, and zookeeper-async's connection with it
+        Err(_) => Err(ZkError::ConnectionLoss),
+    }
+}
+
 /// Reads `path` with a watch left by the read itself; a missing znode gets an `exists` watch.
 async fn read_armed(
     zk: &ZooKeeper,
@@ -1006,7 +1046,10 @@ async fn run_watch<T: Send + 'static>(
         let read = tokio::select! {
             read = tokio::time::timeout(
                 inner.session_timeout,
-                read_armed(&inner.zk, kind, &path, &fired_tx, round),
+                detached(&inner.runtime, {
+                    let (zk, path, fired) = (Arc::clone(&inner.zk), path.clone(), Arc::clone(&fired_tx));
+                    async move { read_armed(&zk, kind, &path, &fired, round).await }
+                }),
             ) => read,
             () = tx.closed() => return,
         };
