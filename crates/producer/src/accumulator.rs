@@ -1068,21 +1068,34 @@ impl<T: Pack> Accumulator<T> {
     /// `chunk_bytes` or fills its open batch's `batch.size` (`usize::MAX` without either);
     /// each at least 1. Any record may go to any
     /// broker and partition, so the fullest counts.
+    ///
+    /// A broker with `max_in_flight` rounds in flight is left out of the records' count: what
+    /// comes for it can make no round before one of its rounds has its outcome, which wakes the
+    /// engine anyway. So is the accumulator filling, when every broker it holds records for is
+    /// such a broker. (With a full queue in front of slow brokers, each record handed over
+    /// otherwise woke the engine to take it and do nothing more.)
     pub(crate) fn room(&self) -> (usize, usize) {
         let mut by_broker: BTreeMap<BrokerId, usize> = BTreeMap::new();
         let mut loose_bytes = 0;
         let mut batch_room = usize::MAX;
+        // some partition's leader could take a round now (or no partition is known yet)
+        let mut may_take = self.partitions.is_empty();
         for q in self.partitions.values() {
             loose_bytes = loose_bytes.max(q.loose_bytes);
             batch_room = batch_room.min(q.wake_room(self.config.batch_bytes));
-            if let Some(broker) = q.leader {
-                *by_broker.entry(broker).or_default() += q.pending();
+            match q.leader {
+                Some(broker) if self.broker_full(broker) => {}
+                Some(broker) => {
+                    may_take = true;
+                    *by_broker.entry(broker).or_default() += q.pending();
+                }
+                // waits for its leader (a metadata answer wakes the engine)
+                None => {}
             }
         }
         let most = by_broker.values().copied().max().unwrap_or(0);
-        let records = (self.config.batch_num_messages.saturating_sub(most))
-            .min(self.config.capacity.saturating_sub(self.len()))
-            .max(1);
+        let fill = if may_take { self.config.capacity.saturating_sub(self.len()) } else { usize::MAX };
+        let records = (self.config.batch_num_messages.saturating_sub(most)).min(fill).max(1);
         let bytes = match self.config.chunk_bytes {
             0 => usize::MAX,
             chunk => chunk.saturating_sub(loose_bytes),
@@ -1487,6 +1500,9 @@ mod tests {
         a.append(&tp(0), 3, t0);
         assert_eq!(shape(&a.drain(t0)).len(), 1, "the room's one more made broker 0 ready");
         assert_eq!(a.room(), (2, usize::MAX), "broker 1 now the fullest, 1 of 3");
+        a.append(&tp(0), 4, t0);
+        a.append(&tp(2), 5, t0);
+        assert_eq!(a.room(), (2, usize::MAX), "broker 0's round is in flight (max 1): its records make nothing ready");
         // the queue's bound: 4 places, 3 taken
         let mut a = acc(AccumulatorConfig { batch_num_messages: 100, capacity: 4, ..config() });
         for r in 0..3 {
@@ -1496,6 +1512,19 @@ mod tests {
         a.append(&tp(0), 3, t0);
         assert!(a.is_full());
         assert_eq!(a.room(), (1, usize::MAX), "at least one");
+        // a full queue whose every broker has its rounds in flight: only an outcome makes room
+        let mut a = Accumulator::new(AccumulatorConfig { batch_num_messages: 2, capacity: 4, ..config() });
+        a.set_leader(&tp(0), Some(0));
+        a.set_leader(&tp(2), Some(0));
+        a.append(&tp(0), 0, t0);
+        a.append(&tp(2), 1, t0);
+        assert_eq!(shape(&a.drain(t0)).len(), 1);
+        a.append(&tp(0), 2, t0);
+        a.append(&tp(2), 3, t0);
+        assert!(a.is_full());
+        assert_eq!(a.room(), (2, usize::MAX), "broker 0 is busy: neither its records nor the fill count");
+        a.set_leader(&tp(1), Some(1));
+        assert_eq!(a.room(), (1, usize::MAX), "broker 1 could take a round: the fill counts");
         // chunks: the partition with the most loose bytes counts
         let mut a =
             acc(AccumulatorConfig { chunk_bytes: 3 * LARGE_WEIGHT, capacity: 100, batch_num_messages: 50, ..config() });

@@ -42,7 +42,9 @@
 //! while it waits for its topic's metadata; so a record that waits long (a retry, a partition without a leader)
 //! never keeps a whole block of the stream alive.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::{Bytes, BytesMut};
@@ -64,7 +66,13 @@ const BLOCK: usize = 64 * 1024;
 /// The stream's first block.
 const FIRST_BLOCK: usize = 4 * 1024;
 
+/// A send spends a unit of the sending task's coop budget once in this many sends while the
+/// background task has not been woken ([`InboxSender::yield_due`]).
+const SENDS_PER_UNIT: u32 = 16;
+
 thread_local! {
+    /// The sends of this thread, counted for [`SENDS_PER_UNIT`].
+    static SENDS: Cell<u32> = const { Cell::new(0) };
     /// Where the sending thread encodes a small message before it takes the lock (emptied
     /// for each send; as large as the largest small message the thread sent).
     static SCRATCH: std::cell::RefCell<BytesMut> = std::cell::RefCell::new(BytesMut::new());
@@ -193,6 +201,8 @@ struct State {
     wanted: Wanted,
     /// A wake-up was sent since the last take.
     woken: bool,
+    /// `woken`, for the senders to read without the lock ([`InboxSender::yield_due`]).
+    woken_hint: Arc<Padded<AtomicBool>>,
 }
 
 impl State {
@@ -207,7 +217,10 @@ impl State {
     /// True (once per take) when `urgent` or the task has what it waits for.
     fn wake_if(&mut self, urgent: bool) -> bool {
         let wake = !self.woken && (urgent || self.has_wanted());
-        self.woken |= wake;
+        if wake {
+            self.woken = true;
+            self.woken_hint.store(true, Ordering::Relaxed);
+        }
         wake
     }
 
@@ -218,6 +231,7 @@ impl State {
     /// Moves everything queued to the end of `into`.
     fn take(&mut self, into: &mut Incoming) {
         self.woken = false;
+        self.woken_hint.store(false, Ordering::Relaxed);
         if into.queued.is_empty() {
             std::mem::swap(&mut into.queued, &mut self.queued);
             if self.queued.capacity() > KEEP_CAPACITY {
@@ -306,6 +320,8 @@ impl Drop for Incoming {
 struct Queue {
     state: Mutex<State>,
     wake: Padded<Notify>,
+    /// The state's `woken_hint`.
+    woken_hint: Arc<Padded<AtomicBool>>,
     /// Whether the sending threads compute their messages' CRCs (`crate::crc`).
     crcs: Arc<Crcs>,
 }
@@ -333,6 +349,7 @@ impl Queue {
 /// A new inbox: the application side and the task side; the records' topics are registered in
 /// `names`.
 pub(crate) fn inbox(names: Arc<TopicNames>) -> (InboxSender, InboxReceiver) {
+    let woken_hint = Arc::new(Padded(AtomicBool::new(false)));
     let queue = Arc::new(Queue {
         state: Mutex::new(State {
             queued: VecDeque::new(),
@@ -342,8 +359,10 @@ pub(crate) fn inbox(names: Arc<TopicNames>) -> (InboxSender, InboxReceiver) {
             closed: false,
             wanted: Wanted::ANY,
             woken: false,
+            woken_hint: woken_hint.clone(),
         }),
         wake: Padded(Notify::new()),
+        woken_hint,
         crcs: Arc::new(Crcs::default()),
     });
     (InboxSender { queue: queue.clone() }, InboxReceiver { queue })
@@ -375,6 +394,33 @@ impl InboxSender {
         if wake {
             self.queue.wake.notify_one();
         }
+    }
+
+    /// Whether the next send spends a unit of its task's coop budget (tokio's: a task that
+    /// has spent it yields at its next await). Every send does while the background task has
+    /// been woken and has not taken what is queued yet: on a current-thread runtime it runs
+    /// only once the sending task yields, and on a multi-thread one it waits in the sending
+    /// worker's LIFO slot, which no other worker takes from. Otherwise one send in
+    /// [`SENDS_PER_UNIT`] does, so a loop of sends still yields to the runtime's timers, I/O
+    /// and other tasks now and then.
+    ///
+    /// Why not every send, as until session 45: a task that runs out of budget yields, and
+    /// its worker polls the I/O driver (`epoll_wait`) before it runs the task again, and on
+    /// a multi-thread runtime wakes another worker to look for work. With a full queue in
+    /// front of slow brokers the sending task yielded every 128 records while the background
+    /// task had nothing to do with them, and those yields were most of the producer's
+    /// context switches and thread wake-ups (`benchmarks/timing/session-45.md`).
+    pub(crate) fn yield_due(&self) -> bool {
+        if self.queue.woken_hint.load(Ordering::Relaxed) {
+            return true;
+        }
+        SENDS
+            .try_with(|sends| {
+                let n = sends.get().wrapping_add(1);
+                sends.set(n);
+                n % SENDS_PER_UNIT == 0
+            })
+            .unwrap_or(true)
     }
 
     /// Wakes the task whatever it waits for, when anything is queued: a sender is about to wait
@@ -650,6 +696,33 @@ mod tests {
         record(&tx, b"five");
         let (_, _, values) = finished(task).await;
         assert_eq!(values, [b"four".to_vec(), b"five".to_vec()]);
+    }
+
+    /// A send spends coop budget while the task has been woken and has not taken, and
+    /// otherwise once in `SENDS_PER_UNIT` sends of the thread.
+    #[test]
+    fn sends_yield_while_the_task_is_woken_and_now_and_then_otherwise() {
+        let (tx, mut rx) = inbox(TopicNames::new());
+        let mut got = Incoming::default();
+        // nothing sent: the task has not been woken
+        let due = (0..SENDS_PER_UNIT * 4).filter(|_| tx.yield_due()).count();
+        assert_eq!(due, 4, "one send in {SENDS_PER_UNIT}");
+        // the first record of a topic wakes the task: every send yields until it takes
+        record(&tx, b"new topic");
+        assert!((0..SENDS_PER_UNIT * 2).all(|_| tx.yield_due()));
+        rx.try_recv_all(&mut got);
+        let due = (0..SENDS_PER_UNIT * 4).filter(|_| tx.yield_due()).count();
+        assert_eq!(due, 4, "taken: one send in {SENDS_PER_UNIT} again");
+        // a record of a known topic the task does not wait for does not wake it
+        tx.queue.lock().wanted = THREE;
+        record(&tx, b"1");
+        assert_eq!((0..SENDS_PER_UNIT).filter(|_| tx.yield_due()).count(), 1);
+        record(&tx, b"2");
+        record(&tx, b"3");
+        assert!(tx.yield_due(), "the third record woke it");
+        rx.try_recv_all(&mut got);
+        assert_eq!(all(&mut got).len(), 4);
+        assert_eq!((0..SENDS_PER_UNIT).filter(|_| tx.yield_due()).count(), 1);
     }
 
     #[tokio::test]

@@ -316,8 +316,11 @@ where
         };
         // a send that finds room never waits, so it counts against the task's coop budget
         // itself: a loop of sends yields now and then and the background task keeps up (on a
-        // current-thread runtime it would otherwise run only once the queue is full)
-        tokio::task::coop::consume_budget().await;
+        // current-thread runtime it would otherwise run only once the queue is full); how
+        // often: `InboxSender::yield_due`
+        if self.shared.inbox.yield_due() {
+            tokio::task::coop::consume_budget().await;
+        }
         let capacity = self.shared.config.queue_buffering_max_messages();
         let timeout = self.shared.config.queue_enqueue_timeout();
         let permit = match take(&self.shared.permits.places, 1, timeout, &self.shared.inbox).await {
