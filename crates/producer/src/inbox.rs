@@ -199,10 +199,9 @@ struct State {
     closed: bool,
     /// What the task waits for (or last waited for).
     wanted: Wanted,
-    /// A wake-up was sent since the last take.
-    woken: bool,
-    /// `woken`, for the senders to read without the lock ([`InboxSender::yield_due`]).
-    woken_hint: Arc<Padded<AtomicBool>>,
+    /// A wake-up was sent since the last take. Written under the lock only; the senders also
+    /// read it without the lock ([`InboxSender::yield_due`]), through the queue's `Arc`.
+    woken: Arc<Padded<AtomicBool>>,
 }
 
 impl State {
@@ -216,12 +215,15 @@ impl State {
 
     /// True (once per take) when `urgent` or the task has what it waits for.
     fn wake_if(&mut self, urgent: bool) -> bool {
-        let wake = !self.woken && (urgent || self.has_wanted());
+        let wake = !self.is_woken() && (urgent || self.has_wanted());
         if wake {
-            self.woken = true;
-            self.woken_hint.store(true, Ordering::Relaxed);
+            self.woken.store(true, Ordering::Relaxed);
         }
         wake
+    }
+
+    fn is_woken(&self) -> bool {
+        self.woken.load(Ordering::Relaxed)
     }
 
     fn has_wanted(&self) -> bool {
@@ -230,8 +232,7 @@ impl State {
 
     /// Moves everything queued to the end of `into`.
     fn take(&mut self, into: &mut Incoming) {
-        self.woken = false;
-        self.woken_hint.store(false, Ordering::Relaxed);
+        self.woken.store(false, Ordering::Relaxed);
         if into.queued.is_empty() {
             std::mem::swap(&mut into.queued, &mut self.queued);
             if self.queued.capacity() > KEEP_CAPACITY {
@@ -320,8 +321,8 @@ impl Drop for Incoming {
 struct Queue {
     state: Mutex<State>,
     wake: Padded<Notify>,
-    /// The state's `woken_hint`.
-    woken_hint: Arc<Padded<AtomicBool>>,
+    /// The state's `woken`.
+    woken: Arc<Padded<AtomicBool>>,
     /// Whether the sending threads compute their messages' CRCs (`crate::crc`).
     crcs: Arc<Crcs>,
 }
@@ -349,7 +350,7 @@ impl Queue {
 /// A new inbox: the application side and the task side; the records' topics are registered in
 /// `names`.
 pub(crate) fn inbox(names: Arc<TopicNames>) -> (InboxSender, InboxReceiver) {
-    let woken_hint = Arc::new(Padded(AtomicBool::new(false)));
+    let woken = Arc::new(Padded(AtomicBool::new(false)));
     let queue = Arc::new(Queue {
         state: Mutex::new(State {
             queued: VecDeque::new(),
@@ -358,11 +359,10 @@ pub(crate) fn inbox(names: Arc<TopicNames>) -> (InboxSender, InboxReceiver) {
             sender_gone: false,
             closed: false,
             wanted: Wanted::ANY,
-            woken: false,
-            woken_hint: woken_hint.clone(),
+            woken: woken.clone(),
         }),
         wake: Padded(Notify::new()),
-        woken_hint,
+        woken,
         crcs: Arc::new(Crcs::default()),
     });
     (InboxSender { queue: queue.clone() }, InboxReceiver { queue })
@@ -411,7 +411,7 @@ impl InboxSender {
     /// task had nothing to do with them, and those yields were most of the producer's
     /// context switches and thread wake-ups (`benchmarks/timing/session-45.md`).
     pub(crate) fn yield_due(&self) -> bool {
-        if self.queue.woken_hint.load(Ordering::Relaxed) {
+        if self.queue.woken.load(Ordering::Relaxed) {
             return true;
         }
         SENDS
@@ -553,7 +553,7 @@ impl InboxReceiver {
             {
                 let mut state = self.queue.lock();
                 state.wanted = wanted;
-                if !state.queued.is_empty() && (state.woken || state.sender_gone || state.has_wanted()) {
+                if !state.queued.is_empty() && (state.is_woken() || state.sender_gone || state.has_wanted()) {
                     state.take(into);
                     return true;
                 }
