@@ -58,10 +58,12 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use gregor_protocol::{EncodedMessage, MessageSet};
 use tokio::time::Instant;
 
 use crate::blocks::{Blocks, Pack, Queued};
+use crate::held::{Held, HeldRecords};
 use crate::log::{self, Appender, Log, RecordAppender, Spent, Stamps};
 
 /// A broker id.
@@ -637,12 +639,6 @@ struct Readiness {
     full: bool,
 }
 
-#[derive(Debug)]
-struct Held<T> {
-    records: VecDeque<(T, Instant)>,
-    rounds: u32,
-}
-
 /// The accumulator; see the [module docs](self). `T` is a record with whatever it carries
 /// (its encoded message and delivery slot, in the producer).
 #[derive(Debug)]
@@ -899,13 +895,24 @@ impl<T: Pack> Accumulator<T> {
         self.partitions.get(tp).map_or(0, |q| q.in_flight)
     }
 
-    /// Holds a record that has no partition yet (its topic's metadata is unknown).
+    /// Holds a record that has no partition yet (its topic's metadata is unknown) and keeps
+    /// its message itself.
     pub(crate) fn hold(&mut self, topic: &Arc<str>, record: T, enqueued_at: Instant) {
+        self.hold_with(topic, record, enqueued_at, None);
+    }
+
+    /// Holds a record that has no partition yet, its message's bytes (`message`, at most
+    /// `u32::MAX` of them) kept with the topic's held records (see `crate::held`).
+    pub(crate) fn hold_bytes(&mut self, topic: &Arc<str>, record: T, enqueued_at: Instant, message: &[u8]) {
+        self.hold_with(topic, record, enqueued_at, Some(message));
+    }
+
+    fn hold_with(&mut self, topic: &Arc<str>, record: T, enqueued_at: Instant, message: Option<&[u8]>) {
         let held = match self.held.get_mut(topic) {
             Some(h) => h,
-            None => self.held.entry(topic.clone()).or_insert_with(|| Held { records: VecDeque::new(), rounds: 0 }),
+            None => self.held.entry(topic.clone()).or_insert_with(Held::new),
         };
-        held.records.push_back((record, enqueued_at));
+        held.push(record, enqueued_at, message);
         self.len += 1;
         lower_earliest(&mut self.earliest, self.config.delivery_timeout, enqueued_at);
     }
@@ -913,19 +920,20 @@ impl<T: Pack> Accumulator<T> {
     /// True when records of `topic` are held (a later record of the topic must be held behind
     /// them, or it could overtake them into their partition).
     pub(crate) fn has_held(&self, topic: &str) -> bool {
-        self.held.get(topic).is_some_and(|h| !h.records.is_empty())
+        self.held.get(topic).is_some_and(|h| !h.is_empty())
     }
 
     /// Topics with held records.
     pub(crate) fn held_topics(&self) -> Vec<Arc<str>> {
-        self.held.iter().filter(|(_, h)| !h.records.is_empty()).map(|(t, _)| t.clone()).collect()
+        self.held.iter().filter(|(_, h)| !h.is_empty()).map(|(t, _)| t.clone()).collect()
     }
 
-    /// Takes the records held for `topic`, oldest first, with their enqueue times, to be
-    /// partitioned and appended (or held again) by the caller; the topic's round count stays.
-    pub(crate) fn take_held(&mut self, topic: &str) -> Vec<(T, Instant)> {
-        let Some(held) = self.held.get_mut(topic) else { return Vec::new() };
-        let records: Vec<_> = held.records.drain(..).collect();
+    /// Takes the records held for `topic`, oldest first, with their enqueue times and the
+    /// bytes of the messages held for them, to be partitioned and appended (or held again) by
+    /// the caller; the topic's round count stays.
+    pub(crate) fn take_held(&mut self, topic: &str) -> HeldRecords<T> {
+        let Some(held) = self.held.get_mut(topic) else { return Held::new().take() };
+        let records = held.take();
         self.len -= records.len();
         records
     }
@@ -933,7 +941,7 @@ impl<T: Pack> Accumulator<T> {
     /// True when some record waits for metadata: held for its topic, or queued for a
     /// partition without a leader.
     pub(crate) fn waiting_for_metadata(&self) -> bool {
-        self.held.values().any(|h| !h.records.is_empty())
+        self.held.values().any(|h| !h.is_empty())
             || self.partitions.values().any(|q| q.leader.is_none() && q.has_data())
     }
 
@@ -1217,21 +1225,15 @@ impl<T: Pack> Accumulator<T> {
         }
         for topic in topics {
             let Some(held) = self.held.get_mut(topic) else { continue };
-            if held.records.is_empty() {
+            if held.is_empty() {
                 self.held.remove(topic);
                 continue;
             }
             held.rounds += 1;
             if held.rounds > max {
-                let held = self.held.remove(topic).expect("present");
-                self.len -= held.records.len();
-                released.extend(held.records.into_iter().map(|(record, _)| Released {
-                    topic: topic.clone(),
-                    partition: None,
-                    attempts: 0,
-                    record,
-                    message: None,
-                }));
+                let mut held = self.held.remove(topic).expect("present");
+                self.len -= held.len();
+                release_held(topic, held.take(), &mut released);
             }
         }
         released
@@ -1272,20 +1274,18 @@ impl<T: Pack> Accumulator<T> {
             }
         };
         for (topic, held) in self.held.iter_mut() {
-            if held.records.iter().any(|(_, at)| *at <= cutoff) {
-                let (gone, kept): (VecDeque<_>, VecDeque<_>) =
-                    held.records.drain(..).partition(|(_, at)| *at <= cutoff);
-                held.records = kept;
+            if held.any_at_or_before(cutoff) {
+                let gone = held.take_at_or_before(cutoff);
                 self.len -= gone.len();
-                expired.released.extend(gone.into_iter().map(|(record, _)| Released {
+                expired.released.extend(gone.into_iter().map(|(record, message)| Released {
                     topic: topic.clone(),
                     partition: None,
                     attempts: 0,
                     record,
-                    message: None,
+                    message: message.map(held_message),
                 }));
             }
-            lower(held.records.iter().map(|(_, at)| *at).min());
+            lower(held.earliest());
         }
         for (tp, q) in self.partitions.iter_mut() {
             // queued records behind a batch in flight wait for its outcome, so a partition's
@@ -1332,15 +1332,9 @@ impl<T: Pack> Accumulator<T> {
     /// batches and queued records, in order per partition.
     pub(crate) fn drain_all(&mut self) -> Vec<Released<T>> {
         let mut released = Vec::new();
-        for (topic, held) in std::mem::take(&mut self.held) {
-            self.len -= held.records.len();
-            released.extend(held.records.into_iter().map(|(record, _)| Released {
-                topic: topic.clone(),
-                partition: None,
-                attempts: 0,
-                record,
-                message: None,
-            }));
+        for (topic, mut held) in std::mem::take(&mut self.held) {
+            self.len -= held.len();
+            release_held(&topic, held.take(), &mut released);
         }
         for (tp, q) in self.partitions.iter_mut() {
             self.len -= release_queue(tp, q, &mut released);
@@ -1359,6 +1353,23 @@ fn lower_earliest(earliest: &mut Option<Instant>, delivery_timeout: Option<Durat
 
 /// Moves a partition's retry batch and queued records to `out`, each with its message when
 /// its bytes were in the log or its batch; returns how many.
+/// Hands back a topic's held records, each with its message when it was held for it.
+fn release_held<T>(topic: &Arc<str>, records: HeldRecords<T>, out: &mut Vec<Released<T>>) {
+    out.extend(records.map(|(record, _, message)| Released {
+        topic: topic.clone(),
+        partition: None,
+        attempts: 0,
+        record,
+        // copied: a failed record's message may outlive the blocks' other records
+        message: message.map(|m| held_message(Bytes::copy_from_slice(&m))),
+    }));
+}
+
+/// A held record's message, from the bytes `send` encoded.
+fn held_message(bytes: Bytes) -> EncodedMessage {
+    EncodedMessage::from_bytes(bytes).expect("a record is held with the message send encoded")
+}
+
 fn release_queue<T: Pack>(tp: &PartitionKey, q: &mut PartitionQueue<T>, out: &mut Vec<Released<T>>) -> usize {
     let mut n = 0;
     for retry in q.retry.drain(..) {
@@ -1913,6 +1924,13 @@ mod tests {
         });
     }
 
+    /// Holds record `r` for topic `u` with its message's bytes (value `v{r}`) kept for it.
+    fn hold_bytes_at(a: &mut Accumulator<u32>, r: u32, at: Instant) {
+        let value = format!("v{r}").into_bytes();
+        let message = EncodedMessage::encode(&gregor_protocol::Message::new(None, Some(value.into()))).unwrap();
+        a.hold_bytes(&Arc::from("u"), r, at, message.as_bytes());
+    }
+
     fn released_values(released: &[Released<u32>]) -> Vec<(u32, Option<Vec<u8>>)> {
         released
             .iter()
@@ -1943,6 +1961,8 @@ mod tests {
                 append_bytes_at(&mut a, 0, r, t0 + at * MS);
             }
             a.hold(&Arc::from("u"), 9, t0 + 10 * MS);
+            hold_bytes_at(&mut a, 8, t0 + 10 * MS);
+            hold_bytes_at(&mut a, 7, t0 + 30 * MS);
             a
         };
         let mut a = filled(None);
@@ -1951,11 +1971,18 @@ mod tests {
         assert_eq!(a.next_expiry(), Some(t0 + 100 * MS));
         let expired = a.expire(t0 + 115 * MS);
         assert!(expired.batches.is_empty());
-        assert_eq!(released_values(&expired.released), [(9, None), (1, Some(b"v1".to_vec()))]);
-        assert_eq!(a.len(), 2);
+        // a held record that kept its message, one whose message was held for it, the first queued
+        assert_eq!(
+            released_values(&expired.released),
+            [(9, None), (8, Some(b"v8".to_vec())), (1, Some(b"v1".to_vec()))]
+        );
+        assert_eq!(a.len(), 3);
         assert_eq!(a.next_expiry(), Some(t0 + 120 * MS));
         let expired = a.expire(t0 + 125 * MS);
         assert_eq!(released_values(&expired.released), [(2, Some(b"v2".to_vec()))]);
+        // the younger held record stays held, its bytes with it
+        let held: Vec<_> = a.take_held("u").map(|(r, _, m)| (r, m.map(|m| m.len()))).collect();
+        assert_eq!(held, [(7, Some(16))]);
         // 3 is left, and goes as usual
         let rounds = a.drain(t0 + 125 * MS);
         assert_eq!(shape(&rounds), [(0, vec![(0, vec![3], 1)])]);
@@ -2351,23 +2378,32 @@ mod tests {
     fn held_records_wait_for_their_topic_and_expire_after_the_rounds() {
         let t0 = Instant::now();
         let mut a: Accumulator<u32> = Accumulator::new(config());
+        let two = EncodedMessage::encode(&gregor_protocol::Message::new(None, Some(b"two"[..].into()))).unwrap();
         a.hold(&"new".into(), 1, t0);
-        a.hold(&"new".into(), 2, t0);
+        a.hold_bytes(&"new".into(), 2, t0, two.as_bytes());
         assert!(a.has_held("new") && a.waiting_for_metadata());
         assert_eq!(a.held_topics(), [Arc::<str>::from("new")]);
         assert_eq!(a.len(), 2);
         let topics = vec![Arc::<str>::from("new")];
         assert!(a.end_metadata_round(&topics).is_empty());
         // partitioned: taken, appended elsewhere
-        let taken = a.take_held("new");
-        assert_eq!(taken.iter().map(|(r, _)| *r).collect::<Vec<_>>(), [1, 2]);
+        let taken: Vec<_> = a.take_held("new").collect();
+        let records = taken.iter().map(|(r, _, m)| (*r, m.clone())).collect::<Vec<_>>();
+        assert_eq!(records, [(1, None), (2, Some(Bytes::copy_from_slice(two.as_bytes())))]);
         assert_eq!(a.len(), 0);
-        for (r, at) in taken {
-            a.hold(&"new".into(), r, at); // still no partition: held again, the round count kept
+        for (r, at, m) in taken {
+            // still no partition: held again, the round count kept
+            match m {
+                Some(m) => a.hold_bytes(&"new".into(), r, at, &m),
+                None => a.hold(&"new".into(), r, at),
+            }
         }
         assert!(a.end_metadata_round(&topics).is_empty());
         let released = a.end_metadata_round(&topics);
         assert_eq!(released.iter().map(|r| (r.record, r.partition)).collect::<Vec<_>>(), [(1, None), (2, None)]);
+        // the one whose message was held for it gets it back, to be failed with
+        assert!(released[0].message.is_none());
+        assert_eq!(released[1].message.as_ref().map(|m| m.as_bytes()), Some(two.as_bytes()));
         assert!(a.is_empty() && !a.has_held("new"));
     }
 
@@ -2380,11 +2416,13 @@ mod tests {
         a.append(&tp(0), 2, t0);
         a.append(&tp(1), 3, t0);
         a.hold(&"u".into(), 4, t0);
+        hold_bytes_at(&mut a, 5, t0);
         let released = a.remove_partition(&tp(1));
         assert_eq!(released.iter().map(|r| r.record).collect::<Vec<_>>(), [3]);
         assert!(!a.knows(&tp(1)));
         let released = a.drain_all();
-        assert_eq!(released.iter().map(|r| r.record).collect::<Vec<_>>(), [4, 2]);
+        assert_eq!(released.iter().map(|r| r.record).collect::<Vec<_>>(), [4, 5, 2]);
+        assert_eq!(released_values(&released[..2]), [(4, None), (5, Some(b"v5".to_vec()))]);
         assert_eq!((a.len(), a.in_flight()), (1, 1), "the batch in flight is still counted");
         assert_eq!(finish(&mut a, in_flight), [1]);
         assert!(a.is_empty());
@@ -2732,7 +2770,7 @@ mod proptests {
                         m.acc.hold(&"t".into(), r, m.now);
                     }
                     Op::Partition => {
-                        for (r, _) in m.acc.take_held("t") {
+                        for (r, _, _) in m.acc.take_held("t") {
                             m.append((r % 3) as i32, r);
                         }
                     }
@@ -2772,7 +2810,7 @@ mod proptests {
                 prop_assert_eq!(m.acc.len() + m.outcomes.len(), m.next as usize, "every record is counted or settled");
             }
             // let the cluster heal: leaders everywhere, acks for everything, time passing
-            for (r, _) in m.acc.take_held("t") {
+            for (r, _, _) in m.acc.take_held("t") {
                 m.append((r % 3) as i32, r);
             }
             for p in 0..3 {

@@ -38,9 +38,9 @@
 //! task's, whose cache line moved between cores twice per record on a multi-thread runtime.
 //!
 //! The background task copies each small record out when it queues it: to the end of its
-//! partition's log (`crate::log`), or into an allocation of its own (`crate::message::detach`)
-//! while it waits for its topic's metadata; so a record that waits long (a retry, a partition without a leader)
-//! never keeps a whole block of the stream alive.
+//! partition's log (`crate::log`), or to its topic's held blocks (`crate::held`) while it waits
+//! for its topic's metadata; so a record that waits long (a retry, a partition without a
+//! leader, a topic being created) never keeps a whole block of the stream alive.
 
 use std::cell::Cell;
 use std::collections::VecDeque;

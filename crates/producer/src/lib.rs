@@ -135,6 +135,7 @@ mod delivery;
 mod engine;
 mod error;
 mod growth;
+mod held;
 mod inbox;
 mod log;
 mod message;

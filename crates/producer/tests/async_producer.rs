@@ -968,6 +968,36 @@ async fn an_auto_created_topic_is_waited_for() {
     assert_eq!(log_values(&c, "auto", 0).await, ["first"]);
 }
 
+/// The records sent before their topic's metadata has come (here the brokers are paused) are
+/// held, their bytes kept together for the topic rather than each in an allocation of its own:
+/// each arrives whole (key and value) and in order once the metadata comes, a large one (which
+/// keeps its own bytes while held) among them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_held_for_their_topics_metadata_arrive_whole_and_in_order() {
+    let c = cluster_or_skip!("held-many");
+    c.create_topic("held", 1, 1).await.unwrap();
+    let p = producer(config(&c).queue_buffering_max_messages(10_000));
+    let value = |i: usize| if i == 1_000 { "L".repeat(20_000) } else { format!("value-{i}") };
+    let n = 3_000;
+    pause_all(&c);
+    let mut deliveries = Vec::new();
+    for i in 0..n {
+        deliveries.push(p.send(rec("held", value(i)).with_key(format!("k{i}"))).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(p.queued(), n, "all held");
+    resume_all(&c);
+    for (i, d) in deliveries.into_iter().enumerate() {
+        let m = d.bounded().await.unwrap();
+        assert_eq!((m.partition, m.offset), (0, i as i64), "record {i}");
+    }
+    let log = read_log(&c, "held", 0).await;
+    assert_eq!(log.len(), n);
+    for (i, (offset, key, v)) in log.into_iter().enumerate() {
+        assert_eq!((offset, key.as_deref(), v), (i as i64, Some(&*format!("k{i}")), value(i)));
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // flush, close, drop
 

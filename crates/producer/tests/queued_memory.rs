@@ -95,3 +95,40 @@ async fn heap_per_queued_record() {
     resume_all(&c);
     assert!(p.flush().await.is_ok());
 }
+
+/// The same for records held for their topic's metadata: the brokers paused before the first
+/// record of a topic the producer has not seen, so every record waits without a partition
+/// (`crate::held`). Run: `cargo test -p gregor-producer --test queued_memory -- --ignored
+/// --nocapture heap_per_held_record`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measuring tool: run it by hand"]
+async fn heap_per_held_record() {
+    let c = cluster_or_skip!("held-memory");
+    c.create_topic("h", 6, 1).await.unwrap();
+    let n = 100_000;
+    let p = producer(
+        config(&c)
+            .queue_buffering_max_messages(n)
+            .partitioner(PartitionerKind::RoundRobin)
+            .request_timeout(Duration::from_secs(60))
+            .message_send_max_retries(100),
+    );
+    let value = "x".repeat(100);
+    pause_all(&c);
+    let settle = || tokio::time::sleep(Duration::from_millis(500));
+    settle().await;
+    let before = LIVE.load(Ordering::Relaxed);
+    for i in 0..n as u64 {
+        p.send_with_static_handler(Record::new("h", value.clone()), &HANDLER, i).await.unwrap();
+    }
+    settle().await;
+    let after = LIVE.load(Ordering::Relaxed);
+    eprintln!(
+        "heap per held record: {:.1} bytes over {} held ({} queued)",
+        (after - before) as f64 / n as f64,
+        n,
+        p.queued()
+    );
+    resume_all(&c);
+    assert!(p.flush().await.is_ok());
+}

@@ -139,8 +139,8 @@ impl Engine {
                 }
                 for topic in self.acc.held_topics() {
                     if topics.contains(&topic) {
-                        for (pending, enqueued_at) in self.acc.take_held(&topic) {
-                            self.route(pending, enqueued_at, now);
+                        for (pending, enqueued_at, raw) in self.acc.take_held(&topic) {
+                            self.route_held(&topic, pending, raw.as_deref(), enqueued_at, now);
                         }
                     }
                 }

@@ -15,7 +15,7 @@ use crate::delivery::Pending;
 use crate::error::Error;
 use crate::inbox::{InboxReceiver, Incoming, PackedRecord};
 use crate::log::Appender;
-use crate::message::{detach, own_copy};
+use crate::message::{detach, own_copy, SHARED_MAX};
 use crate::partitioner::{Choice, PartitionerState};
 use crate::refresh::RefreshSchedule;
 use crate::topic::{Topic, TopicId};
@@ -144,7 +144,8 @@ impl Engine {
 
     /// A small record from the inbox, its message's bytes still in the inbox's block: placed
     /// as [`Engine::route`] places a record, its message copied once, from the block to its
-    /// partition's log (or into an allocation of its own, when it waits or fails).
+    /// partition's log (or to its topic's held blocks while it waits for its topic's metadata,
+    /// or into an allocation of its own when it fails).
     pub(super) fn on_packed(&mut self, record: PackedRecord, message: &[u8], now: Instant) {
         let PackedRecord { topic: id, partition, slot } = record;
         let mut pending = Pending::bare(self.input.next_seq, Some(slot));
@@ -177,9 +178,38 @@ impl Engine {
             }
         }
         let topic = self.own_topic(id, now);
-        // held, or failed, it names its topic itself
-        pending.set_topic(id);
+        if !matches!(placement, Placement::Hold) {
+            // should it fail, it names its topic itself (a held record's is its holder's)
+            pending.set_topic(id);
+        }
         self.put(topic, pending, placement, Some(message), now);
+    }
+
+    /// A record held for `topic`'s metadata, taken back: placed as [`Engine::route`] places a
+    /// record, with its message's bytes from the topic's held blocks (`raw`) when they were
+    /// held for it, else its own.
+    pub(super) fn route_held(
+        &mut self,
+        topic: &Arc<str>,
+        pending: Pending,
+        raw: Option<&[u8]>,
+        enqueued_at: Instant,
+        now: Instant,
+    ) {
+        let placement = place(
+            &self.acc,
+            &self.meta.parts,
+            &mut self.partitioner,
+            &mut self.meta.schedule,
+            topic,
+            pending.partition(),
+            || match raw {
+                Some(raw) => EncodedMessage::key_of(raw),
+                None => pending.message().key(),
+            },
+            now,
+        );
+        self.put(topic.clone(), pending, placement, raw, enqueued_at);
     }
 
     /// Puts a record in its partition's queue, or holds it until its topic's metadata comes.
@@ -212,12 +242,18 @@ impl Engine {
         let partition = match placement {
             Placement::Partition(p) => p,
             Placement::Hold => {
-                let message = match raw {
-                    Some(raw) => own_copy(raw),
-                    None => detach(pending.message()),
-                };
-                pending.set_message(message);
-                self.acc.hold(&topic, pending, enqueued_at);
+                match raw {
+                    // its bytes kept with the topic's held records, and it keeps its slot
+                    Some(raw) if raw.len() <= SHARED_MAX => self.acc.hold_bytes(&topic, pending, enqueued_at, raw),
+                    Some(raw) => {
+                        pending.set_message(own_copy(raw));
+                        self.acc.hold(&topic, pending, enqueued_at);
+                    }
+                    None => {
+                        pending.set_message(detach(pending.message()));
+                        self.acc.hold(&topic, pending, enqueued_at);
+                    }
+                }
                 return;
             }
             Placement::Invalid(p) => {
