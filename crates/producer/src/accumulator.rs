@@ -1351,8 +1351,6 @@ fn lower_earliest(earliest: &mut Option<Instant>, delivery_timeout: Option<Durat
     }
 }
 
-/// Moves a partition's retry batch and queued records to `out`, each with its message when
-/// its bytes were in the log or its batch; returns how many.
 /// Hands back a topic's held records, each with its message when it was held for it.
 fn release_held<T>(topic: &Arc<str>, records: HeldRecords<T>, out: &mut Vec<Released<T>>) {
     out.extend(records.map(|(record, _, message)| Released {
@@ -1370,6 +1368,8 @@ fn held_message(bytes: Bytes) -> EncodedMessage {
     EncodedMessage::from_bytes(bytes).expect("a record is held with the message send encoded")
 }
 
+/// Moves a partition's retry batch and queued records to `out`, each with its message when
+/// its bytes were in the log or its batch; returns how many.
 fn release_queue<T: Pack>(tp: &PartitionKey, q: &mut PartitionQueue<T>, out: &mut Vec<Released<T>>) -> usize {
     let mut n = 0;
     for retry in q.retry.drain(..) {
