@@ -49,8 +49,18 @@ pub(crate) fn held_by_batch(batch: &Batch<Pending>) -> usize {
             .zip(run.records())
             .filter(|(p, _)| p.has_slot())
             .map(|(p, r)| {
-                let (key, value) = r.map_or((0, 0), |r| (r.key.map_or(0, |k| k.len()), r.value.map_or(0, |v| v.len())));
-                held_bytes(key, value, p.extra().map_or(&[][..], |e| &e.headers[..]))
+                let Ok(r) = r else { return held_bytes(0, 0, p.extra().map_or(&[][..], |e| &e.headers[..])) };
+                let (key, value) = (r.key.map_or(0, |k| k.len()), r.value.map_or(0, |v| v.len()));
+                match p.extra() {
+                    // the record kept its headers (the log's are not as given)
+                    Some(extra) => held_bytes(key, value, &extra.headers),
+                    // its headers are the log's
+                    None => {
+                        let headers: usize =
+                            r.headers.iter().map(|h| h.key.len() + h.value.as_ref().map_or(0, |v| v.len())).sum();
+                        OVERHEAD + key + value + headers
+                    }
+                }
             })
             .sum();
     }

@@ -334,6 +334,15 @@ impl Pending {
         self.full().and_then(|f| f.extra.as_ref())
     }
 
+    /// Its bytes went to its partition's log as a RecordBatch v2 record, its timestamp and
+    /// headers with them: it keeps only its slot, in the smallest form that holds it.
+    pub(crate) fn shed_all(&mut self) {
+        if let What::Full(full) = &mut self.what {
+            full.extra = None;
+        }
+        self.shed();
+    }
+
     /// Its bytes went to its partition's log: it keeps only what the log does not hold (its
     /// slot, its timestamp and headers), in the smallest form that holds them.
     pub(crate) fn shed(&mut self) {

@@ -285,6 +285,39 @@ async fn the_queue_holds_no_more_bytes_than_its_byte_bound() {
     assert!(producer.close(Duration::from_secs(5)).await.is_ok());
 }
 
+/// Records with headers, written as RecordBatch v2 records as they are queued, keep no copy of
+/// their headers (the log holds them): what they weigh in `queue.buffering.max.bytes` is read
+/// back from the log and given back whole with their results.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_with_headers_give_their_bytes_back_from_the_log() {
+    let cluster = gregor_testkit::FakeCluster::modern().brokers(1).start().await.unwrap();
+    cluster.create_topic("hb", 1, 1).await.unwrap();
+    let config = ProducerConfig::builder()
+        .metadata_broker_list(cluster.bootstrap())
+        .queue_buffering_max(Duration::from_millis(1))
+        .queue_buffering_max_bytes(Some(100_000))
+        .build()
+        .unwrap();
+    let producer: AsyncProducer<Vec<u8>, Vec<u8>> = AsyncProducer::new(config, BytesEncoder, BytesEncoder).unwrap();
+    let first = producer.send(Record::new("hb", vec![b'w'; 100])).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(30), first).await.unwrap().unwrap();
+    cluster.pause_broker(0);
+    let mut pending = Vec::new();
+    for i in 0..50u8 {
+        // "trace" + "abc" and "n" + a null value: 9 bytes of headers beside 126 on the wire
+        let mut record = Record::new("hb", vec![i; 100]).with_header("trace", "abc");
+        record.headers.push(gregor_producer::Header { key: "n".into(), value: None });
+        pending.push(producer.send(record).await.unwrap());
+    }
+    assert_eq!(producer.queued_bytes(), 50 * (126 + 9));
+    cluster.resume_broker(0);
+    for delivery in pending {
+        tokio::time::timeout(Duration::from_secs(30), delivery).await.unwrap().unwrap();
+    }
+    assert_eq!(producer.queued_bytes(), 0, "every byte given back");
+    assert!(producer.close(Duration::from_secs(5)).await.is_ok());
+}
+
 /// A RecordBatch v2 record carries its offset and timestamp as deltas from its batch's first,
 /// so for a leader that takes them a partition's batches are cut as records come
 /// (`docs/record-path.md`, step 2) and a Produce request takes each whole: records queued

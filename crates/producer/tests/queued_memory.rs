@@ -132,3 +132,49 @@ async fn heap_per_held_record() {
     resume_all(&c);
     assert!(p.flush().await.is_ok());
 }
+
+/// The same on the FakeCluster's modern mode (RecordBatch v2), with and without a header per
+/// record. Run: `cargo test -p gregor-producer --test queued_memory -- --ignored --nocapture
+/// --test-threads=1 heap_per_queued_v2_record`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measuring tool: run it by hand"]
+async fn heap_per_queued_v2_record() {
+    for header in [false, true] {
+        let c = gregor_testkit::FakeCluster::modern().brokers(1).start().await.unwrap();
+        c.create_topic("m", 6, 1).await.unwrap();
+        let n = 100_000;
+        let p = producer(
+            gregor_producer::ProducerConfig::builder()
+                .metadata_broker_list(c.bootstrap())
+                .queue_buffering_max_messages(n)
+                .partitioner(PartitionerKind::RoundRobin)
+                .request_timeout(Duration::from_secs(60)),
+        );
+        for _ in 0..6 {
+            p.send(Record::new("m", "warm".to_owned())).await.unwrap().await.unwrap();
+        }
+        let value = "x".repeat(100);
+        c.pause_broker(0);
+        let settle = || tokio::time::sleep(Duration::from_millis(500));
+        settle().await;
+        let before = LIVE.load(Ordering::Relaxed);
+        for i in 0..n as u64 {
+            let mut record = Record::new("m", value.clone());
+            if header {
+                record = record.with_header("trace-id", "0123456789abcdef");
+            }
+            p.send_with_static_handler(record, &HANDLER, i).await.unwrap();
+        }
+        settle().await;
+        let after = LIVE.load(Ordering::Relaxed);
+        eprintln!(
+            "heap per queued v2 record{}: {:.1} bytes over {} held ({} queued)",
+            if header { " with a 24-byte header" } else { "" },
+            (after - before) as f64 / n as f64,
+            n,
+            p.queued()
+        );
+        c.resume_broker(0);
+        assert!(p.flush().await.is_ok());
+    }
+}

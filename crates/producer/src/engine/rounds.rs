@@ -737,7 +737,17 @@ fn produce_request(
                 };
                 (Err(error), true)
             }
-            // Message v0 has no headers: the batch cannot be written as asked
+            // Message v0 has no headers: the batch cannot be written as asked (a RecordBatch v2
+            // run's records carry theirs in the run)
+            (SetSource::Records(run, _), Format::MessageSet { version }) if run_headers(&run) > 0 => {
+                let error = gregor_protocol::Error::FieldNotInVersion {
+                    api: ApiKey::Produce,
+                    version,
+                    field: "record headers",
+                    value: format!("{} headers in the batch; Kafka 0.11+ takes them", run_headers(&run)),
+                };
+                (Err(error), true)
+            }
             (_, Format::MessageSet { version }) if headers > 0 => {
                 let error = gregor_protocol::Error::FieldNotInVersion {
                     api: ApiKey::Produce,
@@ -797,6 +807,12 @@ fn produce_request(
         }
     }
     (ProduceRequest { required_acks: acks, timeout, topics, ..Default::default() }, encoded)
+}
+
+/// The headers of a RecordBatch v2 run's records (read back: only for a run whose leader moved
+/// to a broker before Kafka 0.11).
+fn run_headers(run: &crate::accumulator::RecordRun) -> usize {
+    run.records().filter_map(Result::ok).map(|r| r.headers.len()).sum()
 }
 
 #[cfg(test)]
@@ -924,5 +940,27 @@ mod tests {
         let (request, encoded) = build(Format::RecordBatch { version: 6, timestamp: 1 }, Compression::Zstd, None);
         assert!(request.topics.is_empty());
         assert!(matches!(encoded[0], Some(Err(gregor_protocol::Error::FieldNotInVersion { .. }))));
+
+        // a record's headers are in the run (its record keeps none): refused as Message v0,
+        // finished as a RecordBatch
+        let mut buf = bytes::BytesMut::new();
+        write_record(&mut buf, 0, 0, None, Some(b"h"), &[("trace", Some(&b"abc"[..]))]).unwrap();
+        write_record(&mut buf, 1, 0, None, Some(b"i"), &[]).unwrap();
+        let run = RecordRun { parts: vec![buf.freeze()], count: 2, stamps: Stamps { first: 500, max: 500 } };
+        let with_headers = |format| {
+            let sources = vec![(PartitionKey::new("t", 0), SetSource::Records(run.clone(), Compression::None))];
+            produce_request((1, 1000), sources, format, None, &[None], &[Vec::new()], &SetBuffers::default(), false)
+        };
+        let (request, encoded) = with_headers(Format::MessageSet { version: 2 });
+        assert!(request.topics.is_empty());
+        let Some(Err(e)) = &encoded[0] else { panic!("{encoded:?}") };
+        assert!(e.to_string().contains("record headers (set to 1 headers in the batch"), "{e}");
+        let (request, encoded) = with_headers(Format::RecordBatch { version: 3, timestamp: 1 });
+        assert!(encoded[0].as_ref().is_some_and(Result::is_ok));
+        let set = &request.topics[0].partitions[0].message_set;
+        let batch =
+            gregor_protocol::Batches::new(set.as_bytes().clone(), &DecodeOptions::default()).next().unwrap().unwrap();
+        let headers: Vec<usize> = batch.records().map(|r| r.unwrap().headers.len()).collect();
+        assert_eq!(headers, [1, 0]);
     }
 }
