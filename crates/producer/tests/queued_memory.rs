@@ -15,7 +15,9 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
 use common::*;
-use gregor_producer::{DeliveryHandler, DeliveryResult, PartitionerKind, Record};
+use gregor_producer::{
+    AsyncProducer, DeliveryHandler, DeliveryResult, PartitionerKind, ProducerConfig, ProducerConfigBuilder, Record,
+};
 use gregor_testkit::support::cluster_or_skip;
 
 /// Counts the bytes allocated and not yet freed.
@@ -55,41 +57,53 @@ impl DeliveryHandler for Discard {
 
 static HANDLER: Discard = Discard;
 
+/// The producer settings of every tool: room for `n` records, round robin, no request timing
+/// out while the brokers are paused.
+fn queue_of(builder: ProducerConfigBuilder, n: usize) -> ProducerConfigBuilder {
+    builder
+        .queue_buffering_max_messages(n)
+        .partitioner(PartitionerKind::RoundRobin)
+        .request_timeout(Duration::from_secs(60))
+}
+
+/// Sends `n` records made by `record` (with the static handler) to a producer whose brokers do
+/// not answer, and returns the live heap per record over all of them and over the second half.
+async fn heap_per_record(
+    p: &AsyncProducer<String, String>,
+    n: usize,
+    record: impl Fn() -> Record<String, String>,
+) -> (f64, f64) {
+    let settle = || tokio::time::sleep(Duration::from_millis(500));
+    settle().await;
+    let before = LIVE.load(Ordering::Relaxed);
+    let mut half = 0;
+    for i in 0..n {
+        if i == n / 2 {
+            settle().await;
+            half = LIVE.load(Ordering::Relaxed);
+        }
+        p.send_with_static_handler(record(), &HANDLER, i as u64).await.unwrap();
+    }
+    settle().await;
+    let after = LIVE.load(Ordering::Relaxed);
+    ((after - before) as f64 / n as f64, (after - half) as f64 / (n / 2) as f64)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measuring tool: run it by hand"]
 async fn heap_per_queued_record() {
     let c = cluster_or_skip!("queued-memory");
     c.create_topic("m", 6, 1).await.unwrap();
     let n = 100_000;
-    let p = producer(
-        config(&c)
-            .queue_buffering_max_messages(n)
-            .partitioner(PartitionerKind::RoundRobin)
-            .request_timeout(Duration::from_secs(60)),
-    );
+    let p = producer(queue_of(config(&c), n));
     for _ in 0..6 {
         p.send(Record::new("m", "warm".to_owned())).await.unwrap().await.unwrap();
     }
     let value = "x".repeat(100);
     pause_all(&c);
-    let settle = || tokio::time::sleep(Duration::from_millis(500));
-    settle().await;
-    let before = LIVE.load(Ordering::Relaxed);
-    let mut half = 0;
-    for i in 0..n as u64 {
-        if i == n as u64 / 2 {
-            settle().await;
-            half = LIVE.load(Ordering::Relaxed);
-        }
-        p.send_with_static_handler(Record::new("m", value.clone()), &HANDLER, i).await.unwrap();
-    }
-    settle().await;
-    let after = LIVE.load(Ordering::Relaxed);
+    let (all, second_half) = heap_per_record(&p, n, || Record::new("m", value.clone())).await;
     eprintln!(
-        "heap per queued record: {:.1} bytes over all {} held, {:.1} over the second half ({} queued)",
-        (after - before) as f64 / n as f64,
-        n,
-        (after - half) as f64 / (n / 2) as f64,
+        "heap per queued record: {all:.1} bytes over all {n} held, {second_half:.1} over the second half ({} queued)",
         p.queued()
     );
     resume_all(&c);
@@ -106,29 +120,11 @@ async fn heap_per_held_record() {
     let c = cluster_or_skip!("held-memory");
     c.create_topic("h", 6, 1).await.unwrap();
     let n = 100_000;
-    let p = producer(
-        config(&c)
-            .queue_buffering_max_messages(n)
-            .partitioner(PartitionerKind::RoundRobin)
-            .request_timeout(Duration::from_secs(60))
-            .message_send_max_retries(100),
-    );
+    let p = producer(queue_of(config(&c), n).message_send_max_retries(100));
     let value = "x".repeat(100);
     pause_all(&c);
-    let settle = || tokio::time::sleep(Duration::from_millis(500));
-    settle().await;
-    let before = LIVE.load(Ordering::Relaxed);
-    for i in 0..n as u64 {
-        p.send_with_static_handler(Record::new("h", value.clone()), &HANDLER, i).await.unwrap();
-    }
-    settle().await;
-    let after = LIVE.load(Ordering::Relaxed);
-    eprintln!(
-        "heap per held record: {:.1} bytes over {} held ({} queued)",
-        (after - before) as f64 / n as f64,
-        n,
-        p.queued()
-    );
+    let (all, _) = heap_per_record(&p, n, || Record::new("h", value.clone())).await;
+    eprintln!("heap per held record: {all:.1} bytes over {n} held ({} queued)", p.queued());
     resume_all(&c);
     assert!(p.flush().await.is_ok());
 }
@@ -143,37 +139,23 @@ async fn heap_per_queued_v2_record() {
         let c = gregor_testkit::FakeCluster::modern().brokers(1).start().await.unwrap();
         c.create_topic("m", 6, 1).await.unwrap();
         let n = 100_000;
-        let p = producer(
-            gregor_producer::ProducerConfig::builder()
-                .metadata_broker_list(c.bootstrap())
-                .queue_buffering_max_messages(n)
-                .partitioner(PartitionerKind::RoundRobin)
-                .request_timeout(Duration::from_secs(60)),
-        );
+        let p = producer(queue_of(ProducerConfig::builder().metadata_broker_list(c.bootstrap()), n));
         for _ in 0..6 {
             p.send(Record::new("m", "warm".to_owned())).await.unwrap().await.unwrap();
         }
         let value = "x".repeat(100);
         c.pause_broker(0);
-        let settle = || tokio::time::sleep(Duration::from_millis(500));
-        settle().await;
-        let before = LIVE.load(Ordering::Relaxed);
-        for i in 0..n as u64 {
-            let mut record = Record::new("m", value.clone());
+        let record = || {
+            let record = Record::new("m", value.clone());
             if header {
-                record = record.with_header("trace-id", "0123456789abcdef");
+                record.with_header("trace-id", "0123456789abcdef")
+            } else {
+                record
             }
-            p.send_with_static_handler(record, &HANDLER, i).await.unwrap();
-        }
-        settle().await;
-        let after = LIVE.load(Ordering::Relaxed);
-        eprintln!(
-            "heap per queued v2 record{}: {:.1} bytes over {} held ({} queued)",
-            if header { " with a 24-byte header" } else { "" },
-            (after - before) as f64 / n as f64,
-            n,
-            p.queued()
-        );
+        };
+        let (all, _) = heap_per_record(&p, n, record).await;
+        let with = if header { " with a 24-byte header" } else { "" };
+        eprintln!("heap per queued v2 record{with}: {all:.1} bytes over {n} held ({} queued)", p.queued());
         c.resume_broker(0);
         assert!(p.flush().await.is_ok());
     }
