@@ -717,7 +717,13 @@ fn produce_request(
         let numbered = producer.zip(*sequence).map(|((id, epoch), base)| (id, epoch, base));
         // a set built here goes back to the batch (a retry sends it as it is); one that came
         // built does not
-        let headers = extras.iter().map(|(_, extra)| extra.headers.len()).sum::<usize>();
+        // the records' own (laid out at round time), and, for a leader before Kafka 0.11 only,
+        // those a RecordBatch v2 run's records carry in the run
+        let headers = extras.iter().map(|(_, extra)| extra.headers.len()).sum::<usize>()
+            + match (&source, format) {
+                (SetSource::Records(run, _), Format::MessageSet { .. }) => run_headers(run),
+                _ => 0,
+            };
         let (built, fresh) = match (source, format) {
             (SetSource::Failed(e), _) => (Err(e), true),
             // zstd comes with Produce v7 (Kafka 2.1): a batch for an older leader cannot be
@@ -737,17 +743,7 @@ fn produce_request(
                 };
                 (Err(error), true)
             }
-            // Message v0 has no headers: the batch cannot be written as asked (a RecordBatch v2
-            // run's records carry theirs in the run)
-            (SetSource::Records(run, _), Format::MessageSet { version }) if run_headers(&run) > 0 => {
-                let error = gregor_protocol::Error::FieldNotInVersion {
-                    api: ApiKey::Produce,
-                    version,
-                    field: "record headers",
-                    value: format!("{} headers in the batch; Kafka 0.11+ takes them", run_headers(&run)),
-                };
-                (Err(error), true)
-            }
+            // Message v0 has no headers: the batch cannot be written as asked
             (_, Format::MessageSet { version }) if headers > 0 => {
                 let error = gregor_protocol::Error::FieldNotInVersion {
                     api: ApiKey::Produce,
