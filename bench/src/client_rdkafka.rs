@@ -59,7 +59,7 @@ pub fn properties(spec: &RunSpec) -> Vec<(&'static str, String)> {
         // flight per connection)
         ("max.in.flight.requests.per.connection", crate::client_gregor::GREGOR_MAX_IN_FLIGHT.to_string()),
     ]);
-    if spec.timing.as_deref() == Some(crate::plan::MODERN) {
+    if spec.timing.as_deref().is_some_and(crate::plan::is_modern) {
         // as gregor's producer: not idempotent unless asked (librdkafka 2.x's default too)
         props.push(("enable.idempotence", "false".into()));
     }
@@ -70,7 +70,7 @@ pub fn properties(spec: &RunSpec) -> Vec<(&'static str, String)> {
 /// `api.version.request.timeout.ms` on each 0.8.2 broker, which closes the connection on
 /// ApiVersions), or, on the modern profile, asking them.
 pub fn versions(timing: Option<&str>) -> Vec<(&'static str, String)> {
-    if timing == Some(crate::plan::MODERN) {
+    if timing.is_some_and(crate::plan::is_modern) {
         vec![("api.version.request", "true".into())]
     } else {
         vec![("api.version.request", "false".into()), ("broker.version.fallback", "0.8.2".into())]

@@ -139,12 +139,13 @@ impl Cluster {
     ) -> Result<Cluster, String> {
         let log = std::env::temp_dir().join(format!("gregor-bench-testkit-{}-{timing}.log", std::process::id()));
         let log_file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let modern = timing == crate::plan::MODERN;
+        let modern = crate::plan::is_modern(timing);
         let brokers_arg = brokers.to_string();
+        let broker_timing = crate::plan::broker_timing(timing);
         let args: Vec<&str> = if modern {
-            vec!["--modern", "--brokers", &brokers_arg]
+            vec!["--modern", "--brokers", &brokers_arg, "--timing", broker_timing]
         } else {
-            vec!["--brokers", &brokers_arg, "--delete-topic-enable", "--timing", timing]
+            vec!["--brokers", &brokers_arg, "--delete-topic-enable", "--timing", broker_timing]
         };
         let mut command = Command::new(binary);
         crate::cores::pin_command(&mut command, cpus);

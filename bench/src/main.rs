@@ -44,7 +44,7 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec,memory] 
                     [--codec-samples N] [--codec-sample-ms MS]
                     [--memory-queues 2000,100000,1000000] [--memory-codecs none,snappy] [--memory-repeat R]
                     [--redo N] [--max-other-cpu F] [--timeout-s S] [--wrap CMD] [--librdkafka KEY=VALUE]...
-                    [--testkit PATH] [--cluster-threads N] [--split-cores] [--timing instant,kafka-0.8.2,modern]
+                    [--testkit PATH] [--cluster-threads N] [--split-cores] [--timing instant,kafka-0.8.2,modern,modern-timed]
                     [--real-timing-repeat R]
                     [--brokers HOST:PORT[,...] --zookeeper HOST:PORT[,...][/chroot]]
 
@@ -57,9 +57,9 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec,memory] 
                       client's throughput of the same config), consumer (read back the topic
                       gregor's producer wrote), codec (gregor-protocol micro-benchmarks),
                       memory (producer runs whose queue fills, per queue bound: memory per
-                      message held, fixed memory, user and system CPU; on kafka-0.8.2). Default:
-                      all five, memory only when kafka-0.8.2 is a --timing profile (or the
-                      cluster is external)
+                      message held, fixed memory, user and system CPU; on kafka-0.8.2 and
+                      modern-timed). Default: all five, memory only when kafka-0.8.2 or
+                      modern-timed is a --timing profile (or the cluster is external)
   --out FILE          the Markdown report (rewritten after every config, so an interrupted
                       run leaves what it measured); --json FILE: every run's raw result
   --messages N        messages per producer and consumer run (default 1000000)
@@ -84,13 +84,14 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec,memory] 
                       gregor-ct and librdkafka; default 2000,100000,1000000, --quick
                       2000,100000); the smallest gives each client's fixed memory. Its runs:
                       the --clients with a queue, 6 partitions, acks 1, max(--messages,
-                      3 x the bound) messages, on kafka-0.8.2 (else the first --timing profile)
+                      3 x the bound) messages, on kafka-0.8.2 and modern-timed (when neither
+                      is given, the first --timing profile but modern)
   --codecs LIST       producer and consumer codecs (default none,snappy,gzip,lz4); zstd
-                      (RecordBatch v2 only) runs on the modern profile and an external
+                      (RecordBatch v2 only) runs on the modern profiles and an external
                       cluster, and is left out of kafka-0.8.2 and instant
   --memory-codecs L   the memory suite's codecs (default none,snappy)
   --memory-repeat R   runs per memory cell (default --real-timing-repeat's R when the suite runs
-                      on kafka-0.8.2, else 1; the run with the median memory per message held
+                      on kafka-0.8.2 or modern-timed, else 1; the run with the median memory per message held
                       is shown, and the CPU columns are the medians of the cell's runs)
   --redo N            do a run again, up to N times (default 3), when other work on the machine
                       took more than --max-other-cpu (default 0.15) of its CPU during it
@@ -107,11 +108,13 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec,memory] 
                       and partition, followers' fetch: gregor_testkit::Timing::kafka_0_8_2);
                       also modern (gregor-testkit --modern: Kafka 3.7-4.x without ZooKeeper,
                       answering at once; every client negotiates versions; no kafka-rust,
-                      no gregor-group, no memory suite).
+                      no gregor-group, no memory suite) and modern-timed (the modern mode
+                      with kafka-0.8.2's broker timing: RecordBatch v2 to brokers that take
+                      time; the memory suite runs there too).
                       A cluster of its own per profile, in turn; the producer, latency and
                       consumer suites run on each, the codec suite once; one report, a
                       summary and sections per profile
-  --real-timing-repeat R  runs per cell of every suite on kafka-0.8.2 (default: 1 beside
+  --real-timing-repeat R  runs per cell of every suite on kafka-0.8.2 and modern-timed (default: 1 beside
                       another profile, to keep the default run within ~40 min; alone, the
                       --repeat, --consumer-repeat and --latency-repeat counts)
   --brokers LIST      use the external cluster at these brokers (metadata.broker.list) instead of
@@ -173,10 +176,11 @@ pub struct Args {
     pub cluster_threads: Option<usize>,
     /// `--split-cores`: the CPUs of the FakeCluster and of the clients' workers.
     pub split_cores: Option<cores::Split>,
-    /// The brokers' timing profiles (`gregor-testkit --timing`), in order: `instant`,
-    /// `kafka-0.8.2`; a cluster of its own for each.
+    /// The brokers' timing profiles, in order (`plan::ALL_PROFILES`); a cluster of its own for
+    /// each.
     pub timing: Vec<String>,
-    /// `--real-timing-repeat`: runs per cell of every suite on `kafka-0.8.2` (see [`plan::plans`]).
+    /// `--real-timing-repeat`: runs per cell of every suite on `kafka-0.8.2` and `modern-timed`
+    /// (see [`plan::plans`]).
     pub real_timing_repeat: Option<usize>,
     /// An existing cluster to use instead of starting the FakeCluster.
     pub external: Option<External>,
@@ -337,8 +341,9 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
             "--zookeeper" => zookeeper = Some(it.next().ok_or("--zookeeper needs HOST:PORT[/chroot]")?),
             "--timing" => {
                 fake_only.push("--timing");
-                a.timing =
-                    plan::parse_timing(&it.next().ok_or("--timing needs instant, kafka-0.8.2, modern or several")?)?;
+                a.timing = plan::parse_timing(
+                    &it.next().ok_or("--timing needs instant, kafka-0.8.2, modern, modern-timed or several")?,
+                )?;
             }
             "--real-timing-repeat" => {
                 fake_only.push("--real-timing-repeat");
@@ -367,7 +372,7 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
     }
     // the memory suite is about full queues, which the instant brokers do not make: by default
     // it runs where a broker takes time (kafka-0.8.2, or an external cluster's real brokers)
-    if !suites_given && a.external.is_none() && !a.timing.iter().any(|t| t == plan::REAL) {
+    if !suites_given && a.external.is_none() && !a.timing.iter().any(|t| plan::takes_time(t)) {
         a.suites.memory = false;
     }
     if a.messages == 0 || a.batch == 0 || a.queue == 0 || a.message_size == 0 || a.fetch_max_bytes <= 0 {
@@ -528,6 +533,8 @@ mod tests {
         assert!(!parse(&["--timing", "instant"]).unwrap().suites.memory);
         assert!(parse(&["--timing", "instant", "--suites", "producer,memory"]).unwrap().suites.memory);
         assert!(parse(&["--timing", "kafka-0.8.2"]).unwrap().suites.memory);
+        assert!(parse(&["--timing", "modern-timed"]).unwrap().suites.memory);
+        assert!(!parse(&["--timing", "modern"]).unwrap().suites.memory);
         let a = parse(&[
             "--suites",
             "memory",

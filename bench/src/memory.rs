@@ -24,6 +24,59 @@ pub fn wire_size_v0(value: usize) -> usize {
     26 + value
 }
 
+/// The bytes of a RecordBatch v2's header (base offset to record count), shared by its records.
+pub const BATCH_V2_HEADER: usize = 61;
+
+/// Bytes of a signed varint (zigzag), as RecordBatch v2 writes its record fields.
+fn varint_len(v: i64) -> usize {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    let mut n = 1;
+    while z >= 0x80 {
+        z >>= 7;
+        n += 1;
+    }
+    n
+}
+
+/// The bytes a message of `value` bytes with a null key and no headers takes, on average, as a
+/// record of a RecordBatch v2 of `batch` records (before compression): its length, attributes,
+/// timestamp delta (under 64 ms: one byte), offset delta, key length, value length, value and
+/// header count, and its share of the batch's header.
+pub fn wire_size_v2(value: usize, batch: usize) -> f64 {
+    let batch = batch.max(1);
+    let records: usize = (0..batch)
+        .map(|offset_delta| {
+            let body = 1 + 1 + varint_len(offset_delta as i64) + varint_len(-1) + varint_len(value as i64) + value + 1;
+            varint_len(body as i64) + body
+        })
+        .sum();
+    (records + BATCH_V2_HEADER) as f64 / batch as f64
+}
+
+/// The wire size a memory cell's × wire divides by on `profile` (None: an external cluster,
+/// taken as Kafka 0.8.2): RecordBatch v2's on a modern profile, else Message v0's; and how the
+/// report says which.
+pub fn wire_size(profile: Option<&str>, value: usize, batch: usize) -> (f64, String) {
+    if profile.is_some_and(crate::plan::is_modern) {
+        (
+            wire_size_v2(value, batch),
+            format!(
+                "the bytes a {value}-byte message with a null key and no headers takes, on average, as a record \
+                 of a RecordBatch v2 of {batch} records (its {BATCH_V2_HEADER}-byte header shared; timestamp \
+                 deltas under 64 ms), before compression"
+            ),
+        )
+    } else {
+        (
+            wire_size_v0(value) as f64,
+            format!(
+                "the bytes a {value}-byte message with a null key takes as Message v0 in a MessageSet (before \
+                 compression)"
+            ),
+        )
+    }
+}
+
 /// The clients with a queue (`queue.buffering.max.messages`) to fill: kafka-rust sends
 /// synchronously and holds one `send_all` slice.
 pub fn has_queue(client: Client) -> bool {
@@ -212,6 +265,28 @@ mod tests {
         assert_eq!(messages_for(100_000, 100_000), 300_000);
         assert_eq!(wire_size_v0(100), 126);
         assert!(has_queue(Client::GregorCt) && !has_queue(Client::KafkaRust));
+    }
+
+    /// The arithmetic agrees with gregor-protocol's RecordBatch v2 encoder (itself checked
+    /// against Kafka 3.7.0's frames in the protocol crate's tests).
+    #[test]
+    fn a_v2_records_share_of_its_batch_matches_the_encoder() {
+        for (value, batch) in [(100, 1000), (100, 1), (100, 64), (10, 200), (1000, 10_000)] {
+            let mut b = gregor_protocol::RecordBatchBuilder::new(gregor_protocol::Compression::None);
+            let payload = vec![7u8; value];
+            for i in 0..batch {
+                // timestamps up to 63 ms after the first: one byte of delta each
+                b.append(1_700_000_000_000 + (i % 64) as i64, None, Some(&payload)).unwrap();
+            }
+            let encoded = b.finish().unwrap().len() as f64 / batch as f64;
+            let computed = wire_size_v2(value, batch);
+            assert!((encoded - computed).abs() < 1e-9, "value {value}, batch {batch}: {encoded} vs {computed}");
+        }
+        // a 100-byte value in a batch of 1,000: 109 or 110 bytes a record, plus 61 / 1,000
+        assert!((wire_size_v2(100, 1000) - (64.0 * 109.0 + 936.0 * 110.0 + 61.0) / 1000.0).abs() < 1e-9);
+        assert_eq!(wire_size(Some(crate::plan::MODERN_TIMED), 100, 1000).0, wire_size_v2(100, 1000));
+        assert_eq!(wire_size(Some(crate::plan::REAL), 100, 1000).0, 126.0);
+        assert_eq!(wire_size(None, 100, 1000).0, 126.0);
     }
 
     #[test]

@@ -14,23 +14,48 @@ pub const REAL: &str = "kafka-0.8.2";
 /// The FakeCluster in its modern mode (`gregor-testkit --modern`: KRaft-style, Kafka 3.7-4.x,
 /// no ZooKeeper), answering at once: the clients negotiate versions and write RecordBatch v2.
 pub const MODERN: &str = "modern";
+/// The FakeCluster in its modern mode with `kafka-0.8.2`'s broker timing (`gregor-testkit
+/// --modern --timing kafka-0.8.2`): RecordBatch v2 to brokers that take time, so that queues
+/// fill and the memory suite measures the modern record format.
+pub const MODERN_TIMED: &str = "modern-timed";
 /// The default run's profiles, in order.
 pub const PROFILES: [&str; 2] = [INSTANT, REAL];
 /// Every profile `--timing` takes.
-pub const ALL_PROFILES: [&str; 3] = [INSTANT, REAL, MODERN];
+pub const ALL_PROFILES: [&str; 4] = [INSTANT, REAL, MODERN, MODERN_TIMED];
+
+/// The profile's cluster is the FakeCluster's modern mode (KRaft-style, no ZooKeeper): the
+/// clients negotiate versions and write RecordBatch v2.
+pub fn is_modern(profile: &str) -> bool {
+    profile == MODERN || profile == MODERN_TIMED
+}
+
+/// The profile's brokers take the time a real broker under load takes (the `kafka-0.8.2` model).
+pub fn takes_time(profile: &str) -> bool {
+    profile == REAL || profile == MODERN_TIMED
+}
+
+/// `gregor-testkit --timing` for the profile's brokers.
+pub fn broker_timing(profile: &str) -> &'static str {
+    if takes_time(profile) {
+        REAL
+    } else {
+        INSTANT
+    }
+}
 
 /// Why a client or consumer of `--clients`/`--consumers` does not run on `profile` (the
 /// report says so), or None.
 pub fn left_out(profile: &str) -> Option<&'static str> {
-    (profile == MODERN).then_some(
+    is_modern(profile).then_some(
         "kafka-rust (Kafka 0.8 requests only, no version negotiation) and gregor-group (its group \
-         lives in ZooKeeper, which a modern cluster has not) do not run on the modern profile",
+         lives in ZooKeeper, which a modern cluster has not) do not run on the modern profiles",
     )
 }
 
 /// Why `--codecs` zstd does not run on `profile`, or None.
 pub fn zstd_left_out(profile: &str) -> Option<&'static str> {
-    (profile != MODERN).then_some("zstd runs on the modern profile only: Kafka 0.8.2 has no zstd (RecordBatch v2 only)")
+    (!is_modern(profile))
+        .then_some("zstd runs on the modern profiles only: Kafka 0.8.2 has no zstd (RecordBatch v2 only)")
 }
 
 /// `--timing LIST`: the profiles named, in the order given, each once.
@@ -39,7 +64,8 @@ pub fn parse_timing(list: &str) -> Result<Vec<String>, String> {
     for t in list.split(',').map(str::trim) {
         if !ALL_PROFILES.contains(&t) {
             return Err(format!(
-                "--timing: unknown profile {t:?} (instant, kafka-0.8.2, modern, or several: instant,kafka-0.8.2)"
+                "--timing: unknown profile {t:?} (instant, kafka-0.8.2, modern, modern-timed, or several: \
+                 instant,kafka-0.8.2)"
             ));
         }
         if !out.iter().any(|o| o == t) {
@@ -57,11 +83,11 @@ pub struct Plan {
     pub repeat: usize,
     pub consumer_repeat: usize,
     pub latency_repeat: usize,
-    /// Runs per memory cell: `--memory-repeat`, else on `kafka-0.8.2` `--real-timing-repeat`'s
-    /// when given ("every suite"), else 1.
+    /// Runs per memory cell: `--memory-repeat`, else on a profile whose brokers take time
+    /// `--real-timing-repeat`'s when given ("every suite"), else 1.
     pub memory_repeat: usize,
-    /// The memory suite runs on this cluster: `kafka-0.8.2`'s (a broker that takes time, so
-    /// the queues fill), else the first.
+    /// The memory suite runs on this cluster: on every profile whose brokers take time
+    /// (`kafka-0.8.2`, `modern-timed`: the queues fill), else on the first that is not `modern`.
     pub memory: bool,
     /// Why its runs per cell are fewer than the options say, for the report.
     pub reduced: Option<String>,
@@ -76,7 +102,7 @@ impl Plan {
     /// The options as this cluster's runs use them (its runs per cell; on the modern profile,
     /// the clients that speak to it; on a Kafka 0.8.2 profile, no zstd).
     pub fn apply(&self, args: &Args) -> Args {
-        let modern = self.timing.as_deref() == Some(MODERN);
+        let modern = self.timing.as_deref().is_some_and(is_modern);
         // an external cluster's version is its own business: zstd runs there when asked
         let zstd = modern || self.timing.is_none();
         let codecs = |list: &[Codec]| list.iter().copied().filter(|c| zstd || !c.needs_modern()).collect();
@@ -113,28 +139,26 @@ pub fn plans(args: &Args) -> Vec<Plan> {
     if args.external.is_some() {
         return vec![Plan { memory: true, ..base(None) }];
     }
-    // (never the modern profile: it answers at once, and a full queue is what it measures)
-    let memory_on = if args.timing.iter().any(|t| t == REAL) {
-        REAL
-    } else {
-        args.timing.iter().map(String::as_str).find(|t| *t != MODERN).unwrap_or(REAL)
-    };
+    // (never `modern`: it answers at once, and a full queue is what the suite measures)
+    let timed = args.timing.iter().any(|t| takes_time(t));
+    let first_other = args.timing.iter().map(String::as_str).find(|t| *t != MODERN);
+    let memory_on = |t: &str| if timed { takes_time(t) } else { Some(t) == first_other };
     let several = args.timing.len() > 1;
     // given, it applies whatever the profiles; by default only beside another profile
     let real_repeat = args.real_timing_repeat.or(several.then_some(1));
     args.timing
         .iter()
         .map(|t| {
-            let mut plan = Plan { memory: t == memory_on, ..base(Some(t.clone())) };
-            if let (REAL, None, Some(r)) = (t.as_str(), args.memory_repeat, args.real_timing_repeat) {
+            let mut plan = Plan { memory: memory_on(t), ..base(Some(t.clone())) };
+            if let (true, None, Some(r)) = (takes_time(t), args.memory_repeat, args.real_timing_repeat) {
                 plan.memory_repeat = r;
             }
-            if let (REAL, Some(r)) = (t.as_str(), real_repeat) {
+            if let (true, Some(r)) = (takes_time(t), real_repeat) {
                 let fewer = r < plan.repeat || r < plan.consumer_repeat || r < plan.latency_repeat;
                 (plan.repeat, plan.consumer_repeat, plan.latency_repeat) = (r, r, r);
                 if fewer {
                     plan.reduced = Some(format!(
-                        "{r} run(s) per cell on `{REAL}` in every suite ({}), where the options ask for {} \
+                        "{r} run(s) per cell on `{t}` in every suite ({}), where the options ask for {} \
                          (producer), {} (consumer) and {} (latency): its runs take several times longer \
                          than on `{INSTANT}`, and this keeps the whole run within about 40 minutes",
                         if args.real_timing_repeat.is_some() {
@@ -163,6 +187,7 @@ mod tests {
         assert_eq!(parse_timing("instant,kafka-0.8.2").unwrap(), ["instant", "kafka-0.8.2"]);
         assert_eq!(parse_timing("kafka-0.8.2, instant,kafka-0.8.2").unwrap(), ["kafka-0.8.2", "instant"]);
         assert_eq!(parse_timing("modern,instant").unwrap(), ["modern", "instant"]);
+        assert_eq!(parse_timing("modern-timed").unwrap(), ["modern-timed"]);
         assert!(parse_timing("instant,slow").unwrap_err().contains("\"slow\""));
         assert!(parse_timing("").is_err());
     }
@@ -180,6 +205,45 @@ mod tests {
         assert_eq!(on(&["--timing", "modern,instant", "--suites", "memory"]), ["instant"]);
         assert!(on(&["--timing", "modern", "--suites", "memory"]).is_empty());
         assert_eq!(on(&["--brokers", "h:9092", "--zookeeper", "h:2181"]), ["external"]);
+        // every profile whose brokers take time, the modern one with its timing too
+        assert_eq!(on(&["--timing", "instant,kafka-0.8.2,modern-timed"]), ["kafka-0.8.2", "modern-timed"]);
+        assert_eq!(on(&["--timing", "modern,modern-timed"]), ["modern-timed"]);
+        assert_eq!(on(&["--timing", "modern-timed", "--suites", "memory"]), ["modern-timed"]);
+    }
+
+    /// `modern-timed` is the modern cluster (its clients, zstd) with `kafka-0.8.2`'s broker
+    /// timing (the testkit's `--timing`, the real-timing repeat counts).
+    #[test]
+    fn the_timed_modern_profile_is_modern_and_takes_time() {
+        assert!(is_modern(MODERN_TIMED) && is_modern(MODERN) && !is_modern(REAL) && !is_modern(INSTANT));
+        assert!(takes_time(MODERN_TIMED) && takes_time(REAL) && !takes_time(MODERN) && !takes_time(INSTANT));
+        assert_eq!(
+            [INSTANT, REAL, MODERN, MODERN_TIMED].map(broker_timing),
+            [INSTANT, REAL, INSTANT, REAL],
+            "gregor-testkit --timing takes instant or kafka-0.8.2"
+        );
+        let argv = ["--timing", "instant,modern-timed", "--codecs", "none,zstd"];
+        let args = crate::parse_args(argv.iter().map(|s| s.to_string()).collect()).unwrap();
+        let p = plans(&args);
+        assert_eq!(
+            p.iter().map(repeats).collect::<Vec<_>>(),
+            [of("instant", 3, 3, 3, false), of("modern-timed", 1, 1, 1, true)]
+        );
+        assert!(p[1].reduced.as_deref().unwrap().contains("on `modern-timed`"));
+        let timed = p[1].apply(&args);
+        assert_eq!(timed.codecs, [Codec::None, Codec::Zstd]);
+        assert!(!timed.clients.contains(&Client::KafkaRust));
+        assert_eq!(timed.consumers, [ConsumerClient::GregorSimple, ConsumerClient::Librdkafka]);
+        assert!(left_out(MODERN_TIMED).is_some() && zstd_left_out(MODERN_TIMED).is_none());
+        // --real-timing-repeat counts for its memory cells too
+        let args = crate::parse_args(
+            ["--timing", "modern-timed", "--suites", "memory", "--real-timing-repeat", "3"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        )
+        .unwrap();
+        assert_eq!(plans(&args)[0].memory_repeat, 3);
     }
 
     fn repeats(p: &Plan) -> (String, usize, usize, usize, bool) {

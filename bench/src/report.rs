@@ -146,8 +146,8 @@ fn escape(s: &str) -> String {
 pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String {
     let mut s = String::new();
     let (_, rdkafka_version) = rdkafka::util::get_rdkafka_version();
-    let modern = args.external.is_none() && args.timing.iter().any(|t| t == crate::plan::MODERN);
-    let classic = args.external.is_some() || args.timing.iter().any(|t| t != crate::plan::MODERN);
+    let modern = args.external.is_none() && args.timing.iter().any(|t| crate::plan::is_modern(t));
+    let classic = args.external.is_some() || args.timing.iter().any(|t| !crate::plan::is_modern(t));
     let era = match (classic, modern) {
         (true, true) => "Kafka 0.8.2 and a modern (3.7-4.x) cluster",
         (false, true) => "a modern (Kafka 3.7-4.x) cluster",
@@ -182,7 +182,7 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
         s,
         "| peers | librdkafka {rdkafka_version} (rdkafka crate 0.37, `api.version.request=false`, \
          `broker.version.fallback=0.8.2`{}{}); kafka-rust (kafka crate 0.10) |",
-        if modern { "; on the modern profile `api.version.request=true`" } else { "" },
+        if modern { "; on the modern profiles `api.version.request=true`" } else { "" },
         if overrides.is_empty() { String::new() } else { format!("; set with --librdkafka: {}", overrides.join(", ")) }
     );
     let _ = writeln!(s, "| compiler | {} (release, `debug = 1`) |", m.rustc);
@@ -240,7 +240,7 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
                     cpu_list(&split.clients)
                 )),
                 match (classic, modern) {
-                    (true, true) => "; the modern profile's without ZooKeeper, `gregor-testkit --modern`",
+                    (true, true) => "; the modern profiles' without ZooKeeper, `gregor-testkit --modern`",
                     (false, true) => ", `gregor-testkit --modern`",
                     _ => "",
                 },
@@ -301,22 +301,29 @@ pub fn render(args: &Args, m: &Machine, command: &str, res: &Results) -> String 
 
 /// What a FakeCluster timing profile does, from `gregor_testkit::Timing`.
 fn timing_description(name: &str) -> String {
+    let real = || {
+        let t = gregor_testkit::Timing::kafka_0_8_2();
+        format!(
+            "{} ms of service per request, {} MB/s in and out per broker, {} MB/s of appends per \
+             partition, {} ms more for acks=-1's followers",
+            t.request_service.as_secs_f64() * 1e3,
+            t.broker_bytes_per_sec / 1_000_000,
+            t.partition_append_bytes_per_sec / 1_000_000,
+            t.replica_fetch_delay.as_secs_f64() * 1e3
+        )
+    };
+    let modern = "the FakeCluster's modern mode (Kafka 3.7-4.x, no ZooKeeper; topics made with CreateTopics): \
+                  every client asks the brokers' versions and writes RecordBatch v2; kafka-rust and gregor-group \
+                  do not run";
     match name {
-        crate::plan::REAL => {
-            let t = gregor_testkit::Timing::kafka_0_8_2();
-            format!(
-                "a real broker's timing: {} ms of service per request, {} MB/s in and out per broker, \
-                 {} MB/s of appends per partition, {} ms more for acks=-1's followers",
-                t.request_service.as_secs_f64() * 1e3,
-                t.broker_bytes_per_sec / 1_000_000,
-                t.partition_append_bytes_per_sec / 1_000_000,
-                t.replica_fetch_delay.as_secs_f64() * 1e3
-            )
-        }
-        crate::plan::MODERN => "the FakeCluster's modern mode (Kafka 3.7-4.x, no ZooKeeper; topics made with \
-             CreateTopics), answering at once: every client asks the brokers' versions and writes RecordBatch \
-             v2; kafka-rust and gregor-group do not run"
-            .into(),
+        crate::plan::REAL => format!("a real broker's timing: {}", real()),
+        crate::plan::MODERN => format!("{modern}; answering at once"),
+        crate::plan::MODERN_TIMED => format!(
+            "{modern}; with `{}`'s broker timing ({}: the model's figures come from Kafka 0.8.2, a \
+             modern broker's were not measured here)",
+            crate::plan::REAL,
+            real()
+        ),
         _ => "answers at once".into(),
     }
 }
@@ -958,7 +965,8 @@ fn memory_summary(res: &ProfileResults) -> Vec<String> {
                 .max_by_key(|l| l.queue);
             let above = largest.map_or(String::new(), |l| {
                 let b = l.above_fixed.expect("filtered");
-                let wire = memory::wire_size_v0(l.run.spec.message_size) as f64;
+                let (wire, _) =
+                    memory::wire_size(res.plan.timing.as_deref(), l.run.spec.message_size, l.run.spec.batch);
                 format!(
                     "; {} holds {b:.0} B per message above its fixed memory at {} ({:.2} × wire)",
                     gregor.name(),
@@ -981,18 +989,18 @@ fn memory_summary(res: &ProfileResults) -> Vec<String> {
 fn memory_section(s: &mut String, args: &Args, res: &ProfileResults, title: &str) {
     use crate::memory;
     let _ = writeln!(s, "## Producer memory with a full queue{title}\n");
-    let wire = memory::wire_size_v0(args.message_size);
+    let (wire, wire_is) = memory::wire_size(res.plan.timing.as_deref(), args.message_size, args.batch);
     let on = match res.plan.timing.as_deref() {
-        Some(crate::plan::REAL) => format!(
-            "on `{}` (a broker that takes time, so a client that hands messages over faster than the \
+        Some(t) if crate::plan::takes_time(t) => format!(
+            "on `{t}` (a broker that takes time, so a client that hands messages over faster than the \
              brokers take them fills its queue; on `instant` librdkafka drains its queue and the \
-             comparison would be of unequal fills)",
-            crate::plan::REAL
+             comparison would be of unequal fills)"
         ),
         Some(t) => format!(
-            "on `{t}` (`{}` was not among the profiles: on `instant` librdkafka tends to drain its queue, \
-             so check the fill column)",
-            crate::plan::REAL
+            "on `{t}` (neither `{}` nor `{}` was among the profiles: on `instant` librdkafka tends to drain \
+             its queue, so check the fill column)",
+            crate::plan::REAL,
+            crate::plan::MODERN_TIMED
         ),
         None => "on the external cluster".into(),
     };
@@ -1008,8 +1016,7 @@ fn memory_section(s: &mut String, args: &Args, res: &ProfileResults, title: &str
          queue (marked), and a ratio with it compares unequal fills. B/msg held = client MiB ÷ peak \
          held, in bytes. fixed MiB = the same client's client MiB at the smallest bound ({}): what it \
          takes whatever it holds (runtime, connections, buffers). above fixed = (client MiB − fixed \
-         MiB) ÷ peak held, in bytes; × wire = that ÷ {wire}, the bytes a {}-byte message with a null key \
-         takes as Message v0 in a MessageSet (before compression). user s/M and sys s/M: CPU seconds \
+         MiB) ÷ peak held, in bytes; × wire = that ÷ {wire:.1}, {wire_is}. user s/M and sys s/M: CPU seconds \
          per million messages in user mode and in the kernel, each the median over the cell's runs \
          (getrusage; the kernel's part is the \
          client's socket writes, page faults and the allocator's mmap/munmap, so allocator churn shows \
@@ -1022,7 +1029,6 @@ fn memory_section(s: &mut String, args: &Args, res: &ProfileResults, title: &str
         args.memory_repeat.unwrap_or(1),
         memory::FULL * 100.0,
         args.memory_queues.first().map_or("-".into(), |q| q.to_string()),
-        args.message_size,
     );
     if res.memory.is_empty() {
         let _ = writeln!(s, "Not run yet.\n");
@@ -1054,7 +1060,7 @@ fn memory_section(s: &mut String, args: &Args, res: &ProfileResults, title: &str
             l.per_held.map_or("-".into(), |v| format!("{v:.0}")),
             l.fixed_kib.map_or("-".into(), mib),
             l.above_fixed.map_or("-".into(), |v| format!("{v:.0}")),
-            l.above_fixed.map_or("-".into(), |v| format!("{:.2}", v / wire as f64)),
+            l.above_fixed.map_or("-".into(), |v| format!("{:.2}", v / wire)),
             mib(r.peak_rss_kib),
             l.cpu.0,
             l.cpu.1,
@@ -1256,6 +1262,32 @@ mod tests {
         assert!(notes.contains("producer kafka-rust with lz4: n/a"), "{notes}");
     }
 
+    /// Each profile's memory section divides by the wire size its brokers take: Message v0 on
+    /// `kafka-0.8.2`, a RecordBatch v2 record on `modern-timed`.
+    #[test]
+    fn the_memory_section_takes_the_wire_size_of_its_profiles_format() {
+        let (args, res) = run_of(&["--timing", "kafka-0.8.2,modern-timed", "--suites", "memory"]);
+        let sections: Vec<String> = res
+            .profiles
+            .iter()
+            .filter(|p| p.plan.memory)
+            .map(|p| {
+                let mut s = String::new();
+                memory_section(&mut s, &p.plan.apply(&args), p, "");
+                s
+            })
+            .collect();
+        assert_eq!(sections.len(), 2, "the suite runs on both profiles");
+        assert!(sections[0].contains("on `kafka-0.8.2` (a broker that takes time"), "{}", sections[0]);
+        assert!(sections[0].contains("÷ 126.0, the bytes a 100-byte message with a null key takes as Message v0"));
+        assert!(sections[1].contains("on `modern-timed` (a broker that takes time"), "{}", sections[1]);
+        assert!(
+            sections[1].contains("÷ 110.0, the bytes a 100-byte message with a null key and no headers takes, on average, as a record of a RecordBatch v2 of 1000 records"),
+            "{}",
+            sections[1]
+        );
+    }
+
     /// The report's cluster line, for a run of `argv`.
     fn cluster_line(argv: &[&str]) -> String {
         cluster_line_with(argv, |_| {})
@@ -1311,7 +1343,7 @@ mod tests {
         let modern = cluster_line(&["--timing", "modern"]);
         assert!(modern.contains("in its modern mode, no ZooKeeper") && !modern.contains("real ZooKeeper"), "{modern}");
         let both = cluster_line(&["--timing", "instant,modern"]);
-        assert!(both.contains("+ real ZooKeeper") && both.contains("the modern profile's without ZooKeeper"), "{both}");
+        assert!(both.contains("+ real ZooKeeper") && both.contains("the modern profiles' without ZooKeeper"), "{both}");
         let classic = cluster_line(&["--timing", "instant"]);
         assert!(classic.contains("+ real ZooKeeper") && !classic.contains("modern"), "{classic}");
     }
