@@ -125,11 +125,12 @@ pub fn testkit_binary(given: Option<PathBuf>) -> Result<PathBuf, String> {
 }
 
 impl Cluster {
-    /// Starts `gregor-testkit --brokers N --delete-topic-enable --timing T` and waits for its
-    /// ready line; `threads`: its runtime's worker threads (`TOKIO_WORKER_THREADS`), tokio's
-    /// default when None; `timing`: the brokers' timing profile (`instant`: answers at once;
-    /// `kafka-0.8.2`: the time a real broker under load takes); `cpus`: the CPUs it runs on
-    /// (`--split-cores`), else wherever the system puts it.
+    /// Starts `gregor-testkit --brokers N --delete-topic-enable --timing T` (on a modern
+    /// profile `gregor-testkit --modern --brokers N --timing T`) and waits for its ready line;
+    /// `threads`: its runtime's worker threads (`TOKIO_WORKER_THREADS`), tokio's default when
+    /// None; `timing`: the profile (`plan::ALL_PROFILES`), whose brokers answer at once or take
+    /// the time a real broker under load takes (`plan::broker_timing`); `cpus`: the CPUs it
+    /// runs on (`--split-cores`), else wherever the system puts it.
     pub async fn start(
         binary: &Path,
         brokers: usize,

@@ -91,8 +91,9 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec,memory] 
                       cluster, and is left out of kafka-0.8.2 and instant
   --memory-codecs L   the memory suite's codecs (default none,snappy)
   --memory-repeat R   runs per memory cell (default --real-timing-repeat's R when the suite runs
-                      on kafka-0.8.2 or modern-timed, else 1; the run with the median memory per message held
-                      is shown, and the CPU columns are the medians of the cell's runs)
+                      on kafka-0.8.2 or modern-timed, else 1; the run with the median memory
+                      per message held is shown, and the CPU columns are the medians of the
+                      cell's runs)
   --redo N            do a run again, up to N times (default 3), when other work on the machine
                       took more than --max-other-cpu (default 0.15) of its CPU during it
   --librdkafka K=V    set a librdkafka property (producer and consumer) after the bench's own;
@@ -114,9 +115,10 @@ usage: gregor-bench [--quick] [--suites producer,latency,consumer,codec,memory] 
                       A cluster of its own per profile, in turn; the producer, latency and
                       consumer suites run on each, the codec suite once; one report, a
                       summary and sections per profile
-  --real-timing-repeat R  runs per cell of every suite on kafka-0.8.2 and modern-timed (default: 1 beside
-                      another profile, to keep the default run within ~40 min; alone, the
-                      --repeat, --consumer-repeat and --latency-repeat counts)
+  --real-timing-repeat R  runs per cell of every suite on kafka-0.8.2 and modern-timed
+                      (default: 1 beside another profile, to keep the default run within
+                      ~40 min; alone, the --repeat, --consumer-repeat and --latency-repeat
+                      counts)
   --brokers LIST      use the external cluster at these brokers (metadata.broker.list) instead of
   --zookeeper CONNECT starting gregor-testkit's FakeCluster; both or neither (without them, the
                       GREGOR_BROKERS and GREGOR_ZOOKEEPER environment variables, both or

@@ -192,8 +192,13 @@ mod tests {
         assert!(parse_timing("").is_err());
     }
 
+    /// The options of the command line `v`.
+    fn args_of(v: &[&str]) -> crate::Args {
+        crate::parse_args(v.iter().map(|a| a.to_string()).collect()).unwrap()
+    }
+
     fn plans_of(v: &[&str]) -> Vec<Plan> {
-        plans(&crate::parse_args(v.iter().map(|a| a.to_string()).collect()).unwrap())
+        plans(&args_of(v))
     }
 
     #[test]
@@ -223,7 +228,7 @@ mod tests {
             "gregor-testkit --timing takes instant or kafka-0.8.2"
         );
         let argv = ["--timing", "instant,modern-timed", "--codecs", "none,zstd"];
-        let args = crate::parse_args(argv.iter().map(|s| s.to_string()).collect()).unwrap();
+        let args = args_of(&argv);
         let p = plans(&args);
         assert_eq!(
             p.iter().map(repeats).collect::<Vec<_>>(),
@@ -236,13 +241,7 @@ mod tests {
         assert_eq!(timed.consumers, [ConsumerClient::GregorSimple, ConsumerClient::Librdkafka]);
         assert!(left_out(MODERN_TIMED).is_some() && zstd_left_out(MODERN_TIMED).is_none());
         // --real-timing-repeat counts for its memory cells too
-        let args = crate::parse_args(
-            ["--timing", "modern-timed", "--suites", "memory", "--real-timing-repeat", "3"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-        )
-        .unwrap();
+        let args = args_of(&["--timing", "modern-timed", "--suites", "memory", "--real-timing-repeat", "3"]);
         assert_eq!(plans(&args)[0].memory_repeat, 3);
     }
 
@@ -290,7 +289,7 @@ mod tests {
     #[test]
     fn the_memory_suite_runs_as_often_as_the_real_timing_profiles_other_suites() {
         let memory = |v: &[&str]| {
-            let args = crate::parse_args(v.iter().map(|a| a.to_string()).collect()).unwrap();
+            let args = args_of(v);
             plans(&args)
                 .iter()
                 .filter(|p| p.memory)
@@ -309,7 +308,7 @@ mod tests {
     #[test]
     fn the_modern_profile_leaves_out_the_clients_that_cannot_speak_to_it() {
         let p = plans_of(&["--timing", "instant,modern"]);
-        let args = crate::parse_args(vec!["--timing".into(), "instant,modern".into()]).unwrap();
+        let args = args_of(&["--timing", "instant,modern"]);
         let (instant, modern) = (p[0].apply(&args), p[1].apply(&args));
         assert_eq!(instant.clients, args.clients);
         assert_eq!(instant.consumers, args.consumers);
@@ -325,20 +324,14 @@ mod tests {
     #[test]
     fn zstd_runs_on_the_modern_profile_only() {
         let argv = ["--timing", "kafka-0.8.2,modern", "--codecs", "none,zstd", "--memory-codecs", "zstd,snappy"];
-        let args = crate::parse_args(argv.iter().map(|s| s.to_string()).collect()).unwrap();
+        let args = args_of(&argv);
         let p = plans_of(&argv);
         let (real, modern) = (p[0].apply(&args), p[1].apply(&args));
         assert_eq!(real.codecs, [Codec::None]);
         assert_eq!(real.memory_codecs, [Codec::Snappy]);
         assert_eq!(modern.codecs, [Codec::None, Codec::Zstd]);
         let external = plans_of(&["--brokers", "h:9092", "--zookeeper", "h:2181", "--codecs", "zstd"]);
-        let args = crate::parse_args(
-            ["--brokers", "h:9092", "--zookeeper", "h:2181", "--codecs", "zstd"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-        )
-        .unwrap();
+        let args = args_of(&["--brokers", "h:9092", "--zookeeper", "h:2181", "--codecs", "zstd"]);
         assert_eq!(external[0].apply(&args).codecs, [Codec::Zstd]);
         assert!(zstd_left_out(REAL).is_some() && zstd_left_out(MODERN).is_none());
         assert_eq!(Codec::parse("zstd"), Some(Codec::Zstd));
