@@ -24,33 +24,18 @@ pub fn wire_size_v0(value: usize) -> usize {
     26 + value
 }
 
-/// The bytes of a RecordBatch v2's header (base offset to record count), shared by its records.
-pub const BATCH_V2_HEADER: usize = 61;
-
-/// Bytes of a signed varint (zigzag), as RecordBatch v2 writes its record fields.
-fn varint_len(v: i64) -> usize {
-    let mut z = ((v << 1) ^ (v >> 63)) as u64;
-    let mut n = 1;
-    while z >= 0x80 {
-        z >>= 7;
-        n += 1;
-    }
-    n
-}
-
 /// The bytes a message of `value` bytes with a null key and no headers takes, on average, as a
-/// record of a RecordBatch v2 of `batch` records (before compression): its length, attributes,
-/// timestamp delta (under 64 ms: one byte), offset delta, key length, value length, value and
-/// header count, and its share of the batch's header.
+/// record of a RecordBatch v2 of `batch` records (before compression): each record's size as
+/// gregor-protocol counts it (`size_of_record`, its timestamp delta under 64 ms: one byte) and
+/// its share of the batch's header.
 pub fn wire_size_v2(value: usize, batch: usize) -> f64 {
+    use gregor_protocol::record::{size_of_record, BATCH_HEADER_SIZE};
+
     let batch = batch.max(1);
-    let records: usize = (0..batch)
-        .map(|offset_delta| {
-            let body = 1 + 1 + varint_len(offset_delta as i64) + varint_len(-1) + varint_len(value as i64) + value + 1;
-            varint_len(body as i64) + body
-        })
-        .sum();
-    (records + BATCH_V2_HEADER) as f64 / batch as f64
+    let payload = vec![0u8; value];
+    let records: usize =
+        (0..batch).map(|i| size_of_record(i32::try_from(i).unwrap_or(i32::MAX), 0, None, Some(&payload), &[])).sum();
+    (records + BATCH_HEADER_SIZE) as f64 / batch as f64
 }
 
 /// The wire size a memory cell's × wire divides by on `profile` (None: an external cluster,
@@ -62,8 +47,9 @@ pub fn wire_size(profile: Option<&str>, value: usize, batch: usize) -> (f64, Str
             wire_size_v2(value, batch),
             format!(
                 "the bytes a {value}-byte message with a null key and no headers takes, on average, as a record \
-                 of a RecordBatch v2 of {batch} records (its {BATCH_V2_HEADER}-byte header shared; timestamp \
-                 deltas under 64 ms), before compression"
+                 of a RecordBatch v2 of {batch} records (its {}-byte header shared; timestamp \
+                 deltas under 64 ms), before compression",
+                gregor_protocol::record::BATCH_HEADER_SIZE
             ),
         )
     } else {
@@ -267,8 +253,8 @@ mod tests {
         assert!(has_queue(Client::GregorCt) && !has_queue(Client::KafkaRust));
     }
 
-    /// The arithmetic agrees with gregor-protocol's RecordBatch v2 encoder (itself checked
-    /// against Kafka 3.7.0's frames in the protocol crate's tests).
+    /// The figure agrees with the bytes gregor-protocol's RecordBatch v2 encoder writes (the
+    /// encoder itself checked against Kafka 3.7.0's frames in the protocol crate's tests).
     #[test]
     fn a_v2_records_share_of_its_batch_matches_the_encoder() {
         for (value, batch) in [(100, 1000), (100, 1), (100, 64), (10, 200), (1000, 10_000)] {
