@@ -176,10 +176,10 @@ pub fn classify_fetch_at(
         };
     }
     let options = DecodeOptions::fetched(topic, partition.partition, fetch_offset);
-    match partition.message_set.decode(&options) {
+    match partition.message_set.decode_records(&options) {
         Ok(decoded) => FetchClass::Data {
             next_offset: decoded.next_offset(),
-            messages: decoded.messages.into_iter().map(Record::from).collect(),
+            messages: decoded.messages,
             high_watermark: partition.high_watermark,
         },
         Err(source) => too_large(source),

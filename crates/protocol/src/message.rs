@@ -415,16 +415,23 @@ impl DecodeOptions {
     }
 }
 
-/// The messages of a decoded set.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct DecodedMessages {
+/// The messages of a decoded set: [`MessageAndOffset`]s ([`MessageSet::decode`]) or
+/// [`Record`](crate::record::Record)s ([`MessageSet::decode_records`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodedMessages<T = MessageAndOffset> {
     /// Every message at or above the requested offset, wrappers expanded, in log order.
-    pub messages: Vec<MessageAndOffset>,
+    pub messages: Vec<T>,
     /// Messages dropped because their offset was below the requested one.
     pub skipped: usize,
     /// Bytes of a partial message at the end of the set (normal in a fetch response: the
     /// broker cuts the set at the fetch size). Dropped.
     pub partial_trailing_bytes: usize,
+}
+
+impl<T> Default for DecodedMessages<T> {
+    fn default() -> Self {
+        DecodedMessages { messages: Vec::new(), skipped: 0, partial_trailing_bytes: 0 }
+    }
 }
 
 impl DecodedMessages {
@@ -753,7 +760,36 @@ impl MessageSet {
     /// `max_decompressed_bytes` would be decompressed), [`Error::NestedCompression`] — each
     /// with the topic, partition and offset known.
     pub fn decode(&self, options: &DecodeOptions) -> Result<DecodedMessages> {
-        let mut out = DecodedMessages::default();
+        self.decode_as(options, 0)
+    }
+
+    /// How many messages the set's whole entries say it holds from `min_offset` on, to size
+    /// the list they are decoded into: the offsets from `min_offset` to the last whole entry's
+    /// (a wrapper carries its last inner message's offset; a compacted log has gaps, so this
+    /// may be more than are there). The offsets come from the broker unchecked, so the count
+    /// is held to a quarter of the set's bytes.
+    pub(crate) fn offsets_spanned(&self, min_offset: i64) -> usize {
+        let mut rest = &self.as_bytes()[..];
+        let mut last = None;
+        while let Some(head) = rest.get(..ENTRY_HEADER_SIZE) {
+            let offset = i64::from_be_bytes(head[..8].try_into().expect("8 bytes"));
+            let size = i32::from_be_bytes(head[8..].try_into().expect("4 bytes"));
+            let Some(next) = usize::try_from(size).ok().and_then(|n| rest.get(ENTRY_HEADER_SIZE + n..)) else { break };
+            last = Some(offset);
+            rest = next;
+        }
+        let spanned = last.map_or(0, |last| last.saturating_sub(min_offset).saturating_add(1));
+        usize::try_from(spanned).unwrap_or(0).min(self.len() / 4)
+    }
+
+    /// [`MessageSet::decode`] into another type, each message converted as it is read (see
+    /// `MessageSet::decode_records`).
+    pub(crate) fn decode_as<T: From<MessageAndOffset>>(
+        &self,
+        options: &DecodeOptions,
+        capacity: usize,
+    ) -> Result<DecodedMessages<T>> {
+        let mut out = DecodedMessages { messages: Vec::with_capacity(capacity), ..DecodedMessages::default() };
         let mut budget = options.max_decompressed_bytes;
         let mut entries = self.entries_in(options);
         for entry in entries.by_ref() {
@@ -820,11 +856,11 @@ impl MessageSet {
     }
 }
 
-fn push_from(out: &mut DecodedMessages, m: MessageAndOffset, min_offset: i64) {
+fn push_from<T: From<MessageAndOffset>>(out: &mut DecodedMessages<T>, m: MessageAndOffset, min_offset: i64) {
     if m.offset < min_offset {
         out.skipped += 1;
     } else {
-        out.messages.push(m);
+        out.messages.push(T::from(m));
     }
 }
 
