@@ -12,7 +12,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use gregor_protocol::compression::{self, Compression};
 use gregor_protocol::frame::{self, Request};
 use gregor_protocol::message::DecodeOptions;
-use gregor_protocol::record::{Batches, RecordBatchBuilder};
+use gregor_protocol::record::{Batches, Record, RecordBatchBuilder};
 use gregor_protocol::MessageSet;
 
 /// The correlation id put in front of every fuzzed response body.
@@ -84,8 +84,17 @@ pub fn walk_set(set: &MessageSet) {
         let _ = format!("{set:?}");
     }
 
-    let Ok(decoded) = set.decode(&options()) else { return };
+    let records = set.decode_records(&options());
+    let Ok(decoded) = set.decode(&options()) else {
+        assert!(records.is_err(), "decode_records succeeded where decode failed");
+        return;
+    };
     assert!(!failed, "decode succeeded where entries() failed");
+    // the records are the messages, converted (the list sized from the entries' offsets)
+    let records = records.expect("decode_records failed where decode did not");
+    let converted: Vec<Record> = decoded.messages.iter().cloned().map(Record::from).collect();
+    assert_eq!(records.messages, converted);
+    assert_eq!((records.skipped, records.partial_trailing_bytes), (decoded.skipped, decoded.partial_trailing_bytes));
     assert_eq!(decoded.partial_trailing_bytes, entries.partial_trailing_bytes());
     for m in &decoded.messages {
         assert!(!m.message.is_wrapper(), "decode returned a wrapper at offset {}", m.offset);

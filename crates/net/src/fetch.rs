@@ -188,9 +188,9 @@ pub fn classify_fetch_at(
 
 /// The records the whole RecordBatch v2 batches of `blob` say they hold, to size the list
 /// they are decoded into. The counts come from the broker unchecked, so the sum is held to a
-/// quarter of the bytes fetched (a record of a 100-byte value compresses 25 times before more
-/// would be needed, and then the list grows as it fills); a batch of another magic counts
-/// nothing.
+/// quarter of the bytes fetched (records of 100-byte values would have to compress more than
+/// 25-fold for more to be needed, and then the list grows as it fills); a batch of another
+/// magic counts nothing.
 fn records_claimed(blob: &[u8]) -> usize {
     const LENGTH_AT: usize = 8; // base offset, then the batch length from the next field on
     const MAGIC_AT: usize = 16;
