@@ -38,7 +38,6 @@ use gregor_protocol::message::DecodeOptions;
 use gregor_protocol::messages::{FetchResponsePartition, READ_COMMITTED, READ_UNCOMMITTED};
 use gregor_protocol::record::{
     Batch, BatchHeader, Batches, ControlRecord, ControlRecordType, LazyBatch, LazyBatches, LazyRecords, Record,
-    BATCH_HEADER_SIZE, MAGIC_V2,
 };
 use gregor_protocol::{ErrorCode, MessageLocation};
 
@@ -163,7 +162,7 @@ pub fn classify_fetch_at(
         let blob = partition.message_set.as_bytes().clone();
         // one allocation for the answer's records instead of a doubling Vec's copies (and the
         // fresh pages each copy faults in): 6% of a one-partition snappy reader's CPU
-        let mut messages = Vec::with_capacity(records_claimed(&blob));
+        let mut messages = Vec::with_capacity(BatchHeader::claimed_record_count(&blob));
         let walked = walk_batches(topic, partition, fetch_offset, read.isolation, Batches::new(blob, &options), |b| {
             for record in b.records() {
                 messages.push(record?);
@@ -184,30 +183,6 @@ pub fn classify_fetch_at(
         },
         Err(source) => too_large(source),
     }
-}
-
-/// The records the whole RecordBatch v2 batches of `blob` say they hold, to size the list
-/// they are decoded into. The counts come from the broker unchecked, so the sum is held to a
-/// quarter of the bytes fetched (records of 100-byte values would have to compress more than
-/// 25-fold for more to be needed, and then the list grows as it fills); a batch of another
-/// magic counts nothing.
-fn records_claimed(blob: &[u8]) -> usize {
-    const LENGTH_AT: usize = 8; // base offset, then the batch length from the next field on
-    const MAGIC_AT: usize = 16;
-    const COUNT_AT: usize = BATCH_HEADER_SIZE - 4;
-    let mut rest = blob;
-    let mut claimed = 0usize;
-    while let Some(header) = rest.get(..BATCH_HEADER_SIZE) {
-        let length = i32::from_be_bytes(header[LENGTH_AT..LENGTH_AT + 4].try_into().expect("4 bytes"));
-        let Some(size) = usize::try_from(length).ok().and_then(|l| l.checked_add(LENGTH_AT + 4)) else { break };
-        let Some(next) = rest.get(size..) else { break }; // a partial trailing batch
-        if header[MAGIC_AT] == MAGIC_V2 as u8 {
-            let count = i32::from_be_bytes(header[COUNT_AT..].try_into().expect("4 bytes"));
-            claimed = claimed.saturating_add(usize::try_from(count).unwrap_or(0));
-        }
-        rest = next;
-    }
-    claimed.min(blob.len() / 4)
 }
 
 /// Classifies `partition` as [`classify_fetch_at`] does, but keeps the records as they came:
@@ -567,7 +542,9 @@ mod tests {
     mod batches {
         use super::*;
         use gregor_protocol::messages::AbortedTransaction;
-        use gregor_protocol::record::{ControlRecord, ControlRecordType, RecordBatchBuilder, TimestampType};
+        use gregor_protocol::record::{
+            ControlRecord, ControlRecordType, RecordBatchBuilder, TimestampType, BATCH_HEADER_SIZE,
+        };
 
         const V4: FetchRead = FetchRead { version: 4, isolation: IsolationLevel::ReadUncommitted };
         const COMMITTED: FetchRead = FetchRead { version: 4, isolation: IsolationLevel::ReadCommitted };
@@ -646,21 +623,21 @@ mod tests {
             let (three, two) =
                 (batch(0, &["a", "b", "c"], Compression::Snappy), batch(3, &["d", "e"], Compression::None));
             let whole = [three.clone(), two.clone()].concat();
-            assert_eq!(records_claimed(&whole), 5);
+            assert_eq!(BatchHeader::claimed_record_count(&whole), 5);
             // a partial trailing batch, and a Message v0 set, count nothing
-            assert_eq!(records_claimed(&whole[..whole.len() - 1]), 3);
+            assert_eq!(BatchHeader::claimed_record_count(&whole[..whole.len() - 1]), 3);
             let v0 = set(0, &["x", "y"], Compression::None);
-            assert_eq!(records_claimed(v0.as_bytes()), 0);
+            assert_eq!(BatchHeader::claimed_record_count(v0.as_bytes()), 0);
             // a count the broker made up is held to a quarter of the bytes fetched
             let mut lying = two.clone();
             lying[BATCH_HEADER_SIZE - 4..BATCH_HEADER_SIZE].copy_from_slice(&i32::MAX.to_be_bytes());
-            assert_eq!(records_claimed(&lying), lying.len() / 4);
+            assert_eq!(BatchHeader::claimed_record_count(&lying), lying.len() / 4);
             lying[BATCH_HEADER_SIZE - 4..BATCH_HEADER_SIZE].copy_from_slice(&(-7i32).to_be_bytes());
-            assert_eq!(records_claimed(&lying), 0);
+            assert_eq!(BatchHeader::claimed_record_count(&lying), 0);
             // a negative or overflowing batch length stops the count
             let mut bad = whole.clone();
             bad[8..12].copy_from_slice(&(-1i32).to_be_bytes());
-            assert_eq!(records_claimed(&bad), 0);
+            assert_eq!(BatchHeader::claimed_record_count(&bad), 0);
             // and the records are read whatever the list was sized for
             let class = classify_fetch_at("t", &part(0, 5, records(&[three, two])), 0, V4);
             assert_eq!(values(&class).0.len(), 5);

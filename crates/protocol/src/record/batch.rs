@@ -115,6 +115,28 @@ impl BatchHeader {
         }
     }
 
+    /// The records the whole RecordBatch v2 batches of a fetched `blob` say they hold, to size
+    /// the list they are decoded into. The counts come from the broker unchecked, so the sum
+    /// is held to a quarter of the bytes (records of 100-byte values would have to compress
+    /// more than 25-fold for more to be needed, and then the list grows as it fills); a batch
+    /// of another magic, and a partial trailing one, count nothing.
+    pub fn claimed_record_count(blob: &[u8]) -> usize {
+        let mut rest = blob;
+        let mut claimed = 0usize;
+        while let Some(head) = rest.first_chunk::<BATCH_HEADER_SIZE>() {
+            let header = BatchHeader::parse(head);
+            let Some(size) = usize::try_from(header.batch_length).ok().and_then(|l| l.checked_add(LOG_OVERHEAD)) else {
+                break;
+            };
+            let Some(next) = rest.get(size..) else { break };
+            if header.magic == MAGIC_V2 {
+                claimed = claimed.saturating_add(usize::try_from(header.record_count).unwrap_or(0));
+            }
+            rest = next;
+        }
+        claimed.min(blob.len() / 4)
+    }
+
     /// Writes the header fields into the first [`BATCH_HEADER_SIZE`] bytes of `h`.
     pub(crate) fn write(&self, h: &mut [u8]) {
         h[..8].copy_from_slice(&self.base_offset.to_be_bytes());
