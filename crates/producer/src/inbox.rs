@@ -20,6 +20,10 @@
 //! eventfd and a worker unparked); the task took a few records each time
 //! (`benchmarks/timing/session-29.md`).
 //!
+//! The inbox holds at most [`MOST_QUEUED`] records between two takes: the one that fills it
+//! wakes the task whatever it waits for, and a send then waits for the take
+//! ([`InboxSender::taken`]) before it queues its record.
+//!
 //! Records are encoded here, by the sending thread ([`InboxSender::send_record`]): the
 //! application's key and value are dropped at once, on the thread that made them, and a small
 //! record costs no allocation of its own on its way. (Measured: with the values' memory freed
@@ -105,6 +109,14 @@ pub(crate) enum Refused {
 /// (`benchmarks/timing/session-25.md`). Keeping 1,024 saved as much but cost system CPU (the
 /// deques growing again): a third more per message at 1,000,000.
 const KEEP_CAPACITY: usize = 4096;
+
+/// The most records the inbox holds before a sender waits for the task to take them
+/// ([`InboxSender::is_full`]). A record costs more here (its message as the sending thread
+/// encoded it, and a 40-byte place) than once the task has copied it to its partition's log;
+/// on a multi-thread runtime the sending loop goes on on one worker while the task is busy or
+/// not running on the other, and without a bound up to two-fifths of a queue of 100,000 sat
+/// here at a time (`benchmarks/timing/session-50.md` §4).
+const MOST_QUEUED: usize = 8192;
 
 /// What the task waits for before it is woken ([`InboxReceiver::recv_many`]): this many
 /// records queued, or this many bytes of small records' messages.
@@ -199,9 +211,18 @@ struct State {
     closed: bool,
     /// What the task waits for (or last waited for).
     wanted: Wanted,
-    /// A wake-up was sent since the last take. Written under the lock only; the senders also
-    /// read it without the lock ([`InboxSender::yield_due`]), through the queue's `Arc`.
-    woken: Arc<Padded<AtomicBool>>,
+    /// A wake-up was sent since the last take, and whether the inbox is full. Written under
+    /// the lock only; the senders also read them without the lock ([`InboxSender::yield_due`],
+    /// [`InboxSender::is_full`]), through the queue's `Arc`.
+    flags: Arc<Padded<Flags>>,
+}
+
+#[derive(Default)]
+struct Flags {
+    woken: AtomicBool,
+    /// [`MOST_QUEUED`] records are queued since the last take (the task has been woken): a
+    /// sender waits for the take.
+    full: AtomicBool,
 }
 
 impl State {
@@ -210,29 +231,41 @@ impl State {
     fn enqueue(&mut self, queued: Queued, urgent: bool) -> bool {
         reserve_one(&mut self.queued, usize::MAX);
         self.queued.push_back(queued);
-        self.wake_if(urgent)
+        let full = self.queued.len() >= MOST_QUEUED;
+        if full {
+            self.flags.full.store(true, Ordering::Relaxed);
+        }
+        self.wake_if(urgent || full)
     }
 
     /// True (once per take) when `urgent` or the task has what it waits for.
     fn wake_if(&mut self, urgent: bool) -> bool {
         let wake = !self.is_woken() && (urgent || self.has_wanted());
         if wake {
-            self.woken.store(true, Ordering::Relaxed);
+            self.flags.woken.store(true, Ordering::Relaxed);
         }
         wake
     }
 
     fn is_woken(&self) -> bool {
-        self.woken.load(Ordering::Relaxed)
+        self.flags.woken.load(Ordering::Relaxed)
+    }
+
+    /// Lets the senders waiting for a take go on; true when any may be waiting (the caller
+    /// wakes them once the lock is let go).
+    fn unfill(&mut self) -> bool {
+        self.flags.full.swap(false, Ordering::Relaxed)
     }
 
     fn has_wanted(&self) -> bool {
         self.queued.len() >= self.wanted.records || self.stream.pushed >= self.wanted.bytes
     }
 
-    /// Moves everything queued to the end of `into`.
-    fn take(&mut self, into: &mut Incoming) {
-        self.woken.store(false, Ordering::Relaxed);
+    /// Moves everything queued to the end of `into`; true when senders may be waiting for it
+    /// (the caller wakes them, [`Queue::taken`], once the lock is let go).
+    #[must_use]
+    fn take(&mut self, into: &mut Incoming) -> bool {
+        self.flags.woken.store(false, Ordering::Relaxed);
         if into.queued.is_empty() {
             std::mem::swap(&mut into.queued, &mut self.queued);
             if self.queued.capacity() > KEEP_CAPACITY {
@@ -242,6 +275,7 @@ impl State {
             into.queued.extend(self.queued.drain(..));
         }
         self.stream.take(&mut into.stream);
+        self.unfill()
     }
 }
 
@@ -321,8 +355,10 @@ impl Drop for Incoming {
 struct Queue {
     state: Mutex<State>,
     wake: Padded<Notify>,
-    /// The state's `woken`.
-    woken: Arc<Padded<AtomicBool>>,
+    /// The state's flags.
+    flags: Arc<Padded<Flags>>,
+    /// Senders waiting for a take of a full inbox.
+    taken: Notify,
     /// Whether the sending threads compute their messages' CRCs (`crate::crc`).
     crcs: Arc<Crcs>,
 }
@@ -350,7 +386,7 @@ impl Queue {
 /// A new inbox: the application side and the task side; the records' topics are registered in
 /// `names`.
 pub(crate) fn inbox(names: Arc<TopicNames>) -> (InboxSender, InboxReceiver) {
-    let woken = Arc::new(Padded(AtomicBool::new(false)));
+    let flags = Arc::new(Padded(Flags::default()));
     let queue = Arc::new(Queue {
         state: Mutex::new(State {
             queued: VecDeque::new(),
@@ -359,10 +395,11 @@ pub(crate) fn inbox(names: Arc<TopicNames>) -> (InboxSender, InboxReceiver) {
             sender_gone: false,
             closed: false,
             wanted: Wanted::ANY,
-            woken: woken.clone(),
+            flags: flags.clone(),
         }),
         wake: Padded(Notify::new()),
-        woken,
+        flags,
+        taken: Notify::new(),
         crcs: Arc::new(Crcs::default()),
     });
     (InboxSender { queue: queue.clone() }, InboxReceiver { queue })
@@ -411,7 +448,7 @@ impl InboxSender {
     /// task had nothing to do with them, and those yields were most of the producer's
     /// context switches and thread wake-ups (`benchmarks/timing/session-45.md`).
     pub(crate) fn yield_due(&self) -> bool {
-        if self.queue.woken.load(Ordering::Relaxed) {
+        if self.queue.flags.woken.load(Ordering::Relaxed) {
             return true;
         }
         SENDS
@@ -421,6 +458,27 @@ impl InboxSender {
                 n % SENDS_PER_UNIT == 0
             })
             .unwrap_or(true)
+    }
+
+    /// Whether the inbox holds [`MOST_QUEUED`] records the task has not taken yet: the next
+    /// send waits for the take first ([`InboxSender::taken`]).
+    pub(crate) fn is_full(&self) -> bool {
+        self.queue.flags.full.load(Ordering::Relaxed)
+    }
+
+    /// Waits until the task has taken what is queued (or closed the inbox), when the inbox is
+    /// full. Cancel safe.
+    pub(crate) async fn taken(&self) {
+        loop {
+            let taken = self.queue.taken.notified();
+            tokio::pin!(taken);
+            // registered before the check: a take after it wakes this wait
+            taken.as_mut().enable();
+            if !self.queue.flags.full.load(Ordering::Acquire) {
+                return;
+            }
+            taken.await;
+        }
     }
 
     /// Wakes the task whatever it waits for, when anything is queued: a sender is about to wait
@@ -554,7 +612,11 @@ impl InboxReceiver {
                 let mut state = self.queue.lock();
                 state.wanted = wanted;
                 if !state.queued.is_empty() && (state.is_woken() || state.sender_gone || state.has_wanted()) {
-                    state.take(into);
+                    let taken = state.take(into);
+                    drop(state);
+                    if taken {
+                        self.queue.taken.notify_waiters();
+                    }
                     return true;
                 }
                 if state.sender_gone {
@@ -568,12 +630,22 @@ impl InboxReceiver {
 
     /// Moves every queued command to the end of `into`, without waiting.
     pub(crate) fn try_recv_all(&mut self, into: &mut Incoming) {
-        self.queue.lock().take(into);
+        let taken = self.queue.lock().take(into);
+        if taken {
+            self.queue.taken.notify_waiters();
+        }
     }
 
     /// Refuses further sends; what is queued can still be taken.
     pub(crate) fn close(&mut self) {
-        self.queue.lock().closed = true;
+        let mut state = self.queue.lock();
+        state.closed = true;
+        // a sender waiting for a take goes on, to be refused
+        let full = state.unfill();
+        drop(state);
+        if full {
+            self.queue.taken.notify_waiters();
+        }
     }
 }
 
@@ -585,8 +657,10 @@ impl Drop for InboxReceiver {
         {
             let mut state = self.queue.lock();
             state.closed = true;
-            state.take(&mut left);
+            // a sender waiting for a take goes on, to be refused
+            let _ = state.take(&mut left);
         }
+        self.queue.taken.notify_waiters();
         drop(left);
     }
 }
@@ -758,6 +832,61 @@ mod tests {
         assert_eq!(values, [b"c".to_vec()]);
         let (_, received, _) = finished(waiter(rx, THREE)).await;
         assert!(!received, "nothing left and no sender");
+    }
+
+    const ALL: Wanted = Wanted { records: usize::MAX, bytes: usize::MAX };
+
+    /// `MOST_QUEUED` records queued wake the task whatever it waits for, and hold the senders
+    /// until it takes them (or closes the inbox).
+    #[tokio::test]
+    async fn a_full_inbox_wakes_the_task_and_holds_the_senders_until_it_takes() {
+        let (tx, mut rx) = inbox(TopicNames::new());
+        let tx = Arc::new(tx);
+        let mut got = Incoming::default();
+        record(&tx, b"known");
+        rx.try_recv_all(&mut got);
+        assert_eq!(all(&mut got).len(), 1);
+        // one short of full: the task waiting for more is not woken, and a sender goes on
+        tx.queue.lock().wanted = ALL;
+        let task = waiter(rx, ALL);
+        for i in 0..MOST_QUEUED - 1 {
+            record(&tx, format!("{i}").as_bytes());
+        }
+        assert!(!tx.is_full());
+        assert!(still_waiting(&task).await, "woken before the inbox was full");
+        tokio::time::timeout(Duration::from_secs(5), tx.taken()).await.expect("not full: no wait");
+        // full: woken, and it takes them all
+        record(&tx, b"last");
+        let (mut rx, received, values) = finished(task).await;
+        assert!(received);
+        assert_eq!(values.len(), MOST_QUEUED);
+        assert_eq!(values.last().unwrap(), b"last");
+        assert!(!tx.is_full(), "taken");
+        // a sender waits for the take, and only that long
+        for i in 0..MOST_QUEUED {
+            record(&tx, format!("{i}").as_bytes());
+        }
+        assert!(tx.is_full());
+        let sender = tokio::spawn({
+            let tx = tx.clone();
+            async move { tx.taken().await }
+        });
+        assert!(still_waiting(&sender).await, "a sender went on while the inbox was full");
+        rx.try_recv_all(&mut got);
+        finished(sender).await;
+        assert_eq!(all(&mut got).len(), MOST_QUEUED);
+        // and a close lets it go on (to be refused)
+        for i in 0..MOST_QUEUED {
+            record(&tx, format!("{i}").as_bytes());
+        }
+        let sender = tokio::spawn({
+            let tx = tx.clone();
+            async move { tx.taken().await }
+        });
+        assert!(still_waiting(&sender).await);
+        rx.close();
+        finished(sender).await;
+        assert!(!tx.is_full());
     }
 
     #[tokio::test]

@@ -191,7 +191,9 @@ where
     /// `Bytes` or `Vec<u8>` value is handed over without a copy): with
     /// `queue.enqueue.timeout.ms` -1 it waits for one, with 0 it fails at once when the queue
     /// is full, with more it waits that long. Once this returns `Ok`, the record *will* get
-    /// exactly one result, whether or not the future is awaited.
+    /// exactly one result, whether or not the future is awaited. Unless the timeout is 0, a
+    /// send may also wait while the background task is behind (8,192 records it has not taken
+    /// yet): records it has taken are held in fewer bytes.
     ///
     /// Cancel safety: dropping this future before it completes leaves the record unqueued
     /// (and it is gone: the record was moved in).
@@ -314,15 +316,25 @@ where
             },
             None => None,
         };
-        // a send that finds room never waits, so it counts against the task's coop budget
-        // itself: a loop of sends yields now and then and the background task keeps up (on a
-        // current-thread runtime it would otherwise run only once the queue is full); how
-        // often: `InboxSender::yield_due`
-        if self.shared.inbox.yield_due() {
-            tokio::task::coop::consume_budget().await;
-        }
         let capacity = self.shared.config.queue_buffering_max_messages();
         let timeout = self.shared.config.queue_enqueue_timeout();
+        // a send that finds room never waits for it, so it counts against the task's coop
+        // budget itself: a loop of sends yields now and then and the background task keeps up
+        // (on a current-thread runtime it would otherwise run only once the queue is full); how
+        // often: `InboxSender::yield_due`. While the inbox holds as many records as it takes
+        // between two takes (`inbox::MOST_QUEUED`), a send that may wait waits for the take,
+        // no longer than `queue.enqueue.timeout.ms`: the records are held in fewer bytes once
+        // the task has placed them
+        if self.shared.inbox.is_full() && timeout != EnqueueTimeout::FailFast {
+            match timeout {
+                EnqueueTimeout::Wait(wait) => {
+                    let _ = tokio::time::timeout(wait, self.shared.inbox.taken()).await;
+                }
+                _ => self.shared.inbox.taken().await,
+            }
+        } else if self.shared.inbox.yield_due() {
+            tokio::task::coop::consume_budget().await;
+        }
         let permit = match take(&self.shared.permits.places, 1, timeout, &self.shared.inbox).await {
             Take::Got(p) => p,
             Take::Full(waited) => return Err(SendError::QueueFull { record, capacity, waited }),

@@ -560,6 +560,44 @@ async fn a_sending_loop_on_one_thread_lets_the_producer_deliver_before_the_queue
     eprintln!("one thread: {during} of {N} delivered during the loop, queue peak {peak}");
 }
 
+/// A sending loop that never gives its thread up (tokio's coop budget switched off) still
+/// lets the producer's task run: once the inbox holds 8,192 records the task has not taken, a
+/// send waits for the take. Without that the loop would queue all its records before the task
+/// ran once. A fail-fast producer does not wait for the take.
+#[tokio::test(flavor = "current_thread")]
+async fn a_sending_loop_waits_for_the_producer_to_take_what_it_queued() {
+    const N: usize = 5 * 8192;
+    let c = cluster_or_skip!("inbox-full");
+    c.create_topic("t", 1, 1).await.unwrap();
+    for timeout in [EnqueueTimeout::Block, EnqueueTimeout::FailFast] {
+        let p = producer(
+            config(&c).queue_buffering_max_messages(2 * N).batch_num_messages(500).queue_enqueue_timeout(timeout),
+        );
+        warm(&p, "t").await;
+        let delivered = Arc::new(AtomicUsize::new(0));
+        let d = delivered.clone();
+        let handler: Arc<dyn DeliveryHandler> = Arc::new(move |_: u64, result: DeliveryResult| {
+            if result.is_ok() {
+                d.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        let during = tokio::task::unconstrained(async {
+            for i in 0..N {
+                p.send_with_handler(rec("t", i), &handler, i as u64).await.unwrap();
+            }
+            delivered.load(Ordering::Relaxed)
+        })
+        .await;
+        match timeout {
+            EnqueueTimeout::Block => assert!(during > 0, "the producer's task did not run during the loop"),
+            _ => assert_eq!(during, 0, "a fail-fast send waited"),
+        }
+        assert!(p.flush().bounded().await.is_ok());
+        assert_eq!(delivered.load(Ordering::Relaxed), N);
+        eprintln!("{timeout:?}: {during} of {N} delivered during the loop");
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // compression
 
