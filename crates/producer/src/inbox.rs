@@ -472,9 +472,10 @@ impl InboxSender {
         loop {
             let taken = self.queue.taken.notified();
             tokio::pin!(taken);
-            // registered before the check: a take after it wakes this wait
+            // registered before the check: a take after it wakes this wait (the take clears
+            // the flag before it notifies; the Notify's lock orders the two for this check)
             taken.as_mut().enable();
-            if !self.queue.flags.full.load(Ordering::Acquire) {
+            if !self.queue.flags.full.load(Ordering::Relaxed) {
                 return;
             }
             taken.await;

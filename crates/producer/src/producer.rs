@@ -321,10 +321,10 @@ where
         // a send that finds room never waits for it, so it counts against the task's coop
         // budget itself: a loop of sends yields now and then and the background task keeps up
         // (on a current-thread runtime it would otherwise run only once the queue is full); how
-        // often: `InboxSender::yield_due`. While the inbox holds as many records as it takes
-        // between two takes (`inbox::MOST_QUEUED`), a send that may wait waits for the take,
-        // no longer than `queue.enqueue.timeout.ms`: the records are held in fewer bytes once
-        // the task has placed them
+        // often: `InboxSender::yield_due`. While the inbox is full (`inbox::MOST_QUEUED`
+        // records the task has not taken), a send that may wait waits for the take, no longer
+        // than `queue.enqueue.timeout.ms`: the records are held in fewer bytes once the task
+        // has placed them
         if self.shared.inbox.is_full() && timeout != EnqueueTimeout::FailFast {
             match timeout {
                 EnqueueTimeout::Wait(wait) => {

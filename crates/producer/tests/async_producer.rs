@@ -529,6 +529,18 @@ async fn a_full_queue_is_sent_at_once() {
     assert_eq!(requests[0].len(), 20);
 }
 
+/// A handler that counts the records delivered.
+fn counting_handler() -> (Arc<dyn DeliveryHandler>, Arc<AtomicUsize>) {
+    let delivered = Arc::new(AtomicUsize::new(0));
+    let d = delivered.clone();
+    let handler: Arc<dyn DeliveryHandler> = Arc::new(move |_: u64, result: DeliveryResult| {
+        if result.is_ok() {
+            d.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    (handler, delivered)
+}
+
 /// On a current-thread runtime the sending loop and the producer's task share one thread. A
 /// send that finds room does not wait for anything, so it must still give the thread up now
 /// and then (tokio's coop budget): otherwise the producer's task, the connections and here the
@@ -540,13 +552,7 @@ async fn a_sending_loop_on_one_thread_lets_the_producer_deliver_before_the_queue
     c.create_topic("t", 1, 1).await.unwrap();
     let p = producer(config(&c).queue_buffering_max_messages(N).batch_num_messages(500));
     warm(&p, "t").await;
-    let delivered = Arc::new(AtomicUsize::new(0));
-    let d = delivered.clone();
-    let handler: Arc<dyn DeliveryHandler> = Arc::new(move |_: u64, result: DeliveryResult| {
-        if result.is_ok() {
-            d.fetch_add(1, Ordering::Relaxed);
-        }
-    });
+    let (handler, delivered) = counting_handler();
     let mut peak = 0;
     for i in 0..N {
         p.send_with_handler(rec("t", i), &handler, i as u64).await.unwrap();
@@ -574,13 +580,7 @@ async fn a_sending_loop_waits_for_the_producer_to_take_what_it_queued() {
             config(&c).queue_buffering_max_messages(2 * N).batch_num_messages(500).queue_enqueue_timeout(timeout),
         );
         warm(&p, "t").await;
-        let delivered = Arc::new(AtomicUsize::new(0));
-        let d = delivered.clone();
-        let handler: Arc<dyn DeliveryHandler> = Arc::new(move |_: u64, result: DeliveryResult| {
-            if result.is_ok() {
-                d.fetch_add(1, Ordering::Relaxed);
-            }
-        });
+        let (handler, delivered) = counting_handler();
         let during = tokio::task::unconstrained(async {
             for i in 0..N {
                 p.send_with_handler(rec("t", i), &handler, i as u64).await.unwrap();
