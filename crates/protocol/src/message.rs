@@ -675,25 +675,17 @@ impl MessageSet {
         // the offset of the last entry, every entry checked whole (each part holds whole ones)
         let (mut last, mut before) = (0, 0);
         for raw in self.parts() {
-            let mut pos = 0;
-            while pos < raw.len() {
-                let header = raw.get(pos..pos + ENTRY_HEADER_SIZE);
-                let end = header.and_then(|h| {
-                    let size = usize::try_from(i32::from_be_bytes(h[8..12].try_into().expect("4 bytes"))).ok()?;
-                    (pos + ENTRY_HEADER_SIZE).checked_add(size).filter(|end| *end <= raw.len())
+            let (part_last, pos) = whole_entries(raw);
+            last = part_last.unwrap_or(last);
+            if pos < raw.len() {
+                return Err(Error::MalformedMessage {
+                    location: MessageLocation { offset: last, ..MessageLocation::default() },
+                    reason: format!(
+                        "the entry at byte {} of {} is cut short or has a negative size",
+                        before + pos,
+                        self.len()
+                    ),
                 });
-                let Some(end) = end else {
-                    return Err(Error::MalformedMessage {
-                        location: MessageLocation { offset: last, ..MessageLocation::default() },
-                        reason: format!(
-                            "the entry at byte {} of {} is cut short or has a negative size",
-                            before + pos,
-                            self.len()
-                        ),
-                    });
-                };
-                last = i64::from_be_bytes(raw[pos..pos + 8].try_into().expect("8 bytes"));
-                pos = end;
             }
             before += raw.len();
         }
@@ -769,15 +761,7 @@ impl MessageSet {
     /// may be more than are there). The offsets come from the broker unchecked, so the count
     /// is held to a quarter of the set's bytes.
     pub(crate) fn offsets_spanned(&self, min_offset: i64) -> usize {
-        let mut rest = &self.as_bytes()[..];
-        let mut last = None;
-        while let Some(head) = rest.get(..ENTRY_HEADER_SIZE) {
-            let offset = i64::from_be_bytes(head[..8].try_into().expect("8 bytes"));
-            let size = i32::from_be_bytes(head[8..].try_into().expect("4 bytes"));
-            let Some(next) = usize::try_from(size).ok().and_then(|n| rest.get(ENTRY_HEADER_SIZE + n..)) else { break };
-            last = Some(offset);
-            rest = next;
-        }
+        let (last, _) = whole_entries(self.as_bytes());
         let spanned = last.map_or(0, |last| last.saturating_sub(min_offset).saturating_add(1));
         usize::try_from(spanned).unwrap_or(0).min(self.len() / 4)
     }
@@ -854,6 +838,22 @@ impl MessageSet {
     fn entries_in(&self, options: &DecodeOptions) -> Entries {
         Entries { topic: options.topic.clone(), partition: options.partition, ..self.entries() }
     }
+}
+
+/// Walks the whole entries at the start of `raw` (offset, size, message) without reading the
+/// messages: the last one's offset, and where the walk stopped (`raw.len()` when every entry
+/// was whole; else the start of the one cut short or with a negative size).
+fn whole_entries(raw: &[u8]) -> (Option<i64>, usize) {
+    let (mut last, mut pos) = (None, 0);
+    while let Some(head) = raw.get(pos..).and_then(|rest| rest.get(..ENTRY_HEADER_SIZE)) {
+        let offset = i64::from_be_bytes(head[..8].try_into().expect("8 bytes"));
+        let size = i32::from_be_bytes(head[8..].try_into().expect("4 bytes"));
+        let end = usize::try_from(size).ok().and_then(|n| (pos + ENTRY_HEADER_SIZE).checked_add(n));
+        let Some(end) = end.filter(|end| *end <= raw.len()) else { break };
+        last = Some(offset);
+        pos = end;
+    }
+    (last, pos)
 }
 
 fn push_from<T: From<MessageAndOffset>>(out: &mut DecodedMessages<T>, m: MessageAndOffset, min_offset: i64) {
