@@ -372,10 +372,10 @@ impl RecordRun {
         codec: gregor_protocol::Compression,
         producer: Option<(i64, i16, i32)>,
     ) -> Result<MessageSet, gregor_protocol::Error> {
-        self.finish_with(codec, producer, bytes::BytesMut::with_capacity)
+        self.finish_with(codec, producer, MessageSet::copied)
     }
 
-    /// [`RecordRun::finish`], compressed into `buffer(size)` (the producer's kept allocations:
+    /// [`RecordRun::finish`], a compressed batch kept by `keep` (in the producer's blocks:
     /// `crate::buffers`).
     ///
     /// # Errors
@@ -385,7 +385,7 @@ impl RecordRun {
         &self,
         codec: gregor_protocol::Compression,
         producer: Option<(i64, i16, i32)>,
-        buffer: impl FnOnce(usize) -> bytes::BytesMut,
+        keep: impl FnOnce(&[u8]) -> MessageSet,
     ) -> Result<MessageSet, gregor_protocol::Error> {
         let summary = gregor_protocol::record::RecordsSummary {
             count: i32::try_from(self.count).unwrap_or(i32::MAX),
@@ -393,7 +393,7 @@ impl RecordRun {
             max_timestamp: self.stamps.max,
             producer,
         };
-        gregor_protocol::record::finish_records_with(&self.parts, summary, codec, buffer)
+        gregor_protocol::record::finish_records_with(&self.parts, summary, codec, keep)
     }
 
     /// Its records read back (offsets from 0; keys and values slices of its parts, each of
@@ -693,6 +693,12 @@ impl<T: Pack> Accumulator<T> {
             record_batches: BTreeSet::new(),
             earliest: None,
         }
+    }
+
+    /// The pool the logs' spent blocks are kept in, for the producer's compressed sets
+    /// (`crate::buffers`).
+    pub(crate) fn blocks(&self) -> crate::buffers::Blocks {
+        self.spent.blocks()
     }
 
     /// The settings.
@@ -1163,7 +1169,7 @@ impl<T: Pack> Accumulator<T> {
         if self.len == 0 {
             // nothing queued or in flight: an idle producer keeps no spent blocks (this
             // batch's go with it)
-            self.spent = Spent::default();
+            self.spent.clear();
             self.earliest = None;
         }
         batch.records.into_vec()

@@ -1,107 +1,125 @@
-//! The buffers a producer's compressed sets are written into, shared by its rounds and used
-//! again once the batch that held one is gone.
+//! The blocks a producer keeps its bytes in once they are no longer queued: its partitions'
+//! spent log blocks (`crate::log::Spent`) and its compressed sets, one pool for both.
 //!
-//! Why: a compressed set was an allocation of its exact size (about a batch: 126 KB for 1,000
-//! records of 100 bytes), made on whichever thread built the round and freed with the batch's
-//! result on another. With a full queue the sets in flight are a third of what is held, and
-//! glibc kept their freed memory scattered between the blocks of the partitions' logs (the
-//! same churn the logs' blocks had before they were kept: `crate::log`). Here the sets in
-//! flight take turns in a few allocations, sized in steps of an eighth of a power of two so
-//! that sets of about the same size fit each other's.
+//! Why one pool: a compressed set was an allocation of its own (about a batch: 254 KiB for
+//! 2,000 records of 100 bytes), sized in steps of an eighth of a power of two so that sets of
+//! about the same size could take turns in a few. With a full queue and snappy, a record in
+//! flight was held compressed in such a set while the log block it had been queued in stayed
+//! spent and free beside it, and each set held the rest of its step unused: 1.1-1.6 MB more
+//! than uncompressed at a queue of 100,000 (`benchmarks/timing/session-49.md` §2). Here a set is
+//! copied into blocks of the logs' size ([`BLOCK`]), the spent ones first, in parts one after the
+//! other; the next set goes on in the last one's block. So the blocks a batch leaves when it is
+//! compressed hold its set, and every block, a log's or a set's, is used again by either once
+//! what was made of it is gone.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use bytes::BytesMut;
+use gregor_protocol::MessageSet;
 
-/// Buffers kept, in flight or free: the batches a producer has in flight for 8 partitions at
-/// the default `max.in.flight.requests.per.connection` (5).
-const KEEP: usize = 40;
+/// The size of a block a set is copied into: a busy partition's log block
+/// (`crate::log`'s largest).
+pub(crate) const BLOCK: usize = 64 * 1024;
 
-/// Buffers free again kept besides the one taken.
-const SPARE: usize = 1;
+/// Blocks kept, free or still held by batches in flight (32 MiB of [`BLOCK`]s); beyond, the
+/// oldest is let go (a batch holding it keeps it alive until its result).
+const KEEP: usize = 512;
+
+/// A set begins in a block with at least this much room (or room for all of it): its headers
+/// are in its first part, where the round reads its format (`crate::engine::format`).
+const FIRST_PART: usize = 1024;
 
 /// Allocations kept to be used again once nothing made of them is alive, oldest first: the
-/// part of each after what was handed out (empty, sharing the allocation) and its size. The
-/// one mechanism behind [`SetBuffers`] and the logs' spent blocks (`crate::log::Spent`).
+/// part of each after what was handed out (empty, sharing the allocation) and its size.
 #[derive(Debug, Default)]
 pub(crate) struct Kept(VecDeque<(BytesMut, usize)>);
 
 impl Kept {
     /// Keeps `rest`, the remainder of an allocation of `had` bytes; beyond `keep` kept, the
     /// oldest is let go (what is made of it keeps it alive; it is not used again).
-    pub(crate) fn push(&mut self, rest: BytesMut, had: usize, keep: usize) {
+    fn push(&mut self, rest: BytesMut, had: usize, keep: usize) {
         self.0.push_back((rest, had));
         if self.0.len() > keep {
             self.0.pop_front();
         }
     }
 
-    /// The oldest kept allocation free again that holds `n` bytes, whole (taken out); of the
-    /// others found free, `spare` stay and the rest are let go.
-    pub(crate) fn free(&mut self, n: usize, spare: usize) -> Option<(BytesMut, usize)> {
-        let mut taken = None;
-        let mut free = 0;
-        self.0.retain_mut(|(buffer, had)| {
-            // `try_reclaim` succeeds when this holds the only handle left: nothing made of
-            // the allocation is alive
-            if !buffer.try_reclaim(*had) {
-                return true;
-            }
-            if taken.is_none() && *had >= n {
-                taken = Some((std::mem::take(buffer), *had));
-                return false;
-            }
-            free += 1;
-            free <= spare
-        });
-        taken
-    }
-
     /// The oldest kept allocation free again that holds `n` bytes, whole (taken out); the
     /// look ends there, and every other stays.
-    pub(crate) fn first_free(&mut self, n: usize) -> Option<(BytesMut, usize)> {
+    fn first_free(&mut self, n: usize) -> Option<(BytesMut, usize)> {
+        // `try_reclaim` succeeds when this holds the only handle left: nothing made of the
+        // allocation is alive
         let at = self.0.iter_mut().position(|(buffer, had)| *had >= n && buffer.try_reclaim(*had))?;
         self.0.remove(at)
     }
-
-    /// How many allocations are kept (free or not).
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.0.len()
-    }
 }
 
-/// Shared by a producer's rounds (cloned into each round's task).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct SetBuffers(Arc<Mutex<Kept>>);
+#[derive(Debug, Default)]
+struct Pool {
+    kept: Kept,
+    /// The block the last set ended in, with the room after it, and its allocation's size.
+    open: Option<(BytesMut, usize)>,
+}
 
-impl SetBuffers {
-    /// An empty buffer with room for exactly `n` bytes (a set of that size): part of a kept
-    /// allocation whose set is gone and that is large enough, else of a new one.
-    pub(crate) fn take(&self, n: usize) -> BytesMut {
-        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let (mut buffer, had) = kept.free(n, SPARE).unwrap_or_else(|| {
-            let step = (n.next_power_of_two() / 8).max(4096);
-            let size = n.div_ceil(step).max(1) * step;
-            (BytesMut::with_capacity(size), size)
-        });
-        // the set is the allocation's first `n` bytes; the rest stays here, to tell when the
-        // set is gone
-        let rest = buffer.split_off(n);
-        kept.push(rest, had, KEEP);
-        buffer
+/// A producer's pool of blocks, shared by its logs (on its task) and its rounds (which build
+/// and compress their sets on theirs).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Blocks(Arc<Mutex<Pool>>);
+
+impl Blocks {
+    fn lock(&self) -> MutexGuard<'_, Pool> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Lets every kept allocation go (each set still alive keeps its own): for an idle
+    /// Keeps `rest`, the empty remainder of a block of `had` bytes whose bytes were all handed
+    /// out, to be used again once nothing made of it is alive.
+    pub(crate) fn spend(&self, rest: BytesMut, had: usize) {
+        self.lock().kept.push(rest, had, KEEP);
+    }
+
+    /// The oldest kept block free again of at least `n` bytes, whole (taken out).
+    pub(crate) fn free(&self, n: usize) -> Option<(BytesMut, usize)> {
+        self.lock().kept.first_free(n)
+    }
+
+    /// A set of `bytes` (a compressed set as its codec wrote it) copied into the pool's blocks:
+    /// the room left in the block the last set ended in, then blocks free again, else new ones;
+    /// one part per block.
+    pub(crate) fn keep(&self, bytes: &[u8]) -> MessageSet {
+        let mut pool = self.lock();
+        let mut parts = Vec::with_capacity(bytes.len() / BLOCK + 2);
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let needed = if parts.is_empty() { FIRST_PART.min(rest.len()) } else { 1 };
+            let (mut block, had) = match pool.open.take() {
+                Some((block, had)) if block.capacity() >= needed => (block, had),
+                full => {
+                    if let Some((block, had)) = full {
+                        pool.kept.push(block, had, KEEP);
+                    }
+                    pool.kept.first_free(BLOCK).unwrap_or_else(|| (BytesMut::with_capacity(BLOCK), BLOCK))
+                }
+            };
+            let n = rest.len().min(block.capacity());
+            block.extend_from_slice(&rest[..n]);
+            parts.push(block.split().freeze());
+            rest = &rest[n..];
+            pool.open = Some((block, had));
+        }
+        MessageSet::from_parts(parts)
+    }
+
+    /// Lets every kept block go (each set or batch still alive keeps its own): for an idle
     /// producer.
     pub(crate) fn clear(&self) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Kept::default();
+        *self.lock() = Pool::default();
     }
 
+    /// How many blocks are kept (free or not), the open one aside.
     #[cfg(test)]
-    fn len(&self) -> usize {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).len()
+    pub(crate) fn len(&self) -> usize {
+        self.lock().kept.0.len()
     }
 }
 
@@ -109,43 +127,69 @@ impl SetBuffers {
 mod tests {
     use super::*;
 
-    #[test]
-    fn an_allocation_is_used_again_once_its_set_is_gone() {
-        let buffers = SetBuffers::default();
-        let mut a = buffers.take(100_000);
-        assert_eq!((a.len(), a.capacity()), (0, 100_000), "room for exactly the set");
-        a.extend_from_slice(&[1; 100_000]);
-        let a = a.freeze();
-        let at = a.as_ptr();
-        let mut b = buffers.take(90_000);
-        b.extend_from_slice(&[2; 90_000]);
-        let b = b.freeze();
-        assert_ne!(b.as_ptr(), at, "the first set is alive: another allocation");
-        drop(a);
-        let mut c = buffers.take(101_000);
-        assert_eq!(c.as_ptr(), at as *mut u8, "the first set's allocation again (sizes rounded up)");
-        c.extend_from_slice(&[3; 101_000]);
-        assert!(b.iter().all(|x| *x == 2), "the second set is untouched");
-        let c = c.freeze();
-        assert!(c.iter().all(|x| *x == 3));
-        assert_eq!(buffers.len(), 2);
-        // a set larger than any kept allocation: a new one
-        drop((b, c));
-        let d = buffers.take(300_000);
-        assert!(d.capacity() == 300_000 && buffers.len() == 2, "{} kept", buffers.len());
-        buffers.clear();
-        assert_eq!(buffers.len(), 0);
-        drop(d);
+    fn bytes(n: usize, seed: u8) -> Vec<u8> {
+        (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
     }
 
     #[test]
-    fn at_most_keep_allocations_are_kept() {
-        let buffers = SetBuffers::default();
-        let alive: Vec<_> = (0..KEEP + 5).map(|_| buffers.take(5000).freeze()).collect();
-        assert_eq!(buffers.len(), KEEP);
+    fn a_set_is_copied_into_blocks_one_after_the_other() {
+        let blocks = Blocks::default();
+        let a = bytes(150_000, 1);
+        let set = blocks.keep(&a);
+        assert_eq!(set.as_bytes().as_ref(), a.as_slice());
+        let lens: Vec<_> = set.parts().iter().map(bytes::Bytes::len).collect();
+        assert_eq!(lens, [BLOCK, BLOCK, 150_000 - 2 * BLOCK], "one part per block");
+        // the next set goes on in the last one's block
+        let b = bytes(1000, 2);
+        let next = blocks.keep(&b);
+        assert_eq!(next.parts().len(), 1);
+        assert_eq!(next.parts()[0].as_ptr(), set.parts()[2].as_ptr().wrapping_add(set.parts()[2].len()));
+        // a set that would begin with less than FIRST_PART of room begins in another block
+        let fill = BLOCK - (150_000 - 2 * BLOCK) - 1000 - (FIRST_PART - 1);
+        let filler = blocks.keep(&bytes(fill, 3));
+        assert_eq!(filler.parts().len(), 1);
+        let c = blocks.keep(&bytes(FIRST_PART, 4));
+        assert_eq!(c.parts().len(), 1, "its first part holds FIRST_PART bytes");
+        assert_eq!(blocks.len(), 3, "two of the first set's blocks and the filled one");
+        assert_eq!(c.as_bytes().as_ref(), bytes(FIRST_PART, 4).as_slice());
+        assert_eq!(next.as_bytes().as_ref(), b.as_slice());
+        assert_eq!(set.as_bytes().as_ref(), a.as_slice(), "untouched by the sets after it");
+    }
+
+    #[test]
+    fn a_block_is_used_again_once_what_was_made_of_it_is_gone() {
+        let blocks = Blocks::default();
+        // a log's block, spent while a batch holds its bytes
+        let mut log_block = BytesMut::with_capacity(BLOCK);
+        log_block.extend_from_slice(&bytes(BLOCK, 5));
+        let batch = log_block.split().freeze();
+        let at = batch.as_ptr();
+        blocks.spend(log_block, BLOCK);
+        let first = blocks.keep(&bytes(BLOCK, 6));
+        assert_ne!(first.parts()[0].as_ptr(), at, "the batch is alive: a new block");
+        drop(batch);
+        // the set's block is full; the next set takes the log's block, free again
+        let second = blocks.keep(&bytes(100, 7));
+        assert_eq!(second.parts()[0].as_ptr(), at);
+        // and a log takes a set's block once the set is gone
+        let first_at = first.parts()[0].as_ptr();
+        assert!(blocks.free(BLOCK).is_none(), "the first set is alive");
+        drop(first);
+        let (block, had) = blocks.free(BLOCK).expect("the first set's block");
+        assert_eq!((block.as_ptr(), had, block.capacity()), (first_at, BLOCK, BLOCK));
+        assert_eq!(second.as_bytes().as_ref(), bytes(100, 7).as_slice());
+        blocks.clear();
+        assert_eq!(blocks.len(), 0);
+    }
+
+    #[test]
+    fn at_most_keep_blocks_are_kept() {
+        let blocks = Blocks::default();
+        let alive: Vec<_> = (0..KEEP + 5).map(|i| blocks.keep(&bytes(BLOCK, i as u8))).collect();
+        // each set fills its block; the last one is still open
+        assert_eq!(blocks.len(), KEEP);
         drop(alive);
-        // all free again: one is taken, one spare stays beside it
-        let _next = buffers.take(5000);
-        assert_eq!(buffers.len(), SPARE + 1);
+        assert!(blocks.free(BLOCK).is_some());
+        assert_eq!(blocks.len(), KEEP - 1);
     }
 }

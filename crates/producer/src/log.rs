@@ -11,8 +11,9 @@
 //! A block is sized after the partition's last batch (1 KiB to 64 KiB): a busy partition fills
 //! big blocks, a quiet one holds little. An entry never spans two blocks.
 //!
-//! A block whose entries were all taken is spent ([`Spent`], shared by a producer's logs) and
-//! used again, by any partition, once every batch made of it is gone; the logs of an idle
+//! A block whose entries were all taken is spent ([`Spent`], shared by a producer's logs and
+//! its compressed sets: `crate::buffers`) and used again, by any partition or set, once every
+//! batch made of it is gone; the logs of an idle
 //! producer (nothing queued or in flight) keep none. Why kept: with a full queue, blocks were
 //! allocated on the worker thread that ran the background task at that moment and freed on
 //! the one that delivered their records; on a multi-thread runtime each worker's allocator
@@ -24,21 +25,18 @@ use std::collections::VecDeque;
 use bytes::{BufMut, Bytes, BytesMut};
 use gregor_protocol::{EncodedMessage, MessageSet};
 
-use crate::buffers::Kept;
+use crate::buffers::{Blocks, BLOCK};
 
 /// Bytes before each message in a set: its offset (8) and size (4).
 pub(crate) const ENTRY_HEADER: usize = 12;
 
 const MIN_BLOCK: usize = 1024;
-const MAX_BLOCK: usize = 64 * 1024;
-
-/// Spent blocks [`Spent`] keeps, free or still held by batches in flight (32 MiB of 64 KiB
-/// blocks); beyond, the oldest is let go (a batch holding it keeps it alive until its result).
-const KEEP_SPENT: usize = 512;
+const MAX_BLOCK: usize = BLOCK;
 
 /// Blocks of a producer's logs whose entries were all taken, oldest first, shared by the
-/// partitions: the empty remainder of each (sharing its allocation) and its allocation's
-/// size. One is used again, by any partition, once every batch made of it is gone.
+/// partitions, in the pool its compressed sets are kept in too (`crate::buffers`): the empty
+/// remainder of each (sharing its allocation) and its allocation's size. One is used again,
+/// by any partition or set, once every batch made of it is gone.
 ///
 /// Shared rather than one list per partition: the partitions' queues take turns at being
 /// longest, and each partition's list kept blocks for its own longest (the sum of the
@@ -58,7 +56,7 @@ const KEEP_SPENT: usize = 512;
 /// 1,000-partition topic (`benchmarks/timing/session-34.md`).
 #[derive(Debug, Default)]
 pub(crate) struct Spent {
-    kept: Kept,
+    blocks: Blocks,
     /// False once a look found no free block, until a batch is gone or a free block spent.
     may_be_free: bool,
 }
@@ -69,7 +67,7 @@ impl Spent {
         if bytes.try_reclaim(had) {
             self.may_be_free = true;
         }
-        self.kept.push(bytes, had, KEEP_SPENT);
+        self.blocks.spend(bytes, had);
     }
 
     /// The oldest block free again of at least `size` bytes, whole (every other stays).
@@ -77,7 +75,7 @@ impl Spent {
         if !self.may_be_free {
             return None;
         }
-        let taken = self.kept.first_free(size);
+        let taken = self.blocks.free(size);
         // after one found, the next look may find another; after none, only a batch gone can
         // free one (free blocks too small for this stay, for smaller ones after that)
         self.may_be_free = taken.is_some();
@@ -89,10 +87,22 @@ impl Spent {
         self.may_be_free = true;
     }
 
+    /// The pool the blocks are kept in, for the producer's compressed sets.
+    pub(crate) fn blocks(&self) -> Blocks {
+        self.blocks.clone()
+    }
+
+    /// Lets every kept block go, the sets' too (each batch still alive keeps its own): for an
+    /// idle producer.
+    pub(crate) fn clear(&mut self) {
+        self.blocks.clear();
+        self.may_be_free = false;
+    }
+
     /// How many blocks are kept.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.kept.len()
+        self.blocks.len()
     }
 }
 
@@ -465,13 +475,14 @@ pub(crate) fn is_plain(encoded: &MessageSet) -> bool {
     matches!(magic, Some(0 | 1)) && attributes.is_some_and(|a| a & 0x07 == 0)
 }
 
-/// The buffers to read `set`'s entries from, each of whole entries: its parts for Message v0/v1
-/// entries (the log cuts a set between entries, and a compressed set is one part), its bytes
-/// joined for a RecordBatch v2 in parts (a batch finished from a partition's records: its
-/// header, then its records where they lie, cut anywhere between records).
+/// The buffers to read `set`'s entries from, each of whole entries: its parts for uncompressed
+/// Message v0/v1 entries (the log cuts a set between entries); its bytes joined for a
+/// compressed set in parts (one wrapper across the blocks it was kept in: `crate::buffers`) or
+/// a RecordBatch v2 in parts (its header, then its records where they lie, cut anywhere
+/// between records, or compressed across blocks).
 pub(crate) fn readable(set: &MessageSet) -> Vec<Bytes> {
     match set.parts() {
-        [first, _, ..] if first.get(16) == Some(&2) => vec![set.as_bytes().clone()],
+        [_, _, ..] if !is_plain(set) => vec![set.as_bytes().clone()],
         parts => parts.to_vec(),
     }
 }
@@ -755,6 +766,23 @@ mod tests {
         for codec in [Compression::Gzip, Compression::Snappy, Compression::Lz4] {
             let back = plain_of(&plain.compress(codec).unwrap()).unwrap();
             assert_eq!(back.as_bytes(), plain.as_bytes(), "{codec:?}");
+        }
+        // kept in a producer's blocks, a wrapper across two of them (values that do not
+        // compress, so that it is larger than the room left in the first block)
+        let noise: Vec<EncodedMessage> = (0..60u32)
+            .map(|i| {
+                let value: Vec<u8> =
+                    (0..100u32).map(|j| ((i * 100 + j).wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+                EncodedMessage::encode(&Message::new(None, Some(Bytes::from(value)))).unwrap()
+            })
+            .collect();
+        let noisy = MessageSet::from_encoded(&noise, Compression::None).unwrap();
+        for codec in [Compression::Gzip, Compression::Snappy, Compression::Lz4] {
+            let blocks = crate::buffers::Blocks::default();
+            let _filler = blocks.keep(&vec![0; crate::buffers::BLOCK - 2048]);
+            let kept = noisy.compress_with(codec, |bytes| blocks.keep(bytes)).unwrap();
+            assert_eq!(kept.parts().len(), 2, "{codec:?}: {} bytes", kept.len());
+            assert_eq!(plain_of(&kept).unwrap().as_bytes(), noisy.as_bytes(), "{codec:?} across blocks");
         }
         for codec in [Compression::None, Compression::Snappy, Compression::Zstd] {
             let mut builder = RecordBatchBuilder::new(codec);

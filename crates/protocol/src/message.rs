@@ -453,9 +453,11 @@ impl MessageSet {
     }
 
     /// A set whose bytes are `parts` one after the other, kept where they are (not copied):
-    /// for a producer whose queued entries lie in several buffers. Each part should be whole
-    /// entries (offset, size, message), as the readers of a producer's sets expect; nothing is
-    /// checked until the set is read. Empty parts are dropped.
+    /// for a producer whose queued entries lie in several buffers. To be compressed
+    /// ([`MessageSet::compress`]), each part should be whole entries (offset, size, message);
+    /// read otherwise, the parts are joined, so an entry may lie across them (a compressed set
+    /// a producer keeps in its blocks). Nothing is checked until the set is read. Empty parts
+    /// are dropped.
     pub fn from_parts(parts: impl IntoIterator<Item = Bytes>) -> MessageSet {
         let mut list: Vec<Bytes> = parts.into_iter().filter(|p| !p.is_empty()).collect();
         match list.len() {
@@ -645,7 +647,7 @@ impl MessageSet {
         if codec == Compression::None || count == 0 {
             return Ok(MessageSet::from_bytes(raw.freeze()));
         }
-        MessageSet::wrap_raw(&[&raw], count - 1, codec, BytesMut::with_capacity)
+        MessageSet::wrap_raw(&[&raw], count - 1, codec, MessageSet::copied)
     }
 
     /// This set of uncompressed entries as [`MessageSet::from_encoded`] makes it with `codec`:
@@ -658,17 +660,25 @@ impl MessageSet {
     /// [`Error::MalformedMessage`] when the set ends in part of an entry or holds a negative
     /// size; [`Error::Compression`] when the codec fails.
     pub fn compress(&self, codec: Compression) -> Result<MessageSet> {
-        self.compress_with(codec, BytesMut::with_capacity)
+        self.compress_with(codec, MessageSet::copied)
     }
 
-    /// As [`MessageSet::compress`], the compressed set written into `buffer(n)`: an empty
-    /// buffer with room for its `n` bytes, which the set then shares (a buffer with less room
-    /// is grown). For a caller that keeps its sets' allocations and uses them again.
+    /// A set of its own holding a copy of `bytes` (one allocation of their size): how
+    /// [`MessageSet::compress`] keeps what its codec wrote.
+    pub fn copied(bytes: &[u8]) -> MessageSet {
+        MessageSet::from_bytes(Bytes::copy_from_slice(bytes))
+    }
+
+    /// As [`MessageSet::compress`], the compressed set's bytes (written first into this
+    /// thread's scratch buffer) handed to `keep`, which copies them where it keeps its sets and
+    /// returns them as a set: in one buffer, or in parts ([`MessageSet::from_parts`]; a
+    /// compressed set in parts is one entry across them, read joined). For a caller that keeps
+    /// its sets' allocations and uses them again.
     ///
     /// # Errors
     ///
     /// As [`MessageSet::compress`].
-    pub fn compress_with(&self, codec: Compression, buffer: impl FnOnce(usize) -> BytesMut) -> Result<MessageSet> {
+    pub fn compress_with(&self, codec: Compression, keep: impl FnOnce(&[u8]) -> MessageSet) -> Result<MessageSet> {
         if codec == Compression::None || self.is_empty() {
             return Ok(self.clone());
         }
@@ -691,7 +701,7 @@ impl MessageSet {
         }
         // the codec reads the parts where they are (not joined first)
         let parts: Vec<&[u8]> = self.parts().iter().map(|p| &p[..]).collect();
-        MessageSet::wrap_raw(&parts, last, codec, buffer)
+        MessageSet::wrap_raw(&parts, last, codec, keep)
     }
 
     /// `raw` (uncompressed entries, in parts one after the other) compressed with `codec` into
@@ -699,7 +709,7 @@ impl MessageSet {
     ///
     /// The codec writes into this thread's scratch buffer straight after room for the
     /// wrapper's entry header and message header, which are filled in once its length is
-    /// known; the set is then one copy of exactly its size, into `buffer(size)`. Compressing
+    /// known; the set is then one copy of exactly its size, made by `keep`. Compressing
     /// into a buffer of its own (grown as the codec wrote) and encoding the wrapper from it took
     /// three allocations a batch or more; cutting that buffer to size instead (a shrinking
     /// `realloc`) cost system CPU (glibc giving the tail back).
@@ -707,7 +717,7 @@ impl MessageSet {
         raw: &[&[u8]],
         last: i64,
         codec: Compression,
-        buffer: impl FnOnce(usize) -> BytesMut,
+        keep: impl FnOnce(&[u8]) -> MessageSet,
     ) -> Result<MessageSet> {
         const HEAD: usize = ENTRY_HEADER_SIZE + MESSAGE_V0_OVERHEAD;
         compression::with_scratch(|out| {
@@ -726,9 +736,7 @@ impl MessageSet {
             out[18..22].copy_from_slice(&(-1i32).to_be_bytes());
             out[22..26].copy_from_slice(&value_len.to_be_bytes());
             fill_crc(&mut out[12..]);
-            let mut set = buffer(out.len());
-            set.extend_from_slice(out);
-            Ok(MessageSet::from_bytes(set.freeze()))
+            Ok(keep(out))
         })
     }
 
@@ -1683,17 +1691,17 @@ mod tests {
             assert_eq!(set.compress(codec).unwrap(), whole.compress(codec).unwrap(), "{codec}");
         }
         assert_eq!(set.compress(Compression::None).unwrap().parts().len(), 3, "uncompressed: the same parts");
-        // into a buffer of the caller's
-        let mut given = None;
+        // kept where the caller keeps it: here in parts of 7 bytes, one entry across them
+        let mut given = 0;
         let into = set
-            .compress_with(Compression::Lz4, |n| {
-                let buffer = BytesMut::with_capacity(n + 100);
-                given = Some(buffer.as_ptr());
-                buffer
+            .compress_with(Compression::Lz4, |bytes| {
+                given = bytes.len();
+                MessageSet::from_parts(bytes.chunks(7).map(Bytes::copy_from_slice))
             })
             .unwrap();
-        assert_eq!(Some(into.as_bytes().as_ptr()), given);
+        assert_eq!((given, into.parts().len()), (into.len(), into.len().div_ceil(7)));
         assert_eq!(into, whole.compress(Compression::Lz4).unwrap());
+        assert_eq!(into.decode(&DecodeOptions::default()).unwrap(), whole.decode(&DecodeOptions::default()).unwrap());
         assert_eq!(set.as_bytes(), whole.as_bytes());
         assert_eq!(set.clone().into_bytes(), whole.into_bytes());
         assert_eq!(format!("{set:?}").matches("MessageAndOffset").count(), 40);

@@ -119,7 +119,8 @@ impl Engine {
         }
     }
 
-    /// Nothing queued or in flight: an idle producer keeps no allocations for compressed sets.
+    /// Nothing queued or in flight: an idle producer keeps no blocks for its logs or its
+    /// compressed sets.
     pub(super) fn idle_sets(&mut self) {
         if self.acc.is_empty() {
             self.rounds.sets.clear();

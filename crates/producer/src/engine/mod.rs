@@ -154,13 +154,15 @@ impl Engine {
         });
         let idempotent = config.enable_idempotence();
         let crcs = inbox.crcs();
+        // the rounds keep their compressed sets in the logs' blocks
+        let sets = acc.blocks();
         Engine {
             partitioner: PartitionerState::new(config.partitioner().clone()),
             meta: Metadata::new(cache, &config),
             config,
             acc,
             input: Inbound::new(inbox),
-            rounds: Rounds::new(idempotent, crcs),
+            rounds: Rounds::new(idempotent, crcs, sets),
             chunks: Chunks::default(),
             out: Outbox::new(permits, observer),
             read_backs: ReadBacks::default(),

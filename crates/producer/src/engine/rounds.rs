@@ -24,7 +24,7 @@ use super::idempotence::{producer_id, Idempotence};
 use super::{Completion, Engine, TaskKind};
 use crate::accumulator::{Batch, PartitionKey, RecordRun, Round};
 use crate::bounds::held_by_batch;
-use crate::buffers::SetBuffers;
+use crate::buffers::Blocks;
 use crate::crc::Crcs;
 use crate::delivery::Pending;
 use crate::error::Error;
@@ -157,14 +157,14 @@ pub(super) struct Rounds {
     /// The responses of rounds queued by the engine itself (see `Engine::send_round_now`),
     /// polled by its run loop.
     pub(super) responses: FuturesUnordered<Pin<Box<dyn Future<Output = Completion> + Send>>>,
-    /// The allocations compressed sets are written into (`crate::buffers`).
-    pub(super) sets: SetBuffers,
+    /// The blocks compressed sets are kept in, the logs' spent ones (`crate::buffers`).
+    pub(super) sets: Blocks,
     /// Told each round's format; says whether a Message v0 set may lack CRCs (`crate::crc`).
     pub(super) crcs: Arc<Crcs>,
 }
 
 impl Rounds {
-    pub(super) fn new(idempotent: bool, crcs: Arc<Crcs>) -> Rounds {
+    pub(super) fn new(idempotent: bool, crcs: Arc<Crcs>, sets: Blocks) -> Rounds {
         let flavor = tokio::runtime::Handle::try_current().ok().map(|h| h.runtime_flavor());
         Rounds {
             in_flight: HashMap::new(),
@@ -178,7 +178,7 @@ impl Rounds {
             next_id: 0,
             idem: idempotent.then(Idempotence::default),
             responses: FuturesUnordered::new(),
-            sets: SetBuffers::default(),
+            sets,
             crcs,
         }
     }
@@ -706,7 +706,7 @@ fn produce_request(
     producer: Option<(i64, i16)>,
     sequences: &[Option<i32>],
     extras: &[Vec<(usize, RecordExtra)>],
-    sets: &SetBuffers,
+    sets: &Blocks,
     fill: bool,
 ) -> (ProduceRequest, Vec<Option<Result<MessageSet, gregor_protocol::Error>>>) {
     let with_crcs = |set: MessageSet| if fill { crate::crc::with_crcs(&set) } else { set };
@@ -762,14 +762,14 @@ fn produce_request(
                 _ => (to_record_batch(&set, codec, timestamp, numbered, extras), true),
             },
             (SetSource::Plain(plain, codec), Format::MessageSet { .. }) => {
-                (with_crcs(plain).compress_with(codec, |n| sets.take(n)), true)
+                (with_crcs(plain).compress_with(codec, |bytes| sets.keep(bytes)), true)
             }
             (SetSource::Plain(plain, codec), Format::RecordBatch { timestamp, .. }) => {
                 (to_record_batch(&plain, codec, timestamp, numbered, extras), true)
             }
             // written as RecordBatch v2 records as they came: the header (and codec) only
             (SetSource::Records(run, codec), Format::RecordBatch { .. }) => {
-                (run.finish_with(codec, numbered, |n| sets.take(n)), true)
+                (run.finish_with(codec, numbered, |bytes| sets.keep(bytes)), true)
             }
             // its leader moved to a broker before Kafka 0.11
             (SetSource::Records(run, codec), Format::MessageSet { .. }) => {
@@ -850,7 +850,7 @@ mod tests {
     fn round(format: Format, fill: bool) -> (ProduceRequest, Vec<bool>) {
         let extras = vec![Vec::new(); 3];
         let (request, encoded) =
-            produce_request((1, 1000), sources(), format, None, &[None; 3], &extras, &SetBuffers::default(), fill);
+            produce_request((1, 1000), sources(), format, None, &[None; 3], &extras, &Blocks::default(), fill);
         (request, encoded.iter().map(|e| e.as_ref().is_none_or(Result::is_ok)).collect())
     }
 
@@ -909,7 +909,7 @@ mod tests {
                 producer,
                 &[Some(7)],
                 &[Vec::new()],
-                &SetBuffers::default(),
+                &Blocks::default(),
                 false,
             )
         };
@@ -945,7 +945,7 @@ mod tests {
         let run = RecordRun { parts: vec![buf.freeze()], count: 2, stamps: Stamps { first: 500, max: 500 } };
         let with_headers = |format| {
             let sources = vec![(PartitionKey::new("t", 0), SetSource::Records(run.clone(), Compression::None))];
-            produce_request((1, 1000), sources, format, None, &[None], &[Vec::new()], &SetBuffers::default(), false)
+            produce_request((1, 1000), sources, format, None, &[None], &[Vec::new()], &Blocks::default(), false)
         };
         let (request, encoded) = with_headers(Format::MessageSet { version: 2 });
         assert!(request.topics.is_empty());

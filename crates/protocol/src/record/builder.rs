@@ -442,14 +442,14 @@ pub struct RecordsSummary {
 /// [`Error::Compression`] when the codec fails; [`Error::TooLong`] for a batch over
 /// `i32::MAX` bytes. The parts are taken as they are (not read).
 pub fn finish_records(parts: &[Bytes], summary: RecordsSummary, codec: Compression) -> Result<crate::MessageSet> {
-    finish_records_with(parts, summary, codec, BytesMut::with_capacity)
+    finish_records_with(parts, summary, codec, crate::MessageSet::copied)
 }
 
-/// [`finish_records`], a compressed batch written into `buffer(size)`: room for exactly its
-/// size, which the caller may take from allocations it keeps (a producer's compressed sets take
-/// turns in a few). The codec writes into this thread's scratch buffer, and the batch is then
-/// one copy of exactly its size: a buffer the codec grew as it wrote would be held in flight at
-/// its capacity, whatever the batch compressed to.
+/// [`finish_records`], a compressed batch's bytes handed to `keep`, which copies them where
+/// the caller keeps its sets (a producer's blocks, in parts) and returns them as a set. The
+/// codec writes into this thread's scratch buffer, and the batch is then one copy of exactly
+/// its size: a buffer the codec grew as it wrote would be held in flight at its capacity,
+/// whatever the batch compressed to.
 ///
 /// # Errors
 ///
@@ -458,7 +458,7 @@ pub fn finish_records_with(
     parts: &[Bytes],
     summary: RecordsSummary,
     codec: Compression,
-    buffer: impl FnOnce(usize) -> BytesMut,
+    keep: impl FnOnce(&[u8]) -> crate::MessageSet,
 ) -> Result<crate::MessageSet> {
     let (producer_id, producer_epoch, base_sequence) =
         summary.producer.unwrap_or((NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE));
@@ -492,9 +492,7 @@ pub fn finish_records_with(
             header(out.len())?.write(&mut out[..BATCH_HEADER_SIZE]);
             let crc = crc32c::crc32c(&out[ATTRIBUTES_AT..]);
             out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
-            let mut set = buffer(out.len());
-            set.extend_from_slice(out);
-            Ok(crate::MessageSet::from_bytes(set.freeze()))
+            Ok(keep(out))
         });
     }
     let length = BATCH_HEADER_SIZE + parts.iter().map(Bytes::len).sum::<usize>();
@@ -585,7 +583,7 @@ mod tests {
     }
 
     #[test]
-    fn a_compressed_batch_is_one_allocation_of_its_size_from_the_callers_buffer() {
+    fn a_compressed_batch_is_kept_once_whole_by_the_caller() {
         // records that compress (the same value again and again), enough for several snappy
         // and lz4 blocks
         let value = vec![b'x'; 1000];
@@ -602,13 +600,13 @@ mod tests {
             }
             let expected = builder.finish().unwrap();
             let mut asked = Vec::new();
-            let set = finish_records_with(&parts, summary, codec, |n| {
-                asked.push(n);
-                BytesMut::with_capacity(n)
+            let set = finish_records_with(&parts, summary, codec, |bytes| {
+                asked.push(bytes.len());
+                crate::MessageSet::copied(bytes)
             })
             .unwrap();
             assert_eq!(set.as_bytes(), &expected, "{codec:?}: the builder's batch");
-            assert_eq!(asked, [set.len()], "{codec:?}: one buffer, of exactly the batch's size");
+            assert_eq!(asked, [set.len()], "{codec:?}: kept once, the batch's whole size");
             assert_eq!(set.parts().len(), 1, "{codec:?}: the header and the compressed records together");
             assert!(set.len() < parts[0].len() / 4, "{codec:?}: compressed ({} bytes)", set.len());
         }
