@@ -695,10 +695,11 @@ impl<T: Pack> Accumulator<T> {
         }
     }
 
-    /// The pool the logs' spent blocks are kept in, for the producer's compressed sets
-    /// (`crate::buffers`).
-    pub(crate) fn blocks(&self) -> crate::buffers::Blocks {
-        self.spent.blocks()
+    /// Keeps the logs' spent blocks in `blocks`, the producer's pool (`crate::buffers`), and
+    /// takes their new ones from it; before anything is queued.
+    pub(crate) fn keep_blocks_in(&mut self, blocks: crate::buffers::Blocks) {
+        debug_assert!(self.is_empty(), "blocks moved to another pool with records queued");
+        self.spent = Spent::new(blocks);
     }
 
     /// The settings.

@@ -1,5 +1,5 @@
-//! The blocks a producer keeps its bytes in once they are no longer queued: its partitions'
-//! spent log blocks (`crate::log::Spent`) and its compressed sets, one pool for both.
+//! The blocks a producer keeps its bytes in: its inbox's stream (`crate::inbox`), its
+//! partitions' logs (`crate::log::Spent`) and its compressed sets, one pool for all three.
 //!
 //! Why one pool: a compressed set was an allocation of its own (about a batch: 254 KiB for
 //! 2,000 records of 100 bytes), sized in steps of an eighth of a power of two so that sets of
@@ -11,6 +11,12 @@
 //! other; the next set goes on in the last one's block. So the blocks a batch leaves when it is
 //! compressed hold its set, and every block, a log's or a set's, is used again by either once
 //! what was made of it is gone.
+//!
+//! The inbox's stream takes its blocks from the pool too, and gives each one back once filled:
+//! free again once the background task has copied its records out to their logs. Its blocks
+//! had been allocated by the sending thread and freed by the task's; on a multi-thread runtime
+//! each worker's allocator arena then kept free blocks of its own
+//! (`benchmarks/timing/session-53.md`).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -62,8 +68,8 @@ struct Pool {
     open: Option<(BytesMut, usize)>,
 }
 
-/// A producer's pool of blocks, shared by its logs (on its task) and its rounds (which build
-/// and compress their sets on theirs).
+/// A producer's pool of blocks, shared by its inbox (on the sending threads), its logs (on its
+/// task) and its rounds (which build and compress their sets on theirs).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Blocks(Arc<Mutex<Pool>>);
 

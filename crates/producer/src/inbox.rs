@@ -56,6 +56,7 @@ use gregor_protocol::{EncodedMessage, Message};
 use tokio::sync::{oneshot, Notify};
 use tokio::time::Instant;
 
+use crate::buffers::Blocks;
 use crate::crc::Crcs;
 use crate::delivery::{CloseReport, FlushReport, Pending, Slot};
 use crate::growth::reserve_one;
@@ -154,10 +155,16 @@ struct Stream {
     full: Vec<Bytes>,
     /// The block being filled (its spare capacity is the room left).
     block: BytesMut,
+    /// The size of its allocation (0: none made yet).
+    had: usize,
     /// The size of the next block (0: none made yet).
     next: usize,
     /// Bytes pushed since the last take.
     pushed: usize,
+    /// The producer's pool (`crate::buffers`): a new block is a free one of it when there is
+    /// one, and a block filled goes to it, to be used again (by the stream, a log or a
+    /// compressed set) once the task has copied its records out.
+    blocks: Blocks,
 }
 
 impl Stream {
@@ -186,7 +193,13 @@ impl Stream {
             }
             let size = if self.next == 0 { FIRST_BLOCK } else { self.next };
             self.next = (size * 2).min(BLOCK);
-            self.block = BytesMut::with_capacity(size.max(len));
+            let size = size.max(len);
+            let (block, had) = self.blocks.free(size).unwrap_or_else(|| (BytesMut::with_capacity(size), size));
+            let filled = std::mem::replace(&mut self.block, block);
+            let had = std::mem::replace(&mut self.had, had);
+            if had > 0 {
+                self.blocks.spend(filled, had);
+            }
         }
     }
 
@@ -361,6 +374,8 @@ struct Queue {
     taken: Notify,
     /// Whether the sending threads compute their messages' CRCs (`crate::crc`).
     crcs: Arc<Crcs>,
+    /// The pool the stream's blocks come from and go back to (the state's stream has it).
+    blocks: Blocks,
 }
 
 /// Its own cache lines (two 64-byte lines: adjacent-line prefetch pairs them): the task
@@ -386,11 +401,12 @@ impl Queue {
 /// A new inbox: the application side and the task side; the records' topics are registered in
 /// `names`.
 pub(crate) fn inbox(names: Arc<TopicNames>) -> (InboxSender, InboxReceiver) {
+    let blocks = Blocks::default();
     let flags = Arc::new(Padded(Flags::default()));
     let queue = Arc::new(Queue {
         state: Mutex::new(State {
             queued: VecDeque::new(),
-            stream: Stream::default(),
+            stream: Stream { blocks: blocks.clone(), ..Stream::default() },
             topics: TopicMap::new(names),
             sender_gone: false,
             closed: false,
@@ -401,6 +417,7 @@ pub(crate) fn inbox(names: Arc<TopicNames>) -> (InboxSender, InboxReceiver) {
         flags,
         taken: Notify::new(),
         crcs: Arc::new(Crcs::default()),
+        blocks,
     });
     (InboxSender { queue: queue.clone() }, InboxReceiver { queue })
 }
@@ -601,6 +618,12 @@ impl InboxReceiver {
     /// (`crate::crc`).
     pub(crate) fn crcs(&self) -> Arc<Crcs> {
         self.queue.crcs.clone()
+    }
+
+    /// The pool the stream's blocks come from and go back to, for the producer's logs and
+    /// compressed sets (`crate::buffers`).
+    pub(crate) fn blocks(&self) -> Blocks {
+        self.queue.blocks.clone()
     }
 
     /// Waits until what the task wants is queued (or a command, a record of a new topic, a
@@ -1018,6 +1041,39 @@ mod tests {
             assert!(matches!(error.error, crate::Error::Closed { .. }));
             assert_eq!(error.value.as_deref(), Some(&v[..]));
         }
+    }
+
+    /// The stream's filled blocks go to the producer's pool, and its new blocks are free ones
+    /// from it once the task has copied the records out.
+    #[tokio::test]
+    async fn the_streams_blocks_come_from_the_pool_and_go_back_to_it() {
+        let (tx, mut rx) = inbox(TopicNames::new());
+        let blocks = rx.blocks();
+        // 1,000-byte values: 4, 8 ... 64 KiB blocks, then 64 KiB ones
+        let send = |n: usize| (0..n).map(|i| record(&tx, &format!("{i:0>1000}").into_bytes())).collect::<Vec<_>>();
+        let mut results = send(400);
+        let mut got = Incoming::default();
+        assert!(rx.recv_many(&mut got, Wanted::ANY).await);
+        let first: Vec<*const u8> = got.stream.iter().map(|b| b.as_ptr()).collect();
+        assert!(first.len() >= 6, "{} blocks", first.len());
+        assert_eq!(blocks.len(), first.len() - 1, "every block filled is in the pool; the last one is being filled");
+        // records still in the task's hands: none of their blocks is free, new ones are made
+        results.extend(send(70));
+        assert!(blocks.free(FIRST_BLOCK).is_none(), "the taken records hold their blocks");
+        // copied out and dropped: the next block is a 64 KiB one of theirs
+        let taken = all(&mut got);
+        assert_eq!(taken.len(), 400);
+        drop(taken);
+        let mut more = Incoming::default();
+        assert!(rx.recv_many(&mut more, Wanted::ANY).await);
+        drop(all(&mut more));
+        results.extend(send(70));
+        let mut last = Incoming::default();
+        assert!(rx.recv_many(&mut last, Wanted::ANY).await);
+        let reused: Vec<*const u8> = last.stream.iter().map(|b| b.as_ptr()).collect();
+        assert!(reused.iter().any(|p| first.contains(p)), "a block of the first take again: {reused:?} {first:?}");
+        assert_eq!(all(&mut last).len(), 70);
+        drop(results);
     }
 
     #[tokio::test]

@@ -87,9 +87,10 @@ impl Spent {
         self.may_be_free = true;
     }
 
-    /// The pool the blocks are kept in, for the producer's compressed sets.
-    pub(crate) fn blocks(&self) -> Blocks {
-        self.blocks.clone()
+    /// Spent blocks kept in `blocks`, a pool shared with the producer's inbox and compressed
+    /// sets (`crate::buffers`).
+    pub(crate) fn new(blocks: Blocks) -> Spent {
+        Spent { blocks, may_be_free: false }
     }
 
     /// Lets every kept block go, the sets' too (each batch still alive keeps its own): for an

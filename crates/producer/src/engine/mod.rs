@@ -137,7 +137,7 @@ impl Engine {
         observer: Option<Box<dyn Observer>>,
         names: Arc<TopicNames>,
     ) -> Engine {
-        let acc = Accumulator::new(AccumulatorConfig {
+        let mut acc = Accumulator::new(AccumulatorConfig {
             batch_num_messages: config.batch_num_messages(),
             linger: config.queue_buffering_max(),
             capacity: config.queue_buffering_max_messages(),
@@ -154,8 +154,9 @@ impl Engine {
         });
         let idempotent = config.enable_idempotence();
         let crcs = inbox.crcs();
-        // the rounds keep their compressed sets in the logs' blocks
-        let sets = acc.blocks();
+        // one pool of blocks for the inbox's stream, the logs and the compressed sets
+        let sets = inbox.blocks();
+        acc.keep_blocks_in(sets.clone());
         Engine {
             partitioner: PartitionerState::new(config.partitioner().clone()),
             meta: Metadata::new(cache, &config),
