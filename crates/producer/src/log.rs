@@ -11,9 +11,9 @@
 //! A block is sized after the partition's last batch (1 KiB to 64 KiB): a busy partition fills
 //! big blocks, a quiet one holds little. An entry never spans two blocks.
 //!
-//! A block whose entries were all taken is spent ([`Spent`], shared by a producer's logs and
-//! its compressed sets: `crate::buffers`) and used again, by any partition or set, once every
-//! batch made of it is gone; the logs of an idle
+//! A block whose entries were all taken is spent ([`Spent`]: one pool for a producer's logs,
+//! its inbox's stream and its compressed sets, `crate::buffers`) and used again, by any of
+//! them, once every batch made of it is gone; the logs of an idle
 //! producer (nothing queued or in flight) keep none. Why kept: with a full queue, blocks were
 //! allocated on the worker thread that ran the background task at that moment and freed on
 //! the one that delivered their records; on a multi-thread runtime each worker's allocator
@@ -34,9 +34,10 @@ const MIN_BLOCK: usize = 1024;
 const MAX_BLOCK: usize = BLOCK;
 
 /// Blocks of a producer's logs whose entries were all taken, oldest first, shared by the
-/// partitions, in the pool its compressed sets are kept in too (`crate::buffers`): the empty
-/// remainder of each (sharing its allocation) and its allocation's size. One is used again,
-/// by any partition or set, once every batch made of it is gone.
+/// partitions, in the pool its inbox's stream and compressed sets use too
+/// (`crate::buffers`): the empty remainder of each (sharing its allocation) and its
+/// allocation's size. One is used again, by any partition, set or the stream, once every
+/// batch made of it is gone.
 ///
 /// Shared rather than one list per partition: the partitions' queues take turns at being
 /// longest, and each partition's list kept blocks for its own longest (the sum of the
