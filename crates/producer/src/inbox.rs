@@ -35,9 +35,10 @@
 //! (`crate::crc`), there is no CRC to compute: the message is encoded under the lock straight
 //! into the stream, one copy of its key and value where the scratch buffer took two. Either
 //! way the record itself is queued without it (a `Packed` record: topic, partition, length,
-//! slot). The stream is made of blocks (4 KiB, doubling up to 64 KiB); the task takes the
-//! blocks with the records, and [`Incoming::next`] gives each record its message as a slice of
-//! its block. So the sending thread touches no reference count per record: a record holding
+//! slot). The stream is made of blocks (4 KiB, doubling up to 64 KiB; a free block of the
+//! producer's pool when there is one, and each filled one goes back to it: `crate::buffers`);
+//! the task takes the blocks with the records, and [`Incoming::next`] gives each record its
+//! message as a slice of its block. So the sending thread touches no reference count per record: a record holding
 //! a handle on a shared buffer cost a count raised by the sending thread and lowered by the
 //! task's, whose cache line moved between cores twice per record on a multi-thread runtime.
 //!
