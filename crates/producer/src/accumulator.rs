@@ -1168,8 +1168,8 @@ impl<T: Pack> Accumulator<T> {
         // its set goes when this returns (its records are taken out)
         self.spent.batch_gone();
         if self.len == 0 {
-            // nothing queued or in flight: an idle producer keeps no spent blocks (this
-            // batch's go with it)
+            // nothing queued or in flight: an idle producer keeps no blocks in its pool, its
+            // logs' or its compressed sets' (this batch's go with it)
             self.spent.clear();
             self.earliest = None;
         }

@@ -36,36 +36,39 @@ const KEEP: usize = 512;
 /// are in its first part, where the round reads its format (`crate::engine::format`).
 const FIRST_PART: usize = 1024;
 
-/// Allocations kept to be used again once nothing made of them is alive, oldest first: the
-/// part of each after what was handed out (empty, sharing the allocation) and its size.
+/// The pool's blocks: those kept to be used again once nothing made of them is alive, oldest
+/// first (the part of each after what was handed out, empty and sharing the allocation, and
+/// the allocation's size), and the one the last set ended in.
 #[derive(Debug, Default)]
-pub(crate) struct Kept(VecDeque<(BytesMut, usize)>);
+struct Pool {
+    kept: VecDeque<(BytesMut, usize)>,
+    /// The block the last set ended in, with the room after it, and its allocation's size.
+    open: Option<(BytesMut, usize)>,
+}
 
-impl Kept {
-    /// Keeps `rest`, the remainder of an allocation of `had` bytes; beyond `keep` kept, the
+impl Pool {
+    /// Keeps `rest`, the remainder of an allocation of `had` bytes; beyond [`KEEP`] kept, the
     /// oldest is let go (what is made of it keeps it alive; it is not used again).
-    fn push(&mut self, rest: BytesMut, had: usize, keep: usize) {
-        self.0.push_back((rest, had));
-        if self.0.len() > keep {
-            self.0.pop_front();
+    fn push(&mut self, rest: BytesMut, had: usize) {
+        self.kept.push_back((rest, had));
+        if self.kept.len() > KEEP {
+            self.kept.pop_front();
         }
     }
 
-    /// The oldest kept allocation free again that holds `n` bytes, whole (taken out); the
-    /// look ends there, and every other stays.
+    /// The oldest kept block free again that holds `n` bytes, whole (taken out); the look
+    /// ends there, and every other stays.
     fn first_free(&mut self, n: usize) -> Option<(BytesMut, usize)> {
         // `try_reclaim` succeeds when this holds the only handle left: nothing made of the
         // allocation is alive
-        let at = self.0.iter_mut().position(|(buffer, had)| *had >= n && buffer.try_reclaim(*had))?;
-        self.0.remove(at)
+        let at = self.kept.iter_mut().position(|(buffer, had)| *had >= n && buffer.try_reclaim(*had))?;
+        self.kept.remove(at)
     }
 }
 
-#[derive(Debug, Default)]
-struct Pool {
-    kept: Kept,
-    /// The block the last set ended in, with the room after it, and its allocation's size.
-    open: Option<(BytesMut, usize)>,
+/// A new block of `n` bytes (empty) and its size, for when the pool has no free one.
+pub(crate) fn new_block(n: usize) -> (BytesMut, usize) {
+    (BytesMut::with_capacity(n), n)
 }
 
 /// A producer's pool of blocks, shared by its inbox (on the sending threads), its logs (on its
@@ -81,12 +84,17 @@ impl Blocks {
     /// Keeps `rest`, the empty remainder of a block of `had` bytes whose bytes were all handed
     /// out, to be used again once nothing made of it is alive.
     pub(crate) fn spend(&self, rest: BytesMut, had: usize) {
-        self.lock().kept.push(rest, had, KEEP);
+        self.lock().push(rest, had);
     }
 
     /// The oldest kept block free again of at least `n` bytes, whole (taken out).
     pub(crate) fn free(&self, n: usize) -> Option<(BytesMut, usize)> {
-        self.lock().kept.first_free(n)
+        self.lock().first_free(n)
+    }
+
+    /// [`Blocks::free`], else a new block of `n` bytes.
+    pub(crate) fn take(&self, n: usize) -> (BytesMut, usize) {
+        self.free(n).unwrap_or_else(|| new_block(n))
     }
 
     /// A set of `bytes` (a compressed set as its codec wrote it) copied into the pool's blocks:
@@ -102,9 +110,9 @@ impl Blocks {
                 Some((block, had)) if block.capacity() >= needed => (block, had),
                 full => {
                     if let Some((block, had)) = full {
-                        pool.kept.push(block, had, KEEP);
+                        pool.push(block, had);
                     }
-                    pool.kept.first_free(BLOCK).unwrap_or_else(|| (BytesMut::with_capacity(BLOCK), BLOCK))
+                    pool.first_free(BLOCK).unwrap_or_else(|| new_block(BLOCK))
                 }
             };
             let n = rest.len().min(block.capacity());
@@ -125,7 +133,7 @@ impl Blocks {
     /// How many blocks are kept (free or not), the open one aside.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.lock().kept.0.len()
+        self.lock().kept.len()
     }
 }
 

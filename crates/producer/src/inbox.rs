@@ -38,9 +38,10 @@
 //! slot). The stream is made of blocks (4 KiB, doubling up to 64 KiB; a free block of the
 //! producer's pool when there is one, and each filled one goes back to it: `crate::buffers`);
 //! the task takes the blocks with the records, and [`Incoming::next`] gives each record its
-//! message as a slice of its block. So the sending thread touches no reference count per record: a record holding
-//! a handle on a shared buffer cost a count raised by the sending thread and lowered by the
-//! task's, whose cache line moved between cores twice per record on a multi-thread runtime.
+//! message as a slice of its block. So the sending thread touches no reference count per
+//! record: a record holding a handle on a shared buffer cost a count raised by the sending
+//! thread and lowered by the task's, whose cache line moved between cores twice per record on
+//! a multi-thread runtime.
 //!
 //! The background task copies each small record out when it queues it: to the end of its
 //! partition's log (`crate::log`), or to its topic's held blocks (`crate::held`) while it waits
@@ -195,7 +196,7 @@ impl Stream {
             let size = if self.next == 0 { FIRST_BLOCK } else { self.next };
             self.next = (size * 2).min(BLOCK);
             let size = size.max(len);
-            let (block, had) = self.blocks.free(size).unwrap_or_else(|| (BytesMut::with_capacity(size), size));
+            let (block, had) = self.blocks.take(size);
             let filled = std::mem::replace(&mut self.block, block);
             let had = std::mem::replace(&mut self.had, had);
             if had > 0 {

@@ -25,7 +25,7 @@ use std::collections::VecDeque;
 use bytes::{BufMut, Bytes, BytesMut};
 use gregor_protocol::{EncodedMessage, MessageSet};
 
-use crate::buffers::{Blocks, BLOCK};
+use crate::buffers::{new_block, Blocks, BLOCK};
 
 /// Bytes before each message in a set: its offset (8) and size (4).
 pub(crate) const ENTRY_HEADER: usize = 12;
@@ -71,16 +71,17 @@ impl Spent {
         self.blocks.spend(bytes, had);
     }
 
-    /// The oldest block free again of at least `size` bytes, whole (every other stays).
-    fn free(&mut self, size: usize) -> Option<(BytesMut, usize)> {
+    /// The oldest block free again of at least `size` bytes, whole (every other stays), else
+    /// a new one.
+    fn take(&mut self, size: usize) -> (BytesMut, usize) {
         if !self.may_be_free {
-            return None;
+            return new_block(size);
         }
         let taken = self.blocks.free(size);
         // after one found, the next look may find another; after none, only a batch gone can
         // free one (free blocks too small for this stay, for smaller ones after that)
         self.may_be_free = taken.is_some();
-        taken
+        taken.unwrap_or_else(|| new_block(size))
     }
 
     /// A batch was let go: blocks it held may be free again.
@@ -279,7 +280,7 @@ impl Log {
                 let Block { bytes, had, .. } = self.blocks.pop_back().expect("the last");
                 spent.push(bytes, had);
             }
-            let (bytes, had) = spent.free(size).unwrap_or_else(|| (BytesMut::with_capacity(size), size));
+            let (bytes, had) = spent.take(size);
             self.blocks.push_back(Block { bytes, count: 0, had });
         }
         self.blocks.back_mut().expect("a block with room")

@@ -78,7 +78,6 @@ impl Engine {
         let plain = if self.out.observer.is_some() { batch.plain_or_sent() } else { None };
         let mut records = self.acc.done(batch);
         restore_messages(&mut records, plain);
-        self.idle_sets();
         if !self.out.flushes.is_empty() || self.out.observer.is_some() {
             for (i, pending) in records.iter().enumerate() {
                 if let Some(observer) = &mut self.out.observer {
@@ -99,7 +98,6 @@ impl Engine {
         let plain = batch.plain_or_sent();
         let records = self.acc.done(batch);
         self.fail_records(records, plain, &topic, partition, attempts, &error);
-        self.idle_sets();
     }
 
     /// A failed batch's `records` fail, each error with its key and value (read back from
@@ -116,14 +114,6 @@ impl Engine {
         restore_messages(&mut records, plain);
         for pending in records {
             self.fail(pending, topic.clone(), Some(partition), attempts, error.clone());
-        }
-    }
-
-    /// Nothing queued or in flight: an idle producer keeps no blocks for its logs or its
-    /// compressed sets.
-    pub(super) fn idle_sets(&mut self) {
-        if self.acc.is_empty() {
-            self.rounds.sets.clear();
         }
     }
 

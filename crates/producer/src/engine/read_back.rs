@@ -138,7 +138,6 @@ impl Engine {
     ) {
         let (topic, partition, attempts) = (self.result_topic(&batch.tp.topic), batch.tp.partition, batch.attempts);
         let records = self.acc.done(batch);
-        self.idle_sets();
         let id = self.read_backs.next_id;
         self.read_backs.next_id += 1;
         let read = set.clone();
